@@ -1,0 +1,122 @@
+"""The queue's data, as msgspec structs shared by the daemon, the store and the CLI.
+
+Times are Unix seconds (float, UTC). Memory is MiB (int). These structs are also the
+`--json` documents the CLI prints, so their field names are part of the interface.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import msgspec
+
+
+class JobState(enum.StrEnum):
+    PENDING = "pending"
+    HELD = "held"
+    PAUSED = "paused"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    LOST = "lost"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_STATES
+
+    @property
+    def active(self) -> bool:
+        return self in (JobState.PENDING, JobState.RUNNING)
+
+
+FINISHED_STATES = frozenset(
+    {JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED, JobState.LOST}
+)
+BAD_END_STATES = FINISHED_STATES - {JobState.COMPLETED}
+
+
+class Job(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    state: JobState
+    command: str
+    submitter: str
+    created_at: float
+    # the request
+    gpus_requested: int = 1
+    vram_mb: int = 0
+    node_request: str | None = None
+    priority: int = 0
+    timeout: float | None = None
+    env: dict[str, str] = {}
+    workdir: str | None = None
+    tags: list[str] = []
+    note: str = ""
+    # the current (or last) attempt
+    attempt: int = 0
+    node: str | None = None
+    gpus: list[int] = []
+    pid: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None  # why it is in its state, in words
+    progress: str | None = None
+    stderr_tail: str | None = None
+    result: Any = None
+
+
+class Event(msgspec.Struct, kw_only=True):
+    id: int
+    time: float
+    kind: str
+    job_id: int | None
+    node: str | None
+    data: dict[str, Any] = {}
+
+
+class GpuProcessView(msgspec.Struct, kw_only=True):
+    pid: int
+    user: str
+    used_mb: int | None
+    managed: bool
+    job_id: int | None
+
+
+class GpuView(msgspec.Struct, kw_only=True):
+    """One card as `nvq queue nodes` shows it: the card itself, and the queue's share."""
+
+    index: int
+    name: str
+    mem_used_mb: int
+    mem_total_mb: int
+    mem_used_percent: float
+    util_percent: int | None
+    external_mem_mb: int
+    external_procs: int
+    queue_mem_mb: int
+    reserved_mb: int
+    free_mb: int
+    attribution: str  # "measured" | "blind"
+    schedulable: bool
+    jobs: list[int]
+    processes: list[GpuProcessView]
+
+
+class NodeView(msgspec.Struct, kw_only=True):
+    name: str
+    host: str | None
+    state: str  # "up" | "down" | "connecting" | "draining" | "ignored"
+    last_seen: float | None
+    hostname: str | None = None
+    backend: str | None = None
+    cuda: str | None = None
+    mem_total_mb: int | None = None
+    mem_free_mb: int | None = None
+    running_jobs: int = 0
+    error: str | None = None
+    gpus: list[GpuView] = []
