@@ -27,15 +27,28 @@ class JobState(enum.StrEnum):
     def finished(self) -> bool:
         return self in FINISHED_STATES
 
-    @property
-    def active(self) -> bool:
-        return self in (JobState.PENDING, JobState.RUNNING)
-
 
 FINISHED_STATES = frozenset(
     {JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED, JobState.LOST}
 )
-BAD_END_STATES = FINISHED_STATES - {JobState.COMPLETED}
+ACTIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING})
+
+
+class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """What a user asks for: the submit request, before the queue gives it an id."""
+
+    command: str
+    name: str = ""
+    gpus: int = 1
+    vram_mb: int = 0
+    node: str | None = None
+    priority: int = 0
+    timeout: float | None = None
+    env: dict[str, str] = {}
+    workdir: str | None = None
+    tags: list[str] = []
+    note: str = ""
+    submitter: str = ""  # free-form label (NVQ_SUBMITTER); the OS user is taken from the socket
 
 
 class Job(msgspec.Struct, kw_only=True):
@@ -43,7 +56,8 @@ class Job(msgspec.Struct, kw_only=True):
     name: str
     state: JobState
     command: str
-    submitter: str
+    user: str  # the OS user who submitted it (socket peer credentials)
+    submitter: str  # NVQ_SUBMITTER label, else the user
     created_at: float
     # the request
     gpus_requested: int = 1
@@ -60,6 +74,7 @@ class Job(msgspec.Struct, kw_only=True):
     node: str | None = None
     gpus: list[int] = []
     pid: int | None = None
+    dispatched_at: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
     exit_code: int | None = None
@@ -77,6 +92,16 @@ class Event(msgspec.Struct, kw_only=True):
     job_id: int | None
     node: str | None
     data: dict[str, Any] = {}
+
+
+class Reap(msgspec.Struct, frozen=True):
+    """A kill the queue owes a node: the job's record is settled, its process is not
+    known to be gone yet (the node may be unreachable)."""
+
+    job_id: int
+    attempt: int
+    node: str
+    reason: str
 
 
 class GpuProcessView(msgspec.Struct, kw_only=True):
@@ -118,5 +143,17 @@ class NodeView(msgspec.Struct, kw_only=True):
     mem_total_mb: int | None = None
     mem_free_mb: int | None = None
     running_jobs: int = 0
+    cpu_jobs: int = 0
     error: str | None = None
     gpus: list[GpuView] = []
+
+
+def json_default(obj: Any) -> Any:
+    raise TypeError(f"cannot encode {type(obj).__name__}")
+
+
+_json_encoder = msgspec.json.Encoder()
+
+
+def to_json(obj: Any) -> bytes:
+    return _json_encoder.encode(obj)

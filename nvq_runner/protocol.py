@@ -86,6 +86,9 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     journal_head: int  # seq of the last event written; replay follows up to it
     boot_id: str
     pid: int  # the runner's own pid
+    # Identifies the journal's life: a new id (node home wiped, runner reinstalled)
+    # tells the daemon that seqs restarted and its applied seq no longer applies.
+    journal_id: str = ""
 
 
 class Sample(msgspec.Struct, tag="sample", frozen=True):

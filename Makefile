@@ -1,0 +1,37 @@
+# Everything runs from the project's own virtual environment, made on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install demo test lint bench sshd clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# The tests start real OpenSSH servers on loopback: install sshd when it is missing.
+sshd:
+	@test -x /usr/sbin/sshd || { \
+	  echo "installing openssh-server (the tests run real sshd nodes on loopback)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssh-server openssh-client >/dev/null; }
+
+demo: install
+	$(PY) scripts/demo.py
+
+test: install sshd
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+bench: install sshd
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from nvq.cli.main import main
+
+main()

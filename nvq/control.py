@@ -1,0 +1,114 @@
+"""The CLI ⇄ daemon protocol on `$NVQ_HOME/daemon.sock`.
+
+The CLI sends one request frame (a tagged msgspec struct, msgpack, the same framing as
+the runner protocol) and reads reply frames until a `Done`. Streaming commands (`job
+logs -f`) send `Chunk`s before it. Errors are a `Done` with `error` set: one line the
+CLI prints as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from nvq.model import JobSpec
+
+
+class Submit(msgspec.Struct, tag="submit", frozen=True):
+    spec: JobSpec
+
+
+class ListJobs(msgspec.Struct, tag="ls", frozen=True):
+    active: bool = False
+    states: list[str] | None = None
+    limit: int | None = None
+
+
+class ShowJob(msgspec.Struct, tag="show", frozen=True):
+    id: int
+    logs: int = 0
+
+
+class Cancel(msgspec.Struct, tag="cancel", frozen=True):
+    ids: list[int]
+
+
+class Note(msgspec.Struct, tag="note", frozen=True):
+    id: int
+    text: str | None = None
+    append: str | None = None
+    clear: bool = False
+
+
+class Result(msgspec.Struct, tag="result", frozen=True):
+    id: int
+    set_json: str | None = None
+
+
+class Wait(msgspec.Struct, tag="wait", frozen=True):
+    ids: list[int]
+    timeout: float | None = None
+
+
+class Logs(msgspec.Struct, tag="logs", frozen=True):
+    id: int
+    lines: int = 50
+    follow: bool = False
+    stream: Literal["stdout", "stderr"] = "stdout"
+
+
+class Status(msgspec.Struct, tag="status", frozen=True):
+    pass
+
+
+class Nodes(msgspec.Struct, tag="nodes", frozen=True):
+    procs: bool = False
+
+
+class Events(msgspec.Struct, tag="events", frozen=True):
+    since: int = 0
+    limit: int | None = None
+    job_id: int | None = None
+
+
+class StopDaemon(msgspec.Struct, tag="stop", frozen=True):
+    pass
+
+
+class Ping(msgspec.Struct, tag="ping", frozen=True):
+    pass
+
+
+Request = (
+    Submit
+    | ListJobs
+    | ShowJob
+    | Cancel
+    | Note
+    | Result
+    | Wait
+    | Logs
+    | Status
+    | Nodes
+    | Events
+    | StopDaemon
+    | Ping
+)
+
+
+class Chunk(msgspec.Struct, tag="chunk", frozen=True):
+    data: bytes
+
+
+class Done(msgspec.Struct, tag="done", frozen=True):
+    data: Any = None
+    error: str | None = None
+    exit_code: int = 0  # what the CLI should exit with (wait: 0, 1 or 2)
+
+
+Reply = Chunk | Done
+
+request_decoder = msgspec.msgpack.Decoder(Request)
+reply_decoder = msgspec.msgpack.Decoder(Reply)
+encoder = msgspec.msgpack.Encoder()

@@ -1,0 +1,117 @@
+"""One task per node: open a channel to its runner, pump frames both ways, reconnect
+with capped exponential backoff and jitter when the channel drops.
+
+The transport is whatever `open_channel` returns: a Unix socket for the local node,
+an SSH exec channel running `nvq_runner attach` for the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import anyio
+
+from nvq.daemon.core import Core
+from nvq.daemon.nodes import NodeRuntime
+from nvq_runner import protocol as p
+
+log = logging.getLogger("nvq.link")
+
+BACKOFF_FIRST = 0.2
+BACKOFF_MAX = 30.0
+SEND_QUEUE = 100_000
+
+
+class ByteChannel(Protocol):
+    async def receive(self) -> bytes:
+        """Next bytes; raises anyio.EndOfStream (or returns b"") when the peer closed."""
+        ...
+
+    async def send(self, data: bytes) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+Opener = Callable[[], Awaitable[ByteChannel]]
+
+
+def backoff_delay(attempt: int) -> float:
+    """Capped exponential backoff with full jitter, so many daemons (or many nodes
+    returning at once) do not reconnect in lockstep."""
+    cap = min(BACKOFF_MAX, BACKOFF_FIRST * (2**attempt))
+    return random.uniform(cap / 2, cap)
+
+
+async def run_link(core: Core, node: NodeRuntime, open_channel: Opener) -> None:
+    failures = 0
+    while True:
+        if node.ignored:
+            node.state = "down"
+            await core.wait_unignored(node)
+            continue
+        error: str | None = None
+        try:
+            channel = await open_channel()
+        except Exception as exc:  # any failure to reach the node is a retry
+            error = str(exc) or type(exc).__name__
+            log.debug("node %s: connect failed: %s", node.name, error)
+        else:
+            failures = 0
+            try:
+                error = await _pump(core, node, channel)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await channel.aclose()
+        await core.on_disconnected(node, error)
+        if node.down_since is None:
+            node.down_since = time.time()
+        await core.check_down(node)
+        await anyio.sleep(backoff_delay(failures))
+        failures += 1
+
+
+async def _pump(core: Core, node: NodeRuntime, channel: ByteChannel) -> str | None:
+    """Serve one connection until it ends; returns why it ended."""
+    send, outbox = anyio.create_memory_object_stream[bytes](SEND_QUEUE)
+
+    def post(msg: p.DaemonMsg) -> bool:
+        try:
+            send.send_nowait(p.encode_frame(msg))
+            return True
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+
+    async def writer() -> None:
+        async with outbox:
+            async for frame in outbox:
+                await channel.send(frame)
+
+    reason: str | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer)
+        await core.on_connected(node, post)
+        frames = p.FrameReader()
+        try:
+            while True:
+                data = await channel.receive()
+                if not data:
+                    reason = "runner closed the connection"
+                    break
+                for payload in frames.feed(data):
+                    await core.on_message(node, p.decode_runner_payload(payload))
+        except anyio.EndOfStream:
+            reason = "runner closed the connection"
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            reason = f"connection lost: {exc or type(exc).__name__}"
+        except p.FrameError as exc:
+            reason = str(exc)
+            log.error("node %s: %s", node.name, exc)
+        finally:
+            node.send = None
+            send.close()
+            tg.cancel_scope.cancel()
+    return reason

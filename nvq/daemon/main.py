@@ -1,0 +1,162 @@
+"""`nvq daemon`: the process that owns queue.db and talks to every node.
+
+One anyio task group: the control server, the placement loop, one link per node.
+`nvq daemon stop` (or SIGTERM) cancels it; runners and their jobs keep going.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import IO
+
+import anyio
+
+from nvq.config import ConfigError, load_config
+from nvq.daemon.control_server import serve_control
+from nvq.daemon.core import Core
+from nvq.daemon.link import ByteChannel, run_link
+from nvq.daemon.nodes import NodeRuntime
+from nvq.store import Store
+
+log = logging.getLogger("nvq.daemon")
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+def paths(home: Path) -> dict[str, Path]:
+    return {
+        "sock": home / "daemon.sock",
+        "lock": home / "daemon.lock",
+        "pid": home / "daemon.pid",
+        "log": home / "daemon.log",
+        "db": home / "queue.db",
+    }
+
+
+def take_lock(home: Path) -> IO[str]:
+    """One daemon per NVQ_HOME: an flock held for the daemon's whole life."""
+    handle = open(paths(home)["lock"], "a+")  # noqa: SIM115 - held until exit
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        pid = read_pid(home)
+        raise AlreadyRunning(
+            f"a daemon is already running for {home}" + (f" (pid {pid})" if pid else "")
+        ) from None
+    return handle
+
+
+def read_pid(home: Path) -> int | None:
+    try:
+        return int(paths(home)["pid"].read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _local_opener(core: Core, node: NodeRuntime, home: Path) -> object:
+    from nvq_runner.launcher import ensure_running
+
+    queue = core.config.queue
+    runner_home = Path(queue.local_home).expanduser() if queue.local_home else home / "node"
+    env = {**os.environ, **queue.local_env}
+
+    async def open_channel() -> ByteChannel:
+        sock = await anyio.to_thread.run_sync(lambda: ensure_running(runner_home, env))
+        return await anyio.connect_unix(sock)
+
+    return open_channel
+
+
+def _ssh_opener(core: Core, node: NodeRuntime) -> object:
+    from nvq.daemon.ssh_link import ssh_opener
+
+    assert node.config is not None
+    return ssh_opener(node.config)
+
+
+async def serve(home: Path) -> None:
+    config = load_config(home)
+    p = paths(home)
+    store = await Store.open(p["db"])
+    core = Core(config, store, home)
+    try:
+        await core.load()
+        async with anyio.create_task_group() as tg:
+            await tg.start(serve_control, core, p["sock"])
+            tg.start_soon(core.placement_loop)
+            for node in core.nodes.values():
+                opener = (
+                    _local_opener(core, node, home)
+                    if node.config is None
+                    else _ssh_opener(core, node)
+                )
+                tg.start_soon(run_link, core, node, opener)
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        log.info("got signal %d: stopping", signum)
+                        core.stop_requested.set()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            log.info("daemon %d serving %s", os.getpid(), home)
+            core.kick()
+            await core.stop_requested.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await store.close()
+        p["sock"].unlink(missing_ok=True)
+        log.info("daemon stopped")
+
+
+def setup_logging(home: Path, foreground: bool) -> None:
+    handlers: list[logging.Handler] = [logging.FileHandler(paths(home)["log"])]
+    if foreground:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    level = os.environ.get("NVQ_LOG_LEVEL", "INFO").upper()
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+    )
+
+
+def run(home: Path, *, foreground: bool = True) -> int:
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = take_lock(home)
+    except AlreadyRunning as exc:
+        print(f"nvq: {exc}", file=sys.stderr)
+        return 3
+    try:
+        load_config(home)  # fail fast, with the config's own message
+    except ConfigError as exc:
+        print(f"nvq: {exc}", file=sys.stderr)
+        return 2
+    paths(home)["pid"].write_text(f"{os.getpid()}\n")
+    setup_logging(home, foreground)
+    try:
+        anyio.run(serve, home)
+    finally:
+        paths(home)["pid"].unlink(missing_ok=True)
+        lock.close()
+    return 0
+
+
+def main() -> None:
+    """Entry point of the detached daemon the CLI starts: `python -m nvq.daemon.main HOME`."""
+    sys.exit(run(Path(sys.argv[1]), foreground=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""What the daemon knows about one node right now (in memory, rebuilt on restart)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from nvq.config import NodeConfig
+from nvq_runner.protocol import DaemonMsg, Hello, LogData, Sample
+
+Sender = Callable[[DaemonMsg], bool]  # False when the frame could not be queued
+
+
+@dataclass
+class NodeRuntime:
+    name: str
+    config: NodeConfig | None  # None for the local node
+    allow: list[int] | None = None  # cards open to new placements
+    state: str = "connecting"  # connecting | up | down
+    hello: Hello | None = None
+    sample: Sample | None = None
+    last_seen: float | None = None
+    error: str | None = None
+    drained: bool = False
+    ignored: bool = False
+    journal_id: str = ""
+    applied_seq: int = 0
+    # Placement waits until the runner's journal has been replayed and its jobs
+    # reconciled: before that the daemon's picture of the node may be stale.
+    reconciled: bool = False
+    replay_until: int = 0
+    send: Sender | None = None
+    log_streams: dict[int, Callable[[LogData], None]] = field(default_factory=dict)
+    down_since: float | None = None
+
+    @property
+    def host(self) -> str | None:
+        return self.config.host if self.config else None
+
+    @property
+    def accepting(self) -> bool:
+        return self.state == "up" and self.reconciled and not self.drained and not self.ignored
+
+    @property
+    def shown_state(self) -> str:
+        if self.ignored:
+            return "ignored"
+        if self.state == "up" and self.drained:
+            return "draining"
+        return self.state
+
+    def post(self, msg: DaemonMsg) -> bool:
+        """Queue a frame for the runner; False when the node is not connected."""
+        return self.send(msg) if self.send is not None else False
+
+    def mark_seen(self) -> None:
+        self.last_seen = time.time()

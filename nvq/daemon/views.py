@@ -1,0 +1,90 @@
+"""Pure accounting of what is on each card: the figures `queue nodes` shows and the
+free memory placement plans against. No I/O: inputs are the runner's latest facts and
+the queue's own jobs on the node."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nvq.model import GpuProcessView, GpuView, Job
+from nvq_runner.protocol import GpuInfo, GpuSample
+
+
+def gpu_view(
+    info: GpuInfo,
+    sample: GpuSample | None,
+    jobs_on_card: Sequence[Job],
+    *,
+    headroom_mb: int,
+    schedulable: bool,
+) -> GpuView:
+    total = sample.total_mb if sample else info.total_mb
+    used = sample.used_mb if sample else 0
+    procs = sample.processes if sample else []
+    blind = bool(sample and (sample.blind or any(p.used_mb is None for p in procs)))
+    reserved = sum(j.vram_mb for j in jobs_on_card)
+    per_job_actual: dict[int, int] = {}
+    for p in procs:
+        if p.job_id is not None and p.used_mb is not None:
+            per_job_actual[p.job_id] = per_job_actual.get(p.job_id, 0) + p.used_mb
+    if blind:
+        # The driver names no memory per process: the queue's share is inferred from
+        # its reservations and everything else on the card is taken as foreign.
+        queue_mem = min(used, reserved)
+        external = max(0, used - reserved)
+        charge = reserved
+    else:
+        queue_mem = sum(per_job_actual.values())
+        external = sum(p.used_mb or 0 for p in procs if p.job_id is None)
+        charge = sum(max(j.vram_mb, per_job_actual.get(j.id, 0)) for j in jobs_on_card)
+    free = total - external - charge - headroom_mb
+    return GpuView(
+        index=info.index,
+        name=info.name,
+        mem_used_mb=used,
+        mem_total_mb=total,
+        mem_used_percent=round(100.0 * used / total, 1) if total else 0.0,
+        util_percent=sample.util_percent if sample else None,
+        external_mem_mb=external,
+        external_procs=sum(1 for p in procs if p.job_id is None),
+        queue_mem_mb=queue_mem,
+        reserved_mb=reserved,
+        free_mb=free,
+        attribution="blind" if blind else "measured",
+        schedulable=schedulable,
+        jobs=[j.id for j in jobs_on_card],
+        processes=[
+            GpuProcessView(
+                pid=p.pid,
+                user=p.user,
+                used_mb=p.used_mb,
+                managed=p.job_id is not None,
+                job_id=p.job_id,
+            )
+            for p in procs
+        ],
+    )
+
+
+def gpu_views(
+    gpus: Sequence[GpuInfo],
+    samples: Sequence[GpuSample] | None,
+    jobs_on_node: Sequence[Job],
+    *,
+    headroom_mb: int,
+    allow: Sequence[int] | None,
+) -> list[GpuView]:
+    by_index = {s.index: s for s in samples or []}
+    views = []
+    for info in gpus:
+        on_card = [j for j in jobs_on_node if info.index in j.gpus]
+        views.append(
+            gpu_view(
+                info,
+                by_index.get(info.index),
+                on_card,
+                headroom_mb=headroom_mb,
+                schedulable=allow is None or info.index in allow,
+            )
+        )
+    return views

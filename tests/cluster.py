@@ -1,0 +1,161 @@
+"""Integration harness: a throw-away NVQ_HOME driven only through the real `nvq` CLI,
+with a real daemon, real runners and real job processes. Nothing is mocked but the
+GPUs (the runner's fake backend)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_GPUS = """\
+cuda = "13.0"
+
+[[gpu]]
+name = "Fake A100"
+memory = "24GiB"
+
+[[gpu]]
+name = "Fake A100"
+memory = "24GiB"
+"""
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@dataclass
+class Nvq:
+    home: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def gpus_file(self) -> Path:
+        return self.home.parent / "gpus.toml"
+
+    @property
+    def node_home(self) -> Path:
+        return self.home / "node"
+
+    def write_gpus(self, text: str) -> None:
+        tmp = self.gpus_file.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(self.gpus_file)
+
+    def write_config(self, text: str) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "config.toml").write_text(text)
+
+    def run(self, *args: str, timeout: float = 60, input: str | None = None) -> Run:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nvq", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
+        return Run(proc.returncode, proc.stdout, proc.stderr)
+
+    def ok(self, *args: str, timeout: float = 60) -> Run:
+        r = self.run(*args, timeout=timeout)
+        assert r.code == 0, f"nvq {' '.join(args)} exited {r.code}: {r.err or r.out}"
+        return r
+
+    def json(self, *args: str, timeout: float = 60) -> Any:
+        return self.ok(*args, "--json", timeout=timeout).json()
+
+    def submit(self, *args: str) -> dict[str, Any]:
+        flags, sep, cmd = _split(args)
+        return self.json("job", "submit", *flags, "--json", *sep, *cmd)  # type: ignore[no-any-return]
+
+    def show(self, job_id: int) -> dict[str, Any]:
+        return self.json("job", "show", str(job_id))  # type: ignore[no-any-return]
+
+    def wait(self, *ids: int, timeout: float = 60) -> tuple[int, list[dict[str, Any]]]:
+        r = self.run(
+            "job", "wait", *map(str, ids), "--timeout", str(timeout), "--json", timeout=timeout + 30
+        )
+        doc = r.json()
+        return r.code, doc["jobs"]
+
+    def wait_for(self, job_id: int, pred: Any, timeout: float = 30) -> dict[str, Any]:
+        """Re-read a job until `pred(job)` holds (for states `job wait` does not end on)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.show(job_id)
+            if pred(job):
+                return job
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {job_id} never got there: {job}")
+            time.sleep(0.1)
+
+    def events(self, since: int = 0) -> list[dict[str, Any]]:
+        return self.json("queue", "events", "--since", str(since))  # type: ignore[no-any-return]
+
+    def shutdown(self) -> None:
+        """Stop the daemon and the local runner, and kill every job process left."""
+        try:
+            self.run("daemon", "stop", timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_processes_under(self.home.parent)
+
+
+def _split(args: tuple[str, ...]) -> tuple[list[str], list[str], list[str]]:
+    if "--" in args:
+        i = args.index("--")
+        return list(args[:i]), ["--"], list(args[i + 1 :])
+    return list(args), [], []
+
+
+def kill_processes_under(root: Path) -> None:
+    """Kill runners and jobs whose command line or working directory lies in `root`."""
+    needle = str(root)
+    me = os.getpid()
+    victims: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if needle in cmdline or cwd.startswith(needle):
+            victims.append(int(entry.name))
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def make_nvq(tmp: Path, *, gpus: str | None = DEFAULT_GPUS, sample_interval: float = 0.5) -> Nvq:
+    home = tmp / "nvq"
+    home.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NVQ_")}
+    env["NVQ_HOME"] = str(home)
+    env["NVQ_SAMPLE_INTERVAL"] = str(sample_interval)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    nvq = Nvq(home=home, env=env)
+    if gpus is None:
+        env["NVQ_GPU_BACKEND"] = "none"
+    else:
+        nvq.write_gpus(gpus)
+        env["NVQ_FAKE_GPUS"] = str(nvq.gpus_file)
+        env["NVQ_GPU_BACKEND"] = "fake"
+    return nvq
