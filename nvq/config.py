@@ -1,14 +1,55 @@
 """`$NVQ_HOME/config.toml` → typed configuration, with errors that name the file, the key
 and what is wrong.
 
-STRUCTS ONLY FOR NOW: the loader (`load_config`) is being written.
+Every error is a `ConfigError` with a one-line message `<file>: <key path>: <problem>`,
+e.g. `~/.nvq/config.toml: nodes[2].port: expected an integer from 1 to 65535, got "abc"`.
+`nodes[i]` counts the `[[nodes]]` tables from 0, in file order.
+
+```toml
+[queue]
+local_node = true            # run jobs on the queue host itself
+local_node_name = "local"
+local_gpus = [0, 1]          # allowlist; [] = CPU jobs only; absent = all cards
+headroom = "512MiB"          # or an integer number of MiB
+max_cpu_jobs_per_node = 4
+kill_grace = "10s"           # or a number of seconds
+node_grace = "2m"
+
+[[nodes]]
+name = "box406"              # letters, digits, '.', '_' and '-'
+host = "box406.lab"
+port = 22
+user = "me"
+identity = "~/.ssh/id_ed25519"
+gpus = [0, 1, 2, 3]
+env = { CUDA_CACHE_PATH = "/scratch/cuda" }
+
+[remote]                     # optional: forward every command to nvq on the queue host
+host = "queue.lab"
+```
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
+
+from nvq.units import parse_duration, parse_size
+
+# Node names appear in lanes (`node:gpu`), --node prefixes and file names, so keep them
+# to characters that need no quoting anywhere.
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+# A field's validator: (raw TOML value, key path) → the typed value.
+_Convert = Callable[[Any, str], Any]
 
 
 class ConfigError(Exception):
@@ -41,7 +82,237 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     node_grace: float = 120.0  # seconds unreachable before node_down
 
 
+class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[remote]`: the CLI forwards its argv over SSH to `nvq` on this queue host."""
+
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    nvq: str = "nvq"  # the command to run there
+    home: str | None = None  # $NVQ_HOME there, when not the default
+
+
 class Config(msgspec.Struct, kw_only=True, frozen=True):
     path: Path | None = None
     queue: QueueConfig = QueueConfig()
     nodes: list[NodeConfig] = []
+    remote: RemoteConfig | None = None
+
+
+def load_config(home: Path) -> Config:
+    """Read `home/config.toml`; a missing file means all defaults."""
+    path = home / "config.toml"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config(path=path)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {_toml_error(str(exc))}") from exc
+    return parse_config(data, path)
+
+
+def parse_config(data: dict[str, Any], path: Path) -> Config:
+    """Validate parsed TOML; raise `ConfigError` on the first problem found."""
+    return _Parser(path).config(data)
+
+
+def _toml_error(message: str) -> str:
+    # tomllib (3.11) puts the position in the message: "Invalid value (at line 3, column 9)".
+    match = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", message)
+    if match:
+        return f"line {match.group(2)}, column {match.group(3)}: invalid TOML: {match.group(1)}"
+    return f"invalid TOML: {message}"
+
+
+def _show(value: Any) -> str:
+    """A TOML value as it would look in the file, short and on one line."""
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, bool | int | float | str | list):
+        text = json.dumps(value, default=str, ensure_ascii=False)
+    else:  # dates and times
+        text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _Parser:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.path}: {key}: {problem}")
+
+    # -- leaf values ---------------------------------------------------------------
+
+    def table(self, value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table, got {_show(value)}")
+        for name in value:
+            if name not in allowed:
+                where = f"{key}.{name}" if key else name
+                known = ", ".join(sorted(allowed))
+                raise self.fail(where, f"unknown key (known keys: {known})")
+        return value
+
+    def string(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"expected a non-empty string, got {_show(value)}")
+        return value
+
+    def name(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        if not _NAME_RE.fullmatch(text):
+            raise self.fail(
+                key,
+                f"invalid node name {_show(text)}: use letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit",
+            )
+        return text
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_show(value)}")
+        return value
+
+    def integer(self, value: Any, key: str, low: int, high: int | None = None) -> int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if not ok or value < low or (high is not None and value > high):
+            wanted = (
+                f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+            )
+            raise self.fail(key, f"expected {wanted}, got {_show(value)}")
+        return int(value)
+
+    def size(self, value: Any, key: str) -> int:
+        if isinstance(value, str):
+            try:
+                return parse_size(value)
+            except ValueError as exc:
+                raise self.fail(key, str(exc)) from None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        raise self.fail(
+            key, f'expected a size like "512MiB" or a number of MiB, got {_show(value)}'
+        )
+
+    def duration(self, value: Any, key: str) -> float:
+        if isinstance(value, str):
+            try:
+                return parse_duration(value)
+            except ValueError as exc:
+                raise self.fail(key, str(exc)) from None
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return float(value)
+        raise self.fail(
+            key, f'expected a duration like "30s" or a number of seconds, got {_show(value)}'
+        )
+
+    def gpu_list(self, value: Any, key: str) -> list[int]:
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list of GPU indices like [0, 1], got {_show(value)}")
+        gpus = [self.integer(item, f"{key}[{i}]", 0) for i, item in enumerate(value)]
+        if len(set(gpus)) != len(gpus):
+            raise self.fail(key, f"GPU indices repeat in {_show(value)}")
+        return gpus
+
+    def env(self, value: Any, key: str) -> dict[str, str]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table of strings, got {_show(value)}")
+        for name, item in value.items():
+            if not isinstance(item, str):
+                raise self.fail(f"{key}.{name}", f"expected a string, got {_show(item)}")
+        return dict(value)
+
+    def path_value(self, value: Any, key: str) -> str:
+        # A file on the queue host, so ~ means this user's home here.
+        return os.path.expanduser(self.string(value, key))
+
+    # -- sections ------------------------------------------------------------------
+
+    def config(self, data: dict[str, Any]) -> Config:
+        top = self.table(data, "", {"queue", "nodes", "remote"})
+        queue = self.queue(top.get("queue", {}))
+        nodes = self.nodes(top.get("nodes", []), queue)
+        remote = self.remote(top["remote"]) if "remote" in top else None
+        return Config(path=self.path, queue=queue, nodes=nodes, remote=remote)
+
+    def queue(self, value: Any) -> QueueConfig:
+        fields: dict[str, _Convert] = {
+            "local_node": self.boolean,
+            "local_node_name": self.name,
+            "local_home": self.string,
+            "local_gpus": self.gpu_list,
+            "local_env": self.env,
+            "headroom": self.size,
+            "max_cpu_jobs_per_node": lambda v, k: self.integer(v, k, 0),
+            "kill_grace": self.duration,
+            "node_grace": self.duration,
+        }
+        table = self.table(value, "queue", set(fields))
+        out = {key: fields[key](item, f"queue.{key}") for key, item in table.items()}
+        if "headroom" in out:
+            out["headroom_mb"] = out.pop("headroom")
+        return QueueConfig(**out)
+
+    def nodes(self, value: Any, queue: QueueConfig) -> list[NodeConfig]:
+        if not isinstance(value, list):
+            raise self.fail("nodes", f"expected [[nodes]] tables, got {_show(value)}")
+        fields: dict[str, _Convert] = {
+            "name": self.name,
+            "host": self.string,
+            "port": lambda v, k: self.integer(v, k, 1, 65535),
+            "user": self.string,
+            "identity": self.path_value,
+            "known_hosts": self.path_value,
+            "home": self.string,  # a path on the node: ~ is expanded there, not here
+            "python": self.string,
+            "gpus": self.gpu_list,
+            "env": self.env,
+            "owner": self.string,
+        }
+        seen: dict[str, int] = {}
+        nodes = []
+        for i, item in enumerate(value):
+            prefix = f"nodes[{i}]"
+            table = self.table(item, prefix, set(fields))
+            for required in ("name", "host"):
+                if required not in table:
+                    raise self.fail(f"{prefix}.{required}", "missing (every node needs one)")
+            out = {key: fields[key](v, f"{prefix}.{key}") for key, v in table.items()}
+            name = out["name"]
+            if name in seen:
+                raise self.fail(
+                    f"{prefix}.name", f"{_show(name)} is already the name of nodes[{seen[name]}]"
+                )
+            if queue.local_node and name == queue.local_node_name:
+                raise self.fail(
+                    f"{prefix}.name",
+                    f"{_show(name)} is the local node's name (queue.local_node_name); "
+                    "pick another or set queue.local_node = false",
+                )
+            seen[name] = i
+            nodes.append(NodeConfig(**out))
+        return nodes
+
+    def remote(self, value: Any) -> RemoteConfig:
+        fields: dict[str, _Convert] = {
+            "host": self.string,
+            "port": lambda v, k: self.integer(v, k, 1, 65535),
+            "user": self.string,
+            "identity": self.path_value,
+            "known_hosts": self.path_value,
+            "nvq": self.string,
+            "home": self.string,
+        }
+        table = self.table(value, "remote", set(fields))
+        if "host" not in table:
+            raise self.fail("remote.host", "missing (the queue host to forward commands to)")
+        return RemoteConfig(**{key: fields[key](v, f"remote.{key}") for key, v in table.items()})

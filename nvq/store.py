@@ -211,7 +211,7 @@ class Store:
 
     async def commit(self, tx: Tx) -> list[Job]:
         """Apply `tx` in one transaction; returns the inserted jobs with their ids."""
-        return await self._db._execute(self._commit_sync, tx)  # type: ignore[no-any-return]
+        return await self._db._execute(self._commit_sync, tx)
 
     def _commit_sync(self, tx: Tx) -> list[Job]:
         # Runs on aiosqlite's thread: one hop for the whole transaction instead of

@@ -80,7 +80,7 @@ class Nvq:
 
     def submit(self, *args: str) -> dict[str, Any]:
         flags, sep, cmd = _split(args)
-        return self.json("job", "submit", *flags, "--json", *sep, *cmd)  # type: ignore[no-any-return]
+        return self.ok("job", "submit", *flags, "--json", *sep, *cmd).json()  # type: ignore[no-any-return]
 
     def show(self, job_id: int) -> dict[str, Any]:
         return self.json("job", "show", str(job_id))  # type: ignore[no-any-return]

@@ -85,9 +85,9 @@ class Core:
             self.jobs[job.id] = job
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap
-            job = await self.store.job(reap.job_id)
-            if job is not None:
-                self.reaping[(reap.job_id, reap.attempt)] = job
+            settled = await self.store.job(reap.job_id)
+            if settled is not None:
+                self.reaping[(reap.job_id, reap.attempt)] = settled
         log.info(
             "loaded %d live jobs, %d pending reaps, %d nodes",
             len(self.jobs),
@@ -307,12 +307,12 @@ class Core:
                     tx.events.extend(evs)
         kills: list[p.Kill] = []
         for job_id, attempt in active:
-            job = self.jobs.get(job_id)
+            live = self.jobs.get(job_id)
             if (
-                job is None
-                or job.attempt != attempt
-                or job.node != node.name
-                or job.state is not JobState.RUNNING
+                live is None
+                or live.attempt != attempt
+                or live.node != node.name
+                or live.state is not JobState.RUNNING
             ):
                 reap = self.reaps.get((job_id, attempt))
                 kills.append(self._kill_msg(reap or Reap(job_id, attempt, node.name, "orphan")))

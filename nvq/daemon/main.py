@@ -19,7 +19,7 @@ import anyio
 from nvq.config import ConfigError, load_config
 from nvq.daemon.control_server import serve_control
 from nvq.daemon.core import Core
-from nvq.daemon.link import ByteChannel, run_link
+from nvq.daemon.link import ByteChannel, Opener, run_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.store import Store
 
@@ -61,7 +61,7 @@ def read_pid(home: Path) -> int | None:
         return None
 
 
-def _local_opener(core: Core, node: NodeRuntime, home: Path) -> object:
+def _local_opener(core: Core, node: NodeRuntime, home: Path) -> Opener:
     from nvq_runner.launcher import ensure_running
 
     queue = core.config.queue
@@ -75,11 +75,16 @@ def _local_opener(core: Core, node: NodeRuntime, home: Path) -> object:
     return open_channel
 
 
-def _ssh_opener(core: Core, node: NodeRuntime) -> object:
-    from nvq.daemon.ssh_link import ssh_opener
+def _ssh_opener(node: NodeRuntime) -> Opener:
+    from nvq.daemon.ssh import open_node_channel
 
-    assert node.config is not None
-    return ssh_opener(node.config)
+    config = node.config
+    assert config is not None
+
+    async def open_channel() -> ByteChannel:
+        return await open_node_channel(config)
+
+    return open_channel
 
 
 async def serve(home: Path) -> None:
@@ -96,7 +101,7 @@ async def serve(home: Path) -> None:
                 opener = (
                     _local_opener(core, node, home)
                     if node.config is None
-                    else _ssh_opener(core, node)
+                    else _ssh_opener(node)
                 )
                 tg.start_soon(run_link, core, node, opener)
 

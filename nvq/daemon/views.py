@@ -75,8 +75,16 @@ def gpu_views(
     allow: Sequence[int] | None,
 ) -> list[GpuView]:
     by_index = {s.index: s for s in samples or []}
+    infos = {g.index: g for g in gpus}
+    if samples is not None:
+        # The latest sample is the truth about which cards exist (a fake GPU file can
+        # change while the runner runs); the Hello only names them.
+        infos = {
+            s.index: infos.get(s.index) or GpuInfo(index=s.index, name="?", uuid="", total_mb=s.total_mb)
+            for s in samples
+        }
     views = []
-    for info in gpus:
+    for info in infos.values():
         on_card = [j for j in jobs_on_node if info.index in j.gpus]
         views.append(
             gpu_view(

@@ -1,0 +1,52 @@
+"""`python -m nvq_runner serve|start|attach|stop --home DIR`. Imports are deferred so
+`attach` (run on every SSH connection) starts fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nvq_runner",
+                                     description="nvq node runner")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("serve", "run the runner in the foreground"),
+        ("start", "start the runner in the background unless it runs"),
+        ("attach", "start the runner if needed and splice stdin/stdout to its socket"),
+        ("stop", "stop the runner (jobs keep running)"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--home", default="~/.nvq", help="runner state directory")
+        if name == "serve":
+            p.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    home = Path(args.home).expanduser().absolute()
+
+    if args.command == "attach":
+        from .attach import attach
+
+        return attach(home)
+    if args.command == "serve":
+        from .server import serve
+
+        return serve(home, detach=args.detach)
+
+    from .launcher import RunnerError, ensure_running, stop
+
+    if args.command == "start":
+        try:
+            print(ensure_running(home))
+        except RunnerError as exc:
+            print(f"nvq_runner: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if not stop(home):
+        print("nvq_runner: no runner running", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

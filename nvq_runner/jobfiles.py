@@ -1,0 +1,134 @@
+"""The on-disk layout of one job under `<home>/jobs/<id>/` and its attempt record."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+TAIL_LINES = 20
+TAIL_CHARS = 2000
+
+
+class AttemptRecord(msgspec.Struct):
+    """attempt.json: what a restarted runner needs to adopt or finish an attempt.
+    Times are wall-clock (time.time()) so deadlines survive a runner restart."""
+
+    job_id: int
+    attempt: int
+    started_at: float
+    kill_grace: float
+    boot_id: str
+    pid: int | None = None  # None while launching
+    start_ticks: int | None = None  # /proc/<pid>/stat field 22
+    deadline: float | None = None  # timeout: SIGTERM due
+    kill_reason: str | None = None  # "timeout" | "killed" once SIGTERM was sent
+    kill_at: float | None = None  # SIGKILL due
+    killed_hard: bool = False  # SIGKILL sent
+    done: bool = False  # exit (or loss) journaled
+
+
+_enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder(AttemptRecord)
+
+
+class JobDir:
+    def __init__(self, jobs_root: Path, job_id: int) -> None:
+        self.job_id = job_id
+        self.path = jobs_root / str(job_id)
+        self.script = self.path / "script"
+        self.stdout = self.path / "stdout.log"
+        self.stderr = self.path / "stderr.log"
+        self.status = self.path / "status"
+        self.result = self.path / "result.json"
+        self.artifacts = self.path / "artifacts"
+        self.attempt_json = self.path / "attempt.json"
+        self.exit = self.path / "exit"
+        self.wrapper_pid = self.path / "wrapper.pid"
+        self.tombstone = self.path / "killed"  # highest attempt killed before it started
+
+    def log(self, stream: str) -> Path:
+        return self.stderr if stream == "stderr" else self.stdout
+
+    # ---------------------------------------------------------- attempt record
+
+    def read_record(self) -> AttemptRecord | None:
+        try:
+            return _dec.decode(self.attempt_json.read_bytes())
+        except (OSError, msgspec.DecodeError):
+            return None
+
+    def write_record(self, rec: AttemptRecord) -> None:
+        _atomic_write(self.attempt_json, _enc.encode(rec))
+
+    def read_tombstone(self) -> int:
+        try:
+            return int(self.tombstone.read_text().strip())
+        except (OSError, ValueError):
+            return 0
+
+    def write_tombstone(self, attempt: int) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.tombstone, f"{attempt}\n".encode())
+
+    # ---------------------------------------------------------- what the job left
+
+    def read_exit(self) -> int | None:
+        try:
+            return int(self.exit.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def read_wrapper_pid(self) -> int | None:
+        try:
+            return int(self.wrapper_pid.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def progress(self) -> str | None:
+        return last_line(self.status)
+
+    def result_text(self) -> str | None:
+        try:
+            return self.result.read_text(errors="replace")
+        except OSError:
+            return None
+
+    def stderr_tail(self) -> str:
+        return tail_text(self.stderr) or tail_text(self.stdout)
+
+    def clear_attempt_files(self) -> None:
+        for p in (self.exit, self.path / "exit.tmp", self.status, self.result, self.wrapper_pid):
+            p.unlink(missing_ok=True)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _read_end(path: Path, size: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - size))
+            return f.read()
+    except OSError:
+        return b""
+
+
+def last_line(path: Path) -> str | None:
+    """The last non-empty line of a (small, often rewritten) status file."""
+    for line in reversed(_read_end(path, 4096).splitlines()):
+        if line.strip():
+            return line.decode(errors="replace").strip()
+    return None
+
+
+def tail_text(path: Path, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    data = _read_end(path, chars * 4).decode(errors="replace")
+    text = "\n".join(data.rstrip("\n").splitlines()[-lines:])
+    return text[-chars:]

@@ -1,0 +1,428 @@
+"""Launching, watching, killing and adopting job attempts.
+
+Each attempt runs as `/bin/sh wrapper.sh <jobdir>` in its own session (see
+wrapper.sh). Exits are learnt at once, without polling: every watched wrapper has a
+pidfd registered with the event loop, which becomes readable when the process ends;
+for the runner's own children the status then comes from waitpid, for attempts
+adopted after a runner restart from the wrapper's exit record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import procfs
+from .jobfiles import AttemptRecord, JobDir
+from .protocol import (
+    ActiveJob,
+    ExitReason,
+    JobExited,
+    JobLost,
+    JobStarted,
+    JournaledEvent,
+    Kill,
+    LaunchFailed,
+    Start,
+)
+
+log = logging.getLogger(__name__)
+WRAPPER = Path(__file__).with_name("wrapper.sh")
+
+# Builds a journaled event from the seq the journal assigns; the sink journals and sends.
+EventSink = Callable[[Callable[[int], JournaledEvent]], None]
+
+
+class LaunchError(Exception):
+    pass
+
+
+@dataclass(eq=False)
+class Running:
+    rec: AttemptRecord
+    dir: JobDir
+    pidfd: int
+    popen: subprocess.Popen[bytes] | None  # None for an adopted attempt
+    ended: asyncio.Future[None]
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+
+class JobManager:
+    def __init__(
+        self, home: Path, emit: EventSink, changed: Callable[[], None] | None = None
+    ) -> None:
+        self.root = home / "jobs"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._emit = emit
+        self._changed = changed or (lambda: None)
+        self.running: dict[int, Running] = {}
+        self._starting: dict[int, int] = {}  # job id → attempt waiting for an old one to end
+        self._boot_id = procfs.boot_id()
+        self._loop = asyncio.get_running_loop()
+
+    # ------------------------------------------------------------ queries
+
+    def active(self) -> list[ActiveJob]:
+        return [
+            ActiveJob(job_id=r.rec.job_id, attempt=r.rec.attempt, pid=r.rec.pid or 0,
+                      started_at=r.rec.started_at)
+            for r in self.running.values()
+        ]
+
+    def sessions(self) -> dict[int, int]:
+        """Wrapper pid (= session id of the job's processes) → job id."""
+        return {r.rec.pid: job for job, r in self.running.items() if r.rec.pid}
+
+    def progress(self) -> dict[int, str]:
+        out = {}
+        for job, r in self.running.items():
+            line = r.dir.progress()
+            if line is not None:
+                out[job] = line
+        return out
+
+    def job_dir(self, job_id: int) -> JobDir:
+        return JobDir(self.root, job_id)
+
+    # ------------------------------------------------------------ start
+
+    def _seen(self, d: JobDir, attempt: int) -> bool:
+        """True when this attempt (or a later one) was already started or killed."""
+        run = self.running.get(d.job_id)
+        if run is not None and run.rec.attempt >= attempt:
+            return True
+        rec = d.read_record()
+        if rec is not None and rec.attempt >= attempt:
+            return True
+        return d.read_tombstone() >= attempt
+
+    def start(self, msg: Start) -> None:
+        d = self.job_dir(msg.job_id)
+        if self._starting.get(msg.job_id, 0) >= msg.attempt or self._seen(d, msg.attempt):
+            log.info("start of job %s attempt %s: already seen", msg.job_id, msg.attempt)
+            return
+        old = self.running.get(msg.job_id)
+        if old is None:
+            self._launch(msg, d)
+            return
+        # An older attempt still runs (the daemon gave up on it): end it first, so
+        # two attempts of one job never run at once.
+        log.warning("job %s: ending attempt %s before starting %s",
+                    msg.job_id, old.rec.attempt, msg.attempt)
+        self._starting[msg.job_id] = msg.attempt
+        self._terminate(old, "killed", msg.kill_grace)
+        self._loop.create_task(self._start_after(msg, d, old))
+
+    async def _start_after(self, msg: Start, d: JobDir, old: Running) -> None:
+        try:
+            await asyncio.shield(old.ended)
+        finally:
+            if self._starting.get(msg.job_id) == msg.attempt:
+                del self._starting[msg.job_id]
+        if not self._seen(d, msg.attempt):
+            self.start(msg)
+
+    def _job_env(self, msg: Start, d: JobDir) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            CUDA_VISIBLE_DEVICES=",".join(str(g) for g in msg.gpus),
+            # CUDA numbers cards fastest-first by default; NVML (and so the queue)
+            # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
+            CUDA_DEVICE_ORDER="PCI_BUS_ID",
+            NVQ_JOB_ID=str(msg.job_id),
+            NVQ_JOB_NAME=msg.name,
+            NVQ_NODE=msg.node,
+            NVQ_JOB_DIR=str(d.path),
+            NVQ_STATUS_FILE=str(d.status),
+            NVQ_ARTIFACTS=str(d.artifacts),
+            NVQ_ATTEMPT=str(msg.attempt),
+        )
+        env.update(msg.env)
+        return env
+
+    def _launch(self, msg: Start, d: JobDir) -> None:
+        now = time.time()
+        rec = AttemptRecord(
+            job_id=msg.job_id, attempt=msg.attempt, started_at=now,
+            kill_grace=msg.kill_grace, boot_id=self._boot_id,
+            deadline=now + msg.timeout if msg.timeout is not None else None,
+        )
+        try:
+            popen = self._spawn(msg, d, rec)
+        except (OSError, LaunchError, ValueError) as exc:
+            error = str(exc) if isinstance(exc, LaunchError) else f"{type(exc).__name__}: {exc}"
+            log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
+            self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
+                                                attempt=msg.attempt, error=error, at=time.time()))
+            rec.done = True
+            try:
+                d.write_record(rec)
+            except OSError:
+                pass
+            return
+        pid = popen.pid
+        rec.pid = pid
+        rec.start_ticks = procfs.start_ticks(pid)  # a zombie still has it; not yet reaped
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as exc:
+            # Out of descriptors: a job we cannot watch must not run unseen.
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            popen.wait()
+            err = f"cannot watch the job process: {exc}"
+            self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
+                                                attempt=msg.attempt, error=err, at=time.time()))
+            rec.done = True
+            self._try_save(d, rec)
+            return
+        run = Running(rec=rec, dir=d, pidfd=pidfd, popen=popen,
+                      ended=self._loop.create_future())
+        self._watch(run)
+        self._emit(lambda seq: JobStarted(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
+                                          pid=pid, started_at=rec.started_at))
+        # Written after JobStarted is journaled: a record with a pid always means the
+        # start was announced (see adopt_all for the record without one).
+        self._save(run)
+        self._changed()
+
+    def _spawn(self, msg: Start, d: JobDir, rec: AttemptRecord) -> subprocess.Popen[bytes]:
+        d.path.mkdir(parents=True, exist_ok=True)
+        d.artifacts.mkdir(exist_ok=True)
+        workdir = Path(msg.workdir).expanduser() if msg.workdir else d.path
+        if not workdir.is_dir():
+            raise LaunchError(f"workdir {workdir} is not a directory")
+        d.clear_attempt_files()
+        d.script.write_text(msg.command if msg.command.endswith("\n") else msg.command + "\n")
+        # The record exists before the process does, so a runner that dies in between
+        # finds the attempt (and the wrapper's pid file) when it restarts.
+        d.write_record(rec)
+        with open(d.stdout, "wb") as out, open(d.stderr, "wb") as err:
+            return subprocess.Popen(
+                ["/bin/sh", str(WRAPPER), str(d.path)],
+                cwd=workdir, env=self._job_env(msg, d), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True, close_fds=True,
+            )
+
+    # ------------------------------------------------------------ watching
+
+    def _watch(self, run: Running) -> None:
+        self.running[run.rec.job_id] = run
+        self._loop.add_reader(run.pidfd, self._on_exit, run)
+        rec = run.rec
+        if rec.kill_reason is not None:
+            if rec.killed_hard:
+                self._signal(run, signal.SIGKILL)
+            else:
+                self._at(run, rec.kill_at or time.time(), self._kill_hard, run)
+        elif rec.deadline is not None:
+            self._at(run, rec.deadline, self._terminate, run, "timeout", rec.kill_grace)
+
+    def _at(self, run: Running, when: float, fn: Callable[..., object], *args: object) -> None:
+        run.timers.append(self._loop.call_later(max(0.0, when - time.time()), fn, *args))
+
+    def _save(self, run: Running) -> None:
+        try:
+            run.dir.write_record(run.rec)
+        except OSError as exc:
+            log.error("job %s: cannot write attempt.json: %s", run.rec.job_id, exc)
+
+    def _on_exit(self, run: Running) -> None:
+        self._loop.remove_reader(run.pidfd)
+        os.close(run.pidfd)
+        for t in run.timers:
+            t.cancel()
+        rec, d = run.rec, run.dir
+        if rec.kill_reason is not None and rec.pid:
+            # Stragglers of a killed job would keep holding its GPUs. The wrapper is
+            # not reaped yet, so the group id cannot have been reused.
+            self._signal(run, signal.SIGKILL)
+        status = run.popen.wait() if run.popen is not None else None
+        self._finish(rec, d, status)
+        del self.running[rec.job_id]
+        if not run.ended.done():
+            run.ended.set_result(None)
+        self._changed()
+
+    def _finish(self, rec: AttemptRecord, d: JobDir, status: int | None) -> None:
+        """Journal how an attempt ended, from the wrapper's record or waitpid status."""
+        code = d.read_exit()
+        sig: int | None = None
+        if code is not None:
+            sig = code - 128 if 128 < code <= 128 + 64 else None
+        elif status is not None:
+            code, sig = (128 - status, -status) if status < 0 else (status, None)
+        elif rec.killed_hard:
+            code, sig = 128 + signal.SIGKILL, int(signal.SIGKILL)
+        if code is None:
+            self._lost(rec, d, "process gone without an exit record "
+                                "(killed outside its wrapper, or the node rebooted)")
+            return
+        reason: ExitReason = "exit"
+        if rec.kill_reason == "timeout":
+            reason = "timeout"
+        elif rec.kill_reason is not None:
+            reason = "killed"
+        ended = _mtime(d.exit) if status is None else time.time()
+        progress, tail, result = d.progress(), d.stderr_tail(), d.result_text()
+        exit_code, signum = code, sig
+        self._emit(lambda seq: JobExited(
+            seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=exit_code,
+            signal=signum, ended_at=ended, reason=reason, progress=progress,
+            stderr_tail=tail, result=result,
+        ))
+        rec.done = True
+        self._try_save(d, rec)
+
+    def _lost(self, rec: AttemptRecord, d: JobDir, reason: str) -> None:
+        self._emit(lambda seq: JobLost(seq=seq, job_id=rec.job_id, attempt=rec.attempt,
+                                       reason=reason, at=time.time()))
+        rec.done = True
+        self._try_save(d, rec)
+
+    def _try_save(self, d: JobDir, rec: AttemptRecord) -> None:
+        try:
+            d.write_record(rec)
+        except OSError as exc:
+            log.error("job %s: cannot write attempt.json: %s", rec.job_id, exc)
+
+    # ------------------------------------------------------------ killing
+
+    def _signal(self, run: Running, sig: signal.Signals) -> None:
+        if not run.rec.pid:
+            return
+        try:
+            os.killpg(run.rec.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _terminate(self, run: Running, reason: str, grace: float) -> None:
+        rec = run.rec
+        kill_at = time.time() + max(0.0, grace)
+        if rec.kill_reason is not None:
+            if rec.killed_hard or (rec.kill_at is not None and rec.kill_at <= kill_at):
+                return  # already ending at least as fast
+        else:
+            rec.kill_reason = reason
+        rec.kill_at = kill_at
+        self._save(run)
+        self._signal(run, signal.SIGTERM)
+        self._at(run, kill_at, self._kill_hard, run)
+
+    def _kill_hard(self, run: Running) -> None:
+        if run.rec.killed_hard or run.rec.job_id not in self.running:
+            return
+        run.rec.killed_hard = True
+        self._save(run)
+        self._signal(run, signal.SIGKILL)
+
+    def kill(self, msg: Kill) -> None:
+        run = self.running.get(msg.job_id)
+        if run is not None and run.rec.attempt == msg.attempt:
+            self._terminate(run, "killed", msg.grace)
+            return
+        d = self.job_dir(msg.job_id)
+        if self._starting.get(msg.job_id) != msg.attempt and self._seen(d, msg.attempt):
+            return  # older than what runs, already ended, or already tombstoned
+        # Never started: make sure it never will be, and say so.
+        d.write_tombstone(msg.attempt)
+        self._emit(lambda seq: JobLost(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
+                                       reason="killed before start", at=time.time()))
+
+    # ------------------------------------------------------------ adoption
+
+    def adopt_all(self, journaled: set[tuple[str, int, int]]) -> None:
+        """After a runner restart: take over attempts whose wrappers still run, and
+        report those that ended (or vanished) while no runner was watching.
+        `journaled` holds (tag, job, attempt) of unacknowledged journal events, so
+        nothing already journaled is journaled twice."""
+        for path in sorted(self.root.glob("*/attempt.json")):
+            try:
+                job_id = int(path.parent.name)
+            except ValueError:
+                continue
+            d = self.job_dir(job_id)
+            rec = d.read_record()
+            if rec is None or rec.done:
+                continue
+            key = (rec.job_id, rec.attempt)
+            if ("exited", *key) in journaled or ("lost", *key) in journaled \
+                    or ("launch_failed", *key) in journaled:
+                rec.done = True
+                self._try_save(d, rec)
+                continue
+            try:
+                self._adopt(rec, d, journaled)
+            except Exception:
+                log.exception("job %s: adoption failed", job_id)
+
+    def _adopt(self, rec: AttemptRecord, d: JobDir, journaled: set[tuple[str, int, int]]) -> None:
+        same_boot = rec.boot_id == self._boot_id
+        if rec.pid is None:
+            # The runner died between writing the record and announcing the start.
+            pid = d.read_wrapper_pid()
+            if pid is None and d.read_exit() is None:
+                self._emit(lambda seq: LaunchFailed(
+                    seq=seq, job_id=rec.job_id, attempt=rec.attempt,
+                    error="the runner stopped while launching", at=time.time()))
+                rec.done = True
+                self._try_save(d, rec)
+                return
+            rec.pid = pid
+            if pid is not None and same_boot and _is_wrapper(pid, d):
+                rec.start_ticks = procfs.start_ticks(pid)
+            if ("started", rec.job_id, rec.attempt) not in journaled:
+                self._emit(lambda seq: JobStarted(seq=seq, job_id=rec.job_id,
+                                                  attempt=rec.attempt, pid=pid or 0,
+                                                  started_at=rec.started_at))
+            self._try_save(d, rec)
+        pidfd = None
+        if same_boot and rec.pid:
+            try:
+                pidfd = os.pidfd_open(rec.pid)
+            except OSError:
+                pidfd = None
+            # Checked after opening the pidfd: if the pid was reused in between, the
+            # start time differs and the pidfd is not ours to watch.
+            if pidfd is not None and (rec.start_ticks is None
+                                      or procfs.start_ticks(rec.pid) != rec.start_ticks):
+                os.close(pidfd)
+                pidfd = None
+        if pidfd is None:
+            self._finish(rec, d, None)
+            return
+        log.info("adopting job %s attempt %s (pid %s)", rec.job_id, rec.attempt, rec.pid)
+        self._watch(Running(rec=rec, dir=d, pidfd=pidfd, popen=None,
+                            ended=self._loop.create_future()))
+
+    def close(self) -> None:
+        """Stop watching (the runner is exiting); the jobs themselves run on."""
+        for run in self.running.values():
+            self._loop.remove_reader(run.pidfd)
+            os.close(run.pidfd)
+            for t in run.timers:
+                t.cancel()
+        self.running.clear()
+
+
+def _is_wrapper(pid: int, d: JobDir) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return str(WRAPPER).encode() in cmdline and str(d.path).encode() in cmdline
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return time.time()

@@ -1,0 +1,175 @@
+"""The runner's durable event journal.
+
+Every durable event gets the next per-node seq and is appended and fsync'ed here
+before it is sent, so an event the daemon never saw survives a runner or node crash
+and is replayed on the next connection.
+
+Layout of `<home>/journal/`:
+  events.log  records: 4-byte big-endian length, 4-byte CRC32 of the payload, then the
+              payload (`protocol.encode_payload` of the event). A torn or corrupt tail
+              (crash mid-write) is cut off on load.
+  meta.json   {"head": last seq ever written, "acked": last seq acknowledged}, replaced
+              atomically. It keeps seqs from repeating after the log is compacted, and
+              lets a restarted runner skip events acknowledged before it stopped.
+
+Acks are cumulative. When everything is acknowledged the log is truncated; when many
+acknowledged records pile up in front of unacknowledged ones it is rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import uuid
+import zlib
+from pathlib import Path
+
+from .protocol import (
+    FrameError,
+    JobExited,
+    JobLost,
+    JobStarted,
+    JournaledEvent,
+    LaunchFailed,
+    decode_runner_payload,
+    encode_payload,
+)
+
+_REC = struct.Struct(">II")
+_REWRITE_AFTER = 4096  # acknowledged records tolerated in front of live ones
+
+
+class Journal:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._log_path = directory / "events.log"
+        self._meta_path = directory / "meta.json"
+        self.head = 0
+        self.acked = 0
+        self._pending: list[JournaledEvent] = []  # unacknowledged, in seq order
+        self._dead_records = 0  # acknowledged records still in events.log
+        self._load()
+        self.id = self._journal_id()
+        self._fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    # ------------------------------------------------------------ loading
+
+    def _journal_id(self) -> str:
+        """A random id made once per journal: if the journal is wiped, the daemon sees a
+        new id and knows the seqs restarted."""
+        path = self.dir / "id"
+        try:
+            return path.read_text().strip()
+        except FileNotFoundError:
+            pass
+        new = uuid.uuid4().hex
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(new + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return new
+
+    def _load(self) -> None:
+        try:
+            meta = json.loads(self._meta_path.read_text())
+            self.head = int(meta.get("head", 0))
+            self.acked = int(meta.get("acked", 0))
+        except (OSError, ValueError, TypeError):
+            pass
+        try:
+            data = self._log_path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        good = 0
+        while good + _REC.size <= len(data):
+            size, crc = _REC.unpack_from(data, good)
+            start, end = good + _REC.size, good + _REC.size + size
+            if end > len(data) or zlib.crc32(data[start:end]) != crc:
+                break
+            try:
+                event = decode_runner_payload(data[start:end])
+            except FrameError:
+                break
+            good = end
+            if not isinstance(event, JobStarted | JobExited | JobLost | LaunchFailed):
+                continue
+            seq = event.seq
+            self.head = max(self.head, seq)
+            if seq > self.acked:
+                self._pending.append(event)
+            else:
+                self._dead_records += 1
+        if good < len(data):
+            # A torn last record: the event was never sent (fsync precedes send), so
+            # dropping it loses nothing the daemon knows of.
+            with open(self._log_path, "r+b") as f:
+                f.truncate(good)
+                os.fsync(f.fileno())
+
+    # ------------------------------------------------------------ writing
+
+    def next_seq(self) -> int:
+        return self.head + 1
+
+    def append(self, event: JournaledEvent) -> None:
+        """Write `event` (whose seq must be `next_seq()`) durably."""
+        if event.seq != self.head + 1:
+            raise ValueError(f"journal seq {event.seq} out of order (head {self.head})")
+        payload = encode_payload(event)
+        os.write(self._fd, _REC.pack(len(payload), zlib.crc32(payload)) + payload)
+        os.fsync(self._fd)
+        self.head = event.seq
+        self._pending.append(event)
+
+    def ack(self, seq: int) -> None:
+        if seq <= self.acked:
+            return
+        seq = min(seq, self.head)
+        dropped = 0
+        while self._pending and self._pending[0].seq <= seq:
+            self._pending.pop(0)
+            dropped += 1
+        self.acked = seq
+        self._dead_records += dropped
+        if not self._pending or self._dead_records >= _REWRITE_AFTER:
+            self._compact()
+
+    def unacked(self) -> list[JournaledEvent]:
+        return list(self._pending)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    # ------------------------------------------------------------ compaction
+
+    def _write_meta(self) -> None:
+        tmp = self._meta_path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump({"head": self.head, "acked": self.acked}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._meta_path)
+
+    def _compact(self) -> None:
+        # meta first: should we crash before the log is replaced, the old log is still
+        # read correctly (acknowledged records are skipped by seq).
+        self._write_meta()
+        if not self._pending:
+            os.ftruncate(self._fd, 0)
+            os.fsync(self._fd)
+        else:
+            tmp = self._log_path.with_suffix(".tmp")
+            with open(tmp, "wb") as f:
+                for event in self._pending:
+                    payload = encode_payload(event)
+                    f.write(_REC.pack(len(payload), zlib.crc32(payload)) + payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self._log_path)
+            os.close(self._fd)
+            self._fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._dead_records = 0

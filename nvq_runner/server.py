@@ -1,0 +1,323 @@
+"""The resident runner: one Unix socket, one daemon connection at a time, the job
+manager, the journal and the sampler, all on one asyncio loop.
+
+A new connection replaces the old one (a daemon reconnecting after a half-dead SSH
+link must win). Each connection gets `Hello`, then every unacknowledged journaled
+event in seq order, then live traffic; all three are written in one synchronous
+step, so a live event can never overtake the replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import __version__, procfs
+from .gpu import GpuBackend, GpuFacts, open_backend
+from .jobfiles import JobDir
+from .jobs import JobManager
+from .journal import Journal
+from .protocol import (
+    PROTOCOL_VERSION,
+    Ack,
+    DaemonMsg,
+    FrameError,
+    FrameReader,
+    GpuProcess,
+    GpuSample,
+    Hello,
+    JournaledEvent,
+    Kill,
+    LogData,
+    RunnerMsg,
+    Sample,
+    Start,
+    Sync,
+    Tail,
+    Unfollow,
+    decode_daemon_payload,
+    encode_frame,
+)
+from .tail import tail
+
+log = logging.getLogger("nvq_runner")
+SOCKET = "runner.sock"
+MAX_BUFFERED = 256 * 1024 * 1024  # a daemon this far behind is not reading: drop it
+
+
+class Conn:
+    """One daemon connection and the follow tasks answering it."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.tails: dict[int, asyncio.Task[None]] = {}
+        self.closed = False
+
+    def send(self, msg: RunnerMsg) -> None:
+        if self.closed:
+            return
+        transport = self.writer.transport
+        if transport.is_closing():
+            self.close()
+            return
+        self.writer.write(encode_frame(msg))
+        if transport.get_write_buffer_size() > MAX_BUFFERED:
+            log.warning("daemon is not reading; dropping its connection")
+            self.close()
+
+    async def send_log(self, msg: LogData) -> None:
+        self.send(msg)
+        if not self.closed:
+            with contextlib.suppress(ConnectionError):
+                await self.writer.drain()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for task in self.tails.values():
+            task.cancel()
+        self.writer.close()
+
+
+class Runner:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.conn: Conn | None = None
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+        self.interval = _float_env("NVQ_SAMPLE_INTERVAL", 2.0)
+        self.backend: GpuBackend = open_backend(os.environ)
+        self._facts = GpuFacts()
+        self.journal = Journal(home / "journal")
+        self.jobs = JobManager(home, self._record, self._wake.set)
+
+    # ------------------------------------------------------------ events
+
+    def _record(self, build: Callable[[int], JournaledEvent]) -> None:
+        """Journal (durably) and then send one event."""
+        event = build(self.journal.next_seq())
+        try:
+            self.journal.append(event)
+        except OSError as exc:
+            # Disk full or failing: the event is still sent, and its seq is still spent.
+            log.error("journal write failed (%s); sending seq %s unjournaled", exc, event.seq)
+            self.journal.head = event.seq
+        log.info("event %s", event)
+        if self.conn is not None:
+            self.conn.send(event)
+
+    def facts(self) -> GpuFacts:
+        try:
+            self._facts = self.backend.facts()
+        except Exception as exc:  # a fake gpus.toml mid-edit: keep the last good facts
+            log.warning("GPU facts unavailable: %s", exc)
+        return self._facts
+
+    def hello(self) -> Hello:
+        facts = self.facts()
+        return Hello(
+            hostname=socket.gethostname(),
+            runner_version=__version__,
+            protocol=PROTOCOL_VERSION,
+            backend=self.backend.name,
+            cuda=facts.cuda,
+            driver=facts.driver,
+            mem_total_mb=procfs.meminfo_mb("MemTotal"),
+            cpus=procfs.cpu_count(),
+            gpus=facts.gpus,
+            active=self.jobs.active(),
+            journal_head=self.journal.head,
+            boot_id=procfs.boot_id(),
+            pid=os.getpid(),
+            journal_id=self.journal.id,
+        )
+
+    # ------------------------------------------------------------ connections
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.conn is not None:
+            log.info("new daemon connection replaces the old one")
+            self.conn.close()
+        conn = Conn(reader, writer)
+        self.conn = conn
+        conn.send(self.hello())
+        for event in self.journal.unacked():
+            conn.send(event)
+        self._wake.set()
+        frames = FrameReader()
+        try:
+            while not conn.closed:
+                data = await reader.read(65536)
+                if not data:
+                    break
+                for payload in frames.feed(data):
+                    self._dispatch(conn, decode_daemon_payload(payload))
+        except FrameError as exc:
+            log.warning("dropping daemon connection: %s", exc)
+        except ConnectionError:
+            pass
+        except asyncio.CancelledError:
+            # Shutting down. Not re-raised: asyncio's stream server (3.11) logs a
+            # cancelled handler task as an error.
+            pass
+        finally:
+            conn.close()
+            if self.conn is conn:
+                self.conn = None
+
+    def _dispatch(self, conn: Conn, msg: DaemonMsg) -> None:
+        try:
+            match msg:
+                case Start():
+                    self.jobs.start(msg)
+                case Kill():
+                    self.jobs.kill(msg)
+                case Ack():
+                    self.journal.ack(msg.seq)
+                case Tail():
+                    self._tail(conn, msg)
+                case Unfollow():
+                    task = conn.tails.get(msg.req)
+                    if task is not None:
+                        task.cancel()
+                case Sync():
+                    self._wake.set()
+        except Exception:
+            log.exception("handling %s failed", msg)
+
+    def _tail(self, conn: Conn, msg: Tail) -> None:
+        d = self.jobs.job_dir(msg.job_id)
+        if not d.path.is_dir():
+            conn.send(LogData(req=msg.req, eof=True, error=f"no job {msg.job_id} on this node"))
+            return
+        run = self.jobs.running.get(msg.job_id)
+        ended = run.ended if (run is not None and msg.follow) else None
+        task = asyncio.create_task(tail(d.log(msg.stream), msg.req, msg.lines, ended,
+                                        conn.send_log))
+        conn.tails[msg.req] = task
+        task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
+
+    # ------------------------------------------------------------ sampling
+
+    async def _sampler(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+            self._wake.clear()
+            if self.conn is None:
+                continue
+            sessions = self.jobs.sessions()
+            status_files = {job: r.dir for job, r in self.jobs.running.items()}
+            try:
+                sample = await asyncio.to_thread(self._take_sample, sessions, status_files)
+            except Exception as exc:
+                log.warning("sample failed: %s", exc)
+                continue
+            if self.conn is not None:
+                self.conn.send(sample)
+
+    def _take_sample(self, sessions: dict[int, int], dirs: dict[int, JobDir]) -> Sample:
+        gpus = []
+        for g in self.backend.sample():
+            procs = []
+            for p in g.processes:
+                sid = procfs.session_id(p.pid)
+                job = sessions.get(sid) if sid is not None else None
+                procs.append(GpuProcess(pid=p.pid, user=p.user, used_mb=p.used_mb, job_id=job))
+            gpus.append(GpuSample(index=g.index, total_mb=g.total_mb, used_mb=g.used_mb,
+                                  util_percent=g.util_percent, processes=procs,
+                                  blind=g.blind))
+        progress = {}
+        for job, d in dirs.items():
+            line = d.progress()
+            if line is not None:
+                progress[job] = line
+        return Sample(time=time.time(), gpus=gpus,
+                      mem_free_mb=procfs.meminfo_mb("MemAvailable"), progress=progress)
+
+    # ------------------------------------------------------------ lifetime
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        journaled = {
+            (str(type(e).__struct_config__.tag), e.job_id, e.attempt)
+            for e in self.journal.unacked()
+        }
+        self.jobs.adopt_all(journaled)
+        # Bound relative to the home (our cwd): socket paths are limited to ~107 bytes.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(SOCKET)
+        server = await asyncio.start_unix_server(self._on_connect, path=SOCKET)
+        sampler = asyncio.create_task(self._sampler())
+        log.info("runner %s serving on %s (backend %s)", os.getpid(),
+                 self.home / SOCKET, self.backend.name)
+        try:
+            await self._stop.wait()
+        finally:
+            log.info("runner stopping; jobs keep running")
+            sampler.cancel()
+            server.close()
+            if self.conn is not None:
+                self.conn.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(SOCKET)
+            self.jobs.close()
+            self.journal.close()
+            self.backend.close()
+
+
+def _float_env(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def serve(home: Path, detach: bool = False) -> int:
+    """Run the runner for `home` until SIGTERM/SIGINT. Returns 0 at once when another
+    runner holds the home. With `detach`, fork into a new session once the lock is
+    held and return in the parent, so whoever started us can reap us at once."""
+    home.mkdir(parents=True, exist_ok=True)
+    lock_fd = os.open(home / "runner.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0
+    if detach:
+        if os.fork() != 0:
+            os._exit(0)  # the child inherits the lock with the open file description
+        os.setsid()
+    os.chdir(home)
+    # One pidfd per running job: hundreds of jobs outgrow the usual soft limit of 1024.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
+    (home / "runner.pid").write_text(f"{os.getpid()}\n")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(_main(home))
+    finally:
+        with contextlib.suppress(OSError):
+            if (home / "runner.pid").read_text().strip() == str(os.getpid()):
+                (home / "runner.pid").unlink()
+    return 0
+
+
+async def _main(home: Path) -> None:
+    await Runner(home).run()

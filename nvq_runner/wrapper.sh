@@ -1,0 +1,20 @@
+#!/bin/sh
+# nvq job wrapper: runs "$1/script" with bash and records how it ended in "$1/exit".
+#
+# The runner starts this as the leader of a new session, so every process of the job
+# shares a session id equal to this shell's pid: that is how GPU processes are mapped
+# to jobs, and how the whole job is signalled as one process group.
+#
+# TERM/INT/HUP get a do-nothing handler rather than being ignored: ignored signals
+# would be inherited by the job (it could not be stopped), handled ones are reset to
+# the default for it. The shell runs the handler only after the foreground child
+# ends, so a group-wide SIGTERM ends the job and the wrapper still records the status.
+# The record is written to exit.tmp and renamed, so "exit" is whole or absent; it
+# outlives the runner, which reads it when it adopts a job after a restart.
+d=$1
+echo $$ > "$d/wrapper.pid"
+trap ':' TERM INT HUP
+bash "$d/script"
+rc=$?
+echo "$rc" > "$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"
+exit "$rc"

@@ -1,0 +1,1 @@
+"""Test harness: real OpenSSH nodes on loopback and the fixtures around them."""
