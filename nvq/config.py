@@ -80,6 +80,9 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     max_cpu_jobs_per_node: int = 4
     kill_grace: float = 10.0  # seconds between SIGTERM and SIGKILL
     node_grace: float = 120.0  # seconds unreachable before node_down
+    # A dead or hung node is noticed after about 3 missed keepalives.
+    ssh_keepalive: float = 5.0
+    ssh_connect_timeout: float = 10.0
 
 
 class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -255,6 +258,8 @@ class _Parser:
             "max_cpu_jobs_per_node": lambda v, k: self.integer(v, k, 0),
             "kill_grace": self.duration,
             "node_grace": self.duration,
+            "ssh_keepalive": self.duration,
+            "ssh_connect_timeout": self.duration,
         }
         table = self.table(value, "queue", set(fields))
         out = {key: fields[key](item, f"queue.{key}") for key, item in table.items()}

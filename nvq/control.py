@@ -34,6 +34,10 @@ class Cancel(msgspec.Struct, tag="cancel", frozen=True):
     ids: list[int]
 
 
+class Release(msgspec.Struct, tag="release", frozen=True):
+    ids: list[int]
+
+
 class Note(msgspec.Struct, tag="note", frozen=True):
     id: int
     text: str | None = None
@@ -64,6 +68,13 @@ class Status(msgspec.Struct, tag="status", frozen=True):
 
 class Nodes(msgspec.Struct, tag="nodes", frozen=True):
     procs: bool = False
+    include_ignored: bool = False
+
+
+class NodeFlag(msgspec.Struct, tag="node_flag", frozen=True):
+    node: str
+    flag: Literal["drained", "ignored"]
+    value: bool
 
 
 class Events(msgspec.Struct, tag="events", frozen=True):
@@ -85,12 +96,14 @@ Request = (
     | ListJobs
     | ShowJob
     | Cancel
+    | Release
     | Note
     | Result
     | Wait
     | Logs
     | Status
     | Nodes
+    | NodeFlag
     | Events
     | StopDaemon
     | Ping

@@ -49,6 +49,8 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     tags: list[str] = []
     note: str = ""
     submitter: str = ""  # free-form label (NVQ_SUBMITTER); the OS user is taken from the socket
+    after: list[int] = []  # run once all of these completed
+    after_any: list[int] = []  # run once all of these ended, however
 
 
 class Job(msgspec.Struct, kw_only=True):
@@ -69,6 +71,8 @@ class Job(msgspec.Struct, kw_only=True):
     workdir: str | None = None
     tags: list[str] = []
     note: str = ""
+    after: list[int] = []
+    after_any: list[int] = []
     # the current (or last) attempt
     attempt: int = 0
     node: str | None = None
@@ -137,6 +141,7 @@ class NodeView(msgspec.Struct, kw_only=True):
     host: str | None
     state: str  # "up" | "down" | "connecting" | "draining" | "ignored"
     last_seen: float | None
+    drained: bool = False
     hostname: str | None = None
     backend: str | None = None
     cuda: str | None = None

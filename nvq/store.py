@@ -40,6 +40,8 @@ MIGRATIONS: list[str] = [
         workdir TEXT,
         tags TEXT NOT NULL,
         note TEXT NOT NULL,
+        after TEXT NOT NULL,
+        after_any TEXT NOT NULL,
         attempt INTEGER NOT NULL,
         node TEXT,
         gpus TEXT NOT NULL,
@@ -84,7 +86,7 @@ MIGRATIONS: list[str] = [
 ]
 
 _JOB_FIELDS: tuple[str, ...] = tuple(f.name for f in msgspec.structs.fields(Job))
-_JSON_FIELDS = frozenset({"env", "tags", "gpus", "result"})
+_JSON_FIELDS = frozenset({"env", "tags", "gpus", "result", "after", "after_any"})
 _json = msgspec.json.Encoder()
 
 
@@ -337,6 +339,14 @@ class Store:
         async with self._db.execute(sql, args) as cur:
             rows = await cur.fetchall()
         return [job_from_row(r) for r in rows]
+
+    async def states_of(self, ids: Iterable[int]) -> dict[int, JobState]:
+        id_list = list(ids)
+        if not id_list:
+            return {}
+        sql = f"SELECT id, state FROM jobs WHERE id IN ({', '.join('?' for _ in id_list)})"
+        async with self._db.execute(sql, id_list) as cur:
+            return {i: JobState(s) for i, s in await cur.fetchall()}
 
     async def state_counts(self) -> dict[str, int]:
         async with self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state") as cur:

@@ -40,6 +40,8 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         workdir=spec.workdir,
         tags=list(spec.tags),
         note=spec.note,
+        after=sorted(set(spec.after)),
+        after_any=sorted(set(spec.after_any)),
     )
 
 
@@ -181,3 +183,26 @@ def cancel(job: Job, *, now: float, by: str) -> tuple[Job, list[NewEvent], Reap 
         job, state=JobState.CANCELLED, ended_at=now, reason=f"cancelled by {by}"
     )
     return new, [NewEvent("job_cancelled", job.id, job.node, {"by": by})], reap
+
+
+def hold(job: Job, on: int, on_state: JobState) -> Outcome:
+    """A prerequisite of `--after` ended badly: wait for a person (nothing cascades)."""
+    if job.state is not JobState.PENDING:
+        return None, []
+    new = msgspec.structs.replace(
+        job, state=JobState.HELD, reason=f"held: prerequisite {on} ended {on_state}"
+    )
+    return new, [NewEvent("job_held", job.id, None, {"after": on, "state": str(on_state)})]
+
+
+def release(job: Job, dead: list[int], *, by: str) -> Outcome:
+    """Run a held job without its dead prerequisites."""
+    if job.state is not JobState.HELD:
+        raise TransitionError(f"job {job.id} is not held (it is {job.state})")
+    new = msgspec.structs.replace(
+        job,
+        state=JobState.PENDING,
+        after=[d for d in job.after if d not in dead],
+        reason=None,
+    )
+    return new, [NewEvent("job_released", job.id, None, {"dropped": dead, "by": by})]

@@ -159,3 +159,54 @@ def make_nvq(tmp: Path, *, gpus: str | None = DEFAULT_GPUS, sample_interval: flo
         env["NVQ_FAKE_GPUS"] = str(nvq.gpus_file)
         env["NVQ_GPU_BACKEND"] = "fake"
     return nvq
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def write_mesh_config(
+    nvq: Nvq,
+    nodes: list[Any],
+    *,
+    gpus: str | list[str] = DEFAULT_GPUS,
+    local_node: bool = False,
+    queue_extra: str = "",
+    sample_interval: float = 0.5,
+) -> list[Path]:
+    """Point `nvq` at sshd harness nodes named n0, n1, …, each with its own fake GPU
+    file (returned, so a test can change a node's cards while it runs)."""
+    files: list[Path] = []
+    lines = [
+        "[queue]",
+        f"local_node = {'true' if local_node else 'false'}",
+        'node_grace = "2s"',
+        'ssh_keepalive = "0.5s"',
+        'ssh_connect_timeout = "3s"',
+        'kill_grace = "2s"',
+        queue_extra,
+        "",
+    ]
+    for i, node in enumerate(nodes):
+        text = gpus[i] if isinstance(gpus, list) else gpus
+        gpu_file = nvq.home.parent / f"gpus-n{i}.toml"
+        gpu_file.write_text(text)
+        files.append(gpu_file)
+        lines += [
+            "[[nodes]]",
+            f'name = "n{i}"',
+            f'host = "{node.host}"',
+            f"port = {node.port}",
+            f"user = {_toml_str(node.user)}",
+            f"identity = {_toml_str(str(node.identity))}",
+            f"known_hosts = {_toml_str(str(node.known_hosts))}",
+            f"home = {_toml_str(str(node.home))}",
+            f"python = {_toml_str(sys.executable)}",
+            "[nodes.env]",
+            f"NVQ_FAKE_GPUS = {_toml_str(str(gpu_file))}",
+            'NVQ_GPU_BACKEND = "fake"',
+            f'NVQ_SAMPLE_INTERVAL = "{sample_interval}"',
+            "",
+        ]
+    nvq.write_config("\n".join(lines))
+    return files

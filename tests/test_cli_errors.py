@@ -50,8 +50,9 @@ def test_bad_input_is_one_line_and_changes_nothing(
 def test_bad_result_json_is_refused(nvq: Nvq) -> None:
     job = nvq.submit("--", "true")
     nvq.wait(job["id"])
-    _assert_one_line_error(nvq, "job", "result", str(job["id"]), "--set", "{nope",
-                           contains="not valid JSON")
+    _assert_one_line_error(
+        nvq, "job", "result", str(job["id"]), "--set", "{nope", contains="not valid JSON"
+    )
     assert nvq.json("job", "result", str(job["id"]))["result"] is None
 
 
@@ -65,8 +66,9 @@ def test_malformed_config_names_file_and_key(nvq: Nvq) -> None:
 
 
 def test_missing_script_file(nvq: Nvq) -> None:
-    _assert_one_line_error(nvq, "job", "submit", "--script", "/nonexistent/x.sh",
-                           contains="/nonexistent/x.sh")
+    _assert_one_line_error(
+        nvq, "job", "submit", "--script", "/nonexistent/x.sh", contains="/nonexistent/x.sh"
+    )
 
 
 def test_script_file_is_the_command(nvq: Nvq, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -82,10 +84,16 @@ def test_every_command_prints_json(nvq: Nvq) -> None:
     job = nvq.submit("--", "true")
     nvq.wait(job["id"])
     for args in (
-        ("job", "ls"), ("job", "ls", "--active"), ("job", "show", str(job["id"])),
-        ("job", "logs", str(job["id"])), ("job", "wait", str(job["id"])),
-        ("job", "note", str(job["id"]), "hi"), ("job", "result", str(job["id"])),
-        ("queue", "status"), ("queue", "nodes"), ("queue", "events"),
+        ("job", "ls"),
+        ("job", "ls", "--active"),
+        ("job", "show", str(job["id"])),
+        ("job", "logs", str(job["id"])),
+        ("job", "wait", str(job["id"])),
+        ("job", "note", str(job["id"]), "hi"),
+        ("job", "result", str(job["id"])),
+        ("queue", "status"),
+        ("queue", "nodes"),
+        ("queue", "events"),
     ):
         r = nvq.run(*args, "--json")
         assert r.code == 0, (args, r.err)

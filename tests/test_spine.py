@@ -15,17 +15,25 @@ PY = sys.executable
 
 def test_submit_runs_to_completion_with_its_environment(nvq: Nvq, tmp_path: Path) -> None:
     out = tmp_path / "env.txt"
-    job = nvq.submit("--name", "envdump", "--env", "FOO=bar baz", "--tag", "t1", "--",
-                     "sh", "-c", f"env > {out}; pwd >> {out}")
+    job = nvq.submit(
+        "--name",
+        "envdump",
+        "--env",
+        "FOO=bar baz",
+        "--tag",
+        "t1",
+        "--",
+        "sh",
+        "-c",
+        f"env > {out}; pwd >> {out}",
+    )
     assert job["state"] == "pending"
     assert job["name"] == "envdump" and job["tags"] == ["t1"]
     code, (done,) = nvq.wait(job["id"])
     assert code == 0
     assert done["state"] == "completed" and done["exit_code"] == 0
     assert done["node"] == "local" and len(done["gpus"]) == 1
-    env = dict(
-        line.split("=", 1) for line in out.read_text().splitlines() if "=" in line
-    )
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     assert env["CUDA_VISIBLE_DEVICES"] == str(done["gpus"][0])
     assert env["NVQ_JOB_ID"] == str(job["id"])
     assert env["NVQ_JOB_NAME"] == "envdump"
@@ -35,17 +43,39 @@ def test_submit_runs_to_completion_with_its_environment(nvq: Nvq, tmp_path: Path
     assert env["NVQ_STATUS_FILE"] == str(job_dir / "status")
     assert Path(env["NVQ_ARTIFACTS"]).is_dir()
     assert out.read_text().splitlines()[-1] == str(job_dir)  # runs in its job dir
-    for field in ("id", "name", "state", "command", "node", "gpus", "vram_mb", "priority",
-                  "note", "progress", "tags", "submitter", "exit_code", "created_at",
-                  "started_at", "ended_at", "result"):
+    for field in (
+        "id",
+        "name",
+        "state",
+        "command",
+        "node",
+        "gpus",
+        "vram_mb",
+        "priority",
+        "note",
+        "progress",
+        "tags",
+        "submitter",
+        "exit_code",
+        "created_at",
+        "started_at",
+        "ended_at",
+        "result",
+    ):
         assert field in done
     assert done["created_at"] <= done["started_at"] <= done["ended_at"]
 
 
 def test_cpu_job_gets_no_gpu_and_workdir_is_honoured(nvq: Nvq, tmp_path: Path) -> None:
     out = tmp_path / "cpu.txt"
-    job = nvq.submit("--gpus", "0", "--workdir", str(tmp_path), "--",
-                     f"echo \"[$CUDA_VISIBLE_DEVICES]\" > {out}; pwd >> {out}")
+    job = nvq.submit(
+        "--gpus",
+        "0",
+        "--workdir",
+        str(tmp_path),
+        "--",
+        f'echo "[$CUDA_VISIBLE_DEVICES]" > {out}; pwd >> {out}',
+    )
     code, (done,) = nvq.wait(job["id"])
     assert code == 0 and done["gpus"] == []
     assert out.read_text().splitlines() == ["[]", str(tmp_path)]
@@ -53,8 +83,18 @@ def test_cpu_job_gets_no_gpu_and_workdir_is_honoured(nvq: Nvq, tmp_path: Path) -
 
 def test_jobs_that_do_not_both_fit_run_one_after_the_other(nvq: Nvq) -> None:
     nvq.write_gpus('cuda = "13.0"\n[[gpu]]\nname = "Small"\nmemory = "16GiB"\n')
-    a = nvq.submit("--vram", "10GiB", "--", PY, "-m", "nvq_runner.fakeload", "--mib", "9000",
-                   "--seconds", "1.5")
+    a = nvq.submit(
+        "--vram",
+        "10GiB",
+        "--",
+        PY,
+        "-m",
+        "nvq_runner.fakeload",
+        "--mib",
+        "9000",
+        "--seconds",
+        "1.5",
+    )
     b = nvq.submit("--vram", "10G", "--", "true")
     code, (ja, jb) = nvq.wait(a["id"], b["id"])
     assert code == 0
@@ -112,8 +152,12 @@ def test_cancel_kills_a_running_job_and_frees_its_card(nvq: Nvq, tmp_path: Path)
     pidfile = tmp_path / "pid"
     long = nvq.submit("--vram", "12GiB", "--", f"sleep 300 & echo $! > {pidfile}; wait")
     nxt = nvq.submit("--vram", "12GiB", "--", "true")
-    nvq.wait_for(long["id"], lambda j: j["state"] == "running" and pidfile.exists()
-                 and pidfile.read_text().strip() != "")
+    nvq.wait_for(
+        long["id"],
+        lambda j: (
+            j["state"] == "running" and pidfile.exists() and pidfile.read_text().strip() != ""
+        ),
+    )
     cancelled = nvq.json("job", "cancel", str(long["id"]))
     assert cancelled[0]["state"] == "cancelled"
     code, (done,) = nvq.wait(nxt["id"])
@@ -156,9 +200,12 @@ def test_wait_timeout_exits_2_with_work_still_going(nvq: Nvq) -> None:
 
 
 def test_result_and_progress_are_collected(nvq: Nvq) -> None:
-    job = nvq.submit("--", "echo 'epoch 1/2' > $NVQ_STATUS_FILE; sleep 1.2; "
-                     "printf 'epoch 2/2 loss 0.1\\n' > $NVQ_STATUS_FILE; "
-                     "echo '{\"acc\": 0.93}' > $NVQ_JOB_DIR/result.json")
+    job = nvq.submit(
+        "--",
+        "echo 'epoch 1/2' > $NVQ_STATUS_FILE; sleep 1.2; "
+        "printf 'epoch 2/2 loss 0.1\\n' > $NVQ_STATUS_FILE; "
+        "echo '{\"acc\": 0.93}' > $NVQ_JOB_DIR/result.json",
+    )
     seen = nvq.wait_for(job["id"], lambda j: j["progress"] == "epoch 1/2")
     assert seen["state"] == "running"
     code, (done,) = nvq.wait(job["id"])
@@ -181,8 +228,9 @@ def test_notes(nvq: Nvq) -> None:
 
 
 def test_logs_tail_follow_and_stderr(nvq: Nvq) -> None:
-    job = nvq.submit("--", "for i in 1 2 3 4 5; do echo line $i; done; echo err >&2; "
-                     "sleep 1; echo late")
+    job = nvq.submit(
+        "--", "for i in 1 2 3 4 5; do echo line $i; done; echo err >&2; sleep 1; echo late"
+    )
     follow = nvq.run("job", "logs", str(job["id"]), "-f", timeout=30)
     nvq.wait(job["id"])
     assert follow.code == 0
@@ -204,7 +252,10 @@ def test_events_replay_since(nvq: Nvq) -> None:
     newer = nvq.events(since=mark)
     assert all(e["id"] > mark for e in newer)
     assert [e["kind"] for e in newer if e["job_id"] == second["id"]] == [
-        "job_submitted", "job_dispatched", "job_started", "job_completed",
+        "job_submitted",
+        "job_dispatched",
+        "job_started",
+        "job_completed",
     ]
     for e in newer:
         assert set(e) >= {"id", "time", "kind", "job_id", "node", "data"}
@@ -216,8 +267,18 @@ def test_queue_nodes_reports_the_cards(nvq: Nvq) -> None:
         '[[gpu]]\nname = "Fake H100"\nmemory = "80GiB"\nutil = 35\n'
         '[[gpu.process]]\npid = 999999\nuser = "alice"\nused = "10GiB"\n'
     )
-    job = nvq.submit("--vram", "20GiB", "--", PY, "-m", "nvq_runner.fakeload", "--mib",
-                     "30720", "--seconds", "30")
+    job = nvq.submit(
+        "--vram",
+        "20GiB",
+        "--",
+        PY,
+        "-m",
+        "nvq_runner.fakeload",
+        "--mib",
+        "30720",
+        "--seconds",
+        "30",
+    )
     nvq.wait_for(job["id"], lambda j: j["state"] == "running")
     deadline = time.monotonic() + 15
     while True:
@@ -238,8 +299,13 @@ def test_queue_nodes_reports_the_cards(nvq: Nvq) -> None:
     assert gpu["free_mb"] == 81920 - 10240 - 30720 - 512
     assert gpu["attribution"] == "measured"
     procs = {p["pid"]: p for p in gpu["processes"]}
-    assert procs[999999] == {"pid": 999999, "user": "alice", "used_mb": 10240,
-                             "managed": False, "job_id": None}
+    assert procs[999999] == {
+        "pid": 999999,
+        "user": "alice",
+        "used_mb": 10240,
+        "managed": False,
+        "job_id": None,
+    }
     (mine,) = [p for p in gpu["processes"] if p["managed"]]
     assert mine["job_id"] == job["id"] and mine["used_mb"] == 30720
     nvq.ok("job", "cancel", str(job["id"]))

@@ -68,6 +68,18 @@ def _duration(value: str | None, flag: str) -> float | None:
         raise CliError(f"{flag}: {exc}", 2) from None
 
 
+def _ids(value: str | None, flag: str) -> list[int]:
+    if not value:
+        return []
+    try:
+        ids = [int(part) for part in value.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise CliError(f"{flag} {value!r}: expected job ids like 12,13", 2) from None
+    if any(i <= 0 for i in ids):
+        raise CliError(f"{flag} {value!r}: job ids are positive", 2)
+    return ids
+
+
 def _env_pairs(values: list[str]) -> dict[str, str]:
     env: dict[str, str] = {}
     for item in values:
@@ -97,6 +109,8 @@ def job_submit(
     env: list[str] = typer.Option([], "--env", help="KEY=VALUE, repeatable."),
     workdir: str = typer.Option(None, "--workdir", help="Directory to run in (on the node)."),
     tag: list[str] = typer.Option([], "--tag", help="A tag, repeatable."),
+    after: str = typer.Option(None, "--after", help="Run after these jobs completed: 12,13."),
+    after_any: str = typer.Option(None, "--after-any", help="Run after these jobs ended, however."),
     script: Path = typer.Option(None, "--script", help="Use this local file as the command."),
     wait: bool = typer.Option(False, "--wait", help="Block until the job ends."),
     as_json: bool = JsonOpt,
@@ -129,6 +143,8 @@ def job_submit(
         tags=tag,
         note=note,
         submitter=os.environ.get("NVQ_SUBMITTER", ""),
+        after=_ids(after, "--after"),
+        after_any=_ids(after_any, "--after-any"),
     )
     job = call(c.Submit(spec=spec)).data
     if not wait:
@@ -151,12 +167,14 @@ def _exit_text(job: dict[str, Any]) -> str:
 @job_app.command("ls")
 def job_ls(
     active: bool = typer.Option(False, "--active", help="Pending and running only."),
+    held: bool = typer.Option(False, "--held", help="Held jobs only."),
     state: list[str] = typer.Option([], "--state", help="Only jobs in this state (repeatable)."),
     limit: int = typer.Option(None, "--limit", help="The newest N jobs."),
     as_json: bool = JsonOpt,
 ) -> int:
     """List jobs."""
-    jobs = call(c.ListJobs(active=active, states=state or None, limit=limit)).data
+    states = [*state, "held"] if held else state
+    jobs = call(c.ListJobs(active=active, states=states or None, limit=limit)).data
     emit(jobs, as_json, render.jobs_table(jobs))
     return 0
 
@@ -232,6 +250,17 @@ def job_cancel(
     return 0
 
 
+@job_app.command("release")
+def job_release(
+    job_ids: list[int] = typer.Argument(..., help="Held job ids."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Run held jobs without the prerequisites that ended badly."""
+    jobs = call(c.Release(ids=job_ids)).data
+    emit(jobs, as_json, "\n".join(f"job {j['id']} released" for j in jobs))
+    return 0
+
+
 @job_app.command("note")
 def job_note(
     job_id: int = typer.Argument(..., help="Job id."),
@@ -277,12 +306,51 @@ def queue_status(as_json: bool = JsonOpt) -> int:
 @queue_app.command("nodes")
 def queue_nodes(
     procs: bool = typer.Option(False, "--procs", help="Every process on every GPU."),
+    include_ignored: bool = typer.Option(False, "--include-ignored", help="Ignored nodes too."),
     as_json: bool = JsonOpt,
 ) -> int:
     """Every GPU of every node: memory, utilisation, the queue's share, processes."""
-    nodes = call(c.Nodes(procs=procs)).data
+    nodes = call(c.Nodes(procs=procs, include_ignored=include_ignored)).data
     emit(nodes, as_json, render.nodes_table(nodes, procs))
     return 0
+
+
+def _node_flag(node: str, flag: str, value: bool, as_json: bool, said: str) -> int:
+    view = call(c.NodeFlag(node=node, flag=flag, value=value)).data  # type: ignore[arg-type]
+    emit(view, as_json, f"node {view['name']} {said}")
+    return 0
+
+
+@queue_app.command("drain")
+def queue_drain(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Place nothing new on a node; its running jobs finish and report back."""
+    return _node_flag(node, "drained", True, as_json, "draining")
+
+
+@queue_app.command("resume")
+def queue_resume(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Undo drain."""
+    return _node_flag(node, "drained", False, as_json, "accepting jobs")
+
+
+@queue_app.command("ignore")
+def queue_ignore(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Stop probing and scheduling a node and hide it (refused while it runs jobs)."""
+    return _node_flag(node, "ignored", True, as_json, "ignored")
+
+
+@queue_app.command("unignore")
+def queue_unignore(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Undo ignore."""
+    return _node_flag(node, "ignored", False, as_json, "back")
 
 
 @queue_app.command("events")

@@ -127,6 +127,8 @@ async def _answer(core: Core, request: c.Request, user: str) -> tuple[Any, int]:
             return await core.show(job_id, logs=n), 0
         case c.Cancel(ids=ids):
             return await core.cancel(ids, by=user), 0
+        case c.Release(ids=ids):
+            return await core.release(ids, by=user), 0
         case c.Note(id=job_id, text=text, append=append, clear=clear):
             return await core.note(job_id, text, append, clear), 0
         case c.Result(id=job_id, set_json=set_json):
@@ -136,8 +138,10 @@ async def _answer(core: Core, request: c.Request, user: str) -> tuple[Any, int]:
             return jobs, code
         case c.Status():
             return await core.status(), 0
-        case c.Nodes():
-            return core.node_views(), 0
+        case c.Nodes(include_ignored=include_ignored):
+            return core.node_views(include_ignored=include_ignored), 0
+        case c.NodeFlag(node=name, flag=flag, value=value):
+            return await core.set_node_flag(name, flag, value), 0
         case c.Events(since=since, limit=limit, job_id=job_id):
             return await core.store.events(since=since, limit=limit, job_id=job_id), 0
         case c.StopDaemon():

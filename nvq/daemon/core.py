@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from nvq import __version__, transitions
+from nvq import __version__, deps, transitions
 from nvq.config import Config
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.views import gpu_views
@@ -168,6 +168,7 @@ class Core:
     async def on_disconnected(self, node: NodeRuntime, error: str | None) -> None:
         node.send = None
         node.reconciled = False
+        node.sample = None
         if node.state == "up":
             log.warning("node %s disconnected: %s", node.name, error)
             node.state = "connecting"
@@ -191,7 +192,8 @@ class Core:
 
     async def wait_unignored(self, node: NodeRuntime) -> None:
         while node.ignored:
-            await self._changed.wait()
+            changed = self._changed
+            await changed.wait()
 
     async def on_message(self, node: NodeRuntime, msg: p.RunnerMsg) -> None:
         node.mark_seen()
@@ -375,8 +377,41 @@ class Core:
             )
         return slots
 
+    async def _dependency_states(self, jobs: Iterable[Job]) -> dict[int, JobState]:
+        ids = {d for j in jobs for d in deps.prerequisites(j)}
+        states = {i: self.jobs[i].state for i in ids if i in self.jobs}
+        states.update(await self.store.states_of(ids - states.keys()))
+        return states
+
+    def _may_fit_unknown_node(self, job: Job) -> bool:
+        """A node that never reported its cards might hold anything: a job is only
+        unschedulable once every node it could go to is known."""
+        prefix = job.node_request or ""
+        return any(
+            n.hello is None and not n.ignored and n.name.startswith(prefix)
+            for n in self.nodes.values()
+        )
+
     async def place_once(self) -> None:
         async with self._lock:
+            now = time.time()
+            tx = Tx()
+            candidates = [j for j in self.jobs.values() if j.state is JobState.PENDING]
+            if not candidates:
+                return
+            with_deps = [j for j in candidates if j.after or j.after_any]
+            ready_ids = {j.id for j in candidates if not (j.after or j.after_any)}
+            if with_deps:
+                states = await self._dependency_states(with_deps)
+                for job in with_deps:
+                    status = deps.dependency_status(job, states)
+                    if isinstance(status, deps.Ready):
+                        ready_ids.add(job.id)
+                    elif isinstance(status, deps.Blocked):
+                        held, evs = transitions.hold(job, status.on, status.state)
+                        if held is not None:
+                            tx.jobs.append(held)
+                            tx.events.extend(evs)
             pending = [
                 PendingJob(
                     id=j.id,
@@ -386,22 +421,16 @@ class Core:
                     vram_mb=j.vram_mb,
                     node=j.node_request,
                 )
-                for j in self.jobs.values()
-                if j.state is JobState.PENDING
+                for j in candidates
+                if j.id in ready_ids
             ]
-            if not pending:
-                return
             slots = self._slots()
-            if not any(s.accepting for s in slots) and not slots:
-                return
             result = place(
                 slots,
                 pending,
                 headroom_mb=self.config.queue.headroom_mb,
                 max_cpu_jobs=self.config.queue.max_cpu_jobs_per_node,
             )
-            now = time.time()
-            tx = Tx()
             for decision in result.placements:
                 new, evs = transitions.dispatch(
                     self.jobs[decision.job_id], node=decision.node, gpus=decision.gpus, now=now
@@ -410,6 +439,8 @@ class Core:
                     tx.jobs.append(new)
                     tx.events.extend(evs)
             for bad in result.unschedulable:
+                if self._may_fit_unknown_node(self.jobs[bad.job_id]):
+                    continue
                 new, evs = transitions.unschedulable(self.jobs[bad.job_id], bad.reason, now)
                 if new is not None:
                     tx.jobs.append(new)
@@ -434,6 +465,8 @@ class Core:
             raise RequestError("--timeout must be positive")
         job = transitions.new_job(spec, user=user, now=time.time())
         async with self._lock:
+            for dep in {*spec.after, *spec.after_any}:
+                await self.get_job(dep)
             (job,) = await self._commit(Tx(new_jobs=[job]))
         self.kick()
         return job
@@ -458,6 +491,60 @@ class Core:
                 if node is not None and node.reconciled:
                     node.post(self._kill_msg(reap))
             return tx.jobs
+
+    async def release(self, ids: list[int], by: str) -> list[Job]:
+        async with self._lock:
+            jobs = [await self.get_job(i) for i in ids]
+            states = await self._dependency_states(jobs)
+            tx = Tx()
+            for job in jobs:
+                try:
+                    new, evs = transitions.release(job, deps.dead_prerequisites(job, states), by=by)
+                except TransitionError as exc:
+                    raise RequestError(str(exc)) from None
+                assert new is not None
+                tx.jobs.append(new)
+                tx.events.extend(evs)
+            await self._commit(tx)
+        self.kick()
+        return tx.jobs
+
+    def find_node(self, name: str) -> NodeRuntime:
+        """Exact name, else a unique prefix."""
+        if name in self.nodes:
+            return self.nodes[name]
+        matches = [n for n in self.nodes.values() if n.name.startswith(name)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise RequestError(f"no node named {name!r} (nodes: {', '.join(self.nodes)})")
+        raise RequestError(f"{name!r} matches several nodes: {', '.join(n.name for n in matches)}")
+
+    async def set_node_flag(self, name: str, flag: str, value: bool) -> NodeView:
+        """drain/resume (no new placements) and ignore/unignore (no link at all)."""
+        async with self._lock:
+            node = self.find_node(name)
+            if flag == "ignored" and value and self._jobs_on(node.name):
+                raise RequestError(
+                    f"node {node.name} has running jobs; drain it and let them finish first"
+                )
+            setattr(node, flag, value)
+            if flag == "drained":
+                await self.store.save_node(node.name, drained=value)
+            else:
+                await self.store.save_node(node.name, ignored=value)
+            kind = {
+                ("drained", True): "node_drained",
+                ("drained", False): "node_resumed",
+                ("ignored", True): "node_ignored",
+                ("ignored", False): "node_unignored",
+            }[(flag, value)]
+            await self._commit(Tx(events=[NewEvent(kind, None, node.name, {})]))
+            if flag == "ignored" and value and node.link_scope is not None:
+                node.link_scope.cancel()
+            self._notify()
+        self.kick()
+        return next(v for v in self.node_views(include_ignored=True) if v.name == node.name)
 
     async def note(self, job_id: int, text: str | None, append: str | None, clear: bool) -> Job:
         async with self._lock:
@@ -499,9 +586,6 @@ class Core:
             if all(j.state.finished for j in jobs):
                 ok = all(j.state is JobState.COMPLETED for j in jobs)
                 return jobs, 0 if ok else 1
-            if any(j.state.finished and j.state is not JobState.COMPLETED for j in jobs):
-                # One ended badly: no need to wait for the rest to say so.
-                return jobs, 1
             left = deadline - time.monotonic()
             if left <= 0:
                 return jobs, 2
@@ -592,10 +676,12 @@ class Core:
         """The freshest copy of a job (progress lives in memory between samples)."""
         return self.jobs.get(job.id, job)
 
-    def node_views(self) -> list[NodeView]:
+    def node_views(self, *, include_ignored: bool = False) -> list[NodeView]:
         views: list[NodeView] = []
         headroom = self.config.queue.headroom_mb
         for node in self.nodes.values():
+            if node.ignored and not include_ignored:
+                continue
             on_node = self._jobs_on(node.name)
             hello = node.hello
             views.append(
@@ -604,6 +690,7 @@ class Core:
                     host=node.host,
                     state=node.shown_state,
                     last_seen=node.last_seen,
+                    drained=node.drained,
                     hostname=hello.hostname if hello else None,
                     backend=hello.backend if hello else None,
                     cuda=hello.cuda if hello else None,

@@ -54,18 +54,23 @@ async def run_link(core: Core, node: NodeRuntime, open_channel: Opener) -> None:
             await core.wait_unignored(node)
             continue
         error: str | None = None
-        try:
-            channel = await open_channel()
-        except Exception as exc:  # any failure to reach the node is a retry
-            error = str(exc) or type(exc).__name__
-            log.debug("node %s: connect failed: %s", node.name, error)
-        else:
-            failures = 0
+        with anyio.CancelScope() as scope:
+            node.link_scope = scope
             try:
-                error = await _pump(core, node, channel)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await channel.aclose()
+                channel = await open_channel()
+            except Exception as exc:  # any failure to reach the node is a retry
+                error = str(exc) or type(exc).__name__
+                log.debug("node %s: connect failed: %s", node.name, error)
+            else:
+                failures = 0
+                try:
+                    error = await _pump(core, node, channel)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await channel.aclose()
+        node.link_scope = None
+        if scope.cancelled_caught:
+            error = "link closed by request"
         await core.on_disconnected(node, error)
         if node.down_since is None:
             node.down_since = time.time()

@@ -75,14 +75,19 @@ def _local_opener(core: Core, node: NodeRuntime, home: Path) -> Opener:
     return open_channel
 
 
-def _ssh_opener(node: NodeRuntime) -> Opener:
+def _ssh_opener(core: Core, node: NodeRuntime) -> Opener:
     from nvq.daemon.ssh import open_node_channel
 
     config = node.config
+    queue = core.config.queue
     assert config is not None
 
     async def open_channel() -> ByteChannel:
-        return await open_node_channel(config)
+        return await open_node_channel(
+            config,
+            connect_timeout=queue.ssh_connect_timeout,
+            keepalive_interval=queue.ssh_keepalive,
+        )
 
     return open_channel
 
@@ -101,7 +106,7 @@ async def serve(home: Path) -> None:
                 opener = (
                     _local_opener(core, node, home)
                     if node.config is None
-                    else _ssh_opener(node)
+                    else _ssh_opener(core, node)
                 )
                 tg.start_soon(run_link, core, node, opener)
 

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import anyio
+
 from nvq.config import NodeConfig
 from nvq_runner.protocol import DaemonMsg, Hello, LogData, Sample
 
@@ -33,6 +35,7 @@ class NodeRuntime:
     send: Sender | None = None
     log_streams: dict[int, Callable[[LogData], None]] = field(default_factory=dict)
     down_since: float | None = None
+    link_scope: anyio.CancelScope | None = None  # cancels the current connection
 
     @property
     def host(self) -> str | None:
@@ -40,7 +43,14 @@ class NodeRuntime:
 
     @property
     def accepting(self) -> bool:
-        return self.state == "up" and self.reconciled and not self.drained and not self.ignored
+        # Without a first sample the daemon cannot see foreign work on the cards.
+        return (
+            self.state == "up"
+            and self.reconciled
+            and self.sample is not None
+            and not self.drained
+            and not self.ignored
+        )
 
     @property
     def shown_state(self) -> str:

@@ -80,7 +80,8 @@ def gpu_views(
         # The latest sample is the truth about which cards exist (a fake GPU file can
         # change while the runner runs); the Hello only names them.
         infos = {
-            s.index: infos.get(s.index) or GpuInfo(index=s.index, name="?", uuid="", total_mb=s.total_mb)
+            s.index: infos.get(s.index)
+            or GpuInfo(index=s.index, name="?", uuid="", total_mb=s.total_mb)
             for s in samples
         }
     views = []
