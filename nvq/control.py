@@ -77,6 +77,11 @@ class NodeFlag(msgspec.Struct, tag="node_flag", frozen=True):
     value: bool
 
 
+class Bootstrap(msgspec.Struct, tag="bootstrap", frozen=True):
+    node: str
+    force: bool = False
+
+
 class Events(msgspec.Struct, tag="events", frozen=True):
     since: int = 0
     limit: int | None = None
@@ -104,6 +109,7 @@ Request = (
     | Status
     | Nodes
     | NodeFlag
+    | Bootstrap
     | Events
     | StopDaemon
     | Ping

@@ -173,6 +173,7 @@ def write_mesh_config(
     local_node: bool = False,
     queue_extra: str = "",
     sample_interval: float = 0.5,
+    managed_runner: bool = False,
 ) -> list[Path]:
     """Point `nvq` at sshd harness nodes named n0, n1, …, each with its own fake GPU
     file (returned, so a test can change a node's cards while it runs)."""
@@ -201,7 +202,7 @@ def write_mesh_config(
             f"identity = {_toml_str(str(node.identity))}",
             f"known_hosts = {_toml_str(str(node.known_hosts))}",
             f"home = {_toml_str(str(node.home))}",
-            f"python = {_toml_str(sys.executable)}",
+            "" if managed_runner else f"python = {_toml_str(sys.executable)}",
             "[nodes.env]",
             f"NVQ_FAKE_GPUS = {_toml_str(str(gpu_file))}",
             'NVQ_GPU_BACKEND = "fake"',

@@ -232,3 +232,22 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_runner_is_installed_on_first_contact_and_by_bootstrap(mesh: Any) -> None:
+    nvq, nodes = mesh(1, managed_runner=True)  # no `python`: nvq installs its own venv
+    job = nvq.submit("--gpus", "0", "--", "true")
+    code, _ = nvq.wait(job["id"], timeout=120)
+    assert code == 0
+    venv_python = nodes[0].home / "venv" / "bin" / "python"
+    assert venv_python.exists()
+    runner_cmd = Path(f"/proc/{int((nodes[0].home / 'runner.pid').read_text())}/cmdline")
+    assert str(venv_python) in runner_cmd.read_bytes().replace(b"\0", b" ").decode()
+    again = nvq.json("node", "bootstrap", "n0")
+    assert again["installed"] is False and again["node"] == "n0"
+    forced = nvq.json("node", "bootstrap", "n0", "--force")
+    assert forced["installed"] is True
+    job2 = nvq.submit("--gpus", "0", "--", "true")
+    assert nvq.wait(job2["id"], timeout=60)[0] == 0
+    bad = nvq.run("node", "bootstrap", "nope")
+    assert bad.code != 0 and "no node named" in bad.err

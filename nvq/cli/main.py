@@ -34,7 +34,9 @@ daemon_app = typer.Typer(
 )
 app.add_typer(job_app, name="job")
 app.add_typer(queue_app, name="queue")
+node_app = typer.Typer(help="Nodes: install the runner.", no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
+app.add_typer(node_app, name="node")
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document.")
 
@@ -363,6 +365,27 @@ def queue_events(
     """The event log, for catching up on what happened."""
     events = call(c.Events(since=since, limit=limit, job_id=job)).data
     emit(events, as_json, render.events_table(events))
+    return 0
+
+
+# ---------------------------------------------------------------- node
+
+
+@node_app.command("bootstrap")
+def node_bootstrap(
+    node: str = typer.Argument(..., help="Node name (prefix)."),
+    force: bool = typer.Option(False, "--force", help="Reinstall even when current."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Install this version of the runner on a node (a venv under its home), over SFTP."""
+    doc = call(c.Bootstrap(node=node, force=force)).data
+    said = "installed" if doc["installed"] else "already current"
+    text = (
+        f"node {doc['node']}: runner {doc['version']} {said} ({doc['python']}, {doc['seconds']}s)"
+    )
+    if doc.get("note"):
+        text += f"\n{doc['note']}"
+    emit(doc, as_json, text)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -89,7 +90,7 @@ def job_detail(doc: dict[str, Any]) -> str:
     if doc.get("tags"):
         lines.append(f"  tags        {', '.join(doc['tags'])}")
     if doc.get("result") is not None:
-        lines.append(f"  result      {doc['result']}")
+        lines.append(f"  result      {json.dumps(doc['result'])}")
     if doc.get("stderr_tail") and doc["state"] not in ("completed", "running"):
         lines.append("  stderr tail:")
         lines.extend("    " + ln for ln in doc["stderr_tail"].splitlines())

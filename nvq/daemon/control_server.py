@@ -144,6 +144,8 @@ async def _answer(core: Core, request: c.Request, user: str) -> tuple[Any, int]:
             return await core.set_node_flag(name, flag, value), 0
         case c.Events(since=since, limit=limit, job_id=job_id):
             return await core.store.events(since=since, limit=limit, job_id=job_id), 0
+        case c.Bootstrap(node=name, force=force):
+            return await core.bootstrap(name, force), 0
         case c.StopDaemon():
             return {"stopping": True}, 0
     raise RequestError(f"unknown request {type(request).__name__}")

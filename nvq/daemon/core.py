@@ -546,6 +546,40 @@ class Core:
         self.kick()
         return next(v for v in self.node_views(include_ignored=True) if v.name == node.name)
 
+    async def bootstrap(self, name: str, force: bool) -> dict[str, Any]:
+        """Install (or refresh) the runner on an SSH node, then reconnect to it."""
+        from nvq.daemon.ssh import NodeUnreachable
+        from nvq.daemon.ssh_link import connect, install_runner, managed
+
+        node = self.find_node(name)
+        if node.config is None:
+            raise RequestError(
+                f"{node.name} is the local node: its runner comes from this installation"
+            )
+        try:
+            conn = await connect(node.config, self.config.queue)
+            try:
+                result = await install_runner(conn, node.config, force=force)
+            finally:
+                conn.close()
+        except NodeUnreachable as exc:
+            raise RequestError(str(exc)) from None
+        if result.installed and node.link_scope is not None:
+            node.link_scope.cancel()  # reconnect: attach starts the new runner
+        doc: dict[str, Any] = {
+            "node": node.name,
+            "version": result.version,
+            "python": result.python,
+            "installed": result.installed,
+            "seconds": round(result.seconds, 3),
+        }
+        if not managed(node.config):
+            doc["note"] = (
+                f"nodes.python is set to {node.config.python}: the daemon runs the runner "
+                "with it, not with the installed venv"
+            )
+        return doc
+
     async def note(self, job_id: int, text: str | None, append: str | None, clear: bool) -> Job:
         async with self._lock:
             job = await self.get_job(job_id)

@@ -76,20 +76,10 @@ def _local_opener(core: Core, node: NodeRuntime, home: Path) -> Opener:
 
 
 def _ssh_opener(core: Core, node: NodeRuntime) -> Opener:
-    from nvq.daemon.ssh import open_node_channel
+    from nvq.daemon.ssh_link import ssh_opener
 
-    config = node.config
-    queue = core.config.queue
-    assert config is not None
-
-    async def open_channel() -> ByteChannel:
-        return await open_node_channel(
-            config,
-            connect_timeout=queue.ssh_connect_timeout,
-            keepalive_interval=queue.ssh_keepalive,
-        )
-
-    return open_channel
+    assert node.config is not None
+    return ssh_opener(node.config, core.config.queue)
 
 
 async def serve(home: Path) -> None:

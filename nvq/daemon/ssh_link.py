@@ -1,0 +1,74 @@
+"""Opening an SSH node's runner channel, with the runner installed on first contact.
+
+A node whose `python` is left at its default runs the runner from a venv under its
+home that nvq installs and keeps at this exact version (nvq.bootstrap). On the
+first connection of a daemon's life the venv is checked (one probe; a no-op when it
+is current) and, when something was installed, a runner still running old code is
+stopped so that `attach` starts the new one. Its jobs keep running: they are not
+the runner's process group, and the new runner adopts them.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+
+import asyncssh
+import msgspec
+
+from nvq.bootstrap import BootstrapResult, bootstrap_node, runner_python
+from nvq.config import NodeConfig, QueueConfig
+from nvq.daemon.link import ByteChannel, Opener
+from nvq.daemon.ssh import connect_node, open_runner_channel, run_command, shell_path
+
+log = logging.getLogger("nvq.ssh")
+
+
+def managed(node: NodeConfig) -> bool:
+    """Does nvq install the runner on this node (rather than use the user's python)?"""
+    return runner_python(node) != node.python
+
+
+def runner_node(node: NodeConfig) -> NodeConfig:
+    """The node as `attach` should see it: with the interpreter that has nvq_runner."""
+    return msgspec.structs.replace(node, python=runner_python(node))
+
+
+async def connect(node: NodeConfig, queue: QueueConfig) -> asyncssh.SSHClientConnection:
+    return await connect_node(
+        node,
+        connect_timeout=queue.ssh_connect_timeout,
+        keepalive_interval=queue.ssh_keepalive,
+    )
+
+
+async def install_runner(
+    conn: asyncssh.SSHClientConnection, node: NodeConfig, *, force: bool = False
+) -> BootstrapResult:
+    result = await bootstrap_node(conn, node, force=force)
+    if result.installed:
+        log.info("node %s: runner %s installed in %.1fs", node.name, result.version, result.seconds)
+        # A runner already running has the old code loaded: stop it (jobs live on).
+        stop = f"{shlex.quote(result.python)} -m nvq_runner stop --home {shell_path(node.home)}"
+        await run_command(conn, stop, timeout=30, node=node)
+    return result
+
+
+def ssh_opener(node: NodeConfig, queue: QueueConfig) -> Opener:
+    checked = False
+
+    async def open_channel() -> ByteChannel:
+        nonlocal checked
+        conn = await connect(node, queue)
+        try:
+            if managed(node) and not checked:
+                await install_runner(conn, node)
+                checked = True
+            channel = await open_runner_channel(conn, runner_node(node))
+        except BaseException:
+            conn.close()
+            raise
+        channel.owns_connection = True
+        return channel
+
+    return open_channel
