@@ -1,0 +1,76 @@
+"""Exit → next start, and submit → running, on the local node and on an sshd node.
+
+exit → next start: one card that holds one job at a time, N jobs queued behind each
+other; each job writes bash's $EPOCHREALTIME as its first and last instruction
+(no fork, so the stamp is the instruction itself). The gap is the next job's first
+stamp minus the previous job's last one: the runner seeing the exit, journaling it,
+the daemon committing the exit and the next dispatch, the runner starting the job.
+
+submit → running: on an idle node, from the moment `nvq job submit` returns to the
+job's first instruction, one job at a time.
+
+Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from common import emit, machine, queue, summary_ms, wait_nodes_up
+
+STAMP = 'printf "%s {tag} $NVQ_JOB_ID\\n" "$EPOCHREALTIME" >> {log}'
+
+
+def exit_to_start(kind: str, pairs: int) -> dict[str, float]:
+    with queue(kind) as nvq:
+        wait_nodes_up(nvq)
+        log = nvq.home.parent / "stamps.log"
+        body = f"{STAMP.format(tag='start', log=log)}; {STAMP.format(tag='end', log=log)}"
+        ids = [nvq.submit("--vram", "20GiB", "--", body)["id"] for _ in range(pairs + 1)]
+        code, _ = nvq.wait(*ids, timeout=600)
+        assert code == 0
+        stamps: dict[tuple[str, int], float] = {}
+        for line in Path(log).read_text().splitlines():
+            t, tag, job = line.split()
+            stamps[(tag, int(job))] = float(t)
+        gaps = [stamps[("start", b)] - stamps[("end", a)] for a, b in zip(ids, ids[1:])]
+        return summary_ms(gaps)
+
+
+def submit_to_running(kind: str, runs: int) -> dict[str, float]:
+    with queue(kind) as nvq:
+        wait_nodes_up(nvq)
+        log = nvq.home.parent / "stamps.log"
+        delays = []
+        for _ in range(runs):
+            r = nvq.ok("job", "submit", "--json", "--vram", "1GiB", "--", STAMP.format(tag="start", log=log))
+            returned = time.time()
+            job_id = r.json()["id"]
+            nvq.wait(job_id)
+            started = next(
+                float(line.split()[0])
+                for line in Path(log).read_text().splitlines()
+                if line.split()[2] == str(job_id)
+            )
+            delays.append(started - returned)
+        return summary_ms(delays)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--node", choices=["local", "ssh", "both"], default="both")
+    ap.add_argument("--pairs", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=30)
+    args = ap.parse_args()
+    kinds = ["local", "ssh"] if args.node == "both" else [args.node]
+    doc: dict[str, object] = {"bench": "latency", "machine": machine()}
+    for kind in kinds:
+        doc[f"{kind}_exit_to_next_start"] = exit_to_start(kind, args.pairs)
+        doc[f"{kind}_submit_to_running"] = submit_to_running(kind, args.runs)
+    emit(doc)
+
+
+if __name__ == "__main__":
+    main()
