@@ -31,7 +31,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 bench: install sshd
-	$(PY) bench/run_all.py
+	cd bench && ../$(PY) run_all.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

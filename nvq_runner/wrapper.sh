@@ -9,12 +9,14 @@
 # would be inherited by the job (it could not be stopped), handled ones are reset to
 # the default for it. The shell runs the handler only after the foreground child
 # ends, so a group-wide SIGTERM ends the job and the wrapper still records the status.
-# The record is written to exit.tmp and renamed, so "exit" is whole or absent; it
-# outlives the runner, which reads it when it adopts a job after a restart.
+# The record is one short write by the shell itself (no mv: forking a process here
+# would sit on the path from a job's exit to the next job's start), so "exit" is
+# whole, empty or absent, and the runner reads an empty one as absent. It outlives
+# the runner, which reads it when it adopts a job after a restart.
 d=$1
 echo $$ > "$d/wrapper.pid"
 trap ':' TERM INT HUP
 bash "$d/script"
 rc=$?
-echo "$rc" > "$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"
+echo "$rc" > "$d/exit"
 exit "$rc"

@@ -1,0 +1,57 @@
+"""`make bench`: run every benchmark in bench/, each printing one JSON line, then a table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BENCHES: list[list[str]] = [
+    ["latency.py", "--pairs", "50", "--runs", "30"],
+]
+
+
+def flatten(doc: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def main() -> None:
+    rows: list[tuple[str, str, Any]] = []
+    failed = 0
+    for argv in BENCHES:
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, str(HERE / argv[0]), *argv[1:]],
+                              capture_output=True, text=True, cwd=HERE)
+        took = time.monotonic() - started
+        if proc.returncode != 0:
+            failed += 1
+            print(f"{argv[0]} failed ({proc.returncode}):\n{proc.stderr[-2000:]}", file=sys.stderr)
+            continue
+        line = proc.stdout.strip().splitlines()[-1]
+        print(line)
+        doc = json.loads(line)
+        name = doc.pop("bench", argv[0])
+        doc.pop("machine", None)
+        for key, value in flatten(doc).items():
+            rows.append((name, key, value))
+        rows.append((name, "wall_s", round(took, 1)))
+    width = max((len(f"{b}  {k}") for b, k, _ in rows), default=10)
+    print()
+    for bench, key, value in rows:
+        print(f"{bench}  {key}".ljust(width + 2), value)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
