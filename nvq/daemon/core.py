@@ -55,6 +55,7 @@ class Core:
         self._changed = anyio.Event()
         self._next_req = 1
         self.stop_requested = anyio.Event()
+        self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
 
     # ------------------------------------------------------------ start-up
 
@@ -425,12 +426,19 @@ class Core:
                 if j.id in ready_ids
             ]
             slots = self._slots()
+            pass_started = time.perf_counter()
             result = place(
                 slots,
                 pending,
                 headroom_mb=self.config.queue.headroom_mb,
                 max_cpu_jobs=self.config.queue.max_cpu_jobs_per_node,
             )
+            self.placement_stats = {
+                "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
+                "pending": len(pending),
+                "placed": len(result.placements),
+                "nodes": len(slots),
+            }
             for decision in result.placements:
                 new, evs = transitions.dispatch(
                     self.jobs[decision.job_id], node=decision.node, gpus=decision.gpus, now=now
@@ -611,18 +619,25 @@ class Core:
             return value
 
     async def wait(self, ids: list[int], timeout: float | None) -> tuple[list[Job], int]:
-        for i in ids:
-            await self.get_job(i)
+        known = {j.id for j in await self.store.jobs(ids=ids)}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise RequestError(f"no job with id {missing[0]}")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
+        # Live jobs are exactly the ones in memory: a wait on thousands of jobs costs a
+        # dict lookup per unfinished job per change, and one read at the end.
+        remaining = set(ids)
         while True:
             changed = self._changed
-            jobs = [await self.get_job(i) for i in ids]
-            if all(j.state.finished for j in jobs):
+            remaining = {i for i in remaining if i in self.jobs}
+            left = deadline - time.monotonic()
+            if not remaining or left <= 0:
+                by_id = {j.id: self.live(j) for j in await self.store.jobs(ids=ids)}
+                jobs = [by_id[i] for i in ids]
+                if remaining:
+                    return jobs, 2
                 ok = all(j.state is JobState.COMPLETED for j in jobs)
                 return jobs, 0 if ok else 1
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return jobs, 2
             with anyio.move_on_after(min(left, 3600)):
                 await changed.wait()
 
@@ -765,6 +780,7 @@ class Core:
             },
             "counts": {s.value: counts.get(s.value, 0) for s in JobState},
             "pending_reaps": len(self.reaps),
+            "placement": self.placement_stats,
             "nodes": self.node_views(),
             "jobs": active,
         }

@@ -1,0 +1,81 @@
+"""Throughput: N `true` jobs over 4 sshd nodes with 8 fake GPUs each (1 GiB jobs),
+from the first submit to the last completion, plus the submission rate through one
+`--array` request, through the control socket (one request per job, no CLI start-up)
+and through separate CLI calls.
+
+Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from common import emit, machine, queue, wait_nodes_up
+
+from nvq import control as c
+from nvq.cli.client import call
+from nvq.model import JobSpec
+
+EIGHT_CARDS = 'cuda = "13.0"\n' + "".join(
+    f'[[gpu]]\nname = "Bench card {i}"\nmemory = "8GiB"\n' for i in range(8)
+)
+
+
+def _has_array(nvq: object) -> bool:
+    r = nvq.run("job", "submit", "--help")  # type: ignore[attr-defined]
+    return "--array" in r.out
+
+
+def _wait_all_done(nvq: object, total: int, timeout: float) -> dict[str, int]:
+    """Poll the counts (cheap: one request) until every job ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = nvq.json("queue", "status")["counts"]  # type: ignore[attr-defined]
+        done = sum(counts[s] for s in ("completed", "failed", "timeout", "cancelled", "lost"))
+        if done >= total or time.monotonic() > deadline:
+            return counts  # type: ignore[no-any-return]
+        time.sleep(0.2)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=5000)
+    ap.add_argument("--cli-calls", type=int, default=30)
+    args = ap.parse_args()
+    doc: dict[str, object] = {"bench": "throughput", "machine": machine(), "jobs": args.jobs}
+    with queue("ssh", nodes=4, gpus=EIGHT_CARDS) as nvq:
+        wait_nodes_up(nvq)
+        # Separate CLI calls: each is a fresh `nvq` process.
+        started = time.monotonic()
+        for _ in range(args.cli_calls):
+            nvq.ok("job", "submit", "--vram", "1GiB", "--", "true")
+        cli_rate = args.cli_calls / (time.monotonic() - started)
+        doc["submit_rate_cli_calls_per_s"] = round(cli_rate, 1)
+        _wait_all_done(nvq, args.cli_calls, 120)
+
+        t0 = time.monotonic()
+        if _has_array(nvq):
+            r = nvq.ok("job", "submit", "--json", "--vram", "1GiB", "--array",
+                       f"0-{args.jobs - 1}", "--", "true")
+            submitted = time.monotonic() - t0
+            doc["submit_via"] = "one --array request"
+            assert r.code == 0
+        else:
+            for _ in range(args.jobs):
+                call(c.Submit(spec=JobSpec(command="true", vram_mb=1024)), home=nvq.home)
+            submitted = time.monotonic() - t0
+            doc["submit_via"] = "control socket, one request per job (no --array yet)"
+        doc["submit_rate_bulk_per_s"] = round(args.jobs / submitted, 1)
+        counts = _wait_all_done(nvq, args.cli_calls + args.jobs, 900)
+        took = time.monotonic() - t0
+        doc["end_to_end_s"] = round(took, 2)
+        doc["jobs_per_s"] = round(args.jobs / took, 1)
+        doc["completed"] = counts["completed"] - args.cli_calls
+        doc["not_completed"] = args.jobs + args.cli_calls - counts["completed"]
+        doc["placement"] = nvq.json("queue", "status").get("placement")
+    emit(doc)
+
+
+if __name__ == "__main__":
+    main()
