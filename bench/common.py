@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -39,6 +40,7 @@ def queue(kind: str, *, nodes: int = 1, gpus: str = ONE_CARD,
         nvq.shutdown()
         for node in sshd:
             node.close()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def wait_nodes_up(nvq: Nvq, timeout: float = 60) -> None:

@@ -23,7 +23,7 @@ import msgspec
 from nvq import __version__, deps, transitions
 from nvq.config import Config
 from nvq.daemon.nodes import NodeRuntime, Sender
-from nvq.daemon.views import gpu_views
+from nvq.daemon.views import capacity_grew, gpu_views
 from nvq.model import ACTIVE_STATES, Job, JobSpec, JobState, NodeView, Reap
 from nvq.placement import GpuSlot, NodeSlot, PendingJob, place
 from nvq.store import NewEvent, NodeSeq, Store, Tx
@@ -212,12 +212,15 @@ class Core:
             await self._on_journaled(node, msg)
 
     def _on_sample(self, node: NodeRuntime, sample: p.Sample) -> None:
-        node.sample = sample
+        previous, node.sample = node.sample, sample
         for job_id, line in sample.progress.items():
             job = self.jobs.get(job_id)
             if job is not None and job.node == node.name:
                 job.progress = line
-        self.kick()
+        # Samples arrive from every node every few seconds; a placement pass over a
+        # long queue is only worth it when a node may now hold more than before.
+        if capacity_grew(previous, sample):
+            self.kick()
 
     async def _on_hello(self, node: NodeRuntime, hello: p.Hello) -> None:
         async with self._lock:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nvq.model import GpuProcessView, GpuView, Job
-from nvq_runner.protocol import GpuInfo, GpuSample
+from nvq_runner.protocol import GpuInfo, GpuSample, Sample
 
 
 def gpu_view(
@@ -97,3 +97,15 @@ def gpu_views(
             )
         )
     return views
+
+
+def capacity_grew(previous: Sample | None, sample: Sample) -> bool:
+    """Could `sample` let a node hold more than `previous` did: a card with more memory
+    unused, a card that was not there, more free host memory? A false yes only costs
+    one placement pass; a false no would leave a job waiting, so any growth counts."""
+    if previous is None:
+        return True
+    if sample.mem_free_mb > previous.mem_free_mb:
+        return True
+    before = {g.index: g.total_mb - g.used_mb for g in previous.gpus}
+    return any(g.total_mb - g.used_mb > before.get(g.index, -1) for g in sample.gpus)
