@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from common import emit, machine, queue, summary_ms, wait_nodes_up
@@ -40,7 +41,7 @@ def exit_to_start(kind: str, pairs: int) -> dict[str, float]:
         for line in Path(log).read_text().splitlines():
             t, tag, job = line.split()
             stamps[(tag, int(job))] = float(t)
-        gaps = [stamps[("start", b)] - stamps[("end", a)] for a, b in zip(ids, ids[1:])]
+        gaps = [stamps[("start", b)] - stamps[("end", a)] for a, b in pairwise(ids)]
         return summary_ms(gaps)
 
 

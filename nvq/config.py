@@ -83,6 +83,16 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     # A dead or hung node is noticed after about 3 missed keepalives.
     ssh_keepalive: float = 5.0
     ssh_connect_timeout: float = 10.0
+    # Users who may pause, resume, cancel and re-prioritise anyone's jobs.
+    admins: list[str] = []
+    # A head-of-queue job waiting longer than this reserves a node (no starvation).
+    starvation_after: float = 600.0
+    # Machines that come and go (issue 5): how often a running job's $NVQ_ARTIFACTS
+    # is copied to the queue host, the most those copies may hold, and how long an
+    # owner's terminal may sit idle before their node stops counting as busy.
+    artifact_sync: float = 60.0
+    artifacts_quota_mb: int = 50 * 1024
+    busy_idle: float = 600.0
 
 
 class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -97,11 +107,53 @@ class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
     home: str | None = None  # $NVQ_HOME there, when not the default
 
 
+class BackupConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[queue.backup]`: the daemon snapshots queue.db every `interval_hours`."""
+
+    enabled: bool = False
+    interval_hours: float = 24.0
+    keep: int = 7  # newest snapshots kept in `directory`; older ones are deleted
+    directory: str | None = None  # default $NVQ_HOME/backups
+
+
+class EmailChannel(msgspec.Struct, kw_only=True, frozen=True):
+    host: str
+    port: int | None = None  # default: 465 with tls, 587 with starttls, 25 with none
+    security: str = "starttls"  # "starttls" | "tls" | "none"
+    user: str | None = None
+    password_file: str | None = None
+    password_env: str | None = None
+    sender: str  # `from` in the file
+    to: list[str] = []  # alerts go here; job e-mails fall back to it
+    alerts: bool = True  # e-mail alerts too (not only job outcomes)
+
+
+class NotifyConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[notify]`: where alerts and job outcomes are delivered (see nvq.notify)."""
+
+    email: EmailChannel | None = None
+    command: list[str] | None = None  # `[notify.command] run`: gets the alert JSON on stdin
+    file: str | None = None  # `[notify.file]`: JSON lines; "" = $NVQ_HOME/alerts.log, None = off
+    desktop: bool = False  # `[notify.desktop]`: notify-send, where present
+    severity: str = "warning"  # alerts at or above this are delivered
+    email_on_success: bool = False  # per-job defaults of --email-on-success/--email-on-failure
+    email_on_failure: bool = False
+    retry_initial: float = 10.0  # seconds before a failed delivery is retried, doubling
+    retry_max: float = 3600.0
+
+
+class UserConfig(msgspec.Struct, kw_only=True, frozen=True):
+    email: str | None = None
+
+
 class Config(msgspec.Struct, kw_only=True, frozen=True):
     path: Path | None = None
     queue: QueueConfig = QueueConfig()
     nodes: list[NodeConfig] = []
     remote: RemoteConfig | None = None
+    backup: BackupConfig = BackupConfig()  # `[queue.backup]` in the file
+    notify: NotifyConfig = NotifyConfig()
+    users: dict[str, UserConfig] = {}
 
 
 def load_config(home: Path) -> Config:
@@ -226,6 +278,11 @@ class _Parser:
             raise self.fail(key, f"GPU indices repeat in {_show(value)}")
         return gpus
 
+    def string_list(self, value: Any, key: str) -> list[str]:
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list of strings, got {_show(value)}")
+        return [self.string(item, f"{key}[{i}]") for i, item in enumerate(value)]
+
     def env(self, value: Any, key: str) -> dict[str, str]:
         if not isinstance(value, dict):
             raise self.fail(key, f"expected a table of strings, got {_show(value)}")
@@ -241,11 +298,24 @@ class _Parser:
     # -- sections ------------------------------------------------------------------
 
     def config(self, data: dict[str, Any]) -> Config:
-        top = self.table(data, "", {"queue", "nodes", "remote"})
-        queue = self.queue(top.get("queue", {}))
+        top = self.table(data, "", {"queue", "nodes", "remote", "notify", "users"})
+        queue_raw = top.get("queue", {})
+        backup = BackupConfig()
+        if isinstance(queue_raw, dict) and "backup" in queue_raw:
+            queue_raw = dict(queue_raw)
+            backup = self.backup(queue_raw.pop("backup"))
+        queue = self.queue(queue_raw)
         nodes = self.nodes(top.get("nodes", []), queue)
         remote = self.remote(top["remote"]) if "remote" in top else None
-        return Config(path=self.path, queue=queue, nodes=nodes, remote=remote)
+        return Config(
+            path=self.path,
+            queue=queue,
+            nodes=nodes,
+            remote=remote,
+            backup=backup,
+            notify=self.notify(top.get("notify", {})),
+            users=self.users(top.get("users", {})),
+        )
 
     def queue(self, value: Any) -> QueueConfig:
         fields: dict[str, _Convert] = {
@@ -260,11 +330,18 @@ class _Parser:
             "node_grace": self.duration,
             "ssh_keepalive": self.duration,
             "ssh_connect_timeout": self.duration,
+            "admins": self.string_list,
+            "starvation_after": self.duration,
+            "artifact_sync": self.duration,
+            "artifacts_quota": self.size,
+            "busy_idle": self.duration,
         }
         table = self.table(value, "queue", set(fields))
         out = {key: fields[key](item, f"queue.{key}") for key, item in table.items()}
         if "headroom" in out:
             out["headroom_mb"] = out.pop("headroom")
+        if "artifacts_quota" in out:
+            out["artifacts_quota_mb"] = out.pop("artifacts_quota")
         return QueueConfig(**out)
 
     def nodes(self, value: Any, queue: QueueConfig) -> list[NodeConfig]:
@@ -321,3 +398,123 @@ class _Parser:
         if "host" not in table:
             raise self.fail("remote.host", "missing (the queue host to forward commands to)")
         return RemoteConfig(**{key: fields[key](v, f"remote.{key}") for key, v in table.items()})
+
+    # -- operating the queue: backups, notifications, users ------------------------
+
+    def backup(self, value: Any) -> BackupConfig:
+        fields: dict[str, _Convert] = {
+            "enabled": self.boolean,
+            "interval_hours": self.positive_number,
+            "keep": lambda v, k: self.integer(v, k, 1),
+            "directory": self.path_value,
+        }
+        table = self.table(value, "queue.backup", set(fields))
+        return BackupConfig(
+            **{key: fields[key](v, f"queue.backup.{key}") for key, v in table.items()}
+        )
+
+    def positive_number(self, value: Any, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise self.fail(key, f"expected a positive number, got {_show(value)}")
+        return float(value)
+
+    def choice(self, value: Any, key: str, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.fail(key, f"expected one of {', '.join(choices)}, got {_show(value)}")
+        return str(value)
+
+    def email_address(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        if "@" not in text or any(c.isspace() for c in text):
+            raise self.fail(key, f"expected an e-mail address, got {_show(text)}")
+        return text
+
+    def addresses(self, value: Any, key: str) -> list[str]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise self.fail(key, f"expected an address or a list of them, got {_show(value)}")
+        return [self.email_address(item, f"{key}[{i}]") for i, item in enumerate(items)]
+
+    def notify(self, value: Any) -> NotifyConfig:
+        table = self.table(
+            value,
+            "notify",
+            {
+                "email",
+                "command",
+                "file",
+                "desktop",
+                "severity",
+                "email_on_success",
+                "email_on_failure",
+                "retry_initial",
+                "retry_max",
+            },
+        )
+        out: dict[str, Any] = {}
+        for key in ("email_on_success", "email_on_failure"):
+            if key in table:
+                out[key] = self.boolean(table[key], f"notify.{key}")
+        for key in ("retry_initial", "retry_max"):
+            if key in table:
+                out[key] = self.duration(table[key], f"notify.{key}")
+        if "severity" in table:
+            out["severity"] = self.choice(
+                table["severity"], "notify.severity", ("info", "warning", "error")
+            )
+        if "email" in table:
+            out["email"] = self.email(table["email"])
+        if "command" in table:
+            cmd = self.table(table["command"], "notify.command", {"run"})
+            if "run" not in cmd:
+                raise self.fail("notify.command.run", "missing (the program to run, as a list)")
+            run = cmd["run"]
+            if isinstance(run, str):
+                run = [run]
+            out["command"] = self.string_list(run, "notify.command.run")
+            if not out["command"]:
+                raise self.fail("notify.command.run", "expected at least the program")
+        if "file" in table:
+            f = self.table(table["file"], "notify.file", {"enabled", "path"})
+            if self.boolean(f.get("enabled", True), "notify.file.enabled"):
+                out["file"] = self.path_value(f["path"], "notify.file.path") if "path" in f else ""
+        if "desktop" in table:
+            d = self.table(table["desktop"], "notify.desktop", {"enabled"})
+            out["desktop"] = self.boolean(d.get("enabled", True), "notify.desktop.enabled")
+        return NotifyConfig(**out)
+
+    def email(self, value: Any) -> EmailChannel:
+        fields: dict[str, _Convert] = {
+            "host": self.string,
+            "port": lambda v, k: self.integer(v, k, 1, 65535),
+            "security": lambda v, k: self.choice(v, k, ("starttls", "tls", "none")),
+            "user": self.string,
+            "password_file": self.path_value,
+            "password_env": self.string,
+            "from": self.email_address,
+            "to": self.addresses,
+            "alerts": self.boolean,
+        }
+        table = self.table(value, "notify.email", set(fields))
+        for required in ("host", "from"):
+            if required not in table:
+                raise self.fail(f"notify.email.{required}", "missing (e-mail needs it)")
+        out = {key: fields[key](v, f"notify.email.{key}") for key, v in table.items()}
+        if "password_file" in out and "password_env" in out:
+            raise self.fail("notify.email.password_env", "give password_file or password_env")
+        out["sender"] = out.pop("from")
+        return EmailChannel(**out)
+
+    def users(self, value: Any) -> dict[str, UserConfig]:
+        if not isinstance(value, dict):
+            raise self.fail("users", f"expected [users.NAME] tables, got {_show(value)}")
+        out: dict[str, UserConfig] = {}
+        for name, item in value.items():
+            table = self.table(item, f"users.{name}", {"email"})
+            email = (
+                self.email_address(table["email"], f"users.{name}.email")
+                if "email" in table
+                else None
+            )
+            out[name] = UserConfig(email=email)
+        return out

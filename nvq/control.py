@@ -23,6 +23,7 @@ class ListJobs(msgspec.Struct, tag="ls", frozen=True):
     active: bool = False
     states: list[str] | None = None
     limit: int | None = None
+    array: int | None = None  # members of this array only
 
 
 class ShowJob(msgspec.Struct, tag="show", frozen=True):
@@ -32,6 +33,7 @@ class ShowJob(msgspec.Struct, tag="show", frozen=True):
 
 class Cancel(msgspec.Struct, tag="cancel", frozen=True):
     ids: list[int]
+    array: bool = False  # ids are array ids: every member not yet running
 
 
 class Release(msgspec.Struct, tag="release", frozen=True):
@@ -96,8 +98,70 @@ class Ping(msgspec.Struct, tag="ping", frozen=True):
     pass
 
 
+# -- scheduling policy (issue 4) --------------------------------------------------------
+
+
+class Requeue(msgspec.Struct, tag="requeue", frozen=True):
+    ids: list[int]
+
+
+class Purge(msgspec.Struct, tag="purge", frozen=True):
+    before: float | None = None
+
+
+class Edit(msgspec.Struct, tag="edit", frozen=True):
+    id: int
+    drop_after: list[int] = []
+    add_after: list[int] = []
+
+
+class Priority(msgspec.Struct, tag="priority", frozen=True):
+    ids: list[int]
+    change: str | None = None  # "5" sets, "+1"/"-2" adjust
+    up: int | None = None  # places earlier in the dispatch order (negative: later)
+    array: bool = False
+
+
+class Pause(msgspec.Struct, tag="pause", frozen=True):
+    ids: list[int]
+    array: bool = False
+
+
+class Resume(msgspec.Struct, tag="resume", frozen=True):
+    ids: list[int]
+    array: bool = False
+
+
+class Lanes(msgspec.Struct, tag="lanes", frozen=True):
+    pass
+
+
+class Lane(msgspec.Struct, tag="lane", frozen=True):
+    lane: str
+    action: str | None = None  # None: show it
+    ids: list[int] = []
+    to: str | None = None
+    before: int | None = None
+    at: str | None = None
+
+
+class Alerts(msgspec.Struct, tag="alerts", frozen=True):
+    include_acked: bool = False
+
+
+class Ack(msgspec.Struct, tag="ack", frozen=True):
+    ids: list[int] | None = None  # None: every open alert
+
+
+class Backup(msgspec.Struct, tag="backup", frozen=True):
+    path: str | None = None  # absolute, on the queue host; None: the backup directory
+
+
 Request = (
     Submit
+    | Alerts
+    | Ack
+    | Backup
     | ListJobs
     | ShowJob
     | Cancel
@@ -113,6 +177,14 @@ Request = (
     | Events
     | StopDaemon
     | Ping
+    | Requeue
+    | Purge
+    | Edit
+    | Priority
+    | Pause
+    | Resume
+    | Lanes
+    | Lane
 )
 
 

@@ -51,6 +51,18 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     submitter: str = ""  # free-form label (NVQ_SUBMITTER); the OS user is taken from the socket
     after: list[int] = []  # run once all of these completed
     after_any: list[int] = []  # run once all of these ended, however
+    # scheduling policy (issue 4)
+    retries: int = 0  # restarts allowed after the process vanished (lost)
+    cuda: str | None = None  # minimum driver CUDA version, "13.0"
+    memory_mb: int = 0  # host RAM needed, also enforced as the job's limit
+    lane: str | None = None  # "node:gpu" (node prefix): append to that card's lane
+    array: str | None = None  # "0-99[:step][%K]": one job per index
+    # e-mail when the job ends (None: the [notify] default)
+    email_on_success: bool | None = None
+    email_on_failure: bool | None = None
+    # machines that come and go (issue 5)
+    max_runtime: float | None = None  # on a borrowed node: back to the queue after this
+    no_reassign: bool = False  # not safe to run twice: a down node makes it `lost`
 
 
 class Job(msgspec.Struct, kw_only=True):
@@ -87,6 +99,23 @@ class Job(msgspec.Struct, kw_only=True):
     progress: str | None = None
     stderr_tail: str | None = None
     result: Any = None
+    # scheduling policy (issue 4); appended so older rows and documents still decode
+    rank: float = 0.0  # dispatch order within a priority: lower first (submit time)
+    retries: int = 0
+    retried: int = 0  # restarts used so far
+    cuda: str | None = None
+    memory_mb: int = 0
+    array_id: int | None = None  # id of the array's first member
+    array_index: int | None = None
+    array_limit: int | None = None  # at most this many members running at once
+    lane: str | None = None  # "node:gpu", resolved to the full node name
+    lane_pos: float | None = None  # order within the lane
+    # e-mail when the job ends (None: the [notify] default); schema version 3
+    email_on_success: bool | None = None
+    email_on_failure: bool | None = None
+    # machines that come and go (issue 5); schema version 4
+    max_runtime: float | None = None
+    no_reassign: bool = False
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -11,7 +11,9 @@ with anything. The rules (see DESIGN.md, "Placement"):
   `max_cpu_jobs` CPU-only jobs. Optional: `--node` prefix, minimum driver CUDA version,
   host memory.
 * Among nodes that fit, the least loaded wins: fewest running jobs per schedulable card,
-  then most free GPU memory, then name. On that node, the fitting cards with the most
+  then most free GPU memory, then name — but an idle node always before a busy one
+  (its owner is at the keyboard). On a busy node only its owner's own jobs are placed,
+  and not those of an owner who forbade it (`forbid_busy`). On that node, the fitting cards with the most
   free memory are taken (ties: lower index).
 * Every decision is deducted from the snapshot before the next job, so a pass never
   oversubscribes. A job that does not fit now is skipped, and smaller ones behind it
@@ -54,6 +56,8 @@ class NodeSlot(msgspec.Struct, frozen=True):
     cuda: tuple[int, int] | None = None  # driver's CUDA version; None = unknown or no driver
     memory_total_mb: int | None = None  # host RAM; None = unknown
     memory_free_mb: int | None = None  # host RAM not yet promised to queue jobs; None = unchecked
+    busy: bool = False  # its owner is using it: only the owner's jobs, and only if no idle node
+    owner: str | None = None
 
 
 class PendingJob(msgspec.Struct, frozen=True):
@@ -65,6 +69,10 @@ class PendingJob(msgspec.Struct, frozen=True):
     node: str | None = None  # node name prefix
     cuda: tuple[int, int] | None = None  # minimum driver CUDA version
     memory_mb: int = 0  # host RAM
+    # A lane job: exactly this card of the node named `node` (exact name, not a prefix).
+    gpu: int | None = None
+    user: str = ""  # who submitted it: a busy node takes its owner's jobs only
+    forbid_busy: bool = False  # the user forbade their jobs on their own busy node
 
 
 class Placement(msgspec.Struct, frozen=True):
@@ -105,18 +113,22 @@ class _Node:
     __slots__ = (
         "_capacity",
         "accepting",
+        "busy",
         "cards",
         "cpu_jobs",
         "cuda",
         "key",
         "memory_free",
         "name",
+        "owner",
         "total_free",
     )
 
     def __init__(self, slot: NodeSlot, position: int, headroom_mb: int) -> None:
         self.name = slot.name
         self.accepting = slot.accepting
+        self.busy = slot.busy
+        self.owner = slot.owner
         self.cuda = slot.cuda
         self.cpu_jobs = slot.cpu_jobs
         self.memory_free = slot.memory_free_mb
@@ -131,11 +143,11 @@ class _Node:
         self.total_free = sum(-neg for neg, _ in self.cards if neg < 0)  # overdrawn cards: 0
         self.key = self._key(slot.running_jobs, position)
 
-    def _key(self, running: int, position: int) -> tuple[float, int, str, int, int]:
-        # Least loaded first. Equal ratios of small ints give identical floats (IEEE
+    def _key(self, running: int, position: int) -> tuple[bool, float, int, str, int, int]:
+        # Idle before busy, then least loaded. Equal ratios of small ints give identical floats (IEEE
         # division is correctly rounded), so the float is a faithful stand-in for the
         # fraction. `running` and `position` ride along to rebuild the key.
-        return (running / self._capacity, -self.total_free, self.name, position, running)
+        return (self.busy, running / self._capacity, -self.total_free, self.name, position, running)
 
     def fits(self, gpus: int, vram_mb: int, memory_mb: int, max_cpu_jobs: int) -> bool:
         if memory_mb and self.memory_free is not None and self.memory_free < memory_mb:
@@ -144,9 +156,22 @@ class _Node:
             return self.cpu_jobs < max_cpu_jobs
         return len(self.cards) >= gpus and -self.cards[gpus - 1][0] >= vram_mb
 
-    def take(self, gpus: int, vram_mb: int, memory_mb: int) -> list[int]:
+    def fits_card(self, gpu: int, vram_mb: int, memory_mb: int) -> bool:
+        if memory_mb and self.memory_free is not None and self.memory_free < memory_mb:
+            return False
+        return any(index == gpu and -neg >= vram_mb for neg, index in self.cards)
+
+    def take(self, gpus: int, vram_mb: int, memory_mb: int, pin: int | None = None) -> list[int]:
         """Deduct a job from this node; return the chosen card indices."""
-        chosen = self.cards[:gpus]
+        chosen = self.cards[:gpus] if pin is None else [c for c in self.cards if c[1] == pin]
+        if pin is not None and vram_mb:
+            # Deduct the pinned card only (the general path below rewrites cards[:gpus]).
+            self.cards = sorted(
+                (neg + vram_mb, index) if index == pin else (neg, index)
+                for neg, index in self.cards
+            )
+            self.total_free -= vram_mb
+            vram_mb = 0
         if vram_mb:
             self.cards[:gpus] = [(neg + vram_mb, index) for neg, index in chosen]
             self.cards.sort()
@@ -157,7 +182,7 @@ class _Node:
             self.cpu_jobs += 1
         if memory_mb and self.memory_free is not None:
             self.memory_free -= memory_mb
-        _, _, _, position, running = self.key
+        _, _, _, _, position, running = self.key
         self.key = self._key(running + 1, position)
         return sorted(index for _, index in chosen)
 
@@ -173,7 +198,18 @@ class _Profile:
         self.reason: str | None = None  # why no node could ever hold it, if none could
         self.qualifier = ""  # "matching --node 'gpu'", for reasons
         candidates = list(range(len(slots)))
-        if job.node is not None:
+        if job.gpu is not None:
+            # A lane names one card of one node, by its full name.
+            candidates = [
+                i
+                for i in candidates
+                if slots[i].name == job.node
+                and any(g.index == job.gpu and g.schedulable for g in slots[i].gpus)
+            ]
+            self.qualifier += f" (lane {job.node}:{job.gpu})"
+            if not candidates:
+                self.reason = f"lane {job.node}:{job.gpu}: no such schedulable GPU"
+        elif job.node is not None:
             prefix = job.node
             candidates = [i for i in candidates if slots[i].name.startswith(prefix)]
             self.qualifier += f" matching --node {prefix!r}"
@@ -203,12 +239,14 @@ class _Profile:
                 )
             candidates = ok
             self.qualifier += f" with {format_mib(need_mb)} of host memory"
-        # Nodes that can take the job now, cuda permitting (unknown cuda: not now).
+        # Nodes that can take the job now, cuda permitting (unknown cuda: not now), and
+        # a busy node only for its owner's own jobs.
         self.now = {
             i
             for i in candidates
             if state[i].accepting
             and (job.cuda is None or _new_enough(slots[i].cuda, job.cuda, unknown=False))
+            and (not slots[i].busy or _owner_may(slots[i], job))
         }
         # best_card[n−1]: the largest size every one of some node's n best cards can hold
         # when empty, over eligible nodes — to tell "not now" from "never".
@@ -216,7 +254,12 @@ class _Profile:
         self.best_card: list[int] = []
         for i in candidates:
             sizes = sorted(
-                (g.total_mb - headroom_mb for g in slots[i].gpus if g.schedulable), reverse=True
+                (
+                    g.total_mb - headroom_mb
+                    for g in slots[i].gpus
+                    if g.schedulable and (job.gpu is None or g.index == job.gpu)
+                ),
+                reverse=True,
             )
             self.max_cards = max(self.max_cards, len(sizes))
             for n, size in enumerate(sizes):
@@ -243,13 +286,19 @@ class _Pass:
         self.state = [_Node(slot, i, headroom_mb) for i, slot in enumerate(slots)]
         # Accepting nodes, least loaded first; kept sorted as decisions change loads.
         self.order = sorted(node.key for node in self.state if node.accepting)
-        self.profiles: dict[tuple[str | None, tuple[int, int] | None, int], _Profile] = {}
+        self.profiles: dict[
+            tuple[str | None, tuple[int, int] | None, int, int | None, tuple[str, bool] | None],
+            _Profile,
+        ] = {}
+        # Who submitted a job matters only while some node is busy: keep profiles shared.
+        self.any_busy = any(slot.busy for slot in slots)
 
     def run(self, pending: Sequence[PendingJob]) -> PlacementResult:
         placements: list[Placement] = []
         unschedulable: list[Unschedulable] = []
         for job in sorted(pending, key=lambda j: (-j.priority, j.created_at, j.id)):
-            key = (job.node, job.cuda, job.memory_mb)
+            who = (job.user, job.forbid_busy) if self.any_busy else None
+            key = (job.node, job.cuda, job.memory_mb, job.gpu, who)
             profile = self.profiles.get(key)
             if profile is None:
                 profile = self.profiles[key] = _Profile(
@@ -258,6 +307,9 @@ class _Pass:
             reason = self._never(job, profile)
             if reason is not None:
                 unschedulable.append(Unschedulable(job_id=job.id, reason=reason))
+                continue
+            if job.gpu is not None:
+                self._place_pinned(job, profile, placements)
                 continue
             gpus = job.gpus
             vram = job.vram_mb if gpus else 0  # vram is per card; a CPU job has none
@@ -279,6 +331,21 @@ class _Pass:
             placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
         return PlacementResult(placements=placements, unschedulable=unschedulable)
 
+    def _place_pinned(
+        self, job: PendingJob, profile: _Profile, placements: list[Placement]
+    ) -> None:
+        """A lane's head: its own card or nothing (no caching: one card, one check)."""
+        assert job.gpu is not None
+        for i in profile.now:
+            node = self.state[i]
+            if node.fits_card(job.gpu, job.vram_mb, job.memory_mb):
+                old = node.key
+                cards = node.take(1, job.vram_mb, job.memory_mb, pin=job.gpu)
+                del self.order[bisect.bisect_left(self.order, old)]
+                bisect.insort(self.order, node.key)
+                placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
+                return
+
     def _choose(self, profile: _Profile, gpus: int, vram: int, memory: int) -> _Node | None:
         state, limit = self.state, self.max_cpu_jobs
         if len(profile.now) * 4 < len(self.order):
@@ -286,7 +353,7 @@ class _Pass:
             fitting = [state[i] for i in profile.now if state[i].fits(gpus, vram, memory, limit)]
             return min(fitting, key=lambda n: n.key, default=None)
         for key in self.order:
-            index = key[3]
+            index = key[4]
             if index in profile.now and state[index].fits(gpus, vram, memory, limit):
                 return state[index]
         return None
@@ -326,6 +393,10 @@ class _Pass:
                 f"{job.gpus} cards on {where} hold {format_mib(best)} each {after}"
             )
         return None
+
+
+def _owner_may(slot: NodeSlot, job: PendingJob) -> bool:
+    return slot.owner is not None and job.user == slot.owner and not job.forbid_busy
 
 
 def _enough_memory(total: int | None, need: int) -> bool:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import msgspec
 
+from nvq import machines_db, opsdb
 from nvq.model import Event, Job, JobState, Reap
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 4
 
 # Each entry migrates from version i to i+1; the list only ever grows.
 MIGRATIONS: list[str] = [
@@ -83,10 +84,48 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (job_id, attempt)
     );
     """,
+    # 2: scheduling policy — dispatch rank, retries, CUDA/memory needs, arrays, lanes.
+    """
+    ALTER TABLE jobs ADD COLUMN rank REAL NOT NULL DEFAULT 0;
+    UPDATE jobs SET rank = created_at;
+    ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN retried INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN cuda TEXT;
+    ALTER TABLE jobs ADD COLUMN memory_mb INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN array_id INTEGER;
+    ALTER TABLE jobs ADD COLUMN array_index INTEGER;
+    ALTER TABLE jobs ADD COLUMN array_limit INTEGER;
+    ALTER TABLE jobs ADD COLUMN lane TEXT;
+    ALTER TABLE jobs ADD COLUMN lane_pos REAL;
+    CREATE INDEX jobs_by_array ON jobs(array_id);
+    CREATE TABLE lanes (
+        name TEXT PRIMARY KEY,
+        paused INTEGER NOT NULL DEFAULT 0
+    );
+    """,
+    # 3: operating the queue — alerts, the notification outbox, meta (last backup),
+    # per-job e-mail preferences.
+    opsdb.MIGRATION,
+    # 4: machines that come and go (issue 5) — see nvq.machines_db.
+    machines_db.MIGRATION,
 ]
 
+T = TypeVar("T")
+
 _JOB_FIELDS: tuple[str, ...] = tuple(f.name for f in msgspec.structs.fields(Job))
-_JSON_FIELDS = frozenset({"env", "tags", "gpus", "result", "after", "after_any"})
+_JSON_FIELDS = frozenset(
+    {
+        "env",
+        "tags",
+        "gpus",
+        "result",
+        "after",
+        "after_any",
+        "email_on_success",
+        "email_on_failure",
+        "no_reassign",
+    }
+)
 _json = msgspec.json.Encoder()
 
 
@@ -141,6 +180,10 @@ class Tx(msgspec.Struct, kw_only=True):
     add_reaps: list[Reap] = []
     drop_reaps: list[tuple[int, int]] = []  # (job_id, attempt)
     delete_jobs: list[int] = []
+    lanes: list[tuple[str, bool]] = []  # (lane, paused) upserts
+    # Filled by the daemon from `events` (nvq.alerts, nvq.notify.plan) just before commit.
+    alerts: list[opsdb.NewAlert] = []
+    outbox: list[opsdb.OutboxItem] = []
 
     def __bool__(self) -> bool:
         return bool(
@@ -151,6 +194,9 @@ class Tx(msgspec.Struct, kw_only=True):
             or self.add_reaps
             or self.drop_reaps
             or self.delete_jobs
+            or self.lanes
+            or self.alerts
+            or self.outbox
         )
 
 
@@ -224,16 +270,22 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             events: list[tuple[float, str, int | None, str | None, str]] = []
-            for job in tx.new_jobs:
-                row = _job_to_row(job)
-                cur = conn.execute(
+            if tx.new_jobs:
+                # Ids are taken here, under the write lock, so a batch (an array of
+                # 10,000) is one executemany instead of one INSERT per row. A job
+                # that comes with an id (see `next_job_id`) keeps it.
+                base = self._last_job_id(conn)
+                for job in tx.new_jobs:
+                    if not job.id:
+                        base += 1
+                        job.id = base
+                    base = max(base, job.id)
+                    inserted.append(job)
+                    events.append((now, "job_submitted", job.id, None, "{}"))
+                conn.executemany(
                     f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_JOB_PLACEHOLDERS})",
-                    [None, *row[1:]],
+                    [_job_to_row(job) for job in tx.new_jobs],
                 )
-                assert cur.lastrowid is not None
-                job.id = cur.lastrowid
-                inserted.append(job)
-                events.append((now, "job_submitted", job.id, None, "{}"))
             if tx.jobs:
                 conn.executemany(
                     f"UPDATE jobs SET {_JOB_UPDATE} WHERE id = ?",
@@ -265,6 +317,14 @@ class Store:
                 )
             if tx.delete_jobs:
                 conn.executemany("DELETE FROM jobs WHERE id = ?", [(i,) for i in tx.delete_jobs])
+            if tx.lanes:
+                conn.executemany(
+                    "INSERT INTO lanes (name, paused) VALUES (?, ?) "
+                    "ON CONFLICT(name) DO UPDATE SET paused = excluded.paused",
+                    [(name, int(paused)) for name, paused in tx.lanes],
+                )
+            if tx.alerts or tx.outbox:
+                opsdb.write(conn, tx.alerts, tx.outbox, now)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -272,6 +332,41 @@ class Store:
                 job.id = 0
             raise
         return inserted
+
+    async def sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(connection)` on the database thread: for modules with their own tables
+        (nvq.opsdb) and for the online backup."""
+        result: T = await self._db._execute(fn, self._db._conn)
+        return result
+
+    @staticmethod
+    def _last_job_id(conn: sqlite3.Connection) -> int:
+        # AUTOINCREMENT never reuses an id, even of a purged job: continue from the
+        # sequence, not from MAX(id).
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+        return int(row[0]) if row else 0
+
+    async def next_job_id(self) -> int:
+        """The id the next inserted job gets (the daemon, the only writer, holds its
+        lock between asking and committing)."""
+        return await self.sync(self._last_job_id) + 1
+
+    async def lanes(self) -> dict[str, bool]:
+        async with self._db.execute("SELECT name, paused FROM lanes") as cur:
+            return {name: bool(paused) for name, paused in await cur.fetchall()}
+
+    async def finished_ids(self, before: float | None) -> list[int]:
+        """Finished jobs (ended before `before`, if given): what `job purge` forgets."""
+        from nvq.model import FINISHED_STATES
+
+        states = [str(s) for s in FINISHED_STATES]
+        sql = f"SELECT id FROM jobs WHERE state IN ({', '.join('?' for _ in states)})"
+        args: list[Any] = list(states)
+        if before is not None:
+            sql += " AND COALESCE(ended_at, created_at) < ?"
+            args.append(before)
+        async with self._db.execute(sql, args) as cur:
+            return [r[0] for r in await cur.fetchall()]
 
     async def save_node(
         self,
@@ -337,6 +432,13 @@ class Store:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         async with self._db.execute(sql, args) as cur:
+            rows = await cur.fetchall()
+        return [job_from_row(r) for r in rows]
+
+    async def array_members(self, array_id: int) -> list[Job]:
+        async with self._db.execute(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE array_id = ? ORDER BY id", (array_id,)
+        ) as cur:
             rows = await cur.fetchall()
         return [job_from_row(r) for r in rows]
 

@@ -12,6 +12,7 @@ import msgspec
 
 from nvq.model import Job, JobSpec, JobState, Reap
 from nvq.store import NewEvent
+from nvq.units import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
 
@@ -42,6 +43,14 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         note=spec.note,
         after=sorted(set(spec.after)),
         after_any=sorted(set(spec.after_any)),
+        rank=now,
+        retries=spec.retries,
+        cuda=spec.cuda,
+        memory_mb=spec.memory_mb,
+        email_on_success=spec.email_on_success,
+        email_on_failure=spec.email_on_failure,
+        max_runtime=spec.max_runtime,
+        no_reassign=spec.no_reassign,
     )
 
 
@@ -123,6 +132,8 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         reason = (
             f"killed by signal {ev.signal}" if ev.signal else f"exited with code {ev.exit_code}"
         )
+        if memory_exceeded(job, ev):
+            reason += f": it exceeded its --memory limit of {format_mib(job.memory_mb)}"
     new = msgspec.structs.replace(job, state=state, reason=reason, **common)
     return new, [NewEvent(kind, job.id, node, details)]
 
@@ -134,10 +145,29 @@ def lost(job: Job, ev: JobLost, node: str) -> Outcome:
         return None, []  # e.g. a kill of an attempt that never started: nothing to settle
     if job.state is not JobState.RUNNING:
         return None, []
+    if job.retried < job.retries:
+        return retry(job, node, ev.reason)
     new = msgspec.structs.replace(
         job, state=JobState.LOST, ended_at=ev.at, reason=f"lost: {ev.reason}"
     )
     return new, [NewEvent("job_lost", job.id, node, {"attempt": ev.attempt, "reason": ev.reason})]
+
+
+def retry(job: Job, node: str, why: str) -> Outcome:
+    """The process vanished and `--retries` allows another go: back in line, keeping
+    its place (rank) and note; the stale progress line goes."""
+    new = msgspec.structs.replace(
+        job,
+        state=JobState.PENDING,
+        retried=job.retried + 1,
+        node=None,
+        gpus=[],
+        pid=None,
+        progress=None,
+        reason=f"retrying after its process vanished: {why}",
+    )
+    data = {"attempt": job.attempt, "retry": new.retried, "of": job.retries, "reason": why}
+    return new, [NewEvent("job_retried", job.id, node, data)]
 
 
 def launch_failed(job: Job, ev: LaunchFailed, node: str) -> Outcome:
@@ -153,7 +183,9 @@ def launch_failed(job: Job, ev: LaunchFailed, node: str) -> Outcome:
 
 def runner_forgot(job: Job, node: str, now: float) -> Outcome:
     """The node's runner has no record of an attempt it had started (its state was
-    wiped): the process cannot be found, so the job is lost."""
+    wiped): the process cannot be found, so the job is lost (or retried)."""
+    if job.retried < job.retries:
+        return retry(job, node, "unknown to runner")
     new = msgspec.structs.replace(
         job, state=JobState.LOST, ended_at=now, reason="lost: the node's runner has no record of it"
     )
@@ -206,3 +238,105 @@ def release(job: Job, dead: list[int], *, by: str) -> Outcome:
         reason=None,
     )
     return new, [NewEvent("job_released", job.id, None, {"dropped": dead, "by": by})]
+
+
+# -- policy: requeue, pause, resume, edit, priority ---------------------------------------
+
+_OOM_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+
+
+def memory_exceeded(job: Job, ev: JobExited) -> bool:
+    """A job with `--memory` that died of it: SIGKILL is the cgroup OOM killer's mark,
+    an allocation error in its stderr is what the address-space rlimit produces."""
+    if not job.memory_mb or ev.reason != "exit" or ev.exit_code == 0:
+        return False
+    if ev.signal == 9:
+        return True
+    tail = ev.stderr_tail or ""
+    return any(marker in tail for marker in _OOM_MARKERS)
+
+
+def requeue(job: Job, *, by: str, now: float) -> Outcome:
+    """Run a finished job again: same id and note, to the back of its priority."""
+    if not job.state.finished:
+        raise TransitionError(
+            f"job {job.id} has not ended (it is {job.state}); only a finished job can be requeued"
+        )
+    new = msgspec.structs.replace(
+        job,
+        state=JobState.PENDING,
+        rank=now,
+        retried=0,
+        ended_at=None,
+        exit_code=None,
+        signal=None,
+        reason=None,
+        progress=None,
+        stderr_tail=None,
+        pid=None,
+        node=None,
+        gpus=[],
+    )
+    return new, [NewEvent("job_requeued", job.id, None, {"by": by, "was": str(job.state)})]
+
+
+PAUSABLE = frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING})
+
+
+def pause(job: Job, *, by: str, now: float) -> tuple[Job, list[NewEvent], Reap | None]:
+    """Keep a job in the queue but unassigned. A running one is stopped (a reap: TERM,
+    grace, KILL) and comes back to `paused`; its job directory and artifacts stay."""
+    if job.state not in PAUSABLE:
+        raise TransitionError(f"job {job.id} cannot be paused: it is {job.state}")
+    reap = None
+    if job.state is JobState.RUNNING and job.node is not None:
+        reap = Reap(job_id=job.id, attempt=job.attempt, node=job.node, reason="pause")
+    new = msgspec.structs.replace(job, state=JobState.PAUSED, pid=None, reason=f"paused by {by}")
+    data = {"by": by, "was": str(job.state)}
+    return new, [NewEvent("job_paused", job.id, job.node if reap else None, data)], reap
+
+
+def resume(job: Job, *, by: str) -> Outcome:
+    """Back in line where it was (its rank is unchanged); held-ness is re-judged by
+    the next placement pass."""
+    if job.state is not JobState.PAUSED:
+        raise TransitionError(f"job {job.id} is not paused (it is {job.state})")
+    new = msgspec.structs.replace(job, state=JobState.PENDING, reason=None)
+    return new, [NewEvent("job_resumed", job.id, None, {"by": by})]
+
+
+EDITABLE = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
+
+
+def edit_after(job: Job, *, drop: list[int], add: list[int], by: str) -> Outcome:
+    """Re-attach a waiting job's `--after` prerequisites, in place: id, note, rank and
+    submitter are untouched. A held job goes back to pending; the next pass holds it
+    again if a prerequisite it still has ended badly."""
+    if job.state not in EDITABLE:
+        raise TransitionError(f"job {job.id} cannot be edited: it is {job.state}")
+    missing = [d for d in drop if d not in job.after and d not in job.after_any]
+    if missing:
+        raise TransitionError(f"job {job.id} does not wait for {', '.join(map(str, missing))}")
+    if job.id in add:
+        raise TransitionError(f"job {job.id} cannot wait for itself")
+    after = sorted((set(job.after) - set(drop)) | set(add))
+    after_any = sorted(set(job.after_any) - set(drop) - set(add))
+    state = JobState.PENDING if job.state is JobState.HELD else job.state
+    new = msgspec.structs.replace(
+        job,
+        after=after,
+        after_any=after_any,
+        state=state,
+        reason=None if state is JobState.PENDING else job.reason,
+    )
+    data = {"dropped": drop, "added": add, "by": by}
+    return new, [NewEvent("job_edited", job.id, None, data)]
+
+
+def reorder(job: Job, *, priority: int, rank: float, by: str) -> Outcome:
+    """A new place in the dispatch order (priority, then rank)."""
+    if job.state.finished:
+        raise TransitionError(f"job {job.id} has already ended ({job.state})")
+    new = msgspec.structs.replace(job, priority=priority, rank=rank)
+    data = {"priority": priority, "was": job.priority, "by": by}
+    return new, [NewEvent("job_priority", job.id, None, data)]

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import procfs
+from . import memlimit, procfs
 from .jobfiles import AttemptRecord, JobDir
 from .protocol import (
     ActiveJob,
@@ -205,11 +205,15 @@ class JobManager:
         # The record exists before the process does, so a runner that dies in between
         # finds the attempt (and the wrapper's pid file) when it restarts.
         d.write_record(rec)
+        group = None
+        if msg.memory_mb is not None:
+            group = memlimit.make_cgroup(f"nvq-{msg.job_id}-{msg.attempt}", msg.memory_mb)
         with open(d.stdout, "wb") as out, open(d.stderr, "wb") as err:
             return subprocess.Popen(
                 ["/bin/sh", str(WRAPPER), str(d.path)],
                 cwd=workdir, env=self._job_env(msg, d), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=err, start_new_session=True, close_fds=True,
+                preexec_fn=memlimit.preexec(msg.memory_mb, group),
             )
 
     # ------------------------------------------------------------ watching
@@ -246,6 +250,7 @@ class JobManager:
             # not reaped yet, so the group id cannot have been reused.
             self._signal(run, signal.SIGKILL)
         status = run.popen.wait() if run.popen is not None else None
+        memlimit.remove_cgroup(f"nvq-{rec.job_id}-{rec.attempt}")
         self._finish(rec, d, status)
         del self.running[rec.job_id]
         if not run.ended.done():

@@ -89,6 +89,9 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     # Identifies the journal's life: a new id (node home wiped, runner reinstalled)
     # tells the daemon that seqs restarted and its applied seq no longer applies.
     journal_id: str = ""
+    # What this runner understands beyond protocol 1 ("artifacts", "owner"): the
+    # daemon sends newer messages only to a runner that names them here.
+    features: list[str] = []
 
 
 class Sample(msgspec.Struct, tag="sample", frozen=True):
@@ -156,8 +159,47 @@ class LogData(msgspec.Struct, tag="log", frozen=True):
     error: str | None = None
 
 
+class ArtifactFile(msgspec.Struct, frozen=True):
+    path: str  # relative to the job's artifacts directory, "/"-separated
+    size: int
+    mtime_ns: int
+
+
+class ArtifactsManifest(msgspec.Struct, tag="artifacts", frozen=True):
+    """The answer to `ArtifactsQuery`: what a job's $NVQ_ARTIFACTS holds now. Only
+    names, sizes and times travel on the event link; the daemon fetches the files
+    that changed over a separate SFTP channel, so a large checkpoint never holds up
+    the job events queued behind it."""
+
+    req: int
+    job_id: int
+    files: list[ArtifactFile] = []
+    root: str = ""  # absolute path of the directory on the node
+    error: str | None = None
+
+
+class Busy(msgspec.Struct, tag="busy", frozen=True):
+    """The node's owner is (or is no longer) using it: an interactive login whose
+    terminal was touched within the idle limit. Sent when it changes, and after each
+    `Owner`."""
+
+    busy: bool
+    sessions: int = 0  # the owner's active (not idle) login sessions
+    idle: float | None = None  # seconds since the owner's most recent terminal input
+
+
 JournaledEvent = JobStarted | JobExited | JobLost | LaunchFailed
-RunnerMsg = Hello | Sample | JobStarted | JobExited | JobLost | LaunchFailed | LogData
+RunnerMsg = (
+    Hello
+    | Sample
+    | JobStarted
+    | JobExited
+    | JobLost
+    | LaunchFailed
+    | LogData
+    | ArtifactsManifest
+    | Busy
+)
 
 
 # ---------------------------------------------------------------- daemon → runner
@@ -177,6 +219,9 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     workdir: str | None = None
     timeout: float | None = None  # seconds from start
     kill_grace: float = 10.0
+    # Host memory limit (MiB): a cgroup v2 limit where the runner can make one,
+    # else an address-space rlimit. None: no limit.
+    memory_mb: int | None = None
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):
@@ -213,7 +258,22 @@ class Sync(msgspec.Struct, tag="sync", frozen=True):
     """Ask for a `Sample` now (the daemon wants fresh figures)."""
 
 
-DaemonMsg = Start | Kill | Ack | Tail | Unfollow | Sync
+class ArtifactsQuery(msgspec.Struct, tag="artifacts_query", frozen=True):
+    """Describe job `job_id`'s artifacts directory (answered by `ArtifactsManifest`)."""
+
+    req: int
+    job_id: int
+
+
+class Owner(msgspec.Struct, tag="owner", frozen=True):
+    """Whose activity makes this node busy (None: nobody's), and after how many
+    seconds without terminal input a login session counts as idle."""
+
+    user: str | None
+    idle: float = 600.0
+
+
+DaemonMsg = Start | Kill | Ack | Tail | Unfollow | Sync | ArtifactsQuery | Owner
 
 
 # ---------------------------------------------------------------- framing

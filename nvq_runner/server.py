@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import __version__, procfs
+from . import __version__, owner, procfs
+from .artifacts import manifest
 from .gpu import GpuBackend, GpuFacts, open_backend
 from .jobfiles import JobDir
 from .jobs import JobManager
@@ -30,6 +31,9 @@ from .journal import Journal
 from .protocol import (
     PROTOCOL_VERSION,
     Ack,
+    ArtifactsManifest,
+    ArtifactsQuery,
+    Busy,
     DaemonMsg,
     FrameError,
     FrameReader,
@@ -39,6 +43,7 @@ from .protocol import (
     JournaledEvent,
     Kill,
     LogData,
+    Owner,
     RunnerMsg,
     Sample,
     Start,
@@ -102,6 +107,8 @@ class Runner:
         self._facts = GpuFacts()
         self.journal = Journal(home / "journal")
         self.jobs = JobManager(home, self._record, self._wake.set)
+        self.owner: Owner | None = None  # set by the daemon on each connection
+        self._busy: Busy | None = None  # last reported
 
     # ------------------------------------------------------------ events
 
@@ -142,6 +149,7 @@ class Runner:
             boot_id=procfs.boot_id(),
             pid=os.getpid(),
             journal_id=self.journal.id,
+            features=["artifacts", "owner"],
         )
 
     # ------------------------------------------------------------ connections
@@ -194,6 +202,12 @@ class Runner:
                         task.cancel()
                 case Sync():
                     self._wake.set()
+                case ArtifactsQuery():
+                    asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
+                case Owner():
+                    self.owner = msg
+                    self._busy = None  # report afresh on this connection
+                    self._wake.set()
         except Exception:
             log.exception("handling %s failed", msg)
 
@@ -209,6 +223,28 @@ class Runner:
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
 
+    async def _artifacts(self, conn: Conn, msg: ArtifactsQuery) -> None:
+        root = self.jobs.job_dir(msg.job_id).artifacts
+        try:
+            files = await asyncio.to_thread(manifest, root)
+            conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, files=files,
+                                        root=str(root.absolute())))
+        except OSError as exc:
+            conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
+
+    def _report_busy(self) -> None:
+        """Tell the daemon when the owner's activity changes (checked every sample)."""
+        if self.owner is None or self.conn is None:
+            return
+        if self.owner.user is None:
+            now = Busy(busy=False)
+        else:
+            act = owner.activity(self.owner.user, self.owner.idle)
+            now = Busy(busy=act.busy, sessions=act.sessions, idle=act.idle)
+        if self._busy is None or now.busy != self._busy.busy:
+            self._busy = now
+            self.conn.send(now)
+
     # ------------------------------------------------------------ sampling
 
     async def _sampler(self) -> None:
@@ -218,6 +254,10 @@ class Runner:
             self._wake.clear()
             if self.conn is None:
                 continue
+            try:
+                self._report_busy()
+            except Exception as exc:
+                log.warning("owner activity check failed: %s", exc)
             sessions = self.jobs.sessions()
             status_files = {job: r.dir for job, r in self.jobs.running.items()}
             try:

@@ -16,6 +16,7 @@ import typer
 from typer._click import exceptions as click_exc
 
 from nvq import control as c
+from nvq.cli import ops as _ops
 from nvq.cli import render
 from nvq.cli.client import CliError, call, exchange, nvq_home
 from nvq.model import JobSpec
@@ -100,6 +101,7 @@ def _env_pairs(values: list[str]) -> dict[str, str]:
     context_settings={"allow_interspersed_args": False},
 )
 def job_submit(
+    ctx: typer.Context,
     command: list[str] = typer.Argument(None, help="The command, after --, or one quoted string."),
     name: str = typer.Option("", "--name", "-n", help="A short label."),
     vram: str = typer.Option(None, "--vram", help="VRAM to reserve on each GPU, e.g. 20GiB."),
@@ -115,20 +117,33 @@ def job_submit(
     after_any: str = typer.Option(None, "--after-any", help="Run after these jobs ended, however."),
     script: Path = typer.Option(None, "--script", help="Use this local file as the command."),
     wait: bool = typer.Option(False, "--wait", help="Block until the job ends."),
+    retries: int = typer.Option(0, "--retries", help="Restart it up to N times if it vanishes."),
+    cuda: str = typer.Option(None, "--cuda", help="Minimum driver CUDA version, e.g. 13.0."),
+    memory: str = typer.Option(None, "--memory", help="Host RAM it needs (and its limit): 32GiB."),
+    lane: str = typer.Option(None, "--lane", help="Append to a GPU's lane: NODE:GPU."),
+    array: str = typer.Option(
+        None, "--array", help="One job per index: 0-99[:step][%K]; {} = index."
+    ),
+    manifest: Path = typer.Option(None, "--manifest", help="Read the job from a manifest.toml."),
+    email_on_success: bool = typer.Option(
+        None, "--email-on-success/--no-email-on-success", help="E-mail me when it completes."
+    ),
+    email_on_failure: bool = typer.Option(
+        None, "--email-on-failure/--no-email-on-failure", help="E-mail me when it ends badly."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """Queue a job."""
+    from nvq.cli.ops import read_local
+
     if script is not None:
         if command:
             raise CliError("give either --script or a command, not both", 2)
-        try:
-            body = script.read_text()
-        except OSError as exc:
-            raise CliError(f"--script {script}: {exc.strerror}", 2) from None
-    elif not command:
+        body = read_local(script, "--script")  # "-": stdin (what a [remote] forward sends)
+    elif not command and manifest is None:
         raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
     else:
-        body = command[0] if len(command) == 1 else shlex.join(command)
+        body = "" if not command else command[0] if len(command) == 1 else shlex.join(command)
     if gpus < 0:
         raise CliError("--gpus must be 0 or more", 2)
     spec_env = _env_pairs(env)
@@ -147,7 +162,14 @@ def job_submit(
         submitter=os.environ.get("NVQ_SUBMITTER", ""),
         after=_ids(after, "--after"),
         after_any=_ids(after_any, "--after-any"),
+        **policy_options(retries=retries, cuda=cuda, memory=memory, lane=lane, array=array),
+        email_on_success=email_on_success,
+        email_on_failure=email_on_failure,
     )
+    if manifest is not None:
+        from nvq.cli.ops import with_manifest
+
+        spec = with_manifest(spec, manifest, ctx)
     job = call(c.Submit(spec=spec)).data
     if not wait:
         emit(job, as_json, f"submitted job {job['id']} ({job['name']})")
@@ -172,11 +194,13 @@ def job_ls(
     held: bool = typer.Option(False, "--held", help="Held jobs only."),
     state: list[str] = typer.Option([], "--state", help="Only jobs in this state (repeatable)."),
     limit: int = typer.Option(None, "--limit", help="The newest N jobs."),
+    array: int = typer.Option(None, "--array", help="Members of this array."),
     as_json: bool = JsonOpt,
 ) -> int:
     """List jobs."""
     states = [*state, "held"] if held else state
-    jobs = call(c.ListJobs(active=active, states=states or None, limit=limit)).data
+    request = c.ListJobs(active=active, states=states or None, limit=limit, array=array)
+    jobs = call(request).data
     emit(jobs, as_json, render.jobs_table(jobs))
     return 0
 
@@ -244,10 +268,13 @@ def job_wait(
 @job_app.command("cancel")
 def job_cancel(
     job_ids: list[int] = typer.Argument(..., help="Job ids."),
+    array: bool = typer.Option(
+        False, "--array", help="The ids are arrays: cancel members not yet running."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """Cancel jobs; a running one's process group is killed."""
-    jobs = call(c.Cancel(ids=job_ids)).data
+    jobs = call(c.Cancel(ids=job_ids, array=array)).data
     emit(jobs, as_json, "\n".join(f"job {j['id']} cancelled" for j in jobs))
     return 0
 
@@ -433,6 +460,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# Scheduling-policy commands (requeue, purge, edit, priority, pause, resume, lanes).
+from nvq.cli import jobs_policy  # noqa: E402, F401
+from nvq.cli.jobs_policy import policy_options  # noqa: E402
+
+# ---------------------------------------------------------------- operating the queue
+
+_ops.register(app, queue_app)  # queue alerts/ack/backup/restore/keeper, project test
+
+
 # ---------------------------------------------------------------- entry point
 
 
@@ -452,6 +488,18 @@ def fail(message: str, code: int, as_json: bool) -> NoReturn:
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(args)
+    from nvq.config import ConfigError
+    from nvq.remote import RemoteError, maybe_forward
+
+    try:
+        # [remote]: the whole argv runs on the queue host; --local opts out once.
+        args, forwarded = maybe_forward(args, nvq_home())
+    except (ConfigError, RemoteError) as exc:
+        fail(str(exc), 2, as_json)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    if forwarded is not None:
+        sys.exit(forwarded)
     try:
         result = app(args=args, prog_name="nvq", standalone_mode=False)
     except CliError as exc:

@@ -94,6 +94,20 @@ def job_detail(doc: dict[str, Any]) -> str:
     if doc.get("stderr_tail") and doc["state"] not in ("completed", "running"):
         lines.append("  stderr tail:")
         lines.extend("    " + ln for ln in doc["stderr_tail"].splitlines())
+    attempts = doc.get("attempts") or []
+    if attempts:
+        lines.append("  attempts:")
+        for a in attempts:
+            how = a["outcome"] or "running"
+            if a.get("exit_code") is not None:
+                how += f" (exit {a['exit_code']})"
+            if a.get("reason"):
+                how += f": {a['reason']}"
+            gpus = ",".join(map(str, a["gpus"])) or "-"
+            lines.append(
+                f"    #{a['attempt']:<3} {a['node'] or '-':<12} gpus {gpus:<6} "
+                f"started {ago(a.get('started_at')):>10}  ended {ago(a.get('ended_at')):>10}  {how}"
+            )
     events = doc.get("events") or []
     if events:
         lines.append("  events:")
@@ -145,7 +159,10 @@ def nodes_table(nodes: list[dict[str, Any]], procs: bool = False) -> str:
 def status_text(doc: dict[str, Any]) -> str:
     counts = doc["counts"]
     shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    from nvq.cli.render_ops import status_lead, status_tail
+
     parts = [
+        *status_lead(doc),  # open alerts first: they are what needs a person
         f"nvq daemon pid {doc['daemon']['pid']} (v{doc['daemon']['version']}), "
         f"up {format_duration(time.time() - doc['daemon']['started_at'])}",
         f"jobs: {shown or 'none'}"
@@ -158,6 +175,7 @@ def status_text(doc: dict[str, Any]) -> str:
             parts.append(f"  {n['name']}: {n['error']}")
     if doc["jobs"]:
         parts += ["", jobs_table(doc["jobs"])]
+    parts += status_tail(doc)
     return "\n".join(parts)
 
 

@@ -7,6 +7,7 @@ import logging
 import pwd
 import socket
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ import msgspec
 from anyio.abc import SocketAttribute, SocketStream
 
 from nvq import control as c
+from nvq.backup import BackupError
+from nvq.daemon import lane_ops, policy
 from nvq.daemon.core import Core, RequestError
 from nvq_runner.protocol import FrameError, FrameReader
 
@@ -121,12 +124,14 @@ async def _answer(core: Core, request: c.Request, user: str) -> tuple[Any, int]:
             return {"pid": core.status_pid(), "version": core.version()}, 0
         case c.Submit(spec=spec):
             return await core.submit(spec, user), 0
+        case c.ListJobs(array=int() as array_id):
+            return await policy.list_array(core, array_id), 0
         case c.ListJobs(active=active, states=states, limit=limit):
             return await core.list_jobs(active=active, states=states, limit=limit), 0
         case c.ShowJob(id=job_id, logs=n):
             return await core.show(job_id, logs=n), 0
-        case c.Cancel(ids=ids):
-            return await core.cancel(ids, by=user), 0
+        case c.Cancel(ids=ids, array=array):
+            return await core.cancel(await policy.cancel_ids(core, ids, array), by=user), 0
         case c.Release(ids=ids):
             return await core.release(ids, by=user), 0
         case c.Note(id=job_id, text=text, append=append, clear=clear):
@@ -146,6 +151,41 @@ async def _answer(core: Core, request: c.Request, user: str) -> tuple[Any, int]:
             return await core.store.events(since=since, limit=limit, job_id=job_id), 0
         case c.Bootstrap(node=name, force=force):
             return await core.bootstrap(name, force), 0
+        case c.Alerts(include_acked=include_acked):
+            shown = await core.ops.alerts(include_acked)
+            # Non-zero while anything is unacknowledged: a cheap health check.
+            return shown, 1 if any(a.acked_at is None for a in shown) else 0
+        case c.Ack(ids=ids):
+            try:
+                return await core.ops.ack(ids, by=user), 0
+            except LookupError as exc:
+                raise RequestError(str(exc)) from None
+        case c.Backup(path=path):
+            try:
+                return await core.ops.backup(path), 0
+            except BackupError as exc:
+                raise RequestError(str(exc)) from None
         case c.StopDaemon():
             return {"stopping": True}, 0
+        case c.Requeue(ids=ids):
+            return await policy.requeue(core, ids, user, time.time()), 0
+        case c.Purge(before=before):
+            return await policy.purge(core, before, user), 0
+        case c.Edit(id=job_id, drop_after=drop, add_after=add):
+            return await policy.edit(core, job_id, drop, add, user), 0
+        case c.Priority(ids=ids, change=change, up=up, array=array):
+            return await policy.priority(core, ids, array=array, change=change, up=up, user=user), 0
+        case c.Pause(ids=ids, array=array):
+            return await policy.pause(core, ids, array=array, user=user, now=time.time()), 0
+        case c.Resume(ids=ids, array=array):
+            return await policy.resume(core, ids, array=array, user=user), 0
+        case c.Lanes():
+            return await lane_ops.lanes_view(core), 0
+        case c.Lane(lane=lane, action=None):
+            return await lane_ops.lane_view(core, lane), 0
+        case c.Lane(lane=lane, action=str() as action, ids=ids, to=to, before=before, at=at):
+            doc = await lane_ops.lane_action(
+                core, lane, action, ids, to=to, before=before, at=at, user=user
+            )
+            return doc, 0
     raise RequestError(f"unknown request {type(request).__name__}")

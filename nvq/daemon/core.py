@@ -20,12 +20,15 @@ from typing import Any
 import anyio
 import msgspec
 
-from nvq import __version__, deps, transitions
+from nvq import __version__, deps, permissions, transitions
 from nvq.config import Config
+from nvq.daemon import policy
 from nvq.daemon.nodes import NodeRuntime, Sender
+from nvq.daemon.ops import Ops
 from nvq.daemon.views import capacity_grew, gpu_views
 from nvq.model import ACTIVE_STATES, Job, JobSpec, JobState, NodeView, Reap
-from nvq.placement import GpuSlot, NodeSlot, PendingJob, place
+from nvq.placement import GpuSlot, NodeSlot
+from nvq.starvation import Reservation
 from nvq.store import NewEvent, NodeSeq, Store, Tx
 from nvq.transitions import TransitionError
 from nvq_runner import protocol as p
@@ -56,6 +59,10 @@ class Core:
         self._next_req = 1
         self.stop_requested = anyio.Event()
         self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
+        self.ops = Ops(config, store, home)  # alerts, notifier, backups
+        self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
+        self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
+        self.reservation: Reservation | None = None  # a starving head's node
 
     # ------------------------------------------------------------ start-up
 
@@ -84,6 +91,7 @@ class Core:
                     node.hello = None
         for job in await self.store.jobs(states=LIVE_STATES):
             self.jobs[job.id] = job
+        self.lane_paused = await self.store.lanes()
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap
             settled = await self.store.job(reap.job_id)
@@ -107,7 +115,9 @@ class Core:
         self._changed = anyio.Event()
 
     async def _commit(self, tx: Tx) -> list[Job]:
+        self.ops.prepare(tx)  # the alerts and notifications its events raise, same tx
         inserted = await self.store.commit(tx)
+        self.ops.committed(tx)
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job
@@ -122,6 +132,8 @@ class Core:
         for key in tx.drop_reaps:
             self.reaps.pop(key, None)
             self.reaping.pop(key, None)
+        for lane, paused in tx.lanes:
+            self.lane_paused[lane] = paused
         if tx.jobs or inserted:
             self._notify()
         return inserted
@@ -152,6 +164,7 @@ class Core:
             workdir=job.workdir,
             timeout=job.timeout,
             kill_grace=self.config.queue.kill_grace,
+            memory_mb=job.memory_mb or None,
         )
 
     def _kill_msg(self, reap: Reap) -> p.Kill:
@@ -187,7 +200,17 @@ class Core:
         node.state = "down"
         async with self._lock:
             await self._commit(
-                Tx(events=[NewEvent("node_down", None, node.name, {"error": node.error})])
+                Tx(
+                    events=[
+                        NewEvent(
+                            "node_down",
+                            None,
+                            node.name,
+                            # last_seen names this outage: its alert is raised once.
+                            {"error": node.error, "last_seen": node.last_seen},
+                        )
+                    ]
+                )
             )
         log.warning("node %s is down: %s", node.name, node.error)
 
@@ -377,6 +400,7 @@ class Core:
                     gpus=gpus,
                     cpu_jobs=sum(1 for j in on_node if not j.gpus),
                     running_jobs=len(on_node),
+                    **policy.node_matching(node, on_node),
                 )
             )
         return slots
@@ -404,38 +428,23 @@ class Core:
             if not candidates:
                 return
             with_deps = [j for j in candidates if j.after or j.after_any]
-            ready_ids = {j.id for j in candidates if not (j.after or j.after_any)}
+            dep_status: dict[int, deps.DepStatus] = {}
             if with_deps:
                 states = await self._dependency_states(with_deps)
                 for job in with_deps:
                     status = deps.dependency_status(job, states)
-                    if isinstance(status, deps.Ready):
-                        ready_ids.add(job.id)
-                    elif isinstance(status, deps.Blocked):
+                    dep_status[job.id] = status
+                    if isinstance(status, deps.Blocked):
                         held, evs = transitions.hold(job, status.on, status.state)
                         if held is not None:
                             tx.jobs.append(held)
                             tx.events.extend(evs)
-            pending = [
-                PendingJob(
-                    id=j.id,
-                    priority=j.priority,
-                    created_at=j.created_at,
-                    gpus=j.gpus_requested,
-                    vram_mb=j.vram_mb,
-                    node=j.node_request,
-                )
-                for j in candidates
-                if j.id in ready_ids
-            ]
+            # Lanes, `%K` of arrays, and the job → PendingJob mapping: nvq.daemon.policy.
+            pending = policy.pending_for_placement(self, candidates, dep_status)
             slots = self._slots()
             pass_started = time.perf_counter()
-            result = place(
-                slots,
-                pending,
-                headroom_mb=self.config.queue.headroom_mb,
-                max_cpu_jobs=self.config.queue.max_cpu_jobs_per_node,
-            )
+            # place() plus a reservation for a starving head: nvq.starvation.
+            result = policy.place_with_reservation(self, slots, pending, now)
             self.placement_stats = {
                 "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
                 "pending": len(pending),
@@ -449,6 +458,7 @@ class Core:
                 if new is not None:
                     tx.jobs.append(new)
                     tx.events.extend(evs)
+            policy.note_lane_blocks(self, slots, pending, result)
             for bad in result.unschedulable:
                 if self._may_fit_unknown_node(self.jobs[bad.job_id]):
                     continue
@@ -478,15 +488,21 @@ class Core:
         async with self._lock:
             for dep in {*spec.after, *spec.after_any}:
                 await self.get_job(dep)
-            (job,) = await self._commit(Tx(new_jobs=[job]))
+            # --cuda, --memory, --retries, --lane, --array: nvq.daemon.policy.
+            new_jobs = await policy.shape_submission(self, spec, job)
+            inserted = await self._commit(Tx(new_jobs=new_jobs))
         self.kick()
-        return job
+        return inserted[0]
 
     async def cancel(self, ids: Iterable[int], by: str) -> list[Job]:
         async with self._lock:
             jobs = [await self.get_job(i) for i in ids]
             tx = Tx()
             now = time.time()
+            try:
+                permissions.check(jobs, by, self.config.queue.admins, "cancel")
+            except TransitionError as exc:
+                raise RequestError(str(exc)) from None
             for job in jobs:
                 try:
                     new, evs, reap = transitions.cancel(job, now=now, by=by)
@@ -720,6 +736,7 @@ class Core:
         job = self.live(await self.get_job(job_id))
         doc: dict[str, Any] = msgspec.to_builtins(job)
         doc["events"] = msgspec.to_builtins(await self.store.events(job_id=job_id))
+        doc["why"] = await policy.explain(self, job)
         if logs:
             doc["logs"] = await self.tail_text(job, logs)
         return doc
@@ -786,4 +803,5 @@ class Core:
             "placement": self.placement_stats,
             "nodes": self.node_views(),
             "jobs": active,
+            **await self.ops.status(),  # open alerts, notify health, last backup, keeper
         }

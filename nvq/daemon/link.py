@@ -63,9 +63,11 @@ async def run_link(core: Core, node: NodeRuntime, open_channel: Opener) -> None:
                 log.debug("node %s: connect failed: %s", node.name, error)
             else:
                 failures = 0
+                node.channel = channel
                 try:
                     error = await _pump(core, node, channel)
                 finally:
+                    node.channel = None
                     with anyio.CancelScope(shield=True):
                         await channel.aclose()
         node.link_scope = None

@@ -92,6 +92,8 @@ async def serve(home: Path) -> None:
         async with anyio.create_task_group() as tg:
             await tg.start(serve_control, core, p["sock"])
             tg.start_soon(core.placement_loop)
+            tg.start_soon(core.ops.notifier.run)  # woken by commits that owe deliveries
+            tg.start_soon(core.ops.backup_loop)  # [queue.backup] enabled
             for node in core.nodes.values():
                 opener = (
                     _local_opener(core, node, home)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
@@ -36,6 +37,15 @@ class NodeRuntime:
     log_streams: dict[int, Callable[[LogData], None]] = field(default_factory=dict)
     down_since: float | None = None
     link_scope: anyio.CancelScope | None = None  # cancels the current connection
+    # The open channel (an SSH one has `.connection`, which artifact syncs use for SFTP).
+    channel: Any = None
+    busy_mode: str = "auto"  # `nvq queue busy NODE on|off|auto`
+    busy_reported: bool | None = None  # the runner's last word on its owner's activity
+    busy_detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def owner(self) -> str | None:
+        return self.config.owner if self.config else None
 
     @property
     def host(self) -> str | None:

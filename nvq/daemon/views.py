@@ -23,9 +23,10 @@ def gpu_view(
     procs = sample.processes if sample else []
     blind = bool(sample and (sample.blind or any(p.used_mb is None for p in procs)))
     reserved = sum(j.vram_mb for j in jobs_on_card)
+    charged = {j.id for j in jobs_on_card}
     per_job_actual: dict[int, int] = {}
     for p in procs:
-        if p.job_id is not None and p.used_mb is not None:
+        if p.job_id in charged and p.used_mb is not None:
             per_job_actual[p.job_id] = per_job_actual.get(p.job_id, 0) + p.used_mb
     if blind:
         # The driver names no memory per process: the queue's share is inferred from
@@ -35,7 +36,10 @@ def gpu_view(
         charge = reserved
     else:
         queue_mem = sum(per_job_actual.values())
-        external = sum(p.used_mb or 0 for p in procs if p.job_id is None)
+        # A queue process whose job is not charged to this card (the orphan of an
+        # attempt that was reassigned while its node was away) holds memory no job
+        # reservation covers: it counts as foreign, so the card is never oversubscribed.
+        external = sum(p.used_mb or 0 for p in procs if p.job_id not in charged)
         charge = sum(max(j.vram_mb, per_job_actual.get(j.id, 0)) for j in jobs_on_card)
     free = total - external - charge - headroom_mb
     return GpuView(
@@ -46,7 +50,7 @@ def gpu_view(
         mem_used_percent=round(100.0 * used / total, 1) if total else 0.0,
         util_percent=sample.util_percent if sample else None,
         external_mem_mb=external,
-        external_procs=sum(1 for p in procs if p.job_id is None),
+        external_procs=sum(1 for p in procs if p.job_id not in charged),
         queue_mem_mb=queue_mem,
         reserved_mb=reserved,
         free_mb=free,

@@ -1,0 +1,116 @@
+"""Which transitions are alerts: a pure function from a transaction's events to the
+alerts it raises, committed in that same transaction (see `Core._commit`).
+
+An alert's key names the failure itself (kind + job + attempt, or kind + node + the
+moment it was last seen), and the table keeps keys unique: a replayed event, a second
+pass over the same job, or a restart never raises the same alert twice.
+
+Code that moves jobs (reassignment, preemption, retries) raises its alert by emitting
+the event: `alert_event("job_reassigned", job, node, "node n3 went down")`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nvq.model import Job
+from nvq.opsdb import NewAlert
+from nvq.store import NewEvent
+
+# kind → severity. Failures wait for a person; a retry is worth knowing about; a job
+# moved by the queue itself is only news.
+ALERT_KINDS: dict[str, str] = {
+    "job_failed": "error",
+    "job_lost": "error",
+    "job_timeout": "error",
+    "job_held": "error",
+    "job_unschedulable": "error",
+    "launch_failed": "error",
+    "node_down": "error",
+    "job_retried": "warning",
+    "job_reassigned": "info",
+    "job_preempted": "info",
+}
+
+DETAIL_LIMIT = 4000  # characters of stderr kept on an alert (the job keeps its own tail)
+
+
+def alert_event(kind: str, job: Job, node: str | None, reason: str, **data: Any) -> NewEvent:
+    """The event that records `kind` for `job`'s current attempt, shaped as `derive`
+    reads it. For code outside this module that moves jobs (retry, reassign, preempt)."""
+    if kind not in ALERT_KINDS:
+        raise ValueError(f"{kind} is not an alert kind ({', '.join(ALERT_KINDS)})")
+    return NewEvent(kind, job.id, node, {"attempt": job.attempt, "reason": reason, **data})
+
+
+def derive(events: list[NewEvent], jobs: Mapping[int, Job]) -> list[NewAlert]:
+    """The alerts a transition raises. `jobs` holds the transaction's updated jobs (the
+    state the event left them in)."""
+    out: list[NewAlert] = []
+    for ev in events:
+        severity = ALERT_KINDS.get(ev.kind)
+        if severity is None:
+            continue
+        job = jobs.get(ev.job_id) if ev.job_id is not None else None
+        out.append(_alert(ev, severity, job))
+    return out
+
+
+def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
+    data = ev.data
+    if ev.job_id is None:
+        # node_down: once per outage, named by when the node was last heard from.
+        since = data.get("last_seen")
+        error = data.get("error") or "unreachable"
+        return NewAlert(
+            kind=ev.kind,
+            severity=severity,
+            key=f"{ev.kind}:node:{ev.node}:{since}",
+            message=f"node {ev.node} is down: {error}",
+            node=ev.node,
+        )
+    attempt = int(data.get("attempt") or (job.attempt if job else 0))
+    extra = f":{data['after']}" if ev.kind == "job_held" else ""
+    label = f"job {ev.job_id}" + (f" ({job.name})" if job else "")
+    where = f" on {ev.node}" if ev.node else ""
+    detail: str | None = None
+    if ev.kind in ("job_failed", "job_timeout"):
+        why = job.reason if job and job.reason else ev.kind.removeprefix("job_")
+        message = f"{label} {'failed' if ev.kind == 'job_failed' else 'timed out'}{where}: {why}"
+        detail = _clip(job.stderr_tail if job else None)
+    elif ev.kind == "job_lost":
+        message = f"{label} was lost{where}: {data.get('reason', 'its process vanished')}"
+    elif ev.kind == "launch_failed":
+        message = f"{label} could not start{where}: {data.get('error', '')}"
+    elif ev.kind == "job_held":
+        message = (
+            f"{label} is held: prerequisite {data.get('after')} ended {data.get('state')}; "
+            "release, edit or cancel it"
+        )
+    elif ev.kind == "job_unschedulable":
+        message = f"{label} is unschedulable: {data.get('reason', '')}"
+    elif ev.kind == "job_retried":
+        message = (
+            f"{label} is retried ({data.get('retry', '?')} of {data.get('of', '?')}) after "
+            f"attempt {attempt}{where}: {data.get('reason', '')}"
+        )
+    else:
+        verb = {"job_reassigned": "was reassigned", "job_preempted": "was preempted"}
+        message = f"{label} {verb.get(ev.kind, ev.kind)}{where}: {data.get('reason', '')}"
+    return NewAlert(
+        kind=ev.kind,
+        severity=severity,
+        key=f"{ev.kind}:job:{ev.job_id}:{attempt}{extra}",
+        message=message.rstrip(": "),
+        job_id=ev.job_id,
+        node=ev.node,
+        attempt=attempt,
+        detail=detail,
+    )
+
+
+def _clip(text: str | None) -> str | None:
+    if not text:
+        return None
+    return text if len(text) <= DETAIL_LIMIT else "…" + text[-DETAIL_LIMIT:]

@@ -1,0 +1,70 @@
+"""Every attempt of a job — node, GPUs, start, end, how it ended — derived from the
+job's events (pure). Each transition commits its event in the same transaction, so
+this history is exactly as durable as the job's state and needs no table of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from nvq.model import Event
+
+# event kind → how the attempt ended, in one word
+_ENDINGS = {
+    "job_completed": "completed",
+    "job_failed": "failed",
+    "job_timeout": "timeout",
+    "job_lost": "lost",
+    "job_retried": "lost (retried)",
+    "job_reassigned": "reassigned",
+    "job_preempted": "preempted",
+    "job_cancelled": "cancelled",
+    "job_paused": "paused",
+    "launch_failed": "launch failed",
+}
+
+
+class Attempt(msgspec.Struct, kw_only=True):
+    attempt: int
+    node: str | None
+    gpus: list[int] = []
+    dispatched_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    outcome: str | None = None  # None while it runs
+    reason: str | None = None
+    exit_code: int | None = None
+
+
+def derive(events: Iterable[Event]) -> list[Attempt]:
+    out: list[Attempt] = []
+    by_number: dict[int, Attempt] = {}
+    for ev in events:
+        data: dict[str, Any] = ev.data or {}
+        if ev.kind == "job_dispatched":
+            n = int(data.get("attempt", len(out) + 1))
+            att = Attempt(
+                attempt=n, node=ev.node, gpus=list(data.get("gpus", [])), dispatched_at=ev.time
+            )
+            out.append(att)
+            by_number[n] = att
+            continue
+        n = data.get("attempt")
+        att = by_number.get(int(n)) if n is not None else (out[-1] if out else None)
+        if att is None:
+            continue
+        if ev.kind == "job_started":
+            att.started_at = ev.time
+        elif ev.kind == "job_exit_after_settle":
+            att.exit_code = data.get("exit_code", att.exit_code)
+        elif ev.kind in _ENDINGS and att.outcome is None:
+            if ev.kind == "job_paused" and data.get("was") != "running":
+                continue  # a waiting job paused: no attempt ended
+            att.outcome = _ENDINGS[ev.kind]
+            att.ended_at = ev.time
+            att.exit_code = data.get("exit_code")
+            att.reason = data.get("reason") or data.get("error")
+    return out

@@ -1,0 +1,175 @@
+"""Consistent snapshots of queue.db, and putting one back.
+
+`snapshot` runs inside the daemon, on the database's own connection thread, with
+SQLite's online backup API: the copy is one consistent state of the queue even while
+jobs change. It is checked (`PRAGMA quick_check`) and published atomically with a hard
+link, which fails rather than replace an existing file, so a backup never overwrites.
+`restore` runs in the CLI with the daemon stopped (it takes the daemon's lock).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from nvq import opsdb
+
+NAME_RE = re.compile(r"queue-\d{8}-\d{6}(-\d+)?\.db")
+LAST_BACKUP = "last_backup_at"
+
+
+class BackupError(Exception):
+    """One line for the user; nothing was published (or changed)."""
+
+
+def default_name(now: float) -> str:
+    return time.strftime("queue-%Y%m%d-%H%M%S.db", time.localtime(now))
+
+
+def target(path: str | None, directory: Path, now: float) -> Path:
+    """Where a backup goes: PATH as given, inside PATH when it is a directory, else a
+    time-stamped name in `directory`."""
+    if path is not None:
+        p = Path(path).expanduser().absolute()
+        if not p.is_dir():
+            return p
+        directory = p
+    name = default_name(now)
+    n = 1
+    while (directory / name).exists():  # two snapshots within a second
+        n += 1
+        name = default_name(now).removesuffix(".db") + f"-{n}.db"
+    return directory / name
+
+
+def rotate(names: list[str], keep: int) -> list[str]:
+    """The automatic snapshots to delete so that the newest `keep` remain (names sort
+    by time; files not named like ours are never touched)."""
+
+    def order(name: str) -> tuple[str, int]:
+        match = NAME_RE.fullmatch(name)
+        assert match is not None
+        return name[:21], int(match.group(1)[1:]) if match.group(1) else 1
+
+    ours = sorted((n for n in names if NAME_RE.fullmatch(n)), key=order)
+    return ours[: max(0, len(ours) - keep)]
+
+
+def next_due(last: float | None, interval_hours: float, now: float) -> float:
+    return now if last is None else max(now, last + interval_hours * 3600)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def check(path: Path) -> int:
+    """`quick_check` a database file and count its jobs; raises BackupError."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            result = db.execute("PRAGMA quick_check").fetchone()[0]
+            if result != "ok":
+                raise BackupError(f"{path}: quick_check failed: {result}")
+            return int(db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise BackupError(f"{path}: not a queue database: {exc}") from None
+
+
+def snapshot(conn: sqlite3.Connection, dest: Path) -> dict[str, Any]:
+    """Copy the live database to `dest` (on the store's thread). Never overwrites."""
+    started = time.monotonic()
+    if dest.exists():
+        raise BackupError(f"{dest} exists; a backup never overwrites a file")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BackupError(f"{dest.parent}: {exc.strerror}") from None
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    try:
+        copy = sqlite3.connect(tmp)
+        try:
+            conn.backup(copy)
+            # A standalone file: no -wal beside it when it is opened or copied later.
+            copy.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            copy.close()
+        jobs = check(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, dest)
+        except FileExistsError:
+            raise BackupError(f"{dest} exists; a backup never overwrites a file") from None
+        _fsync_dir(dest.parent)
+    except OSError as exc:
+        raise BackupError(f"{dest}: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    now = time.time()
+    opsdb.set_meta(conn, LAST_BACKUP, repr(now))
+    return {
+        "path": str(dest),
+        "bytes": dest.stat().st_size,
+        "jobs": jobs,
+        "seconds": round(time.monotonic() - started, 4),
+        "at": now,
+    }
+
+
+def last_backup_at(conn: sqlite3.Connection) -> float | None:
+    value = opsdb.get_meta(conn, LAST_BACKUP)
+    return float(value) if value else None
+
+
+def restore(home: Path, source: Path) -> dict[str, Any]:
+    """Put `source` in place of `home/queue.db`. The daemon must be stopped: its lock is
+    taken for the whole swap, so none can start half-way. The replaced database is
+    kept beside it, never deleted."""
+    from nvq.daemon.main import AlreadyRunning, take_lock
+
+    source = source.expanduser().absolute()
+    if not source.is_file():
+        raise BackupError(f"{source}: no such file")
+    jobs = check(source)
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = take_lock(home)
+    except AlreadyRunning as exc:
+        raise BackupError(f"{exc}; stop it first (nvq daemon stop)") from None
+    try:
+        db = home / "queue.db"
+        kept: str | None = None
+        tmp = home / ".queue.db.restore"
+        with open(source, "rb") as src, open(tmp, "wb") as out:
+            while chunk := src.read(1 << 20):
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if db.exists():
+            aside = home / f"queue.db.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
+            # Fold the WAL in first so the kept copy is one self-contained file.
+            old = sqlite3.connect(db)
+            try:
+                old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                old.close()
+            os.replace(db, aside)
+            kept = str(aside)
+        for suffix in ("-wal", "-shm"):
+            (home / f"queue.db{suffix}").unlink(missing_ok=True)
+        os.replace(tmp, db)
+        _fsync_dir(home)
+    finally:
+        lock.close()
+    return {"restored": str(source), "jobs": jobs, "replaced": kept, "db": str(db)}

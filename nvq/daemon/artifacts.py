@@ -1,0 +1,323 @@
+"""Checkpoints that follow the job: `$NVQ_ARTIFACTS` on the node ⇄
+`$NVQ_HOME/artifacts/<job id>/` on the queue host.
+
+Design: big files never travel on the event link. That link carries every job's
+start and exit as small frames in order; a multi-GiB checkpoint on it would hold
+them all up (head-of-line blocking). Instead the daemon asks the runner for a
+*manifest* of the job's artifacts directory (`ArtifactsQuery` → `ArtifactsManifest`:
+relative path, size, mtime in ns — a few bytes per file), compares it with its own
+copy, and moves only the files that differ on a separate channel: SFTP on the node's
+existing SSH connection (a second channel of the same connection, so no new login),
+or a plain copy for the local node. Deleted files are deleted from the copy too, so
+the copy is the directory as it was at the last sync.
+
+* Sync: every `[queue] artifact_sync` seconds for each running job, and once more
+  when an attempt ends or is stopped (the job is not placed again until that final
+  sync is done). A sync never stops or pauses the job; a file replaced while it is
+  copied is simply copied again next time (its mtime moved). Checkpoints should be
+  written to a temporary name and renamed, so a copy never catches half a file.
+* Unchanged files are recognised by size and mtime: each pulled file gets the node's
+  mtime (ns) locally, so the next manifest matches it exactly.
+* Restore: before a job's attempt starts, the stored files the node lacks (or holds
+  in another version) are pushed into its job directory, then `Start` is sent.
+* Quota: a sync that would make the copies exceed `[queue] artifacts_quota` is refused
+  as a whole and raises an `artifacts_quota` alert (once per attempt); nothing is
+  silently dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import time
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from nvq.model import Job, JobState
+from nvq.store import NewEvent, Tx
+from nvq_runner import protocol as p
+
+if TYPE_CHECKING:
+    from nvq.daemon.core import Core
+    from nvq.daemon.nodes import NodeRuntime
+
+log = logging.getLogger("nvq.artifacts")
+QUERY_TIMEOUT = 30.0
+
+
+class SyncRefused(Exception):
+    """The sync would exceed the artifacts quota."""
+
+
+class Files(Protocol):
+    """Moving whole files between the queue host and one node."""
+
+    async def get(self, remote: str, local: Path) -> None: ...
+
+    async def put(self, local: Path, remote: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class LocalFiles:
+    """The local node: its runner home is on this host."""
+
+    async def get(self, remote: str, local: Path) -> None:
+        await anyio.to_thread.run_sync(shutil.copyfile, remote, local)
+
+    async def put(self, local: Path, remote: str) -> None:
+        def copy() -> None:
+            Path(remote).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(local, remote)
+
+        await anyio.to_thread.run_sync(copy)
+
+    async def close(self) -> None:
+        pass
+
+
+class SftpFiles:
+    """An SSH node: SFTP on the connection its link already holds."""
+
+    def __init__(self, sftp: Any) -> None:
+        self.sftp = sftp
+
+    @classmethod
+    async def open(cls, conn: Any) -> SftpFiles:
+        return cls(await conn.start_sftp_client())
+
+    async def get(self, remote: str, local: Path) -> None:
+        await self.sftp.get(remote, str(local))
+
+    async def put(self, local: Path, remote: str) -> None:
+        await self.sftp.makedirs(str(PurePosixPath(remote).parent), exist_ok=True)
+        await self.sftp.put(str(local), remote)
+        st = local.stat()
+        await self.sftp.utime(remote, (st.st_atime, st.st_mtime))
+
+    async def close(self) -> None:
+        self.sftp.exit()
+
+
+def stored(root: Path) -> dict[str, os.stat_result]:
+    """The copy on the queue host: relative path → stat."""
+    out: dict[str, os.stat_result] = {}
+    if not root.is_dir():
+        return out
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            path = Path(dirpath) / name
+            with contextlib.suppress(OSError):
+                out[path.relative_to(root).as_posix()] = path.stat()
+    return out
+
+
+def plan(
+    files: list[p.ArtifactFile], have: dict[str, os.stat_result]
+) -> tuple[list[p.ArtifactFile], list[str]]:
+    """(files to pull, stored paths to delete): pure, for tests."""
+    wanted = {f.path for f in files}
+    pull = [
+        f
+        for f in files
+        if f.path not in have
+        or have[f.path].st_size != f.size
+        or have[f.path].st_mtime_ns != f.mtime_ns
+    ]
+    return pull, sorted(set(have) - wanted)
+
+
+def _safe(rel: str) -> bool:
+    parts = PurePosixPath(rel).parts
+    return bool(parts) and not PurePosixPath(rel).is_absolute() and ".." not in parts
+
+
+class Artifacts:
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.root = core.home / "artifacts"
+        self._waiters: dict[int, Any] = {}  # req → memory stream send side
+        self._next_req = 1
+        self._locks: dict[int, anyio.Lock] = {}
+        self.last_sync: dict[int, float] = {}
+        self._quota_raised: set[tuple[int, int]] = set()
+
+    def dir(self, job_id: int) -> Path:
+        return self.root / str(job_id)
+
+    def has_stored(self, job_id: int) -> bool:
+        d = self.dir(job_id)
+        return d.is_dir() and any(d.iterdir())
+
+    # ------------------------------------------------------------ manifests
+
+    def on_manifest(self, msg: p.ArtifactsManifest) -> None:
+        send = self._waiters.pop(msg.req, None)
+        if send is not None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                send.send_nowait(msg)
+
+    async def query(self, node: NodeRuntime, job_id: int) -> p.ArtifactsManifest | None:
+        if node.hello is None or "artifacts" not in node.hello.features:
+            return None  # an older runner: it would drop a frame it does not know
+        req = self._next_req
+        self._next_req += 1
+        send, receive = anyio.create_memory_object_stream[p.ArtifactsManifest](1)
+        self._waiters[req] = send
+        try:
+            if not node.post(p.ArtifactsQuery(req=req, job_id=job_id)):
+                return None
+            with anyio.move_on_after(QUERY_TIMEOUT):
+                return await receive.receive()
+            return None
+        finally:
+            self._waiters.pop(req, None)
+            send.close()
+            receive.close()
+
+    async def _files(self, node: NodeRuntime) -> Files:
+        if node.config is None:
+            return LocalFiles()
+        conn = getattr(node.channel, "connection", None)
+        if conn is None:
+            raise OSError(f"node {node.name} has no SSH connection now")
+        return await SftpFiles.open(conn)
+
+    # ------------------------------------------------------------ sync (node → here)
+
+    async def sync(self, node: NodeRuntime, job: Job) -> dict[str, Any]:
+        """Bring the copy of `job`'s artifacts up to date from `node`."""
+        lock = self._locks.setdefault(job.id, anyio.Lock())
+        async with lock:
+            manifest = await self.query(node, job.id)
+            if manifest is None:
+                return {"synced": False, "why": "node not reachable"}
+            if manifest.error:
+                return {"synced": False, "why": manifest.error}
+            dest = self.dir(job.id)
+            have = await anyio.to_thread.run_sync(stored, dest)
+            pull, gone = plan([f for f in manifest.files if _safe(f.path)], have)
+            if not pull and not gone:
+                self.last_sync[job.id] = time.time()
+                return {"synced": True, "pulled": 0, "deleted": 0}
+            await self._check_quota(job, node, pull, have)
+            moved = 0
+            files = await self._files(node)
+            try:
+                for f in pull:
+                    target = dest / f.path
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = target.with_name(f".{target.name}.nvq-part")
+                    try:
+                        await files.get(f"{manifest.root}/{f.path}", tmp)
+                    except Exception as exc:  # vanished since the manifest: next time
+                        log.info("job %s: %s not pulled: %s", job.id, f.path, exc)
+                        tmp.unlink(missing_ok=True)
+                        continue
+                    os.utime(tmp, ns=(f.mtime_ns, f.mtime_ns))
+                    tmp.replace(target)
+                    moved += f.size
+            finally:
+                await files.close()
+            for rel in gone:
+                (dest / rel).unlink(missing_ok=True)
+            self.last_sync[job.id] = time.time()
+            log.info("job %s: synced %d files (%d bytes) from %s", job.id, len(pull), moved,
+                     node.name)
+            return {"synced": True, "pulled": len(pull), "deleted": len(gone), "bytes": moved}
+
+    async def _check_quota(
+        self, job: Job, node: NodeRuntime, pull: list[p.ArtifactFile], have: dict[str, Any]
+    ) -> None:
+        quota = self.core.config.queue.artifacts_quota_mb * 1024 * 1024
+        total = await anyio.to_thread.run_sync(_du, self.root)
+        after = total + sum(f.size - (have[f.path].st_size if f.path in have else 0) for f in pull)
+        if after <= quota:
+            return
+        key = (job.id, job.attempt)
+        if key not in self._quota_raised:
+            self._quota_raised.add(key)
+            why = (
+                f"artifact sync refused: the copies would take {after} bytes, over the "
+                f"artifacts_quota of {quota} bytes"
+            )
+            data = {"attempt": job.attempt, "reason": why, "bytes": after, "quota": quota}
+            async with self.core._lock:
+                await self.core._commit(
+                    Tx(events=[NewEvent("artifacts_quota", job.id, node.name, data)])
+                )
+        raise SyncRefused(f"job {job.id}: over the artifacts quota")
+
+    # ------------------------------------------------------------ restore (here → node)
+
+    async def restore(self, node: NodeRuntime, job: Job) -> int:
+        """Push the stored copy into the node's job directory; returns files pushed."""
+        lock = self._locks.setdefault(job.id, anyio.Lock())
+        async with lock:
+            src = self.dir(job.id)
+            have = await anyio.to_thread.run_sync(stored, src)
+            if not have:
+                return 0
+            manifest = await self.query(node, job.id)
+            if manifest is None or manifest.error or not manifest.root:
+                raise OSError(f"cannot list job {job.id}'s directory on {node.name}")
+            there = {f.path: f for f in manifest.files}
+            push = [
+                rel
+                for rel, st in have.items()
+                if rel not in there
+                or there[rel].size != st.st_size
+                or there[rel].mtime_ns // 10**9 != st.st_mtime_ns // 10**9
+            ]
+            files = await self._files(node)
+            try:
+                for rel in push:
+                    await files.put(src / rel, f"{manifest.root}/{rel}")
+            finally:
+                await files.close()
+            # SFTP sets times to the second: adopt the node's times for the pushed
+            # files, so the first sync of the new attempt does not pull them back.
+            after = await self.query(node, job.id)
+            if after is not None and not after.error:
+                for f in after.files:
+                    st = have.get(f.path)
+                    if st is not None and st.st_size == f.size:
+                        with contextlib.suppress(OSError):
+                            os.utime(src / f.path, ns=(f.mtime_ns, f.mtime_ns))
+            return len(push)
+
+    # ------------------------------------------------------------ listing, purge
+
+    def listing(self, job_id: int) -> dict[str, Any]:
+        d = self.dir(job_id)
+        files = [
+            {"path": rel, "size": st.st_size, "mtime": st.st_mtime}
+            for rel, st in sorted(stored(d).items())
+        ]
+        return {
+            "job_id": job_id,
+            "dir": str(d),
+            "files": files,
+            "bytes": sum(f["size"] for f in files),
+            "last_sync": self.last_sync.get(job_id),
+        }
+
+    def delete(self, job_ids: list[int]) -> None:
+        for job_id in job_ids:
+            shutil.rmtree(self.dir(job_id), ignore_errors=True)
+            self.last_sync.pop(job_id, None)
+
+
+def _du(root: Path) -> int:
+    return sum(st.st_size for st in stored(root).values())
+
+
+def running_here(job: Job, node: str) -> bool:
+    return job.state is JobState.RUNNING and job.node == node and job.started_at is not None
+
+
+

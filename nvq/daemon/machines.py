@@ -1,0 +1,295 @@
+"""The daemon's side of machines that come and go (issue 5): reassigning the jobs of
+a node that stays down, stopping jobs on a node that turned busy or that outran
+`--max-runtime` on a borrowed node, fencing placement until old attempts are gone,
+and driving artifact syncs and restores (`nvq.daemon.artifacts`).
+
+Decisions come from `nvq.machines` (pure); every change is one `Store.commit` under
+the core's lock. Slow work (file transfers) runs in this module's own tasks, never
+under the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from nvq import machines, machines_db
+from nvq.daemon.artifacts import Artifacts, SyncRefused
+from nvq.model import Job, JobState
+from nvq.store import NewEvent, Tx
+from nvq_runner import protocol as p
+
+if TYPE_CHECKING:
+    from nvq.daemon.core import Core
+    from nvq.daemon.nodes import NodeRuntime
+
+log = logging.getLogger("nvq.machines")
+TICK = 1.0  # seconds between checks of --max-runtime and due artifact syncs
+
+
+class Machines:
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.artifacts = Artifacts(core)
+        self.forbidden: set[str] = set()  # owners who ran `queue forbid-busy-assign`
+        self.syncing: set[int] = set()  # jobs whose final sync runs: not placeable
+        self._work_send, self._work_recv = anyio.create_memory_object_stream[Any](10_000)
+
+    async def load(self) -> None:
+        modes = await self.core.store.sync(machines_db.busy_modes)
+        for name, mode in modes.items():
+            node = self.core.nodes.get(name)
+            if node is not None:
+                node.busy_mode = mode
+        self.forbidden = await self.core.store.sync(machines_db.forbidden)
+
+    # ------------------------------------------------------------ placement inputs
+
+    def busy(self, node: NodeRuntime) -> bool:
+        return machines.effective_busy(node.busy_mode, node.busy_reported)
+
+    def fenced(self, node: str) -> bool:
+        """An old attempt that must be killed first may still run there."""
+        return any(
+            r.node == node and r.reason in machines.FENCING_REASONS
+            for r in self.core.reaps.values()
+        )
+
+    def placeable(self, job: Job) -> bool:
+        """Not while its previous attempt is being stopped or its artifacts synced."""
+        if job.id in self.syncing:
+            return False
+        return not any(
+            key[0] == job.id and r.reason in machines.STOPPING_REASONS
+            for key, r in self.core.reaps.items()
+        )
+
+    def slot_fields(self, node: NodeRuntime) -> dict[str, Any]:
+        return {"busy": self.busy(node), "owner": node.owner}
+
+    def pending_fields(self, job: Job) -> dict[str, Any]:
+        return {"user": job.user, "forbid_busy": job.user in self.forbidden}
+
+    # ------------------------------------------------------------ node down
+
+    def reassign_down(self, node: NodeRuntime, tx: Tx, now: float) -> None:
+        """Add to `tx` the reassignment of every job running on a node now down.
+        Must hold the lock."""
+        grace = self.core.config.queue.node_grace
+        why = f"node {node.name} unreachable for more than {grace:g}s"
+        if node.error:
+            why += f" ({node.error})"
+        for job in list(self.core.jobs.values()):
+            new, evs, reap = machines.reassign(job, node.name, why, now)
+            if new is None:
+                continue
+            tx.jobs.append(new)
+            tx.events.extend(evs)
+            if reap is not None:
+                tx.add_reaps.append(reap)
+
+    # ------------------------------------------------------------ preemption
+
+    async def preempt(self, jobs: list[Job], why: str) -> list[Job]:
+        """Stop running attempts and put their jobs back in line. Must hold the lock."""
+        tx = Tx()
+        for job in jobs:
+            new, evs, reap = machines.preempt(job, why)
+            if new is None:
+                continue
+            tx.jobs.append(new)
+            tx.events.extend(evs)
+            if reap is not None:
+                tx.add_reaps.append(reap)
+        if not tx:
+            return []
+        await self.core._commit(tx)
+        for reap in tx.add_reaps:
+            node = self.core.nodes.get(reap.node)
+            if node is not None and node.reconciled:
+                node.post(self.core._kill_msg(reap))
+        self.core.kick()
+        return tx.jobs
+
+    async def _busy_changed(self, node: NodeRuntime, was: bool) -> None:
+        """Must hold the lock."""
+        now = self.busy(node)
+        if now == was:
+            return
+        await self.core._commit(
+            Tx(events=[NewEvent("node_busy" if now else "node_idle", None, node.name,
+                                {"mode": node.busy_mode, **node.busy_detail})])
+        )
+        if now:
+            victims = machines.busy_victims(self.core._jobs_on(node.name), node.owner)
+            await self.preempt(victims, f"node {node.name} is in use by its owner {node.owner}")
+        self.core.kick()
+
+    async def on_busy(self, node: NodeRuntime, msg: p.Busy) -> None:
+        async with self.core._lock:
+            was = self.busy(node)
+            node.busy_reported = msg.busy
+            node.busy_detail = {"sessions": msg.sessions, "idle": msg.idle}
+            await self._busy_changed(node, was)
+
+    async def set_busy_mode(self, name: str, mode: str) -> dict[str, Any]:
+        if mode not in machines_db.BUSY_MODES:
+            from nvq.daemon.core import RequestError
+
+            raise RequestError(f"busy mode {mode!r}: expected on, off or auto")
+        async with self.core._lock:
+            node = self.core.find_node(name)
+            was = self.busy(node)
+            await self.core.store.sync(lambda c: machines_db.set_busy_mode(c, node.name, mode))
+            node.busy_mode = mode
+            await self.core._commit(
+                Tx(events=[NewEvent("node_busy_mode", None, node.name, {"mode": mode})])
+            )
+            await self._busy_changed(node, was)
+        return self.busy_view(node)
+
+    def busy_view(self, node: NodeRuntime) -> dict[str, Any]:
+        return {
+            "node": node.name,
+            "owner": node.owner,
+            "mode": node.busy_mode,
+            "reported": node.busy_reported,
+            "busy": self.busy(node),
+            **node.busy_detail,
+        }
+
+    async def set_forbid(self, user: str, forbid: bool) -> dict[str, Any]:
+        async with self.core._lock:
+            await self.core.store.sync(lambda c: machines_db.set_forbidden(c, user, forbid))
+            if forbid:
+                self.forbidden.add(user)
+            else:
+                self.forbidden.discard(user)
+            kind = "busy_assign_forbidden" if forbid else "busy_assign_allowed"
+            await self.core._commit(Tx(events=[NewEvent(kind, None, None, {"user": user})]))
+        self.core.kick()
+        return {"user": user, "busy_assign": not forbid}
+
+    def owner_msg(self, node: NodeRuntime) -> p.Owner | None:
+        """What the runner needs to report its owner's activity (new runners only)."""
+        if node.hello is None or "owner" not in node.hello.features:
+            return None
+        return p.Owner(user=node.owner, idle=self.core.config.queue.busy_idle)
+
+    # ------------------------------------------------------------ attempts ending
+
+    def attempt_ended(self, node: NodeRuntime, job: Job | None, attempt: int) -> None:
+        """An attempt exited on `node`: take its last artifacts before the job may run
+        again. Must hold the lock (placement must see `syncing` at once)."""
+        if job is None or job.attempt != attempt or job.node not in (None, node.name):
+            return  # a stale attempt: the job has moved on, its copy must not regress
+        if node.hello is None or "artifacts" not in node.hello.features:
+            return
+        self.syncing.add(job.id)
+        self._submit(("final", node.name, job.id))
+
+    def post_start(self, node: NodeRuntime, job: Job) -> None:
+        """Send `Start`, after restoring the job's stored artifacts there if it has any."""
+        if self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
+            self._submit(("restore", node.name, job.id))
+        else:
+            node.post(self.core._start_msg(job))
+
+    def _submit(self, item: tuple[str, str, int]) -> None:
+        try:
+            self._work_send.send_nowait(item)
+        except anyio.WouldBlock:
+            log.error("artifact work queue full; dropping %s", item)
+            self.syncing.discard(item[2])
+
+    # ------------------------------------------------------------ tasks
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._ticker)
+            async with self._work_recv:
+                async for kind, node_name, job_id in self._work_recv:
+                    tg.start_soon(self._work, kind, node_name, job_id)
+
+    async def _work(self, kind: str, node_name: str, job_id: int) -> None:
+        core = self.core
+        node = core.nodes[node_name]
+        try:
+            job = await core.get_job(job_id)
+            if kind == "final":
+                await self._sync(node, job)
+            elif kind == "periodic":
+                if job.state is JobState.RUNNING and job.node == node_name:
+                    await self._sync(node, job)
+            elif kind == "restore":
+                await self._restore(node, job)
+        except Exception:
+            log.exception("artifact %s of job %s on %s failed", kind, job_id, node_name)
+        finally:
+            if kind == "final":
+                self.syncing.discard(job_id)
+                core.kick()
+            if kind == "periodic":
+                self._due.discard(job_id)
+
+    async def _sync(self, node: NodeRuntime, job: Job) -> None:
+        try:
+            await self.artifacts.sync(node, job)
+        except SyncRefused as exc:
+            log.warning("%s", exc)
+
+    async def _restore(self, node: NodeRuntime, job: Job) -> None:
+        try:
+            pushed = await self.artifacts.restore(node, job)
+            log.info("job %s: restored %d artifact files onto %s", job.id, pushed, node.name)
+        except Exception as exc:
+            log.warning("job %s: restoring artifacts onto %s failed: %s", job.id, node.name, exc)
+        async with self.core._lock:
+            live = self.core.jobs.get(job.id)
+            # Still this attempt, still unstarted: send it (a reconnect re-sends it anyway).
+            if (
+                live is not None
+                and live.state is JobState.RUNNING
+                and live.node == node.name
+                and live.attempt == job.attempt
+                and node.reconciled
+            ):
+                node.post(self.core._start_msg(live))
+
+    _due: set[int] = set()
+
+    async def _ticker(self) -> None:
+        self._due = set()
+        while True:
+            await anyio.sleep(TICK)
+            try:
+                await self._tick(time.time())
+            except Exception:
+                log.exception("machines tick failed")
+
+    async def _tick(self, now: float) -> None:
+        core = self.core
+        interval = core.config.queue.artifact_sync
+        over: list[Job] = []
+        for job in list(core.jobs.values()):
+            if job.state is not JobState.RUNNING or job.node is None:
+                continue
+            node = core.nodes.get(job.node)
+            if node is None or node.state != "up" or job.started_at is None:
+                continue
+            if machines.runtime_exceeded(job, node.owner, now):
+                over.append(job)
+            last = self.artifacts.last_sync.get(job.id, job.started_at)
+            if now - last >= interval and job.id not in self._due:
+                self._due.add(job.id)
+                self._submit(("periodic", node.name, job.id))
+        if over:
+            async with core._lock:
+                live = [core.jobs[j.id] for j in over if j.id in core.jobs]
+                await self.preempt(
+                    [j for j in live if machines.runtime_exceeded(j, core.nodes[j.node or ""].owner, now)],
+                    "ran past its --max-runtime on a borrowed node",
+                )

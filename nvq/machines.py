@@ -1,0 +1,95 @@
+"""Machines that come and go: pure decisions about jobs whose node went down, became
+busy, or was only borrowed. No I/O and no clock (the caller passes `now`).
+
+* A node unreachable past `node_grace` gives its running jobs back to the queue
+  (`reassign`): `pending` again, keeping their place in line, with a kill owed to the
+  old attempt (a `Reap`) in case the node returns with it still running. A job
+  submitted with `--no-reassign` is `lost` instead (`job_lost` raises the alert).
+  Neither spends a `--retries` restart: the machine was at fault, not the job.
+* A busy node (its owner is at the keyboard) stops other users' jobs, and a job that
+  outruns `--max-runtime` on a node it borrowed is stopped too (`preempt`): the job is
+  `pending` at once, but is not placed again until the old attempt has exited and its
+  artifacts are synced (see `nvq.daemon.machines`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from nvq.model import Job, JobState, Reap
+from nvq.store import NewEvent
+
+# Reaps after which no job is placed on the node until the old attempt's exit is
+# confirmed: its process may still hold the cards.
+FENCING_REASONS = frozenset({"reassigned", "orphan", "lost"})
+# Reaps after which the job itself waits for its old attempt's exit (and final
+# artifact sync) before it may be placed again.
+STOPPING_REASONS = frozenset({"preempted"})
+
+Outcome = tuple[Job | None, list[NewEvent], Reap | None]
+
+
+def _back_to_queue(job: Job, reason: str) -> Job:
+    return msgspec.structs.replace(
+        job, state=JobState.PENDING, node=None, gpus=[], pid=None, progress=None, reason=reason
+    )
+
+
+def reassign(job: Job, node: str, why: str, now: float) -> Outcome:
+    """The job's node is down: run it elsewhere (or, with --no-reassign, mark it lost)."""
+    if job.state is not JobState.RUNNING or job.node != node:
+        return None, [], None
+    data = {"attempt": job.attempt, "reason": why}
+    if job.no_reassign:
+        reap = Reap(job_id=job.id, attempt=job.attempt, node=node, reason="lost")
+        new = msgspec.structs.replace(
+            job, state=JobState.LOST, ended_at=now, reason=f"lost: {why} (--no-reassign)"
+        )
+        return new, [NewEvent("job_lost", job.id, node, {**data, "no_reassign": True})], reap
+    reap = Reap(job_id=job.id, attempt=job.attempt, node=node, reason="reassigned")
+    new = _back_to_queue(job, f"reassigned: {why}")
+    return new, [NewEvent("job_reassigned", job.id, node, data)], reap
+
+
+def preempt(job: Job, why: str) -> Outcome:
+    """Stop a running attempt (TERM, grace, KILL) and put the job back in line."""
+    if job.state is not JobState.RUNNING or job.node is None:
+        return None, [], None
+    reap = Reap(job_id=job.id, attempt=job.attempt, node=job.node, reason="preempted")
+    new = _back_to_queue(job, f"preempted: {why}")
+    ev = NewEvent("job_preempted", job.id, job.node, {"attempt": job.attempt, "reason": why})
+    return new, [ev], reap
+
+
+def borrowed(job: Job, owner: str | None) -> bool:
+    """A job runs on a borrowed node when the node has an owner who is someone else."""
+    return owner is not None and job.user != owner
+
+
+def runtime_exceeded(job: Job, owner: str | None, now: float) -> bool:
+    """--max-runtime binds only on a borrowed node (elsewhere --timeout is the limit)."""
+    if job.max_runtime is None or job.state is not JobState.RUNNING:
+        return False
+    began = job.started_at or job.dispatched_at
+    return began is not None and borrowed(job, owner) and now - began > job.max_runtime
+
+
+def busy_victims(jobs_on_node: Iterable[Job], owner: str | None) -> list[Job]:
+    """The running jobs a node that just turned busy must give back: other users'."""
+    return [j for j in jobs_on_node if j.state is JobState.RUNNING and borrowed(j, owner)]
+
+
+def effective_busy(mode: str, reported: bool | None) -> bool:
+    """`on`/`off` set by hand win; `auto` follows the runner's report (unknown: idle)."""
+    if mode == "on":
+        return True
+    if mode == "off":
+        return False
+    return bool(reported)
+
+
+def may_use_busy(user: str, owner: str | None, forbidden: Iterable[str]) -> bool:
+    """On a busy node only its owner's jobs are placed, unless the owner forbade it."""
+    return owner is not None and user == owner and owner not in set(forbidden)

@@ -1,0 +1,242 @@
+"""`manifest.toml`: a job described in a file, for `nvq job submit --manifest` and
+`nvq project test`.
+
+```toml
+[job]
+name = "train"
+command = "python train.py --epochs 10"   # or a list: ["python", "train.py"]
+vram = "20GiB"
+gpus = 1
+cuda = "13.0"
+memory = "32GiB"          # host RAM: placed against, and the job's limit
+timeout = "12h"
+retries = 2
+env = { HF_HOME = "/scratch/hf" }
+workdir = "/home/me/proj"
+email_on_success = false
+email_on_failure = true
+lane = "box406:0"
+after = [12, 13]
+```
+
+`parse` turns the `[job]` table into JobSpec field values; `merge` lays the command
+line over it (a flag given on the command line wins; `env` merges key by key).
+"""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from nvq.model import JobSpec
+from nvq.units import parse_duration, parse_size
+
+
+class ManifestError(Exception):
+    """`<file>: job.<key>: <problem>`, one line."""
+
+
+def _fail(source: str, key: str, problem: str) -> ManifestError:
+    return ManifestError(f"{source}: job.{key}: {problem}")
+
+
+def _string(v: Any, source: str, key: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise _fail(source, key, f"expected a non-empty string, got {v!r}")
+    return v
+
+
+def _boolean(v: Any, source: str, key: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(source, key, f"expected true or false, got {v!r}")
+    return v
+
+
+def _count(v: Any, source: str, key: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _fail(source, key, f"expected an integer >= 0, got {v!r}")
+    return v
+
+
+def _int(v: Any, source: str, key: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _fail(source, key, f"expected an integer, got {v!r}")
+    return v
+
+
+def _size(v: Any, source: str, key: str) -> int:
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v
+    if isinstance(v, str):
+        try:
+            return parse_size(v)
+        except ValueError as exc:
+            raise _fail(source, key, str(exc)) from None
+    raise _fail(source, key, f'expected a size like "20GiB", got {v!r}')
+
+
+def _duration(v: Any, source: str, key: str) -> float:
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return parse_duration(v)
+        except ValueError as exc:
+            raise _fail(source, key, str(exc)) from None
+    raise _fail(source, key, f'expected a duration like "2h" or seconds, got {v!r}')
+
+
+def _command(v: Any, source: str, key: str) -> str:
+    if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+        return v[0] if len(v) == 1 else shlex.join(v)
+    return _string(v, source, key)
+
+
+def _env(v: Any, source: str, key: str) -> dict[str, str]:
+    if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
+        raise _fail(source, key, 'expected a table of strings, like { HF_HOME = "/scratch" }')
+    return dict(v)
+
+
+def _ids(v: Any, source: str, key: str) -> list[int]:
+    items = v if isinstance(v, list) else [v]
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, str):
+            try:
+                out.extend(int(p) for p in item.replace(" ", "").split(",") if p)
+            except ValueError:
+                raise _fail(source, key, f"expected job ids, got {v!r}") from None
+        elif isinstance(item, int) and not isinstance(item, bool) and item > 0:
+            out.append(item)
+        else:
+            raise _fail(source, key, f"expected job ids, got {v!r}")
+    return out
+
+
+def _strings(v: Any, source: str, key: str) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _fail(source, key, f"expected a list of strings, got {v!r}")
+    return list(v)
+
+
+def _cuda(v: Any, source: str, key: str) -> str:
+    from nvq.matching import parse_cuda
+
+    text = _string(v, source, key)
+    try:
+        parse_cuda(text)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
+    return text
+
+
+def _lane(v: Any, source: str, key: str) -> str:
+    from nvq.lanes import LaneError, parse_lane
+
+    text = _string(v, source, key)
+    try:
+        parse_lane(text)
+    except (ValueError, LaneError) as exc:
+        raise _fail(source, key, str(exc)) from None
+    return text
+
+
+_Conv = Callable[[Any, str, str], Any]
+
+# manifest key → (JobSpec field, validator)
+KEYS: dict[str, tuple[str, _Conv]] = {
+    "name": ("name", _string),
+    "command": ("command", _command),
+    "vram": ("vram_mb", _size),
+    "gpus": ("gpus", _count),
+    "cuda": ("cuda", _cuda),
+    "memory": ("memory_mb", _size),
+    "timeout": ("timeout", _duration),
+    "retries": ("retries", _count),
+    "env": ("env", _env),
+    "workdir": ("workdir", _string),
+    "email_on_success": ("email_on_success", _boolean),
+    "email_on_failure": ("email_on_failure", _boolean),
+    "lane": ("lane", _lane),
+    "after": ("after", _ids),
+    "after_any": ("after_any", _ids),
+    "node": ("node", _string),
+    "note": ("note", _string),
+    "priority": ("priority", _int),
+    "tags": ("tags", _strings),
+}
+
+_SPEC_FIELDS = frozenset(f.name for f in msgspec.structs.fields(JobSpec))
+
+# `job submit` parameter → the JobSpec field it sets (to know what the command line
+# gave explicitly, and so overrides).
+PARAM_FIELDS: dict[str, str] = {
+    "command": "command",
+    "script": "command",
+    "name": "name",
+    "vram": "vram_mb",
+    "gpus": "gpus",
+    "node": "node",
+    "note": "note",
+    "priority": "priority",
+    "timeout": "timeout",
+    "env": "env",
+    "workdir": "workdir",
+    "tag": "tags",
+    "after": "after",
+    "after_any": "after_any",
+    "retries": "retries",
+    "cuda": "cuda",
+    "memory": "memory_mb",
+    "lane": "lane",
+    "email_on_success": "email_on_success",
+    "email_on_failure": "email_on_failure",
+}
+
+
+def parse(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """The `[job]` table → JobSpec field values. Unknown keys are errors naming them."""
+    for key in data:
+        if key != "job":
+            raise ManifestError(f"{source}: {key}: unknown key (a manifest has one [job] table)")
+    job = data.get("job")
+    if not isinstance(job, dict):
+        raise ManifestError(f"{source}: job: missing (a manifest needs a [job] table)")
+    out: dict[str, Any] = {}
+    for key, value in job.items():
+        if key not in KEYS:
+            raise _fail(source, key, f"unknown key (known keys: {', '.join(KEYS)})")
+        field, convert = KEYS[key]
+        if field not in _SPEC_FIELDS:
+            raise _fail(source, key, "not supported by this version of nvq")
+        out[field] = convert(value, source, key)
+    return out
+
+
+def load(path: Path, text: str | None = None) -> dict[str, Any]:
+    """Read and parse a manifest file (or `text` read from it elsewhere, e.g. stdin)."""
+    source = str(path)
+    if text is None:
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ManifestError(f"{source}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{source}: invalid TOML: {exc}") from None
+    return parse(data, source)
+
+
+def merge(cli: JobSpec, fields: dict[str, Any], given: set[str]) -> JobSpec:
+    """The manifest's values, then every field the command line gave explicitly."""
+    values = {k: v for k, v in fields.items() if k not in given}
+    if "env" in fields and "env" in given:
+        values["env"] = {**fields["env"], **cli.env}
+    return msgspec.structs.replace(cli, **values)

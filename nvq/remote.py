@@ -1,0 +1,151 @@
+"""The remote CLI: with a `[remote]` section, `nvq ARGS` runs `nvq ARGS` on the queue
+host over SSH, before typer parses anything here.
+
+It uses the system `ssh` binary, not asyncssh: ssh already passes the remote command's
+stdout and stderr through as separate streams, as they are written (so `job logs -f`
+and `job wait` stream), and exits with the remote exit status. Doing the same with
+asyncssh would mean an event loop, a PTY-less channel pump and exit-status plumbing in
+every CLI call, for the same result; it also keeps a forwarded call from importing
+anything heavy. The config's port, user, identity and known_hosts become ssh options;
+host keys are checked strictly and nothing is asked interactively (BatchMode).
+
+A local file an option names (`job submit --script FILE`, `--manifest FILE`) is sent
+as the remote command's stdin, and the option becomes `-` there.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from nvq.config import RemoteConfig
+
+LOCAL_FLAG = "--local"
+# Commands about *this* machine: `project test` runs the job here, by definition.
+NEVER_FORWARDED = frozenset({"project"})
+FILE_OPTIONS = ("--script", "--manifest")
+SSH_UNREACHABLE = 255
+
+
+class RemoteError(Exception):
+    pass
+
+
+def split_local(argv: list[str]) -> tuple[list[str], bool]:
+    """Remove `--local` (before any `--`): run this one command against the local queue."""
+    head, sep, tail = _split_dashdash(argv)
+    local = LOCAL_FLAG in head
+    return [a for a in head if a != LOCAL_FLAG] + sep + tail, local
+
+
+def _split_dashdash(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], ["--"], argv[i + 1 :]
+    return list(argv), [], []
+
+
+def file_argument(argv: list[str]) -> tuple[list[str], Path | None]:
+    """Find the one local-file option and point it at stdin instead."""
+    head, sep, tail = _split_dashdash(argv)
+    out: list[str] = []
+    found: list[Path] = []
+    i = 0
+    while i < len(head):
+        arg = head[i]
+        name, eq, value = arg.partition("=")
+        if name in FILE_OPTIONS and eq:
+            if value != "-":
+                found.append(Path(value))
+            out.append(f"{name}=-")
+        elif arg in FILE_OPTIONS and i + 1 < len(head):
+            if head[i + 1] != "-":
+                found.append(Path(head[i + 1]))
+            out += [arg, "-"]
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    if len(found) > 1:
+        raise RemoteError(
+            "over [remote], one local file goes with a command: give --script or "
+            "--manifest, not both (put the command in the manifest)"
+        )
+    return out + sep + tail, found[0] if found else None
+
+
+def remote_command(cfg: RemoteConfig, argv: list[str], submitter: str | None) -> str:
+    """The shell command line the queue host runs (ssh sends one string)."""
+    env = []
+    if cfg.home:
+        env.append(f"NVQ_HOME={shlex.quote(cfg.home)}")
+    if submitter:
+        env.append(f"NVQ_SUBMITTER={shlex.quote(submitter)}")
+    prefix = f"env {' '.join(env)} " if env else ""
+    # cfg.nvq is taken as written (it may be "python3 -m nvq"); arguments are quoted.
+    return f"exec {prefix}{cfg.nvq} {shlex.join(argv)}".rstrip()
+
+
+def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool) -> list[str]:
+    args = [
+        "ssh",
+        "-T",  # no PTY: stdout and stderr stay apart, bytes pass unchanged
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "LogLevel=ERROR",  # ssh's own chatter would change stderr
+        "-p",
+        str(cfg.port),
+    ]
+    if not stdin:
+        args.append("-n")
+    if cfg.identity:
+        args += ["-i", cfg.identity, "-o", "IdentitiesOnly=yes"]
+    if cfg.known_hosts:
+        args += ["-o", f"UserKnownHostsFile={cfg.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+    if cfg.user:
+        args += ["-l", cfg.user]
+    return [*args, cfg.host, command]
+
+
+def forward(cfg: RemoteConfig, argv: list[str]) -> int:
+    """Run `nvq argv` on the queue host; returns its exit status."""
+    argv, local_file = file_argument(argv)
+    stdin_file = None
+    if local_file is not None:
+        try:
+            stdin_file = open(local_file, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise RemoteError(f"{local_file}: {exc.strerror}") from None
+    try:
+        command = remote_command(cfg, argv, os.environ.get("NVQ_SUBMITTER"))
+        reads_stdin = stdin_file is not None or "-" in argv
+        proc = subprocess.run(
+            ssh_argv(cfg, command, stdin=reads_stdin),
+            stdin=stdin_file,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise RemoteError("[remote] needs the ssh client, and none is installed") from None
+    finally:
+        if stdin_file is not None:
+            stdin_file.close()
+    if proc.returncode == SSH_UNREACHABLE:
+        print(f"nvq: cannot reach the queue host {cfg.host} over ssh", file=sys.stderr)
+    return proc.returncode
+
+
+def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
+    """(argv without --local, the exit status when the command ran remotely)."""
+    argv, local = split_local(argv)
+    if local or not argv or argv[0] in NEVER_FORWARDED:
+        return argv, None
+    from nvq.config import load_config
+
+    cfg = load_config(home).remote
+    if cfg is None:
+        return argv, None
+    return argv, forward(cfg, argv)

@@ -1,0 +1,83 @@
+"""Backups and restore through the real CLI: the running daemon snapshots queue.db with
+SQLite's online backup API; a restore (daemon stopped) brings every job back."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from tests.cluster import Nvq
+
+
+def test_backup_lose_the_database_restore(nvq: Nvq, tmp_path: Path) -> None:
+    jobs = [nvq.submit("--gpus", "0", "--name", f"j{i}", "--", "true") for i in range(5)]
+    nvq.wait(*(j["id"] for j in jobs))
+    held = nvq.submit("--gpus", "0", "--", "sleep", "30")  # running during the backup
+    nvq.wait_for(held["id"], lambda j: j["state"] == "running")
+
+    target = tmp_path / "snap.db"
+    doc = nvq.json("queue", "backup", str(target))
+    assert doc["path"] == str(target) and doc["jobs"] == 6
+    assert sqlite3.connect(target).execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    assert not any(p.name.startswith(".snap.db.tmp") for p in tmp_path.iterdir())
+    status = nvq.json("queue", "status")
+    assert abs(status["last_backup_at"] - doc["at"]) < 1e-3
+    assert "last backup" in nvq.ok("queue", "status").out
+
+    # Never overwrites: the same path again is refused, and the file is unchanged.
+    before = target.read_bytes()
+    again = nvq.run("queue", "backup", str(target))
+    assert (
+        again.code == 1
+        and again.err.strip() == f"nvq: {target} exists; a backup never overwrites a file"
+    )
+    assert target.read_bytes() == before
+    # A directory gets a time-stamped file inside it.
+    in_dir = nvq.json("queue", "backup", str(tmp_path))
+    assert Path(in_dir["path"]).parent == tmp_path and Path(in_dir["path"]).name.startswith(
+        "queue-"
+    )
+
+    # Restore is refused while the daemon runs, and changes nothing.
+    refused = nvq.run("queue", "restore", str(target))
+    assert refused.code == 1 and "stop it first" in refused.err
+    assert not list(nvq.home.glob("queue.db.replaced-*"))
+
+    nvq.ok("job", "cancel", str(held["id"]))
+    nvq.ok("daemon", "stop")
+    for suffix in ("", "-wal", "-shm"):
+        (nvq.home / f"queue.db{suffix}").unlink(missing_ok=True)
+    restored = nvq.json("queue", "restore", str(target))
+    assert restored["jobs"] == 6 and restored["replaced"] is None
+    listed = nvq.json("job", "ls")
+    assert [j["name"] for j in listed][:5] == [f"j{i}" for i in range(5)]
+    assert all(j["state"] == "completed" for j in listed[:5])
+    assert len(listed) == 6
+
+    # Restoring over an existing database keeps the old one aside.
+    nvq.ok("daemon", "stop")
+    second = nvq.json("queue", "restore", str(target))
+    assert second["replaced"] and Path(second["replaced"]).exists()
+    bad = nvq.run("queue", "restore", str(tmp_path / "missing.db"))
+    assert bad.code == 1 and "no such file" in bad.err
+
+
+def test_periodic_backups_rotate(nvq: Nvq, tmp_path: Path) -> None:
+    backups = tmp_path / "backups"
+    nvq.write_config(
+        f'[queue.backup]\nenabled = true\ninterval_hours = 0.0003\nkeep = 2\ndirectory = "{backups}"\n'
+    )
+    nvq.submit("--gpus", "0", "--", "true")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        made = sorted(backups.glob("queue-*.db")) if backups.exists() else []
+        if len(made) >= 2 and nvq.json("queue", "status")["last_backup_at"]:
+            break
+        time.sleep(0.2)
+    time.sleep(3.5)  # at least two more rounds: rotation keeps the newest two
+    made = sorted(backups.glob("queue-*.db"))
+    assert len(made) == 2, made
+    assert all(
+        sqlite3.connect(p).execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 1 for p in made
+    )
