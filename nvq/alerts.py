@@ -31,6 +31,7 @@ ALERT_KINDS: dict[str, str] = {
     "job_retried": "warning",
     "job_reassigned": "info",
     "job_preempted": "info",
+    "artifacts_quota": "error",  # a sync refused: checkpoints are no longer kept
 }
 
 DETAIL_LIMIT = 4000  # characters of stderr kept on an alert (the job keeps its own tail)

@@ -52,10 +52,11 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
             out.append(att)
             by_number[n] = att
             continue
-        n = data.get("attempt")
-        att = by_number.get(int(n)) if n is not None else (out[-1] if out else None)
-        if att is None:
+        number = data.get("attempt")
+        found = by_number.get(int(number)) if number is not None else (out[-1] if out else None)
+        if found is None:
             continue
+        att = found
         if ev.kind == "job_started":
             att.started_at = ev.time
         elif ev.kind == "job_exit_after_settle":

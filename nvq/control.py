@@ -157,8 +157,27 @@ class Backup(msgspec.Struct, tag="backup", frozen=True):
     path: str | None = None  # absolute, on the queue host; None: the backup directory
 
 
+# -- machines that come and go (issue 5) ------------------------------------------------
+
+
+class JobArtifacts(msgspec.Struct, tag="job_artifacts", frozen=True):
+    id: int
+
+
+class BusyMode(msgspec.Struct, tag="busy_mode", frozen=True):
+    node: str
+    mode: str | None = None  # "on" | "off" | "auto"; None: show it
+
+
+class BusyAssign(msgspec.Struct, tag="busy_assign", frozen=True):
+    forbid: bool  # for the asking user's own busy nodes
+
+
 Request = (
     Submit
+    | JobArtifacts
+    | BusyMode
+    | BusyAssign
     | Alerts
     | Ack
     | Backup

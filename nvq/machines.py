@@ -53,6 +53,18 @@ def reassign(job: Job, node: str, why: str, now: float) -> Outcome:
     return new, [NewEvent("job_reassigned", job.id, node, data)], reap
 
 
+def unreassign(job: Job, reap: Reap, node: str) -> bool:
+    """An attempt given back to the queue because its node went away reported its exit
+    after all (it ran on while the node was unreachable). If the job has not been
+    dispatched again, that exit is its outcome: running it again would repeat work."""
+    return (
+        job.state is JobState.PENDING
+        and reap.reason == "reassigned"
+        and reap.node == node
+        and reap.attempt == job.attempt
+    )
+
+
 def preempt(job: Job, why: str) -> Outcome:
     """Stop a running attempt (TERM, grace, KILL) and put the job back in line."""
     if job.state is not JobState.RUNNING or job.node is None:

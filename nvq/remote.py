@@ -138,11 +138,23 @@ def forward(cfg: RemoteConfig, argv: list[str]) -> int:
     return proc.returncode
 
 
+def _mentions_remote(config: Path) -> bool:
+    """Could the config have a [remote] section? Every CLI call asks, so a plain text
+    scan comes first; only a config that may have one is parsed (and validated)."""
+    try:
+        text = config.read_text(errors="replace")
+    except OSError:
+        return False
+    return "remote" in text
+
+
 def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
     """(argv without --local, the exit status when the command ran remotely)."""
     argv, local = split_local(argv)
     if local or not argv or argv[0] in NEVER_FORWARDED:
         return argv, None
+    if not _mentions_remote(home / "config.toml"):
+        return argv, None  # the common case, decided without parsing TOML
     from nvq.config import load_config
 
     cfg = load_config(home).remote

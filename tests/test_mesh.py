@@ -129,8 +129,9 @@ def test_runner_kill_9_keeps_jobs_and_their_exit_codes(mesh: Any, tmp_path: Path
 
 def test_node_down_and_back(mesh: Any, tmp_path: Path) -> None:
     nvq, nodes = mesh(2, gpus=ONE_CARD)
-    gate = tmp_path / "gate"
-    job = nvq.submit("--node", "n1", "--", f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 4")
+    gate, ledger = tmp_path / "gate", tmp_path / "ledger"
+    body = _ledger_job(ledger, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 4")
+    job = nvq.submit("--node", "n1", "--", body)
     nvq.wait_for(job["id"], lambda x: x["state"] == "running" and x["started_at"])
     nodes[1].kill_all()  # sshd and its sessions die; the runner and its job live on
     _until(lambda: _node_state(nvq, "n1")["state"] == "down", what="n1 down")
@@ -140,10 +141,15 @@ def test_node_down_and_back(mesh: Any, tmp_path: Path) -> None:
     assert code == 0 and o["node"] == "n0"
     gate.touch()  # the job ends while its node is unreachable
     time.sleep(0.5)
-    assert nvq.show(job["id"])["state"] == "running"
+    # Down past node_grace: back to the queue (pinned to n1, it waits for n1 to return).
+    waiting = nvq.show(job["id"])
+    assert waiting["state"] == "pending" and waiting["reason"].startswith("reassigned")
     nodes[1].start()
     code, (done,) = nvq.wait(job["id"], timeout=60)
+    # The attempt that ran on while n1 was away reported its exit: that is the
+    # outcome, and the job is not run a second time.
     assert done["state"] == "failed" and done["exit_code"] == 4
+    assert _runs(ledger) == Counter({job["id"]: 1})
     assert _node_state(nvq, "n1")["state"] == "up"
     downs = [e for e in nvq.events() if e["kind"] == "node_down" and e["node"] == "n1"]
     assert len(downs) == 1  # raised once per outage

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import msgspec
 import typer
-from typer._click import exceptions as click_exc
+from click import exceptions as click_exc
 
 from nvq import control as c
 from nvq.cli import ops as _ops
@@ -125,6 +125,12 @@ def job_submit(
         None, "--array", help="One job per index: 0-99[:step][%K]; {} = index."
     ),
     manifest: Path = typer.Option(None, "--manifest", help="Read the job from a manifest.toml."),
+    max_runtime: str = typer.Option(
+        None, "--max-runtime", help="On a borrowed node, back to the queue after this long."
+    ),
+    no_reassign: bool = typer.Option(
+        False, "--no-reassign", help="Not safe to run twice: lost (not rerun) if its node dies."
+    ),
     email_on_success: bool = typer.Option(
         None, "--email-on-success/--no-email-on-success", help="E-mail me when it completes."
     ),
@@ -165,7 +171,11 @@ def job_submit(
         **policy_options(retries=retries, cuda=cuda, memory=memory, lane=lane, array=array),
         email_on_success=email_on_success,
         email_on_failure=email_on_failure,
+        max_runtime=_duration(max_runtime, "--max-runtime"),
+        no_reassign=no_reassign,
     )
+    if spec.max_runtime is not None and spec.max_runtime <= 0:
+        raise CliError("--max-runtime must be positive", 2)
     if manifest is not None:
         from nvq.cli.ops import with_manifest
 
@@ -461,7 +471,8 @@ def _alive(pid: int) -> bool:
 
 
 # Scheduling-policy commands (requeue, purge, edit, priority, pause, resume, lanes).
-from nvq.cli import jobs_policy  # noqa: E402, F401
+# Machines that come and go: job artifacts, queue busy, forbid/allow-busy-assign.
+from nvq.cli import jobs_policy, machines_cmds  # noqa: E402, F401
 from nvq.cli.jobs_policy import policy_options  # noqa: E402
 
 # ---------------------------------------------------------------- operating the queue
@@ -470,6 +481,29 @@ _ops.register(app, queue_app)  # queue alerts/ack/backup/restore/keeper, project
 
 
 # ---------------------------------------------------------------- entry point
+
+
+_GROUPS = {"job": job_app, "queue": queue_app, "node": node_app}
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """An app holding only the command being run, when it is a plain `GROUP COMMAND`.
+
+    typer turns every registered function's signature into click parameters each
+    time the app runs (about 1 ms a command, and nvq has dozens); a CLI call runs
+    one command, so it need not pay for the others. Help and anything unusual go to
+    the full app."""
+    if len(args) < 2 or args[0] not in _GROUPS or args[1].startswith("-"):
+        return app
+    group = _GROUPS[args[0]]
+    match = [c for c in group.registered_commands if c.name == args[1]]
+    if len(match) != 1:
+        return app
+    narrow_group = typer.Typer(no_args_is_help=True)
+    narrow_group.registered_commands = match
+    narrow = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    narrow.add_typer(narrow_group, name=args[0])
+    return narrow
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -501,7 +535,7 @@ def main(argv: list[str] | None = None) -> None:
     if forwarded is not None:
         sys.exit(forwarded)
     try:
-        result = app(args=args, prog_name="nvq", standalone_mode=False)
+        result = _app_for(args)(args=args, prog_name="nvq", standalone_mode=False)
     except CliError as exc:
         fail(str(exc), exc.code, as_json)
     except click_exc.NoArgsIsHelpError as exc:

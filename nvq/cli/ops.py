@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import typer
-from typer._click.core import ParameterSource
+from click.core import ParameterSource
 
 from nvq import control as c
 from nvq.cli.client import CliError, call, nvq_home

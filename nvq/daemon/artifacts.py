@@ -226,8 +226,9 @@ class Artifacts:
             for rel in gone:
                 (dest / rel).unlink(missing_ok=True)
             self.last_sync[job.id] = time.time()
-            log.info("job %s: synced %d files (%d bytes) from %s", job.id, len(pull), moved,
-                     node.name)
+            log.info(
+                "job %s: synced %d files (%d bytes) from %s", job.id, len(pull), moved, node.name
+            )
             return {"synced": True, "pulled": len(pull), "deleted": len(gone), "bytes": moved}
 
     async def _check_quota(
@@ -318,6 +319,3 @@ def _du(root: Path) -> int:
 
 def running_here(job: Job, node: str) -> bool:
     return job.state is JobState.RUNNING and job.node == node and job.started_at is not None
-
-
-

@@ -17,7 +17,7 @@ from anyio.abc import SocketAttribute, SocketStream
 
 from nvq import control as c
 from nvq.backup import BackupError
-from nvq.daemon import lane_ops, policy
+from nvq.daemon import lane_ops, machine_requests, policy
 from nvq.daemon.core import Core, RequestError
 from nvq_runner.protocol import FrameError, FrameReader
 
@@ -167,6 +167,8 @@ async def _answer(core: Core, request: c.Request, user: str) -> tuple[Any, int]:
                 raise RequestError(str(exc)) from None
         case c.StopDaemon():
             return {"stopping": True}, 0
+        case c.JobArtifacts() | c.BusyMode() | c.BusyAssign():
+            return await machine_requests.answer(core, request, user), 0
         case c.Requeue(ids=ids):
             return await policy.requeue(core, ids, user, time.time()), 0
         case c.Purge(before=before):

@@ -20,9 +20,10 @@ from typing import Any
 import anyio
 import msgspec
 
-from nvq import __version__, deps, permissions, transitions
+from nvq import __version__, attempts, deps, machines, permissions, transitions
 from nvq.config import Config
 from nvq.daemon import policy
+from nvq.daemon.machines import Machines
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.ops import Ops
 from nvq.daemon.views import capacity_grew, gpu_views
@@ -63,6 +64,7 @@ class Core:
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node
+        self.machines = Machines(self)  # reassignment, busy nodes, artifacts (issue 5)
 
     # ------------------------------------------------------------ start-up
 
@@ -92,6 +94,7 @@ class Core:
         for job in await self.store.jobs(states=LIVE_STATES):
             self.jobs[job.id] = job
         self.lane_paused = await self.store.lanes()
+        await self.machines.load()
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap
             settled = await self.store.job(reap.job_id)
@@ -199,20 +202,23 @@ class Core:
             return
         node.state = "down"
         async with self._lock:
-            await self._commit(
-                Tx(
-                    events=[
-                        NewEvent(
-                            "node_down",
-                            None,
-                            node.name,
-                            # last_seen names this outage: its alert is raised once.
-                            {"error": node.error, "last_seen": node.last_seen},
-                        )
-                    ]
-                )
+            tx = Tx(
+                events=[
+                    NewEvent(
+                        "node_down",
+                        None,
+                        node.name,
+                        # last_seen names this outage: its alert is raised once.
+                        {"error": node.error, "last_seen": node.last_seen},
+                    )
+                ]
             )
+            # Its running jobs go back to the queue (or are lost, with --no-reassign),
+            # in the same transaction; their old attempts are owed a kill (reaps).
+            self.machines.reassign_down(node, tx, time.time())
+            await self._commit(tx)
         log.warning("node %s is down: %s", node.name, node.error)
+        self.kick()
 
     async def wait_unignored(self, node: NodeRuntime) -> None:
         while node.ignored:
@@ -231,6 +237,10 @@ class Core:
                 deliver(msg)
         elif isinstance(msg, p.Hello):
             await self._on_hello(node, msg)
+        elif isinstance(msg, p.ArtifactsManifest):
+            self.machines.artifacts.on_manifest(msg)
+        elif isinstance(msg, p.Busy):
+            await self.machines.on_busy(node, msg)
         else:
             await self._on_journaled(node, msg)
 
@@ -271,6 +281,9 @@ class Core:
                 hello.journal_head,
                 node.applied_seq,
             )
+            owner = self.machines.owner_msg(node)
+            if owner is not None:
+                node.post(owner)
             if node.applied_seq >= hello.journal_head:
                 await self._reconcile(node)
         self.kick()
@@ -291,6 +304,13 @@ class Core:
                 if isinstance(ev, p.JobStarted):
                     new, events = transitions.started(job, ev, node.name)
                 elif isinstance(ev, p.JobExited):
+                    reap = self.reaps.get((ev.job_id, ev.attempt))
+                    if reap is not None and machines.unreassign(job, reap, node.name):
+                        # The attempt finished while its node was away and the job has
+                        # not started again anywhere: its result stands.
+                        job = msgspec.structs.replace(
+                            job, state=JobState.RUNNING, node=node.name
+                        )
                     new, events = transitions.exited(job, ev, node.name)
                 elif isinstance(ev, p.JobLost):
                     new, events = transitions.lost(job, ev, node.name)
@@ -307,6 +327,9 @@ class Core:
             await self._commit(tx)
             node.applied_seq = ev.seq
             node.post(p.Ack(ev.seq))
+            if not isinstance(ev, p.JobStarted):
+                # Its last artifacts are fetched before the job may run again.
+                self.machines.attempt_ended(node, new if new is not None else job, ev.attempt)
             if not node.reconciled and ev.seq >= node.replay_until:
                 await self._reconcile(node)
         if not isinstance(ev, p.JobStarted):
@@ -319,7 +342,7 @@ class Core:
         now = time.time()
         active = {(a.job_id, a.attempt) for a in node.hello.active}
         tx = Tx()
-        starts: list[p.Start] = []
+        starts: list[Job] = []
         for job in list(self.jobs.values()):
             if job.state is not JobState.RUNNING or job.node != node.name:
                 continue
@@ -328,7 +351,7 @@ class Core:
             if job.started_at is None:
                 # The start is unresolved (daemon died or link dropped around it):
                 # Start is idempotent per attempt, so asking again is safe.
-                starts.append(self._start_msg(job))
+                starts.append(job)
             else:
                 new, evs = transitions.runner_forgot(job, node.name, now)
                 if new is not None:
@@ -344,7 +367,11 @@ class Core:
                 or live.state is not JobState.RUNNING
             ):
                 reap = self.reaps.get((job_id, attempt))
-                kills.append(self._kill_msg(reap or Reap(job_id, attempt, node.name, "orphan")))
+                if reap is None:
+                    # Recorded, so placement on this node waits for its exit.
+                    reap = Reap(job_id, attempt, node.name, "orphan")
+                    tx.add_reaps.append(reap)
+                kills.append(self._kill_msg(reap))
         # Reaps for attempts the runner no longer runs are settled already.
         for key, reap in list(self.reaps.items()):
             if reap.node == node.name and key not in active:
@@ -352,10 +379,12 @@ class Core:
         if tx:
             await self._commit(tx)
         node.reconciled = True
-        for start in starts:
-            node.post(start)
+        # Kills first: an old attempt still running there (its job was reassigned
+        # while the node was away) ends before anything new happens on the node.
         for kill in kills:
             node.post(kill)
+        for job in starts:
+            self.machines.post_start(node, job)
         self._notify()
 
     # ------------------------------------------------------------ placement
@@ -396,11 +425,13 @@ class Core:
             slots.append(
                 NodeSlot(
                     name=node.name,
-                    accepting=node.accepting,
+                    # Not while an old attempt owed a kill may still hold its cards.
+                    accepting=node.accepting and not self.machines.fenced(node.name),
                     gpus=gpus,
                     cpu_jobs=sum(1 for j in on_node if not j.gpus),
                     running_jobs=len(on_node),
                     **policy.node_matching(node, on_node),
+                    **self.machines.slot_fields(node),
                 )
             )
         return slots
@@ -424,7 +455,11 @@ class Core:
         async with self._lock:
             now = time.time()
             tx = Tx()
-            candidates = [j for j in self.jobs.values() if j.state is JobState.PENDING]
+            candidates = [
+                j
+                for j in self.jobs.values()
+                if j.state is JobState.PENDING and self.machines.placeable(j)
+            ]
             if not candidates:
                 return
             with_deps = [j for j in candidates if j.after or j.after_any]
@@ -471,7 +506,7 @@ class Core:
             await self._commit(tx)
             for job in tx.jobs:
                 if job.state is JobState.RUNNING and job.node is not None:
-                    self.nodes[job.node].post(self._start_msg(job))
+                    self.machines.post_start(self.nodes[job.node], job)
 
     # ------------------------------------------------------------ CLI requests
 
@@ -735,7 +770,9 @@ class Core:
     async def show(self, job_id: int, *, logs: int) -> dict[str, Any]:
         job = self.live(await self.get_job(job_id))
         doc: dict[str, Any] = msgspec.to_builtins(job)
-        doc["events"] = msgspec.to_builtins(await self.store.events(job_id=job_id))
+        events = await self.store.events(job_id=job_id)
+        doc["events"] = msgspec.to_builtins(events)
+        doc["attempts"] = msgspec.to_builtins(attempts.derive(events))
         doc["why"] = await policy.explain(self, job)
         if logs:
             doc["logs"] = await self.tail_text(job, logs)

@@ -37,6 +37,7 @@ class Machines:
         self.forbidden: set[str] = set()  # owners who ran `queue forbid-busy-assign`
         self.syncing: set[int] = set()  # jobs whose final sync runs: not placeable
         self._work_send, self._work_recv = anyio.create_memory_object_stream[Any](10_000)
+        self._due: set[int] = set()  # jobs with a periodic sync queued or running
 
     async def load(self) -> None:
         modes = await self.core.store.sync(machines_db.busy_modes)
@@ -120,8 +121,16 @@ class Machines:
         if now == was:
             return
         await self.core._commit(
-            Tx(events=[NewEvent("node_busy" if now else "node_idle", None, node.name,
-                                {"mode": node.busy_mode, **node.busy_detail})])
+            Tx(
+                events=[
+                    NewEvent(
+                        "node_busy" if now else "node_idle",
+                        None,
+                        node.name,
+                        {"mode": node.busy_mode, **node.busy_detail},
+                    )
+                ]
+            )
         )
         if now:
             victims = machines.busy_victims(self.core._jobs_on(node.name), node.owner)
@@ -259,10 +268,7 @@ class Machines:
             ):
                 node.post(self.core._start_msg(live))
 
-    _due: set[int] = set()
-
     async def _ticker(self) -> None:
-        self._due = set()
         while True:
             await anyio.sleep(TICK)
             try:
@@ -289,7 +295,10 @@ class Machines:
         if over:
             async with core._lock:
                 live = [core.jobs[j.id] for j in over if j.id in core.jobs]
-                await self.preempt(
-                    [j for j in live if machines.runtime_exceeded(j, core.nodes[j.node or ""].owner, now)],
-                    "ran past its --max-runtime on a borrowed node",
-                )
+                still = [
+                    j
+                    for j in live
+                    if j.node in core.nodes
+                    and machines.runtime_exceeded(j, core.nodes[j.node].owner, now)
+                ]
+                await self.preempt(still, "ran past its --max-runtime on a borrowed node")

@@ -92,6 +92,7 @@ async def serve(home: Path) -> None:
         async with anyio.create_task_group() as tg:
             await tg.start(serve_control, core, p["sock"])
             tg.start_soon(core.placement_loop)
+            tg.start_soon(core.machines.run)  # artifact syncs, --max-runtime (issue 5)
             tg.start_soon(core.ops.notifier.run)  # woken by commits that owe deliveries
             tg.start_soon(core.ops.backup_loop)  # [queue.backup] enabled
             for node in core.nodes.values():

@@ -93,7 +93,11 @@ def pending_for_placement(
     heads = [core.jobs[s.next] for s in lane_statuses(core, dep_status) if s.next is not None]
     ordered = ordering.dispatch_order([*ready, *heads])
     running = [j for j in core.jobs.values() if j.state is JobState.RUNNING]
-    return [to_pending(j) for j in arrays.admit(ordered, running)]
+    # Who submitted it decides whether a busy node may take it (nvq.daemon.machines).
+    return [
+        msgspec.structs.replace(to_pending(j), **core.machines.pending_fields(j))
+        for j in arrays.admit(ordered, running)
+    ]
 
 
 def place_with_reservation(
@@ -263,6 +267,7 @@ async def purge(core: Core, before: float | None, user: str) -> dict[str, Any]:
                 )
             )
             await core._commit(tx)
+            core.machines.artifacts.delete(ids)  # their checkpoints go with them
     return {"purged": len(ids), "ids": ids}
 
 
