@@ -28,7 +28,8 @@ demo: install
 	$(PY) scripts/demo.py
 
 test: install sshd
-	$(PY) -m pytest -q -p no:cacheprovider
+	# The tests mostly wait on real processes and sshd nodes: 4 workers on 2 cores.
+	$(PY) -m pytest -q -p no:cacheprovider -n 4
 
 lint: install
 	$(VENV)/bin/ruff check .

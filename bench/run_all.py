@@ -10,8 +10,14 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# Sized so that all of them finish in about 15 minutes on 2 cores.
 BENCHES: list[list[str]] = [
     ["latency.py", "--pairs", "50", "--runs", "30"],
+    ["throughput.py", "--jobs", "5000", "--cli-calls", "20"],
+    ["cli_latency.py", "--runs", "10"],
+    ["scale.py", "--nodes", "64", "--pending", "10000", "--window", "20"],
+    ["recovery.py", "--jobs", "500"],
+    ["nvidb_compare.py"],
 ]
 
 

@@ -305,12 +305,15 @@ class Core:
                     new, events = transitions.started(job, ev, node.name)
                 elif isinstance(ev, p.JobExited):
                     reap = self.reaps.get((ev.job_id, ev.attempt))
-                    if reap is not None and machines.unreassign(job, reap, node.name):
+                    live = self.jobs.get(ev.job_id)  # not a reaping snapshot: the job now
+                    if (
+                        reap is not None
+                        and live is not None
+                        and machines.unreassign(live, reap, node.name)
+                    ):
                         # The attempt finished while its node was away and the job has
                         # not started again anywhere: its result stands.
-                        job = msgspec.structs.replace(
-                            job, state=JobState.RUNNING, node=node.name
-                        )
+                        job = msgspec.structs.replace(live, state=JobState.RUNNING, node=node.name)
                     new, events = transitions.exited(job, ev, node.name)
                 elif isinstance(ev, p.JobLost):
                     new, events = transitions.lost(job, ev, node.name)
@@ -454,6 +457,7 @@ class Core:
     async def place_once(self) -> None:
         async with self._lock:
             now = time.time()
+            pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
             tx = Tx()
             candidates = [
                 j
@@ -477,7 +481,6 @@ class Core:
             # Lanes, `%K` of arrays, and the job → PendingJob mapping: nvq.daemon.policy.
             pending = policy.pending_for_placement(self, candidates, dep_status)
             slots = self._slots()
-            pass_started = time.perf_counter()
             # place() plus a reservation for a starving head: nvq.starvation.
             result = policy.place_with_reservation(self, slots, pending, now)
             self.placement_stats = {
