@@ -33,7 +33,9 @@ def key_of(job: Job) -> Key:
 
 
 def dispatch_order(jobs: Sequence[Job]) -> list[Job]:
-    return sorted(jobs, key=lambda j: key_of(j).sort_key())
+    # Same order as Key.sort_key, without a Key per job: this runs over the whole
+    # queue on every placement pass.
+    return sorted(jobs, key=lambda j: (-j.priority, j.rank, j.id))
 
 
 def new_priority(current: int, change: str) -> int:

@@ -53,6 +53,7 @@ from .protocol import (
     decode_daemon_payload,
     encode_frame,
 )
+from .sampling import worth_sending
 from .tail import tail
 
 log = logging.getLogger("nvq_runner")
@@ -101,6 +102,9 @@ class Runner:
         self.home = home
         self.conn: Conn | None = None
         self._wake = asyncio.Event()
+        # The last sample sent, and on which connection: a new daemon gets one at once.
+        self._last_sent: Sample | None = None
+        self._sampled_for: Conn | None = None
         self._stop = asyncio.Event()
         self.interval = _float_env("NVQ_SAMPLE_INTERVAL", 2.0)
         self.backend: GpuBackend = open_backend(os.environ)
@@ -218,8 +222,9 @@ class Runner:
             return
         run = self.jobs.running.get(msg.job_id)
         ended = run.ended if (run is not None and msg.follow) else None
-        task = asyncio.create_task(tail(d.log(msg.stream), msg.req, msg.lines, ended,
-                                        conn.send_log))
+        task = asyncio.create_task(
+            tail(d.log(msg.stream), msg.req, msg.lines, ended, conn.send_log)
+        )
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
 
@@ -227,8 +232,11 @@ class Runner:
         root = self.jobs.job_dir(msg.job_id).artifacts
         try:
             files = await asyncio.to_thread(manifest, root)
-            conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, files=files,
-                                        root=str(root.absolute())))
+            conn.send(
+                ArtifactsManifest(
+                    req=msg.req, job_id=msg.job_id, files=files, root=str(root.absolute())
+                )
+            )
         except OSError as exc:
             conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
 
@@ -265,8 +273,12 @@ class Runner:
             except Exception as exc:
                 log.warning("sample failed: %s", exc)
                 continue
-            if self.conn is not None:
-                self.conn.send(sample)
+            conn = self.conn
+            if conn is not None and (
+                conn is not self._sampled_for or worth_sending(self._last_sent, sample)
+            ):
+                conn.send(sample)
+                self._last_sent, self._sampled_for = sample, conn
 
     def _take_sample(self, sessions: dict[int, int], dirs: dict[int, JobDir]) -> Sample:
         gpus = []
@@ -276,16 +288,27 @@ class Runner:
                 sid = procfs.session_id(p.pid)
                 job = sessions.get(sid) if sid is not None else None
                 procs.append(GpuProcess(pid=p.pid, user=p.user, used_mb=p.used_mb, job_id=job))
-            gpus.append(GpuSample(index=g.index, total_mb=g.total_mb, used_mb=g.used_mb,
-                                  util_percent=g.util_percent, processes=procs,
-                                  blind=g.blind))
+            gpus.append(
+                GpuSample(
+                    index=g.index,
+                    total_mb=g.total_mb,
+                    used_mb=g.used_mb,
+                    util_percent=g.util_percent,
+                    processes=procs,
+                    blind=g.blind,
+                )
+            )
         progress = {}
         for job, d in dirs.items():
             line = d.progress()
             if line is not None:
                 progress[job] = line
-        return Sample(time=time.time(), gpus=gpus,
-                      mem_free_mb=procfs.meminfo_mb("MemAvailable"), progress=progress)
+        return Sample(
+            time=time.time(),
+            gpus=gpus,
+            mem_free_mb=procfs.meminfo_mb("MemAvailable"),
+            progress=progress,
+        )
 
     # ------------------------------------------------------------ lifetime
 
@@ -303,8 +326,12 @@ class Runner:
             os.unlink(SOCKET)
         server = await asyncio.start_unix_server(self._on_connect, path=SOCKET)
         sampler = asyncio.create_task(self._sampler())
-        log.info("runner %s serving on %s (backend %s)", os.getpid(),
-                 self.home / SOCKET, self.backend.name)
+        log.info(
+            "runner %s serving on %s (backend %s)",
+            os.getpid(),
+            self.home / SOCKET,
+            self.backend.name,
+        )
         try:
             await self._stop.wait()
         finally:
@@ -348,8 +375,11 @@ def serve(home: Path, detach: bool = False) -> int:
         want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
     (home / "runner.pid").write_text(f"{os.getpid()}\n")
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         asyncio.run(_main(home))
     finally:

@@ -62,6 +62,9 @@ def _until(pred: Any, timeout: float = 30, what: str = "condition") -> None:
 
 def test_queue_spreads_over_three_nodes_and_completes(mesh: Any, tmp_path: Path) -> None:
     nvq, _ = mesh(3, gpus=ONE_CARD)
+    nvq.ok("queue", "status")
+    # all three must be up before the burst, or the first two take every job
+    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="nodes up")
     ledger = tmp_path / "ledger"
     jobs = [nvq.submit("--vram", "20GiB", "--", _ledger_job(ledger, "sleep 0.3")) for _ in range(9)]
     code, done = nvq.wait(*(j["id"] for j in jobs), timeout=90)

@@ -150,9 +150,19 @@ class Core:
         return job
 
     def _jobs_on(self, node: str) -> list[Job]:
-        on = [j for j in self.jobs.values() if j.state is JobState.RUNNING and j.node == node]
-        on.extend(j for j in self.reaping.values() if j.node == node)
-        return on
+        return self._jobs_by_node().get(node, [])
+
+    def _jobs_by_node(self) -> dict[str, list[Job]]:
+        """Running (and still reaping) jobs per node, in one sweep over the live jobs:
+        callers that look at every node must not sweep once per node."""
+        by_node: dict[str, list[Job]] = {}
+        for j in self.jobs.values():
+            if j.state is JobState.RUNNING and j.node is not None:
+                by_node.setdefault(j.node, []).append(j)
+        for j in self.reaping.values():
+            if j.node is not None:
+                by_node.setdefault(j.node, []).append(j)
+        return by_node
 
     def _start_msg(self, job: Job) -> p.Start:
         assert job.node is not None
@@ -404,10 +414,11 @@ class Core:
     def _slots(self) -> list[NodeSlot]:
         slots: list[NodeSlot] = []
         headroom = self.config.queue.headroom_mb
+        by_node = self._jobs_by_node()
         for node in self.nodes.values():
             if node.hello is None or node.ignored:
                 continue
-            on_node = self._jobs_on(node.name)
+            on_node = by_node.get(node.name, [])
             views = gpu_views(
                 node.hello.gpus,
                 node.sample.gpus if node.sample and node.accepting else None,
@@ -459,10 +470,11 @@ class Core:
             now = time.time()
             pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
             tx = Tx()
+            unplaceable = self.machines.unplaceable()
             candidates = [
                 j
                 for j in self.jobs.values()
-                if j.state is JobState.PENDING and self.machines.placeable(j)
+                if j.state is JobState.PENDING and j.id not in unplaceable
             ]
             if not candidates:
                 return
@@ -788,10 +800,11 @@ class Core:
     def node_views(self, *, include_ignored: bool = False) -> list[NodeView]:
         views: list[NodeView] = []
         headroom = self.config.queue.headroom_mb
+        by_node = self._jobs_by_node()
         for node in self.nodes.values():
             if node.ignored and not include_ignored:
                 continue
-            on_node = self._jobs_on(node.name)
+            on_node = by_node.get(node.name, [])
             hello = node.hello
             views.append(
                 NodeView(

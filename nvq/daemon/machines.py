@@ -59,14 +59,13 @@ class Machines:
             for r in self.core.reaps.values()
         )
 
-    def placeable(self, job: Job) -> bool:
-        """Not while its previous attempt is being stopped or its artifacts synced."""
-        if job.id in self.syncing:
-            return False
-        return not any(
-            key[0] == job.id and r.reason in machines.STOPPING_REASONS
-            for key, r in self.core.reaps.items()
-        )
+    def unplaceable(self) -> set[int]:
+        """Jobs that may not be placed now: their previous attempt is still being
+        stopped, or its artifacts synced. One set per pass, not a scan per job."""
+        stopping = {
+            key[0] for key, r in self.core.reaps.items() if r.reason in machines.STOPPING_REASONS
+        }
+        return stopping | self.syncing
 
     def slot_fields(self, node: NodeRuntime) -> dict[str, Any]:
         return {"busy": self.busy(node), "owner": node.owner}

@@ -50,7 +50,9 @@ def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:
     }
 
 
-def to_pending(job: Job) -> PendingJob:
+def to_pending(job: Job, **extra: Any) -> PendingJob:
+    """The job as placement sees it; `extra` fills the fields other modules own
+    (who may use a busy node) without building the struct twice."""
     lane_node, lane_gpu = (None, None)
     if job.lane is not None:
         lane_node, lane_gpu = lanes.parse_lane(job.lane)
@@ -64,6 +66,7 @@ def to_pending(job: Job) -> PendingJob:
         cuda=parse_cuda(job.cuda) if job.cuda else None,
         memory_mb=job.memory_mb,
         gpu=lane_gpu,
+        **extra,
     )
 
 
@@ -80,6 +83,9 @@ def lane_statuses(core: Core, dep_status: dict[int, deps.DepStatus]) -> list[lan
     ]
 
 
+_READY = deps.Ready()
+
+
 def pending_for_placement(
     core: Core, candidates: Sequence[Job], dep_status: dict[int, deps.DepStatus]
 ) -> list[PendingJob]:
@@ -88,15 +94,14 @@ def pending_for_placement(
     ready = [
         j
         for j in candidates
-        if j.lane is None and isinstance(dep_status.get(j.id, deps.Ready()), deps.Ready)
+        if j.lane is None and isinstance(dep_status.get(j.id, _READY), deps.Ready)
     ]
     heads = [core.jobs[s.next] for s in lane_statuses(core, dep_status) if s.next is not None]
     ordered = ordering.dispatch_order([*ready, *heads])
     running = [j for j in core.jobs.values() if j.state is JobState.RUNNING]
     # Who submitted it decides whether a busy node may take it (nvq.daemon.machines).
     return [
-        msgspec.structs.replace(to_pending(j), **core.machines.pending_fields(j))
-        for j in arrays.admit(ordered, running)
+        to_pending(j, **core.machines.pending_fields(j)) for j in arrays.admit(ordered, running)
     ]
 
 
