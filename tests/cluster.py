@@ -41,6 +41,7 @@ class Run:
 class Nvq:
     home: Path
     env: dict[str, str] = field(default_factory=dict)
+    runner_home: Path | None = None  # set when the node is an sshd node
 
     @property
     def gpus_file(self) -> Path:
@@ -48,7 +49,7 @@ class Nvq:
 
     @property
     def node_home(self) -> Path:
-        return self.home / "node"
+        return self.runner_home or self.home / "node"
 
     def write_gpus(self, text: str) -> None:
         tmp = self.gpus_file.with_suffix(".tmp")
@@ -211,3 +212,36 @@ def write_mesh_config(
         ]
     nvq.write_config("\n".join(lines))
     return files
+
+
+def use_sshd_node(nvq: Nvq, node: Any, *, sample_interval: float = 0.5) -> None:
+    """Run `nvq`'s queue on one sshd node instead of the queue host, under the same
+    name ("local") and with the same fake GPU file, so a test written for the local
+    node runs unchanged over SSH."""
+    nvq.write_config(
+        "\n".join(
+            [
+                "[queue]",
+                "local_node = false",
+                'node_grace = "2s"',
+                'ssh_keepalive = "0.5s"',
+                'ssh_connect_timeout = "3s"',
+                "",
+                "[[nodes]]",
+                'name = "local"',
+                f'host = "{node.host}"',
+                f"port = {node.port}",
+                f"user = {_toml_str(node.user)}",
+                f"identity = {_toml_str(str(node.identity))}",
+                f"known_hosts = {_toml_str(str(node.known_hosts))}",
+                f"home = {_toml_str(str(node.home))}",
+                f"python = {_toml_str(sys.executable)}",
+                "[nodes.env]",
+                f"NVQ_FAKE_GPUS = {_toml_str(str(nvq.gpus_file))}",
+                'NVQ_GPU_BACKEND = "fake"',
+                f'NVQ_SAMPLE_INTERVAL = "{sample_interval}"',
+                "",
+            ]
+        )
+    )
+    nvq.runner_home = Path(node.home)

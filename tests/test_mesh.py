@@ -65,8 +65,12 @@ def test_queue_spreads_over_three_nodes_and_completes(mesh: Any, tmp_path: Path)
     nvq.ok("queue", "status")
     # all three must be up before the burst, or the first two take every job
     _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="nodes up")
-    ledger = tmp_path / "ledger"
-    jobs = [nvq.submit("--vram", "20GiB", "--", _ledger_job(ledger, "sleep 0.3")) for _ in range(9)]
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
+    body = _ledger_job(ledger, f"while [ ! -e {gate} ]; do sleep 0.05; done")
+    # each card holds one 20 GiB job: the first three run on three nodes, the rest wait
+    jobs = [nvq.submit("--vram", "20GiB", "--", body) for _ in range(9)]
+    _until(lambda: len(_runs(ledger)) == 3, what="three jobs running")
+    gate.touch()
     code, done = nvq.wait(*(j["id"] for j in jobs), timeout=90)
     assert code == 0
     assert {j["node"] for j in done} == {"n0", "n1", "n2"}

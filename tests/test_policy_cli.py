@@ -1,6 +1,7 @@
-"""Scheduling policy through the real CLI on the local node (real daemon, runner and
-job processes; fake GPUs): ordering, retries, pause/resume, permissions, matching,
-arrays and lanes."""
+"""Scheduling policy through the real CLI (real daemon, runner and job processes; fake
+GPUs): ordering, retries, pause/resume, permissions, matching, arrays and lanes. Every
+test runs twice: on the queue host's own node, and on an sshd node (named "local"
+there too) reached over SSH."""
 
 from __future__ import annotations
 
@@ -9,14 +10,29 @@ import signal
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nvq_runner.launcher import stop as stop_runner
-from tests.cluster import Nvq
+from tests.cluster import Nvq, make_nvq, use_sshd_node
 
 PY = sys.executable
 BIG = ("--gpus", "2", "--vram", "20GiB")  # fills both fake cards: one at a time
+
+
+@pytest.fixture(params=["local", "sshd"])
+def nvq(request: pytest.FixtureRequest, tmp_path: Path, sshd_nodes: Any) -> Iterator[Nvq]:
+    q = make_nvq(tmp_path)
+    if request.param == "sshd":
+        (node,) = sshd_nodes(1)
+        use_sshd_node(q, node)
+    try:
+        yield q
+    finally:
+        q.shutdown()
 
 
 def _until(pred: Any, timeout: float = 30, what: str = "condition") -> None:
@@ -228,14 +244,17 @@ def test_array_members_limits_and_array_wide_commands(nvq: Nvq, tmp_path: Path) 
     members = nvq.json("job", "ls", "--array", str(aid))
     assert [m["array_index"] for m in members] == [0, 2, 4, 6, 8]
     assert [m["id"] for m in members] == list(range(aid, aid + 5))
-    peak = 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        jobs = nvq.json("job", "ls", "--array", str(aid))
-        peak = max(peak, sum(j["state"] == "running" for j in jobs))
-        if all(j["state"] == "completed" for j in jobs):
-            break
-        time.sleep(0.05)
+    code, jobs = nvq.wait(*(m["id"] for m in members), timeout=60)
+    assert code == 0
+    # %2: from the members' own start and end times, never more than 2 at once
+    edges = sorted(
+        [(j["started_at"], 1) for j in jobs] + [(j["ended_at"], -1) for j in jobs],
+        key=lambda e: (e[0], e[1]),
+    )
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
     assert 1 <= peak <= 2
     for i in (0, 2, 4, 6, 8):
         assert (out / str(i)).read_text().split() == [str(i), str(aid)]

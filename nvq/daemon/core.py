@@ -28,7 +28,7 @@ from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.ops import Ops
 from nvq.daemon.views import capacity_grew, gpu_views
 from nvq.model import ACTIVE_STATES, Job, JobSpec, JobState, NodeView, Reap
-from nvq.placement import GpuSlot, NodeSlot
+from nvq.placement import GpuSlot, NodeSlot, PendingJob
 from nvq.starvation import Reservation
 from nvq.store import NewEvent, NodeSeq, Store, Tx
 from nvq.transitions import TransitionError
@@ -60,6 +60,8 @@ class Core:
         self._next_req = 1
         self.stop_requested = anyio.Event()
         self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
+        # job id → (job struct, its placement fields, PendingJob): see policy._pending_of
+        self.pending_cache: dict[int, tuple[Job, dict[str, Any], PendingJob]] = {}
         self.ops = Ops(config, store, home)  # alerts, notifier, backups
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
@@ -126,6 +128,7 @@ class Core:
                 self.jobs[job.id] = job
             else:
                 self.jobs.pop(job.id, None)
+                self.pending_cache.pop(job.id, None)
         for reap in tx.add_reaps:
             key = (reap.job_id, reap.attempt)
             self.reaps[key] = reap

@@ -99,10 +99,21 @@ def pending_for_placement(
     heads = [core.jobs[s.next] for s in lane_statuses(core, dep_status) if s.next is not None]
     ordered = ordering.dispatch_order([*ready, *heads])
     running = [j for j in core.jobs.values() if j.state is JobState.RUNNING]
+    return [_pending_of(core, j) for j in arrays.admit(ordered, running)]
+
+
+def _pending_of(core: Core, job: Job) -> PendingJob:
+    """`to_pending`, remembered while the job object stays the same: transitions
+    replace a job's struct, so identity says nothing changed, and a long queue is
+    not rebuilt field by field on every pass."""
     # Who submitted it decides whether a busy node may take it (nvq.daemon.machines).
-    return [
-        to_pending(j, **core.machines.pending_fields(j)) for j in arrays.admit(ordered, running)
-    ]
+    fields = core.machines.pending_fields(job)
+    cached = core.pending_cache.get(job.id)
+    if cached is not None and cached[0] is job and cached[1] == fields:
+        return cached[2]
+    pending = to_pending(job, **fields)
+    core.pending_cache[job.id] = (job, fields, pending)
+    return pending
 
 
 def place_with_reservation(
