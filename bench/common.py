@@ -33,7 +33,10 @@ def queue(kind: str, *, nodes: int = 1, gpus: str = ONE_CARD,
     try:
         if kind == "ssh":
             sshd = start_sshd_nodes(tmp / "sshd", nodes)
-            write_mesh_config(nvq, sshd, gpus=gpus, sample_interval=sample_interval)
+            # the default keepalive (the tests use a short one to notice faults fast)
+            write_mesh_config(
+                nvq, sshd, gpus=gpus, sample_interval=sample_interval, keepalive="5s"
+            )
         nvq.ok("queue", "status")
         yield nvq
     finally:

@@ -175,6 +175,7 @@ def write_mesh_config(
     queue_extra: str = "",
     sample_interval: float = 0.5,
     managed_runner: bool = False,
+    keepalive: str = "0.5s",
 ) -> list[Path]:
     """Point `nvq` at sshd harness nodes named n0, n1, …, each with its own fake GPU
     file (returned, so a test can change a node's cards while it runs)."""
@@ -183,7 +184,7 @@ def write_mesh_config(
         "[queue]",
         f"local_node = {'true' if local_node else 'false'}",
         'node_grace = "2s"',
-        'ssh_keepalive = "0.5s"',
+        f'ssh_keepalive = "{keepalive}"',
         'ssh_connect_timeout = "3s"',
         'kill_grace = "2s"',
         queue_extra,
