@@ -10,10 +10,10 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	# compat: a plain path entry; the default editable finder costs every `nvq` call ~30 ms
+	@# compat: a plain path entry; the default editable finder costs every `nvq` call ~30 ms
 	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
-	# Byte-compile even where PYTHONDONTWRITEBYTECODE is set: every `nvq` call is a
-	# fresh interpreter, and compiling the CLI's imports each time costs ~50 ms.
+	@# Byte-compile even where PYTHONDONTWRITEBYTECODE is set: every `nvq` call is a
+	@# fresh interpreter, and compiling the CLI's imports each time costs ~50 ms.
 	$(PY) -m compileall -q -j 0 $(VENV)/lib nvq nvq_runner >/dev/null
 	touch $(STAMP)
 
@@ -28,7 +28,7 @@ demo: install
 	$(PY) scripts/demo.py
 
 test: install sshd
-	# The tests mostly wait on real processes and sshd nodes: 4 workers on 2 cores.
+	@# The tests mostly wait on real processes and sshd nodes: 4 workers on 2 cores.
 	$(PY) -m pytest -q -p no:cacheprovider -n 4
 
 lint: install

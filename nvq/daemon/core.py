@@ -183,6 +183,14 @@ class Core:
             memory_mb=job.memory_mb or None,
         )
 
+    def post_kills(self, reaps: Iterable[Reap]) -> None:
+        """Carry out committed reaps on nodes that are connected now; the others get
+        theirs when they reconnect (`_reconcile`)."""
+        for reap in reaps:
+            node = self.nodes.get(reap.node)
+            if node is not None and node.reconciled:
+                node.post(self._kill_msg(reap))
+
     def _kill_msg(self, reap: Reap) -> p.Kill:
         return p.Kill(
             reap.job_id, reap.attempt, reason=reap.reason, grace=self.config.queue.kill_grace
@@ -566,10 +574,7 @@ class Core:
                 if reap is not None:
                     tx.add_reaps.append(reap)
             await self._commit(tx)
-            for reap in tx.add_reaps:
-                node = self.nodes.get(reap.node)
-                if node is not None and node.reconciled:
-                    node.post(self._kill_msg(reap))
+            self.post_kills(tx.add_reaps)
             return tx.jobs
 
     async def release(self, ids: list[int], by: str) -> list[Job]:

@@ -107,10 +107,7 @@ class Machines:
         if not tx:
             return []
         await self.core._commit(tx)
-        for reap in tx.add_reaps:
-            node = self.core.nodes.get(reap.node)
-            if node is not None and node.reconciled:
-                node.post(self.core._kill_msg(reap))
+        self.core.post_kills(tx.add_reaps)
         self.core.kick()
         return tx.jobs
 

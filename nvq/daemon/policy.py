@@ -352,10 +352,7 @@ async def pause(core: Core, ids: list[int], *, array: bool, user: str, now: floa
             if reap is not None:
                 tx.add_reaps.append(reap)
         await core._commit(tx)
-        for reap in tx.add_reaps:
-            node = core.nodes.get(reap.node)
-            if node is not None and node.reconciled:
-                node.post(core._kill_msg(reap))
+        core.post_kills(tx.add_reaps)
     core.kick()
     return tx.jobs
 
