@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from typing import Any
-
-import msgspec
 import typer
 
 from nvq.cli.client import CliError, nvq_home
+from nvq.cli.output import emit as _emit
 
 keeper_app = typer.Typer(
     help="Keep the daemon running (a supervisor or systemd).", no_args_is_help=True
@@ -16,11 +13,6 @@ keeper_app = typer.Typer(
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document.")
 
 
-def _emit(data: Any, as_json: bool, text: str) -> None:
-    if as_json:
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
-    else:
-        print(text)
 
 
 @keeper_app.command("install")

@@ -19,6 +19,7 @@ from nvq import control as c
 from nvq.cli import ops as _ops
 from nvq.cli import render
 from nvq.cli.client import CliError, call, exchange, nvq_home
+from nvq.cli.output import emit
 from nvq.model import JobSpec
 
 app = typer.Typer(
@@ -42,11 +43,6 @@ app.add_typer(node_app, name="node")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document.")
 
 
-def emit(data: Any, as_json: bool, text: str | None = None) -> None:
-    if as_json:
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
-    elif text is not None:
-        print(text)
 
 
 def _size(value: str | None, flag: str) -> int:

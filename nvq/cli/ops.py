@@ -9,23 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import typer
 from click.core import ParameterSource
 
 from nvq import control as c
 from nvq.cli.client import CliError, call, nvq_home
+from nvq.cli.output import emit as _emit
 from nvq.cli.render_ops import alerts_table
 from nvq.model import JobSpec
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document.")
 
 
-def _emit(data: Any, as_json: bool, text: str | None = None) -> None:
-    if as_json:
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
-    elif text is not None:
-        print(text)
 
 
 def read_local(path: Path, flag: str) -> str:
