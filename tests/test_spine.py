@@ -4,6 +4,7 @@ runner, real job processes, fake GPUs."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -225,6 +226,25 @@ def test_notes(nvq: Nvq) -> None:
     assert nvq.show(job["id"])["note"] == "replaced"
     nvq.ok("job", "note", str(job["id"]), "--clear")
     assert nvq.show(job["id"])["note"] == ""
+
+
+def test_logs_follow_waits_for_a_pending_job_to_start(nvq: Nvq, tmp_path: Path) -> None:
+    nvq.write_gpus('cuda = "13.0"\n[[gpu]]\nname = "One"\nmemory = "16GiB"\n')
+    gate = tmp_path / "gate"
+    blocker = nvq.submit("--vram", "15G", "--", f"while [ ! -e {gate} ]; do sleep 0.05; done")
+    nvq.wait_for(blocker["id"], lambda j: j["state"] == "running")
+    waiting = nvq.submit("--vram", "15G", "--", "echo from-the-waiting-job")
+    plain = nvq.run("job", "logs", str(waiting["id"]))
+    assert plain.code != 0 and "has not started yet" in plain.err
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "nvq", "job", "logs", str(waiting["id"]), "-f"],
+        env=nvq.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(0.5)
+    gate.touch()
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 0, err
+    assert out == "from-the-waiting-job\n"
 
 
 def test_logs_tail_follow_and_stderr(nvq: Nvq) -> None:

@@ -722,6 +722,11 @@ class Core:
         self, job_id: int, *, lines: int, follow: bool, stream: str
     ) -> AsyncIterator[bytes]:
         job = await self.get_job(job_id)
+        while follow and job.node is None and not job.state.finished:
+            # `logs -f` on a job still waiting for a card follows it from its start.
+            changed = self._changed
+            await changed.wait()
+            job = await self.get_job(job_id)
         if job.node is None:
             raise RequestError(f"job {job_id} has not started yet: it has no logs")
         node = self.nodes.get(job.node)
