@@ -575,7 +575,10 @@ class Core:
                     tx.add_reaps.append(reap)
             await self._commit(tx)
             self.post_kills(tx.add_reaps)
-            return tx.jobs
+        # A cancelled lane head or prerequisite can let others move on: without a
+        # kick they would wait for the next unrelated event.
+        self.kick()
+        return tx.jobs
 
     async def release(self, ids: list[int], by: str) -> list[Job]:
         async with self._lock:

@@ -284,6 +284,7 @@ async def purge(core: Core, before: float | None, user: str) -> dict[str, Any]:
             )
             await core._commit(tx)
             core.machines.artifacts.delete(ids)  # their checkpoints go with them
+    core.kick()  # a purged prerequisite no longer holds anyone back
     return {"purged": len(ids), "ids": ids}
 
 
