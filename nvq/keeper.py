@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nvq.detach import spawn_detached
+
 log = logging.getLogger("nvq.keeper")
 
 QUICK_EXIT = 10.0  # a daemon that dies sooner than this is restarted after a backoff
@@ -155,16 +157,7 @@ def start_supervisor(home: Path, timeout: float = 10.0) -> int:
     pid = _pid(home)
     if pid is not None:
         return pid
-    with open(files(home)["log"], "ab") as out, open(os.devnull, "rb") as devnull:
-        proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "nvq.keeper", str(home)],
-            cwd="/",
-            stdin=devnull,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,  # detached from the terminal that installed it
-            close_fds=True,
-        )
+    proc = spawn_detached("nvq.keeper", home, files(home)["log"])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pid = _pid(home)

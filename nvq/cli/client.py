@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from nvq import control as c
+from nvq.detach import spawn_detached
 from nvq_runner.protocol import FrameReader
 
 _HEADER = struct.Struct(">I")
@@ -52,17 +51,7 @@ def start_daemon(home: Path) -> None:
         raise CliError(str(exc), 2) from None
     home.mkdir(parents=True, exist_ok=True)
     log_path = home / "daemon.log"
-    with open(log_path, "ab") as log, open(os.devnull, "rb") as devnull:
-        proc = subprocess.Popen(
-            # -P and cwd="/": never import from (or pin) the caller's directory.
-            [sys.executable, "-P", "-m", "nvq.daemon.main", str(home)],
-            cwd="/",
-            stdin=devnull,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
+    proc = spawn_detached("nvq.daemon.main", home, log_path)
     deadline = time.monotonic() + START_TIMEOUT
     sock_path = home / "daemon.sock"
     while time.monotonic() < deadline:
