@@ -20,8 +20,8 @@ from pathlib import Path
 
 from common import emit, machine, queue
 
-from nvq.model import Job, JobState
-from nvq.store import Store, Tx
+from nvq.model import Job, JobState, Tx
+from nvq.store import Store
 
 
 async def fill(db: Path, n: int) -> None:

@@ -1,7 +1,7 @@
 """Tables of issue 5 (schema version 4): per-job reassignment options, a node's busy
 mode set by hand, and the owners who forbade their own jobs on their busy nodes.
 
-The attempts of a job are not a table: `nvq.attempts` derives them from the job's
+The attempts of a job are not a table: `nvq.domain.attempts` derives them from the job's
 events, which already record every dispatch, start and end in the same transaction
 as the transition itself, so the two can never disagree.
 """

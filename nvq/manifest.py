@@ -126,7 +126,7 @@ def _strings(v: Any, source: str, key: str) -> list[str]:
 
 
 def _cuda(v: Any, source: str, key: str) -> str:
-    from nvq.matching import parse_cuda
+    from nvq.domain.matching import parse_cuda
 
     text = _string(v, source, key)
     try:
@@ -137,7 +137,7 @@ def _cuda(v: Any, source: str, key: str) -> str:
 
 
 def _lane(v: Any, source: str, key: str) -> str:
-    from nvq.lanes import LaneError, parse_lane
+    from nvq.domain.lanes import LaneError, parse_lane
 
     text = _string(v, source, key)
     try:

@@ -182,12 +182,70 @@ class NodeView(msgspec.Struct, kw_only=True):
     gpus: list[GpuView] = []
 
 
-def json_default(obj: Any) -> Any:
-    raise TypeError(f"cannot encode {type(obj).__name__}")
+# ---------------------------------------------------------------- transactions
+
+SEVERITIES = ("info", "warning", "error")
 
 
-_json_encoder = msgspec.json.Encoder()
+class NewAlert(msgspec.Struct, frozen=True, kw_only=True):
+    kind: str
+    severity: str
+    key: str
+    message: str
+    job_id: int | None = None
+    node: str | None = None
+    attempt: int = 0
+    detail: str | None = None
 
 
-def to_json(obj: Any) -> bytes:
-    return _json_encoder.encode(obj)
+class OutboxItem(msgspec.Struct, frozen=True, kw_only=True):
+    """A delivery owed. `alert_key` ties it to an alert of the same transaction: it is
+    only queued when that alert is new, and its payload gains the alert's id."""
+
+    channel: str
+    key: str
+    payload: dict[str, Any]
+    alert_key: str | None = None
+
+
+class NewEvent(msgspec.Struct, frozen=True):
+    kind: str
+    job_id: int | None = None
+    node: str | None = None
+    data: dict[str, Any] = {}
+
+
+class NodeSeq(msgspec.Struct, frozen=True):
+    node: str
+    journal_id: str
+    seq: int
+
+
+class Tx(msgspec.Struct, kw_only=True):
+    """One transition: everything in it is committed together or not at all."""
+
+    new_jobs: list[Job] = []  # id is assigned on insert; each gets a job_submitted event
+    jobs: list[Job] = []  # updated rows
+    events: list[NewEvent] = []
+    node_seq: NodeSeq | None = None
+    add_reaps: list[Reap] = []
+    drop_reaps: list[tuple[int, int]] = []  # (job_id, attempt)
+    delete_jobs: list[int] = []
+    lanes: list[tuple[str, bool]] = []  # (lane, paused) upserts
+    # Filled by the daemon from `events` (nvq.alerts, nvq.notify.plan) just before commit.
+    alerts: list[NewAlert] = []
+    outbox: list[OutboxItem] = []
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.new_jobs
+            or self.jobs
+            or self.events
+            or self.node_seq
+            or self.add_reaps
+            or self.drop_reaps
+            or self.delete_jobs
+            or self.lanes
+            or self.alerts
+            or self.outbox
+        )

@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from nvq.model import NewAlert, OutboxItem
+
 # Schema version 3 (see nvq.store.MIGRATIONS).
 MIGRATION = """
     CREATE TABLE alerts (
@@ -50,20 +52,6 @@ MIGRATION = """
     ALTER TABLE jobs ADD COLUMN email_on_failure TEXT NOT NULL DEFAULT 'null'
 """
 
-SEVERITIES = ("info", "warning", "error")
-
-
-class NewAlert(msgspec.Struct, frozen=True, kw_only=True):
-    kind: str
-    severity: str
-    key: str
-    message: str
-    job_id: int | None = None
-    node: str | None = None
-    attempt: int = 0
-    detail: str | None = None
-
-
 class Alert(msgspec.Struct, kw_only=True):
     """One alert as `nvq queue alerts --json` shows it."""
 
@@ -78,16 +66,6 @@ class Alert(msgspec.Struct, kw_only=True):
     detail: str | None
     acked_at: float | None
     acked_by: str | None
-
-
-class OutboxItem(msgspec.Struct, frozen=True, kw_only=True):
-    """A delivery owed. `alert_key` ties it to an alert of the same transaction: it is
-    only queued when that alert is new, and its payload gains the alert's id."""
-
-    channel: str
-    key: str
-    payload: dict[str, Any]
-    alert_key: str | None = None
 
 
 class OutboxRow(msgspec.Struct, kw_only=True):

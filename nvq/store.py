@@ -17,7 +17,7 @@ import aiosqlite
 import msgspec
 
 from nvq import machines_db, opsdb
-from nvq.model import Event, Job, JobState, Reap
+from nvq.model import Event, Job, JobState, Reap, Tx
 
 SCHEMA_VERSION = 4
 
@@ -155,49 +155,6 @@ def job_from_row(row: Sequence[Any]) -> Job:
 JOB_COLUMNS = ", ".join(_JOB_FIELDS)
 _JOB_PLACEHOLDERS = ", ".join("?" for _ in _JOB_FIELDS)
 _JOB_UPDATE = ", ".join(f"{name} = ?" for name in _JOB_FIELDS if name != "id")
-
-
-class NewEvent(msgspec.Struct, frozen=True):
-    kind: str
-    job_id: int | None = None
-    node: str | None = None
-    data: dict[str, Any] = {}
-
-
-class NodeSeq(msgspec.Struct, frozen=True):
-    node: str
-    journal_id: str
-    seq: int
-
-
-class Tx(msgspec.Struct, kw_only=True):
-    """One transition: everything in it is committed together or not at all."""
-
-    new_jobs: list[Job] = []  # id is assigned on insert; each gets a job_submitted event
-    jobs: list[Job] = []  # updated rows
-    events: list[NewEvent] = []
-    node_seq: NodeSeq | None = None
-    add_reaps: list[Reap] = []
-    drop_reaps: list[tuple[int, int]] = []  # (job_id, attempt)
-    delete_jobs: list[int] = []
-    lanes: list[tuple[str, bool]] = []  # (lane, paused) upserts
-    # Filled by the daemon from `events` (nvq.alerts, nvq.notify.plan) just before commit.
-    alerts: list[opsdb.NewAlert] = []
-    outbox: list[opsdb.OutboxItem] = []
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.new_jobs
-            or self.jobs
-            or self.events
-            or self.node_seq
-            or self.add_reaps
-            or self.drop_reaps
-            or self.delete_jobs
-            or self.lanes
-            or self.alerts
-            or self.outbox
-        )
 
 
 class NodeRecord(msgspec.Struct):

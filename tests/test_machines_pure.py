@@ -10,11 +10,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from nvq import attempts, machines
 from nvq.daemon.artifacts import plan
 from nvq.daemon.views import gpu_view
+from nvq.domain import attempts, reassign
+from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, place
 from nvq.model import Event, Job, JobState
-from nvq.placement import GpuSlot, NodeSlot, PendingJob, place
 from nvq_runner.owner import activity, read_sessions, utmp_record
 from nvq_runner.protocol import ArtifactFile, GpuInfo, GpuProcess, GpuSample
 
@@ -43,7 +43,7 @@ def _job(**kw: Any) -> Job:
 
 
 def test_reassign_returns_the_job_to_pending_with_a_reap_and_no_retry_spent() -> None:
-    new, evs, reap = machines.reassign(_job(retries=1), "n1", "node n1 down", now=50.0)
+    new, evs, reap = reassign.reassign(_job(retries=1), "n1", "node n1 down", now=50.0)
     assert new is not None and new.state is JobState.PENDING
     assert new.node is None and new.gpus == [] and new.attempt == 1 and new.retried == 0
     assert [e.kind for e in evs] == ["job_reassigned"]
@@ -52,38 +52,38 @@ def test_reassign_returns_the_job_to_pending_with_a_reap_and_no_retry_spent() ->
 
 
 def test_no_reassign_marks_the_job_lost_and_still_owes_a_kill() -> None:
-    new, evs, reap = machines.reassign(_job(no_reassign=True), "n1", "down", now=50.0)
+    new, evs, reap = reassign.reassign(_job(no_reassign=True), "n1", "down", now=50.0)
     assert new is not None and new.state is JobState.LOST and new.ended_at == 50.0
     assert [e.kind for e in evs] == ["job_lost"]
-    assert reap is not None and reap.reason in machines.FENCING_REASONS
+    assert reap is not None and reap.reason in reassign.FENCING_REASONS
 
 
 def test_reassign_ignores_jobs_elsewhere_or_not_running() -> None:
-    assert machines.reassign(_job(node="n2"), "n1", "down", 1.0)[0] is None
-    assert machines.reassign(_job(state=JobState.PENDING), "n1", "down", 1.0)[0] is None
+    assert reassign.reassign(_job(node="n2"), "n1", "down", 1.0)[0] is None
+    assert reassign.reassign(_job(state=JobState.PENDING), "n1", "down", 1.0)[0] is None
 
 
 def test_preempt_is_a_stop_that_waits_before_the_job_runs_again() -> None:
-    new, evs, reap = machines.preempt(_job(), "owner is back")
+    new, evs, reap = reassign.preempt(_job(), "owner is back")
     assert new is not None and new.state is JobState.PENDING
     assert evs[0].kind == "job_preempted"
-    assert reap is not None and reap.reason in machines.STOPPING_REASONS
+    assert reap is not None and reap.reason in reassign.STOPPING_REASONS
 
 
 def test_max_runtime_binds_only_on_a_borrowed_node() -> None:
     job = _job(max_runtime=60.0, user="bob")
-    assert machines.runtime_exceeded(job, "alice", now=100.0)
-    assert not machines.runtime_exceeded(job, "alice", now=50.0)
-    assert not machines.runtime_exceeded(job, "bob", now=100.0)  # bob's own node
-    assert not machines.runtime_exceeded(job, None, now=100.0)  # nobody's node
-    assert not machines.runtime_exceeded(_job(), "alice", now=1e9)
+    assert reassign.runtime_exceeded(job, "alice", now=100.0)
+    assert not reassign.runtime_exceeded(job, "alice", now=50.0)
+    assert not reassign.runtime_exceeded(job, "bob", now=100.0)  # bob's own node
+    assert not reassign.runtime_exceeded(job, None, now=100.0)  # nobody's node
+    assert not reassign.runtime_exceeded(_job(), "alice", now=1e9)
 
 
 def test_busy_modes_and_victims() -> None:
-    assert machines.effective_busy("on", False) and not machines.effective_busy("off", True)
-    assert machines.effective_busy("auto", True) and not machines.effective_busy("auto", None)
+    assert reassign.effective_busy("on", False) and not reassign.effective_busy("off", True)
+    assert reassign.effective_busy("auto", True) and not reassign.effective_busy("auto", None)
     jobs = [_job(id=1, user="alice"), _job(id=2, user="bob")]
-    assert [j.id for j in machines.busy_victims(jobs, "alice")] == [2]
+    assert [j.id for j in reassign.busy_victims(jobs, "alice")] == [2]
 
 
 # -- placement on busy nodes ----------------------------------------------------------------

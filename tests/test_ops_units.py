@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from nvq import alerts, backup, keeper, manifest, opsdb, remote
+from nvq import backup, keeper, manifest, opsdb, remote
 from nvq.config import Config, EmailChannel, NotifyConfig, RemoteConfig, UserConfig
-from nvq.model import Job, JobSpec, JobState
+from nvq.domain import alerts
+from nvq.model import Job, JobSpec, JobState, NewEvent
 from nvq.notify import plan
-from nvq.store import MIGRATIONS, NewEvent
+from nvq.store import MIGRATIONS
 
 
 def job(**kw: object) -> Job:

@@ -11,7 +11,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvq.placement import (
+from nvq.domain.placement import (
     GpuSlot,
     NodeSlot,
     PendingJob,

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nvq import arrays, deps, lanes, ordering, permissions, transitions
-from nvq.matching import memory_free, node_cuda, parse_cuda
+from nvq.domain import arrays, deps, lanes, ordering, permissions, transitions
+from nvq.domain.matching import memory_free, node_cuda, parse_cuda
+from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, place
+from nvq.domain.transitions import TransitionError
 from nvq.model import FINISHED_STATES, Job, JobSpec, JobState
-from nvq.placement import GpuSlot, NodeSlot, PendingJob, place
-from nvq.transitions import TransitionError
 from nvq_runner.protocol import JobExited, JobLost
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from nvq.placement import GpuSlot, NodeSlot, PendingJob
-from nvq.starvation import Reservation, RunningJob, choose_node, may_backfill, place_fairly
+from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob
+from nvq.domain.starvation import Reservation, RunningJob, choose_node, may_backfill, place_fairly
 from tests.cluster import Nvq
 
 

@@ -20,9 +20,9 @@ def policy_options(
 ) -> dict[str, Any]:
     """Submit's policy flags → JobSpec fields, checked here so bad input fails before
     the daemon is asked."""
-    from nvq.arrays import parse_array
-    from nvq.lanes import LaneError, parse_lane
-    from nvq.matching import parse_cuda
+    from nvq.domain.arrays import parse_array
+    from nvq.domain.lanes import LaneError, parse_lane
+    from nvq.domain.matching import parse_cuda
 
     if retries < 0:
         raise CliError("--retries must be 0 or more", 2)
@@ -121,7 +121,7 @@ def job_priority(
     if len(given) != 1:
         raise CliError("give exactly one of VALUE (5, +1, -2), --up K or --down K", 2)
     if value is not None:
-        from nvq.ordering import new_priority
+        from nvq.domain.ordering import new_priority
 
         try:
             new_priority(0, value)

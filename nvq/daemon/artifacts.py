@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from nvq.model import Job, JobState
-from nvq.store import NewEvent, Tx
+from nvq.model import Job, JobState, NewEvent, Tx
 from nvq_runner import protocol as p
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """The daemon's heart: in-memory state mirroring queue.db, and the reaction to every
 runner event and CLI request.
 
-Every change follows one path: decide (pure functions in `nvq.transitions` and
-`nvq.placement`), commit (`Store.commit`, one transaction), apply to memory, then act
+Every change follows one path: decide (pure functions in `nvq.domain.transitions` and
+`nvq.domain.placement`), commit (`Store.commit`, one transaction), apply to memory, then act
 (frames to runners, replies to the CLI). One lock serialises that path, so decisions
 are always made on a picture that matches the database.
 """
@@ -20,18 +20,19 @@ from typing import Any
 import anyio
 import msgspec
 
-from nvq import __version__, attempts, deps, machines, permissions, transitions
+from nvq import __version__
 from nvq.config import Config
 from nvq.daemon import policy
 from nvq.daemon.machines import Machines
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.ops import Ops
 from nvq.daemon.views import capacity_grew, gpu_views
-from nvq.model import ACTIVE_STATES, Job, JobSpec, JobState, NodeView, Reap
-from nvq.placement import GpuSlot, NodeSlot, PendingJob
-from nvq.starvation import Reservation
-from nvq.store import NewEvent, NodeSeq, Store, Tx
-from nvq.transitions import TransitionError
+from nvq.domain import attempts, deps, permissions, reassign, transitions
+from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob
+from nvq.domain.starvation import Reservation
+from nvq.domain.transitions import TransitionError
+from nvq.model import ACTIVE_STATES, Job, JobSpec, JobState, NewEvent, NodeSeq, NodeView, Reap, Tx
+from nvq.store import Store
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.daemon")
@@ -330,7 +331,7 @@ class Core:
                     if (
                         reap is not None
                         and live is not None
-                        and machines.unreassign(live, reap, node.name)
+                        and reassign.unreassign(live, reap, node.name)
                     ):
                         # The attempt finished while its node was away and the job has
                         # not started again anywhere: its result stands.
@@ -504,7 +505,7 @@ class Core:
             # Lanes, `%K` of arrays, and the job → PendingJob mapping: nvq.daemon.policy.
             pending = policy.pending_for_placement(self, candidates, dep_status)
             slots = self._slots()
-            # place() plus a reservation for a starving head: nvq.starvation.
+            # place() plus a reservation for a starving head: nvq.domain.starvation.
             result = policy.place_with_reservation(self, slots, pending, now)
             self.placement_stats = {
                 "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),

@@ -1,4 +1,4 @@
-"""`nvq queue lanes` / `nvq queue lane L …`: the daemon applying `nvq.lanes`.
+"""`nvq queue lanes` / `nvq queue lane L …`: the daemon applying `nvq.domain.lanes`.
 
 A lane's order is its queued jobs' `lane_pos`; every reordering renumbers the lane
 1..n in one transaction with a `lane_reordered` event."""
@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from nvq import deps, lanes, permissions
 from nvq.daemon.policy import _error, lane_statuses
-from nvq.model import Job, JobState
-from nvq.store import NewEvent, Tx
-from nvq.transitions import TransitionError
+from nvq.domain import deps, lanes, permissions
+from nvq.domain.transitions import TransitionError
+from nvq.model import Job, JobState, NewEvent, Tx
 
 if TYPE_CHECKING:
     from nvq.daemon.core import Core

@@ -3,7 +3,7 @@ a node that stays down, stopping jobs on a node that turned busy or that outran
 `--max-runtime` on a borrowed node, fencing placement until old attempts are gone,
 and driving artifact syncs and restores (`nvq.daemon.artifacts`).
 
-Decisions come from `nvq.machines` (pure); every change is one `Store.commit` under
+Decisions come from `nvq.domain.reassign` (pure); every change is one `Store.commit` under
 the core's lock. Slow work (file transfers) runs in this module's own tasks, never
 under the lock.
 """
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from nvq import machines, machines_db
+from nvq import machines_db
 from nvq.daemon.artifacts import Artifacts, SyncRefused
-from nvq.model import Job, JobState
-from nvq.store import NewEvent, Tx
+from nvq.domain import reassign
+from nvq.model import Job, JobState, NewEvent, Tx
 from nvq_runner import protocol as p
 
 if TYPE_CHECKING:
@@ -50,12 +50,12 @@ class Machines:
     # ------------------------------------------------------------ placement inputs
 
     def busy(self, node: NodeRuntime) -> bool:
-        return machines.effective_busy(node.busy_mode, node.busy_reported)
+        return reassign.effective_busy(node.busy_mode, node.busy_reported)
 
     def fenced(self, node: str) -> bool:
         """An old attempt that must be killed first may still run there."""
         return any(
-            r.node == node and r.reason in machines.FENCING_REASONS
+            r.node == node and r.reason in reassign.FENCING_REASONS
             for r in self.core.reaps.values()
         )
 
@@ -63,7 +63,7 @@ class Machines:
         """Jobs that may not be placed now: their previous attempt is still being
         stopped, or its artifacts synced. One set per pass, not a scan per job."""
         stopping = {
-            key[0] for key, r in self.core.reaps.items() if r.reason in machines.STOPPING_REASONS
+            key[0] for key, r in self.core.reaps.items() if r.reason in reassign.STOPPING_REASONS
         }
         return stopping | self.syncing
 
@@ -83,7 +83,7 @@ class Machines:
         if node.error:
             why += f" ({node.error})"
         for job in list(self.core.jobs.values()):
-            new, evs, reap = machines.reassign(job, node.name, why, now)
+            new, evs, reap = reassign.reassign(job, node.name, why, now)
             if new is None:
                 continue
             tx.jobs.append(new)
@@ -97,7 +97,7 @@ class Machines:
         """Stop running attempts and put their jobs back in line. Must hold the lock."""
         tx = Tx()
         for job in jobs:
-            new, evs, reap = machines.preempt(job, why)
+            new, evs, reap = reassign.preempt(job, why)
             if new is None:
                 continue
             tx.jobs.append(new)
@@ -129,7 +129,7 @@ class Machines:
             )
         )
         if now:
-            victims = machines.busy_victims(self.core._jobs_on(node.name), node.owner)
+            victims = reassign.busy_victims(self.core._jobs_on(node.name), node.owner)
             await self.preempt(victims, f"node {node.name} is in use by its owner {node.owner}")
         self.core.kick()
 
@@ -282,7 +282,7 @@ class Machines:
             node = core.nodes.get(job.node)
             if node is None or node.state != "up" or job.started_at is None:
                 continue
-            if machines.runtime_exceeded(job, node.owner, now):
+            if reassign.runtime_exceeded(job, node.owner, now):
                 over.append(job)
             last = self.artifacts.last_sync.get(job.id, job.started_at)
             if now - last >= interval and job.id not in self._due:
@@ -295,6 +295,6 @@ class Machines:
                     j
                     for j in live
                     if j.node in core.nodes
-                    and machines.runtime_exceeded(j, core.nodes[j.node].owner, now)
+                    and reassign.runtime_exceeded(j, core.nodes[j.node].owner, now)
                 ]
                 await self.preempt(still, "ran past its --max-runtime on a borrowed node")

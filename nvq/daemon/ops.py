@@ -10,11 +10,13 @@ from typing import Any
 
 import anyio
 
-from nvq import alerts, backup, keeper, opsdb
+from nvq import backup, keeper, opsdb
 from nvq.config import Config
+from nvq.domain import alerts
+from nvq.model import Tx
 from nvq.notify import plan
 from nvq.notify.notifier import Notifier
-from nvq.store import Store, Tx
+from nvq.store import Store
 
 log = logging.getLogger("nvq.daemon")
 

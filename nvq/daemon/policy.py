@@ -1,7 +1,7 @@
 """The daemon's side of the scheduling policy (issue 4): shaping submissions
 (arrays, lanes, CUDA/memory), what placement sees, and the requests that reorder,
-pause and requeue jobs. Decisions come from the pure modules (`nvq.ordering`,
-`nvq.arrays`, `nvq.lanes`, `nvq.permissions`, `nvq.transitions`); this applies them,
+pause and requeue jobs. Decisions come from the pure modules (`nvq.domain.ordering`,
+`nvq.domain.arrays`, `nvq.domain.lanes`, `nvq.domain.permissions`, `nvq.domain.transitions`); this applies them,
 each change one `Store.commit`, under the core's lock."""
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from nvq import arrays, deps, lanes, ordering, permissions, starvation, transitions
-from nvq.matching import memory_free, node_cuda, parse_cuda
-from nvq.model import Job, JobSpec, JobState
-from nvq.placement import NodeSlot, PendingJob, PlacementResult
-from nvq.store import Tx
-from nvq.transitions import TransitionError
+from nvq.domain import arrays, deps, lanes, ordering, permissions, starvation, transitions
+from nvq.domain.matching import memory_free, node_cuda, parse_cuda
+from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult
+from nvq.domain.transitions import TransitionError
+from nvq.model import Job, JobSpec, JobState, Tx
 
 if TYPE_CHECKING:
     from nvq.daemon.core import Core
@@ -119,7 +118,7 @@ def _pending_of(core: Core, job: Job) -> PendingJob:
 def place_with_reservation(
     core: Core, slots: Sequence[NodeSlot], pending: Sequence[PendingJob], now: float
 ) -> PlacementResult:
-    """`place`, with no starvation: see `nvq.starvation`. Remembers the reservation
+    """`place`, with no starvation: see `nvq.domain.starvation`. Remembers the reservation
     (for `job show`)."""
     jobs = core.jobs
     running = [
@@ -275,7 +274,7 @@ async def purge(core: Core, before: float | None, user: str) -> dict[str, Any]:
             ids = [j.id for j in mine if j.user == user]
         tx = Tx(delete_jobs=ids)
         if ids:
-            from nvq.store import NewEvent
+            from nvq.model import NewEvent
 
             tx.events.append(
                 NewEvent(

@@ -11,9 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nvq.config import Config
-from nvq.model import Job
-from nvq.opsdb import SEVERITIES, NewAlert, OutboxItem
-from nvq.store import NewEvent
+from nvq.model import SEVERITIES, Job, NewAlert, NewEvent, OutboxItem
 
 # Event kinds that end a job, and whether that counts as success for e-mail.
 OUTCOMES: dict[str, bool] = {

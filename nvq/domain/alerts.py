@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nvq.model import Job
-from nvq.opsdb import NewAlert
-from nvq.store import NewEvent
+from nvq.model import Job, NewAlert, NewEvent
 
 # kind → severity. Failures wait for a person; a retry is worth knowing about; a job
 # moved by the queue itself is only news.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from nvq.domain.transitions import TransitionError
 from nvq.model import Job
-from nvq.transitions import TransitionError
 
 
 def may_manage(job: Job, user: str, admins: Iterable[str]) -> bool:

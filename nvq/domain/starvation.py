@@ -1,5 +1,5 @@
 """No starvation: a reservation for a long-waiting head of the queue, and backfill.
-Pure, on top of `nvq.placement.place`.
+Pure, on top of `nvq.domain.placement.place`.
 
 Once the first job in dispatch order has waited longer than `[queue]
 starvation_after` and still cannot start, it reserves the node that will free up
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from nvq.placement import NodeSlot, PendingJob, PlacementResult, place
+from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, place
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from nvq.model import Job, JobState, Reap
-from nvq.store import NewEvent
+from nvq.model import Job, JobState, NewEvent, Reap
 
 # Reaps after which no job is placed on the node until the old attempt's exit is
 # confirmed: its process may still hold the cards.

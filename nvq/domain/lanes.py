@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nvq import deps
+from nvq.domain import deps
 from nvq.model import Job, JobState
 
 _LANE_RE = re.compile(r"([^:\s]+):(\d+)")

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from nvq.model import Job, JobSpec, JobState, Reap
-from nvq.store import NewEvent
+from nvq.model import Job, JobSpec, JobState, NewEvent, Reap
 from nvq.units import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 

@@ -1,0 +1,1 @@
+"""Pure decisions: no I/O, no clock (callers pass `now`), importing only the model."""
