@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nvq import opsdb
+from nvq.home import AlreadyRunning, Home
 
 NAME_RE = re.compile(r"queue-\d{8}-\d{6}(-\d+)?\.db")
 LAST_BACKUP = "last_backup_at"
@@ -136,7 +137,6 @@ def restore(home: Path, source: Path) -> dict[str, Any]:
     """Put `source` in place of `home/queue.db`. The daemon must be stopped: its lock is
     taken for the whole swap, so none can start half-way. The replaced database is
     kept beside it, never deleted."""
-    from nvq.daemon.main import AlreadyRunning, take_lock
 
     source = source.expanduser().absolute()
     if not source.is_file():
@@ -144,7 +144,7 @@ def restore(home: Path, source: Path) -> dict[str, Any]:
     jobs = check(source)
     home.mkdir(parents=True, exist_ok=True)
     try:
-        lock = take_lock(home)
+        lock = Home(home).take_lock()
     except AlreadyRunning as exc:
         raise BackupError(f"{exc}; stop it first (nvq daemon stop)") from None
     try:

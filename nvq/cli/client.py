@@ -4,7 +4,6 @@ short exchange and should not pay for an event loop's start-up."""
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from nvq import control as c
 from nvq.detach import spawn_detached
+from nvq.home import Home, default_root
 from nvq_runner.protocol import FrameReader
 
 _HEADER = struct.Struct(">I")
@@ -28,7 +28,7 @@ class CliError(Exception):
 
 
 def nvq_home() -> Path:
-    return Path(os.environ.get("NVQ_HOME") or Path.home() / ".nvq").expanduser()
+    return default_root()
 
 
 def _connect(sock_path: Path) -> socket.socket:
@@ -50,10 +50,10 @@ def start_daemon(home: Path) -> None:
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
     home.mkdir(parents=True, exist_ok=True)
-    log_path = home / "daemon.log"
+    log_path = Home(home).log
     proc = spawn_detached("nvq.daemon.main", home, log_path)
     deadline = time.monotonic() + START_TIMEOUT
-    sock_path = home / "daemon.sock"
+    sock_path = Home(home).socket
     while time.monotonic() < deadline:
         try:
             _connect(sock_path).close()
@@ -77,7 +77,7 @@ def _last_line(path: Path) -> str:
 
 
 def connect(home: Path, *, autostart: bool = True) -> socket.socket:
-    sock_path = home / "daemon.sock"
+    sock_path = Home(home).socket
     try:
         return _connect(sock_path)
     except (FileNotFoundError, ConnectionRefusedError):

@@ -438,10 +438,10 @@ def daemon_main(ctx: typer.Context) -> int:
 @daemon_app.command("stop")
 def daemon_stop(as_json: bool = JsonOpt) -> int:
     """Stop the daemon cleanly; jobs keep running on their nodes."""
-    from nvq.daemon.main import read_pid
+    from nvq.home import Home
 
     home = nvq_home()
-    pid = read_pid(home)
+    pid = Home(home).read_pid()
     try:
         call(c.StopDaemon(), autostart=False)
     except CliError as exc:

@@ -6,13 +6,11 @@ One anyio task group: the control server, the placement loop, one link per node.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import IO
 
 import anyio
 
@@ -21,44 +19,10 @@ from nvq.daemon.control_server import serve_control
 from nvq.daemon.core import Core
 from nvq.daemon.link import ByteChannel, Opener, run_link
 from nvq.daemon.nodes import NodeRuntime
+from nvq.home import AlreadyRunning, Home
 from nvq.store import Store
 
 log = logging.getLogger("nvq.daemon")
-
-
-class AlreadyRunning(Exception):
-    pass
-
-
-def paths(home: Path) -> dict[str, Path]:
-    return {
-        "sock": home / "daemon.sock",
-        "lock": home / "daemon.lock",
-        "pid": home / "daemon.pid",
-        "log": home / "daemon.log",
-        "db": home / "queue.db",
-    }
-
-
-def take_lock(home: Path) -> IO[str]:
-    """One daemon per NVQ_HOME: an flock held for the daemon's whole life."""
-    handle = open(paths(home)["lock"], "a+")  # noqa: SIM115 - held until exit
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        pid = read_pid(home)
-        raise AlreadyRunning(
-            f"a daemon is already running for {home}" + (f" (pid {pid})" if pid else "")
-        ) from None
-    return handle
-
-
-def read_pid(home: Path) -> int | None:
-    try:
-        return int(paths(home)["pid"].read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _local_opener(core: Core, node: NodeRuntime, home: Path) -> Opener:
@@ -84,13 +48,12 @@ def _ssh_opener(core: Core, node: NodeRuntime) -> Opener:
 
 async def serve(home: Path) -> None:
     config = load_config(home)
-    p = paths(home)
-    store = await Store.open(p["db"])
+    store = await Store.open(Home(home).db)
     core = Core(config, store, home)
     try:
         await core.load()
         async with anyio.create_task_group() as tg:
-            await tg.start(serve_control, core, p["sock"])
+            await tg.start(serve_control, core, Home(home).socket)
             tg.start_soon(core.placement_loop)
             tg.start_soon(core.machines.run)  # artifact syncs, --max-runtime (issue 5)
             tg.start_soon(core.ops.notifier.run)  # woken by commits that owe deliveries
@@ -118,12 +81,12 @@ async def serve(home: Path) -> None:
     finally:
         with anyio.CancelScope(shield=True):
             await store.close()
-        p["sock"].unlink(missing_ok=True)
+        Home(home).socket.unlink(missing_ok=True)
         log.info("daemon stopped")
 
 
 def setup_logging(home: Path, foreground: bool) -> None:
-    handlers: list[logging.Handler] = [logging.FileHandler(paths(home)["log"])]
+    handlers: list[logging.Handler] = [logging.FileHandler(Home(home).log)]
     if foreground:
         handlers.append(logging.StreamHandler(sys.stderr))
     level = os.environ.get("NVQ_LOG_LEVEL", "INFO").upper()
@@ -137,7 +100,7 @@ def setup_logging(home: Path, foreground: bool) -> None:
 def run(home: Path, *, foreground: bool = True) -> int:
     home.mkdir(parents=True, exist_ok=True)
     try:
-        lock = take_lock(home)
+        lock = Home(home).take_lock()
     except AlreadyRunning as exc:
         print(f"nvq: {exc}", file=sys.stderr)
         return 3
@@ -146,12 +109,12 @@ def run(home: Path, *, foreground: bool = True) -> int:
     except ConfigError as exc:
         print(f"nvq: {exc}", file=sys.stderr)
         return 2
-    paths(home)["pid"].write_text(f"{os.getpid()}\n")
+    Home(home).pid_file.write_text(f"{os.getpid()}\n")
     setup_logging(home, foreground)
     try:
         anyio.run(serve, home)
     finally:
-        paths(home)["pid"].unlink(missing_ok=True)
+        Home(home).pid_file.unlink(missing_ok=True)
         lock.close()
     return 0
 
