@@ -7,6 +7,8 @@ from pathlib import Path
 
 import msgspec
 
+from .protocol import DEFAULT_MAX_RESULT
+
 TAIL_LINES = 20
 TAIL_CHARS = 2000
 
@@ -27,6 +29,7 @@ class AttemptRecord(msgspec.Struct):
     kill_at: float | None = None  # SIGKILL due
     killed_hard: bool = False  # SIGKILL sent
     done: bool = False  # exit (or loss) journaled
+    max_result: int = DEFAULT_MAX_RESULT  # bytes of result.json inlined in the exit event
 
 
 _enc = msgspec.json.Encoder()
@@ -89,11 +92,21 @@ class JobDir:
     def progress(self) -> str | None:
         return last_line(self.status)
 
-    def result_text(self) -> str | None:
+    def result_text(self, limit: int) -> tuple[str | None, str | None]:
+        """(text of result.json, None), or (None, why not) when it is over `limit`
+        bytes: it then stays on the node. (None, None) when there is none."""
         try:
-            return self.result.read_text(errors="replace")
+            with open(self.result, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size > limit:
+                    return None, (f"result.json is {size_text(size)}, "
+                                  f"over the {size_text(limit)} limit")
+                data = f.read(limit + 1)
         except OSError:
-            return None
+            return None, None
+        if len(data) > limit:  # grew while we looked
+            return None, f"result.json is over the {size_text(limit)} limit"
+        return data.decode(errors="replace"), None
 
     def stderr_tail(self) -> str:
         return tail_text(self.stderr) or tail_text(self.stdout)
@@ -101,6 +114,14 @@ class JobDir:
     def clear_attempt_files(self) -> None:
         for p in (self.exit, self.path / "exit.tmp", self.status, self.result, self.wrapper_pid):
             p.unlink(missing_ok=True)
+
+
+def size_text(n: int) -> str:
+    """1048576 → "1 MiB", 1572864 → "1.5 MiB"."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n} bytes"
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -154,6 +154,7 @@ class JobManager:
             job_id=msg.job_id, attempt=msg.attempt, started_at=now,
             kill_grace=msg.kill_grace, boot_id=self._boot_id,
             deadline=now + msg.timeout if msg.timeout is not None else None,
+            max_result=msg.max_result,
         )
         try:
             popen = self._spawn(msg, d, rec)
@@ -277,12 +278,13 @@ class JobManager:
         elif rec.kill_reason is not None:
             reason = "killed"
         ended = _mtime(d.exit) if status is None else time.time()
-        progress, tail, result = d.progress(), d.stderr_tail(), d.result_text()
+        progress, tail = d.progress(), d.stderr_tail()
+        result, result_error = d.result_text(rec.max_result)
         exit_code, signum = code, sig
         self._emit(lambda seq: JobExited(
             seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=exit_code,
             signal=signum, ended_at=ended, reason=reason, progress=progress,
-            stderr_tail=tail, result=result,
+            stderr_tail=tail, result=result, result_error=result_error,
         ))
         rec.done = True
         self._try_save(d, rec)

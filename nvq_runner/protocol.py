@@ -23,6 +23,7 @@ import msgspec
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 64 * 1024 * 1024
+DEFAULT_MAX_RESULT = 1024 * 1024
 _HEADER = struct.Struct(">I")
 
 
@@ -127,6 +128,8 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     progress: str | None = None
     stderr_tail: str = ""
     result: str | None = None  # raw text of $NVQ_JOB_DIR/result.json, if written
+    # Why `result` is None although result.json exists (over `Start.max_result`).
+    result_error: str | None = None
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):
@@ -222,6 +225,8 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # Host memory limit (MiB): a cgroup v2 limit where the runner can make one,
     # else an address-space rlimit. None: no limit.
     memory_mb: int | None = None
+    # A result.json larger than this (bytes) stays on the node and is not inlined.
+    max_result: int = DEFAULT_MAX_RESULT
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):

@@ -28,6 +28,7 @@ from .gpu import GpuBackend, GpuFacts, open_backend
 from .jobfiles import JobDir
 from .jobs import JobManager
 from .journal import Journal
+from .outframes import encode_frames, fit_event
 from .protocol import (
     PROTOCOL_VERSION,
     Ack,
@@ -51,7 +52,6 @@ from .protocol import (
     Tail,
     Unfollow,
     decode_daemon_payload,
-    encode_frame,
 )
 from .sampling import worth_sending
 from .tail import tail
@@ -77,7 +77,7 @@ class Conn:
         if transport.is_closing():
             self.close()
             return
-        self.writer.write(encode_frame(msg))
+        self.writer.write(encode_frames(msg))
         if transport.get_write_buffer_size() > MAX_BUFFERED:
             log.warning("daemon is not reading; dropping its connection")
             self.close()
@@ -118,7 +118,7 @@ class Runner:
 
     def _record(self, build: Callable[[int], JournaledEvent]) -> None:
         """Journal (durably) and then send one event."""
-        event = build(self.journal.next_seq())
+        event = fit_event(build(self.journal.next_seq()))
         try:
             self.journal.append(event)
         except OSError as exc:
