@@ -253,6 +253,9 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
     stream: Literal["stdout", "stderr"] = "stdout"
     lines: int = 50
     follow: bool = False
+    # At most this many bytes of the existing log (0: no cap); a cut answer starts
+    # with the line "[nvq: output cut to the last 8 MiB]".
+    max_bytes: int = 8 * 1024 * 1024
 
 
 class Unfollow(msgspec.Struct, tag="unfollow", frozen=True):

@@ -223,7 +223,7 @@ class Runner:
         run = self.jobs.running.get(msg.job_id)
         ended = run.ended if (run is not None and msg.follow) else None
         task = asyncio.create_task(
-            tail(d.log(msg.stream), msg.req, msg.lines, ended, conn.send_log)
+            tail(d.log(msg.stream), msg.req, msg.lines, ended, conn.send_log, msg.max_bytes)
         )
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))

@@ -10,9 +10,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from .jobfiles import size_text
 from .protocol import LogData
 
 CHUNK = 1024 * 1024
+STEP = 65536  # bytes read per step backwards
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 POLL = 0.2
 Send = Callable[[LogData], Awaitable[None]]
 
@@ -26,29 +29,40 @@ def _open(path: Path) -> BinaryIO | None:
 
 def start_of_last_lines(path: Path, lines: int) -> int:
     """Byte offset where the last `lines` lines of the file begin (0 for lines < 0)."""
+    return tail_start(path, lines, 0)[0]
+
+
+def tail_start(path: Path, lines: int, max_bytes: int) -> tuple[int, bool]:
+    """Where the last `lines` lines of the file begin (all of it for lines < 0), and
+    whether that was cut to the last `max_bytes` (> 0) bytes. Reads backwards from
+    the end: time grows with the bytes returned, not with the file."""
     f = _open(path)
     if f is None:
-        return 0
+        return 0, False
     with f:
         end = f.seek(0, os.SEEK_END)
+        floor = max(0, end - max_bytes) if max_bytes > 0 else 0
         if lines < 0:
-            return 0
+            return floor, floor > 0
         if lines == 0:
-            return end
-        pos, buf = end, b""
-        while pos > 0:
-            step = min(65536, pos)
+            return end, False
+        # A trailing newline ends the last line; it does not begin another.
+        f.seek(max(0, end - 1))
+        pos = end - 1 if end and f.read(1) == b"\n" else end
+        wanted = lines  # newlines still to find, scanning back from `pos`
+        while pos > floor:
+            step = min(STEP, pos - floor)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            found = chunk.count(b"\n")
+            if found >= wanted:
+                idx = len(chunk)
+                for _ in range(wanted):
+                    idx = chunk.rfind(b"\n", 0, idx)
+                return pos - step + idx + 1, False
+            wanted -= found
             pos -= step
-            f.seek(pos)
-            buf = f.read(step) + buf
-            # A trailing newline ends the last line; it does not begin another.
-            body = buf[:-1] if buf.endswith(b"\n") else buf
-            if body.count(b"\n") >= lines:
-                idx = len(body)
-                for _ in range(lines):
-                    idx = body.rfind(b"\n", 0, idx)
-                return pos + idx + 1
-        return 0
+        return floor, floor > 0
 
 
 async def send_from(path: Path, offset: int, req: int, send: Send) -> int:
@@ -63,7 +77,7 @@ async def send_from(path: Path, offset: int, req: int, send: Send) -> int:
             offset = 0
         f.seek(offset)
         while offset < size:
-            data = f.read(min(CHUNK, size - offset))
+            data = await asyncio.to_thread(f.read, min(CHUNK, size - offset))
             if not data:
                 break
             offset += len(data)
@@ -71,12 +85,21 @@ async def send_from(path: Path, offset: int, req: int, send: Send) -> int:
     return offset
 
 
+def cut_marker(max_bytes: int) -> bytes:
+    return f"[nvq: output cut to the last {size_text(max_bytes)}]\n".encode()
+
+
 async def tail(
-    path: Path, req: int, lines: int, ended: asyncio.Future[None] | None, send: Send
+    path: Path, req: int, lines: int, ended: asyncio.Future[None] | None, send: Send,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> None:
-    """Send the tail, follow while `ended` is pending, and always finish with eof."""
+    """Send the tail, follow while `ended` is pending, and always finish with eof.
+    A tail that would hold more than `max_bytes` starts with `cut_marker` instead."""
     try:
-        offset = await send_from(path, start_of_last_lines(path, lines), req, send)
+        start, cut = await asyncio.to_thread(tail_start, path, lines, max_bytes)
+        if cut:
+            await send(LogData(req=req, data=cut_marker(max_bytes)))
+        offset = await send_from(path, start, req, send)
         while ended is not None:
             finished = ended.done()
             offset = await send_from(path, offset, req, send)
