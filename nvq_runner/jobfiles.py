@@ -7,7 +7,7 @@ from pathlib import Path
 
 import msgspec
 
-from .protocol import DEFAULT_MAX_RESULT
+from .protocol import DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESULT
 
 TAIL_LINES = 20
 TAIL_CHARS = 2000
@@ -30,6 +30,8 @@ class AttemptRecord(msgspec.Struct):
     killed_hard: bool = False  # SIGKILL sent
     done: bool = False  # exit (or loss) journaled
     max_result: int = DEFAULT_MAX_RESULT  # bytes of result.json inlined in the exit event
+    max_log_size: int = DEFAULT_MAX_LOG_SIZE  # cap of each of stdout.log, stderr.log
+    log_truncated: bool = False  # a log's middle was cut to keep it under the cap
 
 
 _enc = msgspec.json.Encoder()

@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
-from . import memlimit, procfs
+from . import logcap, memlimit, procfs
 from .jobfiles import AttemptRecord, JobDir
 from .protocol import (
     ActiveJob,
@@ -154,7 +155,7 @@ class JobManager:
             job_id=msg.job_id, attempt=msg.attempt, started_at=now,
             kill_grace=msg.kill_grace, boot_id=self._boot_id,
             deadline=now + msg.timeout if msg.timeout is not None else None,
-            max_result=msg.max_result,
+            max_result=msg.max_result, max_log_size=msg.max_log_size,
         )
         try:
             popen = self._spawn(msg, d, rec)
@@ -209,13 +210,28 @@ class JobManager:
         group = None
         if msg.memory_mb is not None:
             group = memlimit.make_cgroup(f"nvq-{msg.job_id}-{msg.attempt}", msg.memory_mb)
-        with open(d.stdout, "wb") as out, open(d.stderr, "wb") as err:
+        # O_APPEND: when the runner cuts a log's middle (logcap), the job's next write
+        # goes to the new end instead of leaving a hole where the cut-off part was.
+        with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
             return subprocess.Popen(
                 ["/bin/sh", str(WRAPPER), str(d.path)],
                 cwd=workdir, env=self._job_env(msg, d), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=err, start_new_session=True, close_fds=True,
                 preexec_fn=memlimit.preexec(msg.memory_mb, group),
             )
+
+    async def cap_logs(self) -> None:
+        """Cut the middle out of running jobs' logs that passed their cap: the
+        runner's own housekeeping, a few stats every few seconds."""
+        runs = list(self.running.values())
+        cut = await asyncio.to_thread(
+            lambda: [any([logcap.cut_log(r.dir.stdout, r.rec.max_log_size),
+                          logcap.cut_log(r.dir.stderr, r.rec.max_log_size)]) for r in runs]
+        )
+        for run, was_cut in zip(runs, cut, strict=True):
+            if was_cut and not run.rec.log_truncated and not run.rec.done:
+                run.rec.log_truncated = True
+                self._save(run)
 
     # ------------------------------------------------------------ watching
 
@@ -280,11 +296,16 @@ class JobManager:
         ended = _mtime(d.exit) if status is None else time.time()
         progress, tail = d.progress(), d.stderr_tail()
         result, result_error = d.result_text(rec.max_result)
+        over = [p for p in (d.stdout, d.stderr) if logcap.over_cap(p, rec.max_log_size)]
+        for path in over:  # written since the last check: cut it off the event loop
+            self._loop.run_in_executor(None, logcap.cut_log, path, rec.max_log_size)
+        truncated = rec.log_truncated or bool(over)
         exit_code, signum = code, sig
         self._emit(lambda seq: JobExited(
             seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=exit_code,
             signal=signum, ended_at=ended, reason=reason, progress=progress,
             stderr_tail=tail, result=result, result_error=result_error,
+            log_truncated=truncated,
         ))
         rec.done = True
         self._try_save(d, rec)
@@ -426,6 +447,11 @@ def _is_wrapper(pid: int, d: JobDir) -> bool:
     except OSError:
         return False
     return str(WRAPPER).encode() in cmdline and str(d.path).encode() in cmdline
+
+
+def _log_file(path: Path) -> BinaryIO:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    return os.fdopen(fd, "wb")
 
 
 def _mtime(path: Path) -> float:

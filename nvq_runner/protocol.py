@@ -24,6 +24,7 @@ import msgspec
 PROTOCOL_VERSION = 1
 MAX_FRAME = 64 * 1024 * 1024
 DEFAULT_MAX_RESULT = 1024 * 1024
+DEFAULT_MAX_LOG_SIZE = 10 * 1024**3
 _HEADER = struct.Struct(">I")
 
 
@@ -130,6 +131,8 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     result: str | None = None  # raw text of $NVQ_JOB_DIR/result.json, if written
     # Why `result` is None although result.json exists (over `Start.max_result`).
     result_error: str | None = None
+    # The job's stdout or stderr passed `Start.max_log_size` and had its middle cut.
+    log_truncated: bool = False
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):
@@ -227,6 +230,9 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     memory_mb: int | None = None
     # A result.json larger than this (bytes) stays on the node and is not inlined.
     max_result: int = DEFAULT_MAX_RESULT
+    # Each of stdout.log and stderr.log is kept under this many bytes: past it, the
+    # runner cuts the log's middle, keeping its first MiB and its newest output.
+    max_log_size: int = DEFAULT_MAX_LOG_SIZE
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):

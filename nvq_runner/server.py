@@ -310,6 +310,15 @@ class Runner:
             progress=progress,
         )
 
+    async def _log_keeper(self) -> None:
+        interval = _float_env("NVQ_LOG_CHECK_INTERVAL", 5.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.jobs.cap_logs()
+            except Exception:
+                log.exception("log size check failed")
+
     # ------------------------------------------------------------ lifetime
 
     async def run(self) -> None:
@@ -326,6 +335,7 @@ class Runner:
             os.unlink(SOCKET)
         server = await asyncio.start_unix_server(self._on_connect, path=SOCKET)
         sampler = asyncio.create_task(self._sampler())
+        log_keeper = asyncio.create_task(self._log_keeper())
         log.info(
             "runner %s serving on %s (backend %s)",
             os.getpid(),
@@ -337,6 +347,7 @@ class Runner:
         finally:
             log.info("runner stopping; jobs keep running")
             sampler.cancel()
+            log_keeper.cancel()
             server.close()
             if self.conn is not None:
                 self.conn.close()

@@ -1,0 +1,49 @@
+"""A job's log is kept under Start.max_log_size: its head and newest output stay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nvq_runner.logcap import cut_log, marker
+from nvq_runner.protocol import JobExited
+from tests.test_runner_live import Node, job
+
+
+def test_cut_keeps_head_and_newest(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    log.write_bytes(b"".join(b"%06d\n" % i for i in range(10000)))  # 70000 bytes
+    assert not cut_log(log, 70000)
+    assert cut_log(log, 40000)
+    data = log.read_bytes()
+    assert len(data) <= 40000
+    assert data.startswith(b"000000\n000001\n")
+    assert data.endswith(b"009998\n009999\n")
+    assert marker(40000) in data and b"005000\n" not in data
+
+
+@pytest.fixture
+def node_fast_checks(node: Node) -> Node:
+    node.env = {**node.env, "NVQ_LOG_CHECK_INTERVAL": "0.2"}
+    return node
+
+
+def test_a_chatty_job_cannot_fill_the_disk(node_fast_checks: Node) -> None:
+    node = node_fast_checks
+    node.start()
+    c, _ = node.hello()
+    cap = 200_000
+    c.send(job(1, "for r in 1 2 3; do seq 1 40000; sleep 1; done; echo the-end",
+               max_log_size=cap))
+    exited = c.expect(JobExited, job_id=1, timeout=30)
+    assert exited.exit_code == 0 and exited.log_truncated
+    data = (node.home / "jobs" / "1" / "stdout.log").read_bytes()
+    assert len(data) <= cap
+    assert data.startswith(b"1\n2\n3\n") and data.endswith(b"40000\nthe-end\n")
+    assert b"[nvq: output cut here to keep the log under 195.3 KiB]" in data
+
+    c.send(job(2, "seq 1 1000", max_log_size=cap))
+    quiet = c.expect(JobExited, job_id=2)
+    assert not quiet.log_truncated
+    assert (node.home / "jobs" / "2" / "stdout.log").read_bytes().endswith(b"999\n1000\n")
