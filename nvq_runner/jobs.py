@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -160,7 +161,12 @@ class JobManager:
         try:
             popen = self._spawn(msg, d, rec)
         except (OSError, LaunchError, ValueError) as exc:
-            error = str(exc) if isinstance(exc, LaunchError) else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                error = f"no space left on the node's disk ({d.path})"
+            elif isinstance(exc, LaunchError):
+                error = str(exc)
+            else:
+                error = f"{type(exc).__name__}: {exc}"
             log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
             self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
                                                 attempt=msg.attempt, error=error, at=time.time()))

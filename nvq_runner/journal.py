@@ -18,7 +18,10 @@ acknowledged records pile up in front of unacknowledged ones it is rewritten.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import logging
 import os
 import struct
 import uuid
@@ -36,6 +39,7 @@ from .protocol import (
     encode_payload,
 )
 
+log = logging.getLogger(__name__)
 _REC = struct.Struct(">II")
 _REWRITE_AFTER = 4096  # acknowledged records tolerated in front of live ones
 
@@ -120,8 +124,17 @@ class Journal:
         if event.seq != self.head + 1:
             raise ValueError(f"journal seq {event.seq} out of order (head {self.head})")
         payload = encode_payload(event)
-        os.write(self._fd, _REC.pack(len(payload), zlib.crc32(payload)) + payload)
-        os.fsync(self._fd)
+        size = os.fstat(self._fd).st_size
+        try:
+            record = _REC.pack(len(payload), zlib.crc32(payload)) + payload
+            if os.write(self._fd, record) != len(record):
+                raise OSError(errno.ENOSPC, "short write to the journal")
+            os.fsync(self._fd)
+        except OSError:
+            # Leave no partial record behind: the next append must follow a whole one.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise
         self.head = event.seq
         self._pending.append(event)
 
@@ -136,7 +149,12 @@ class Journal:
         self.acked = seq
         self._dead_records += dropped
         if not self._pending or self._dead_records >= _REWRITE_AFTER:
-            self._compact()
+            try:
+                self._compact()
+            except OSError as exc:
+                # A full disk: the log keeps its acknowledged records for now (they
+                # are skipped by seq on load) and the next ack tries again.
+                log.warning("journal compaction failed: %s", exc)
 
     def unacked(self) -> list[JournaledEvent]:
         return list(self._pending)

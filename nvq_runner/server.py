@@ -59,6 +59,7 @@ from .tail import tail
 log = logging.getLogger("nvq_runner")
 SOCKET = "runner.sock"
 MAX_BUFFERED = 256 * 1024 * 1024  # a daemon this far behind is not reading: drop it
+JOURNAL_RETRY = 1.0  # seconds between tries to journal held events
 
 
 class Conn:
@@ -110,6 +111,8 @@ class Runner:
         self.backend: GpuBackend = open_backend(os.environ)
         self._facts = GpuFacts()
         self.journal = Journal(home / "journal")
+        self._held: list[JournaledEvent] = []  # made but not yet journaled, in seq order
+        self._retry: asyncio.TimerHandle | None = None
         self.jobs = JobManager(home, self._record, self._wake.set)
         self.owner: Owner | None = None  # set by the daemon on each connection
         self._busy: Busy | None = None  # last reported
@@ -118,16 +121,32 @@ class Runner:
 
     def _record(self, build: Callable[[int], JournaledEvent]) -> None:
         """Journal (durably) and then send one event."""
-        event = fit_event(build(self.journal.next_seq()))
-        try:
-            self.journal.append(event)
-        except OSError as exc:
-            # Disk full or failing: the event is still sent, and its seq is still spent.
-            log.error("journal write failed (%s); sending seq %s unjournaled", exc, event.seq)
-            self.journal.head = event.seq
-        log.info("event %s", event)
-        if self.conn is not None:
-            self.conn.send(event)
+        seq = (self._held[-1].seq if self._held else self.journal.head) + 1
+        self._held.append(fit_event(build(seq)))
+        self._journal_held()
+
+    def _journal_held(self) -> None:
+        """Journal and send held events in seq order. An event the journal cannot
+        write (disk full) is never sent: it waits in memory, with those after it, and
+        is retried every second; until then the daemon learns nothing it could lose."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        while self._held:
+            event = self._held[0]
+            try:
+                self.journal.append(event)
+            except OSError as exc:
+                log.error("journal write failed (%s); holding %d event(s) from seq %s",
+                          exc, len(self._held), event.seq)
+                if self._retry is None:
+                    self._retry = asyncio.get_running_loop().call_later(
+                        JOURNAL_RETRY, self._journal_held)
+                return
+            self._held.pop(0)
+            log.info("event %s", event)
+            if self.conn is not None:
+                self.conn.send(event)
 
     def facts(self) -> GpuFacts:
         try:
@@ -346,6 +365,8 @@ class Runner:
             await self._stop.wait()
         finally:
             log.info("runner stopping; jobs keep running")
+            if self._held:
+                log.error("stopping with %d event(s) never journaled", len(self._held))
             sampler.cancel()
             log_keeper.cancel()
             server.close()
