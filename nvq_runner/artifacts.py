@@ -5,6 +5,7 @@ of the directory must not drag the node's disk to the queue host."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from .protocol import ArtifactFile
@@ -24,5 +25,6 @@ def manifest(root: Path) -> list[ArtifactFile]:
                 continue  # removed while we looked (a checkpoint being replaced)
             if not path.is_symlink() and path.is_file():
                 rel = path.relative_to(root).as_posix()
-                files.append(ArtifactFile(path=rel, size=st.st_size, mtime_ns=st.st_mtime_ns))
+                files.append(ArtifactFile(path=rel, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                          mode=stat.S_IMODE(st.st_mode)))
     return files

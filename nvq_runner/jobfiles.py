@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -74,7 +75,7 @@ class JobDir:
             return 0
 
     def write_tombstone(self, attempt: int) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         _atomic_write(self.tombstone, f"{attempt}\n".encode())
 
     # ---------------------------------------------------------- what the job left
@@ -99,6 +100,9 @@ class JobDir:
         bytes: it then stays on the node. (None, None) when there is none."""
         try:
             with open(self.result, "rb") as f:
+                # The job made it; it stays on the node as private as the rest.
+                with contextlib.suppress(OSError):
+                    os.fchmod(f.fileno(), 0o600)
                 size = os.fstat(f.fileno()).st_size
                 if size > limit:
                     return None, (f"result.json is {size_text(size)}, "

@@ -59,10 +59,12 @@ class Running:
 
 class JobManager:
     def __init__(
-        self, home: Path, emit: EventSink, changed: Callable[[], None] | None = None
+        self, home: Path, emit: EventSink, changed: Callable[[], None] | None = None,
+        job_umask: int = 0o022,
     ) -> None:
         self.root = home / "jobs"
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._job_umask = job_umask
         self._emit = emit
         self._changed = changed or (lambda: None)
         self.running: dict[int, Running] = {}
@@ -203,12 +205,14 @@ class JobManager:
         self._changed()
 
     def _spawn(self, msg: Start, d: JobDir, rec: AttemptRecord) -> subprocess.Popen[bytes]:
-        d.path.mkdir(parents=True, exist_ok=True)
-        d.artifacts.mkdir(exist_ok=True)
+        d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        d.artifacts.mkdir(mode=0o700, exist_ok=True)
         workdir = Path(msg.workdir).expanduser() if msg.workdir else d.path
         if not workdir.is_dir():
             raise LaunchError(f"workdir {workdir} is not a directory")
         d.clear_attempt_files()
+        # Made here, private, so the job's `echo … > $NVQ_STATUS_FILE` keeps it so.
+        os.close(os.open(d.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
         d.script.write_text(msg.command if msg.command.endswith("\n") else msg.command + "\n")
         # The record exists before the process does, so a runner that dies in between
         # finds the attempt (and the wrapper's pid file) when it restarts.
@@ -220,7 +224,7 @@ class JobManager:
         # goes to the new end instead of leaving a hole where the cut-off part was.
         with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
             return subprocess.Popen(
-                ["/bin/sh", str(WRAPPER), str(d.path)],
+                ["/bin/sh", str(WRAPPER), str(d.path), f"{self._job_umask:04o}"],
                 cwd=workdir, env=self._job_env(msg, d), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=err, start_new_session=True, close_fds=True,
                 preexec_fn=memlimit.preexec(msg.memory_mb, group),

@@ -47,7 +47,7 @@ _REWRITE_AFTER = 4096  # acknowledged records tolerated in front of live ones
 class Journal:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._log_path = directory / "events.log"
         self._meta_path = directory / "meta.json"
         self.head = 0
@@ -56,7 +56,7 @@ class Journal:
         self._dead_records = 0  # acknowledged records still in events.log
         self._load()
         self.id = self._journal_id()
-        self._fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     # ------------------------------------------------------------ loading
 
@@ -189,5 +189,5 @@ class Journal:
                 os.fsync(f.fileno())
             os.replace(tmp, self._log_path)
             os.close(self._fd)
-            self._fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         self._dead_records = 0

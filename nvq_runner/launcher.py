@@ -73,8 +73,9 @@ def ensure_running(
     home = home.expanduser()
     if is_running(home):
         return socket_path(home)
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / "runner.log", "ab") as logf:
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(home / "runner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "ab") as logf:
         # `serve --detach` forks once it holds the lock and its parent exits at once,
         # so the runner is nobody's child and we reap the intermediate here.
         proc = subprocess.Popen(

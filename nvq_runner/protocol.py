@@ -169,6 +169,7 @@ class ArtifactFile(msgspec.Struct, frozen=True):
     path: str  # relative to the job's artifacts directory, "/"-separated
     size: int
     mtime_ns: int
+    mode: int | None = None  # permission bits (0o600 …), to be kept by the copy
 
 
 class ArtifactsManifest(msgspec.Struct, tag="artifacts", frozen=True):

@@ -99,7 +99,7 @@ class Conn:
 
 
 class Runner:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, job_umask: int = 0o022) -> None:
         self.home = home
         self.conn: Conn | None = None
         self._wake = asyncio.Event()
@@ -113,7 +113,7 @@ class Runner:
         self.journal = Journal(home / "journal")
         self._held: list[JournaledEvent] = []  # made but not yet journaled, in seq order
         self._retry: asyncio.TimerHandle | None = None
-        self.jobs = JobManager(home, self._record, self._wake.set)
+        self.jobs = JobManager(home, self._record, self._wake.set, job_umask)
         self.owner: Owner | None = None  # set by the daemon on each connection
         self._busy: Busy | None = None  # last reported
 
@@ -352,7 +352,9 @@ class Runner:
         # Bound relative to the home (our cwd): socket paths are limited to ~107 bytes.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(SOCKET)
+        # Made under the runner's umask 077, so it is never open to others.
         server = await asyncio.start_unix_server(self._on_connect, path=SOCKET)
+        os.chmod(SOCKET, 0o600)
         sampler = asyncio.create_task(self._sampler())
         log_keeper = asyncio.create_task(self._log_keeper())
         log.info(
@@ -390,8 +392,12 @@ def serve(home: Path, detach: bool = False) -> int:
     """Run the runner for `home` until SIGTERM/SIGINT. Returns 0 at once when another
     runner holds the home. With `detach`, fork into a new session once the lock is
     held and return in the parent, so whoever started us can reap us at once."""
-    home.mkdir(parents=True, exist_ok=True)
-    lock_fd = os.open(home / "runner.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    # Everything the runner makes is its owner's alone (files 0600, directories and
+    # the socket 0700), whatever umask it was started with; jobs get that umask back.
+    job_umask = os.umask(0o077)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    lock_fd = os.open(home / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -413,7 +419,7 @@ def serve(home: Path, detach: bool = False) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        asyncio.run(_main(home))
+        asyncio.run(_main(home, job_umask))
     finally:
         with contextlib.suppress(OSError):
             if (home / "runner.pid").read_text().strip() == str(os.getpid()):
@@ -421,5 +427,5 @@ def serve(home: Path, detach: bool = False) -> int:
     return 0
 
 
-async def _main(home: Path) -> None:
-    await Runner(home).run()
+async def _main(home: Path, job_umask: int) -> None:
+    await Runner(home, job_umask).run()

@@ -13,10 +13,14 @@
 # would sit on the path from a job's exit to the next job's start), so "exit" is
 # whole, empty or absent, and the runner reads an empty one as absent. It outlives
 # the runner, which reads it when it adopts a job after a restart.
+# The runner starts this with umask 077 (its own files are private) and passes the
+# umask the job should have as $2.
 d=$1
 echo $$ > "$d/wrapper.pid"
 trap ':' TERM INT HUP
+[ -n "$2" ] && umask "$2"
 bash "$d/script"
 rc=$?
+umask 077
 echo "$rc" > "$d/exit"
 exit "$rc"
