@@ -136,11 +136,14 @@ class JobManager:
 
     def _job_env(self, msg: Start, d: JobDir) -> dict[str, str]:
         env = dict(os.environ)
+        # CUDA numbers cards fastest-first by default; NVML (and so the queue)
+        # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env.update(msg.env)
+        # Set last, so a job's own env can never move it to cards it was not given
+        # or make it lie about its identity and files.
         env.update(
             CUDA_VISIBLE_DEVICES=",".join(str(g) for g in msg.gpus),
-            # CUDA numbers cards fastest-first by default; NVML (and so the queue)
-            # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
-            CUDA_DEVICE_ORDER="PCI_BUS_ID",
             NVQ_JOB_ID=str(msg.job_id),
             NVQ_JOB_NAME=msg.name,
             NVQ_NODE=msg.node,
@@ -149,7 +152,6 @@ class JobManager:
             NVQ_ARTIFACTS=str(d.artifacts),
             NVQ_ATTEMPT=str(msg.attempt),
         )
-        env.update(msg.env)
         return env
 
     def _launch(self, msg: Start, d: JobDir) -> None:

@@ -192,7 +192,9 @@ def test_start_runs_job_with_env_and_reports_exit(node: Node, tmp_path: Path) ->
         "echo to-stdout; echo oops >&2; exit 3"
     )
     c.send(
-        job(1, script, gpus=[0, 2], env={"FOO": "bar", "NVQ_NODE": "over"}, workdir=str(tmp_path))
+        job(1, script, gpus=[0, 2], workdir=str(tmp_path),
+            env={"FOO": "bar", "NVQ_NODE": "over", "CUDA_VISIBLE_DEVICES": "1",
+                 "NVQ_JOB_DIR": "/elsewhere", "CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
     )
     started = c.expect(JobStarted, job_id=1)
     assert started.attempt == 1 and started.pid > 0 and started.seq == 1
@@ -207,7 +209,9 @@ def test_start_runs_job_with_env_and_reports_exit(node: Node, tmp_path: Path) ->
     jobdir = node.home / "jobs" / "1"
     assert env["CUDA_VISIBLE_DEVICES"] == "0,2"
     assert env["NVQ_JOB_ID"] == "1" and env["NVQ_JOB_NAME"] == "job1"
-    assert env["NVQ_NODE"] == "over" and env["FOO"] == "bar"
+    # The queue's own variables win over the job's env; the rest is the job's.
+    assert env["NVQ_NODE"] == "n1" and env["FOO"] == "bar"
+    assert env["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"
     assert env["NVQ_ATTEMPT"] == "1" and env["NVQ_JOB_DIR"] == str(jobdir)
     assert env["NVQ_STATUS_FILE"] == str(jobdir / "status")
     assert env["NVQ_ARTIFACTS"] == str(jobdir / "artifacts")
