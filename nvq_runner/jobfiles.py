@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from .identity import dir_name
 from .protocol import DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESULT
 
 TAIL_LINES = 20
@@ -33,6 +34,8 @@ class AttemptRecord(msgspec.Struct):
     max_result: int = DEFAULT_MAX_RESULT  # bytes of result.json inlined in the exit event
     max_log_size: int = DEFAULT_MAX_LOG_SIZE  # cap of each of stdout.log, stderr.log
     log_truncated: bool = False  # a log's middle was cut to keep it under the cap
+    queue_id: str = ""  # the attempt's identity beyond job_id (identity.py)
+    nonce: str = ""
 
 
 _enc = msgspec.json.Encoder()
@@ -40,9 +43,11 @@ _dec = msgspec.json.Decoder(AttemptRecord)
 
 
 class JobDir:
-    def __init__(self, jobs_root: Path, job_id: int) -> None:
+    def __init__(self, jobs_root: Path, job_id: int, queue_id: str = "", nonce: str = "") -> None:
         self.job_id = job_id
-        self.path = jobs_root / str(job_id)
+        self.queue_id = queue_id
+        self.nonce = nonce
+        self.path = jobs_root / dir_name(job_id, queue_id, nonce)
         self.script = self.path / "script"
         self.stdout = self.path / "stdout.log"
         self.stderr = self.path / "stderr.log"
@@ -60,8 +65,12 @@ class JobDir:
     # ---------------------------------------------------------- attempt record
 
     def read_record(self) -> AttemptRecord | None:
+        return self.load_record(self.attempt_json)
+
+    @staticmethod
+    def load_record(path: Path) -> AttemptRecord | None:
         try:
-            return _dec.decode(self.attempt_json.read_bytes())
+            return _dec.decode(path.read_bytes())
         except (OSError, msgspec.DecodeError):
             return None
 

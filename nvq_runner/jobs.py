@@ -68,7 +68,9 @@ class JobManager:
         self._emit = emit
         self._changed = changed or (lambda: None)
         self.running: dict[int, Running] = {}
-        self._starting: dict[int, int] = {}  # job id → attempt waiting for an old one to end
+        # job id → (directory, attempt) of a start waiting for an older one to end
+        self._starting: dict[int, tuple[Path, int]] = {}
+        self._dirs: dict[int, JobDir] = {}  # job id → directory of its latest Start
         self._boot_id = procfs.boot_id()
         self._loop = asyncio.get_running_loop()
 
@@ -94,14 +96,25 @@ class JobManager:
         return out
 
     def job_dir(self, job_id: int) -> JobDir:
-        return JobDir(self.root, job_id)
+        """The directory of the latest attempt started (or killed) under this id."""
+        return self._dirs.get(job_id) or JobDir(self.root, job_id)
+
+    def _dir_of(self, job_id: int, queue_id: str, nonce: str) -> JobDir:
+        if not queue_id and not nonce:
+            return self.job_dir(job_id)
+        return JobDir(self.root, job_id, queue_id, nonce)
+
+    def _waiting(self, d: JobDir, attempt: int) -> bool:
+        """True when this attempt (or a later one) of `d` waits for an older to end."""
+        path, waiting = self._starting.get(d.job_id, (None, 0))
+        return path == d.path and waiting >= attempt
 
     # ------------------------------------------------------------ start
 
     def _seen(self, d: JobDir, attempt: int) -> bool:
         """True when this attempt (or a later one) was already started or killed."""
         run = self.running.get(d.job_id)
-        if run is not None and run.rec.attempt >= attempt:
+        if run is not None and run.dir.path == d.path and run.rec.attempt >= attempt:
             return True
         rec = d.read_record()
         if rec is not None and rec.attempt >= attempt:
@@ -109,8 +122,8 @@ class JobManager:
         return d.read_tombstone() >= attempt
 
     def start(self, msg: Start) -> None:
-        d = self.job_dir(msg.job_id)
-        if self._starting.get(msg.job_id, 0) >= msg.attempt or self._seen(d, msg.attempt):
+        d = JobDir(self.root, msg.job_id, msg.queue_id, msg.nonce)
+        if self._waiting(d, msg.attempt) or self._seen(d, msg.attempt):
             log.info("start of job %s attempt %s: already seen", msg.job_id, msg.attempt)
             return
         old = self.running.get(msg.job_id)
@@ -121,7 +134,7 @@ class JobManager:
         # two attempts of one job never run at once.
         log.warning("job %s: ending attempt %s before starting %s",
                     msg.job_id, old.rec.attempt, msg.attempt)
-        self._starting[msg.job_id] = msg.attempt
+        self._starting[msg.job_id] = (d.path, msg.attempt)
         self._terminate(old, "killed", msg.kill_grace)
         self._loop.create_task(self._start_after(msg, d, old))
 
@@ -129,7 +142,7 @@ class JobManager:
         try:
             await asyncio.shield(old.ended)
         finally:
-            if self._starting.get(msg.job_id) == msg.attempt:
+            if self._starting.get(msg.job_id) == (d.path, msg.attempt):
                 del self._starting[msg.job_id]
         if not self._seen(d, msg.attempt):
             self.start(msg)
@@ -161,7 +174,9 @@ class JobManager:
             kill_grace=msg.kill_grace, boot_id=self._boot_id,
             deadline=now + msg.timeout if msg.timeout is not None else None,
             max_result=msg.max_result, max_log_size=msg.max_log_size,
+            queue_id=msg.queue_id, nonce=msg.nonce,
         )
+        self._dirs[msg.job_id] = d
         try:
             popen = self._spawn(msg, d, rec)
         except (OSError, LaunchError, ValueError) as exc:
@@ -365,15 +380,16 @@ class JobManager:
         self._signal(run, signal.SIGKILL)
 
     def kill(self, msg: Kill) -> None:
+        d = self._dir_of(msg.job_id, msg.queue_id, msg.nonce)
         run = self.running.get(msg.job_id)
-        if run is not None and run.rec.attempt == msg.attempt:
+        if run is not None and run.dir.path == d.path and run.rec.attempt == msg.attempt:
             self._terminate(run, "killed", msg.grace)
             return
-        d = self.job_dir(msg.job_id)
-        if self._starting.get(msg.job_id) != msg.attempt and self._seen(d, msg.attempt):
+        if self._starting.get(msg.job_id) != (d.path, msg.attempt) and self._seen(d, msg.attempt):
             return  # older than what runs, already ended, or already tombstoned
         # Never started: make sure it never will be, and say so.
         d.write_tombstone(msg.attempt)
+        self._dirs[msg.job_id] = d
         self._emit(lambda seq: JobLost(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
                                        reason="killed before start", at=time.time()))
 
@@ -384,14 +400,19 @@ class JobManager:
         report those that ended (or vanished) while no runner was watching.
         `journaled` holds (tag, job, attempt) of unacknowledged journal events, so
         nothing already journaled is journaled twice."""
+        latest: dict[int, float] = {}
         for path in sorted(self.root.glob("*/attempt.json")):
-            try:
-                job_id = int(path.parent.name)
-            except ValueError:
+            rec = JobDir.load_record(path)
+            if rec is None:
                 continue
-            d = self.job_dir(job_id)
-            rec = d.read_record()
-            if rec is None or rec.done:
+            d = JobDir(self.root, rec.job_id, rec.queue_id, rec.nonce)
+            if d.path != path.parent:
+                continue
+            job_id = rec.job_id
+            if rec.started_at >= latest.get(job_id, -1.0):
+                latest[job_id] = rec.started_at
+                self._dirs[job_id] = d
+            if rec.done:
                 continue
             key = (rec.job_id, rec.attempt)
             if ("exited", *key) in journaled or ("lost", *key) in journaled \

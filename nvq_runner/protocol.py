@@ -94,6 +94,10 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     # What this runner understands beyond protocol 1 ("artifacts", "owner"): the
     # daemon sends newer messages only to a runner that names them here.
     features: list[str] = []
+    # The queue id of the last Start that carried one, and the highest job id seen
+    # for that queue: a daemon restored from a backup continues its ids after it.
+    queue_id: str = ""
+    max_job_id: int = 0
 
 
 class Sample(msgspec.Struct, tag="sample", frozen=True):
@@ -229,6 +233,10 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # Host memory limit (MiB): a cgroup v2 limit where the runner can make one,
     # else an address-space rlimit. None: no limit.
     memory_mb: int | None = None
+    # Who this job is beyond its id (see identity.py): the queue's id and a per-job
+    # random nonce. A Start differing in either is a new job with its own directory.
+    queue_id: str = ""
+    nonce: str = ""
     # A result.json larger than this (bytes) stays on the node and is not inlined.
     max_result: int = DEFAULT_MAX_RESULT
     # Each of stdout.log and stderr.log is kept under this many bytes: past it, the
@@ -243,6 +251,8 @@ class Kill(msgspec.Struct, tag="kill", frozen=True):
     attempt: int
     reason: str = "cancel"
     grace: float = 10.0
+    queue_id: str = ""  # as in the attempt's Start
+    nonce: str = ""
 
 
 class Ack(msgspec.Struct, tag="ack", frozen=True):

@@ -25,6 +25,7 @@ from pathlib import Path
 from . import __version__, owner, procfs
 from .artifacts import manifest
 from .gpu import GpuBackend, GpuFacts, open_backend
+from .identity import QueueMemory
 from .jobfiles import JobDir
 from .jobs import JobManager
 from .journal import Journal
@@ -113,6 +114,7 @@ class Runner:
         self.journal = Journal(home / "journal")
         self._held: list[JournaledEvent] = []  # made but not yet journaled, in seq order
         self._retry: asyncio.TimerHandle | None = None
+        self.queue = QueueMemory(home)
         self.jobs = JobManager(home, self._record, self._wake.set, job_umask)
         self.owner: Owner | None = None  # set by the daemon on each connection
         self._busy: Busy | None = None  # last reported
@@ -173,6 +175,8 @@ class Runner:
             pid=os.getpid(),
             journal_id=self.journal.id,
             features=["artifacts", "owner"],
+            queue_id=self.queue.mark.queue_id,
+            max_job_id=self.queue.mark.max_job_id,
         )
 
     # ------------------------------------------------------------ connections
@@ -212,6 +216,7 @@ class Runner:
         try:
             match msg:
                 case Start():
+                    self.queue.saw(msg.queue_id, msg.job_id)
                     self.jobs.start(msg)
                 case Kill():
                     self.jobs.kill(msg)
