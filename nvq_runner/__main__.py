@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return attach(home)
     if args.command == "serve":
-        from .server import serve
+        from .process import serve
 
         return serve(home, detach=args.detach)
 

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from . import logcap, memlimit, procfs
+from .adoption import is_wrapper, reopen
 from .jobfiles import AttemptRecord, JobDir
 from .protocol import (
     ActiveJob,
@@ -35,16 +35,12 @@ from .protocol import (
     LaunchFailed,
     Start,
 )
+from .spawn import LaunchError, spawn
 
 log = logging.getLogger(__name__)
-WRAPPER = Path(__file__).with_name("wrapper.sh")
 
 # Builds a journaled event from the seq the journal assigns; the sink journals and sends.
 EventSink = Callable[[Callable[[int], JournaledEvent]], None]
-
-
-class LaunchError(Exception):
-    pass
 
 
 @dataclass(eq=False)
@@ -147,26 +143,6 @@ class JobManager:
         if not self._seen(d, msg.attempt):
             self.start(msg)
 
-    def _job_env(self, msg: Start, d: JobDir) -> dict[str, str]:
-        env = dict(os.environ)
-        # CUDA numbers cards fastest-first by default; NVML (and so the queue)
-        # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
-        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-        env.update(msg.env)
-        # Set last, so a job's own env can never move it to cards it was not given
-        # or make it lie about its identity and files.
-        env.update(
-            CUDA_VISIBLE_DEVICES=",".join(str(g) for g in msg.gpus),
-            NVQ_JOB_ID=str(msg.job_id),
-            NVQ_JOB_NAME=msg.name,
-            NVQ_NODE=msg.node,
-            NVQ_JOB_DIR=str(d.path),
-            NVQ_STATUS_FILE=str(d.status),
-            NVQ_ARTIFACTS=str(d.artifacts),
-            NVQ_ATTEMPT=str(msg.attempt),
-        )
-        return env
-
     def _launch(self, msg: Start, d: JobDir) -> None:
         now = time.time()
         rec = AttemptRecord(
@@ -178,7 +154,7 @@ class JobManager:
         )
         self._dirs[msg.job_id] = d
         try:
-            popen = self._spawn(msg, d, rec)
+            popen = spawn(msg, d, rec, self._job_umask)
         except (OSError, LaunchError, ValueError) as exc:
             if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 error = f"no space left on the node's disk ({d.path})"
@@ -221,40 +197,11 @@ class JobManager:
         self._save(run)
         self._changed()
 
-    def _spawn(self, msg: Start, d: JobDir, rec: AttemptRecord) -> subprocess.Popen[bytes]:
-        d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        d.artifacts.mkdir(mode=0o700, exist_ok=True)
-        workdir = Path(msg.workdir).expanduser() if msg.workdir else d.path
-        if not workdir.is_dir():
-            raise LaunchError(f"workdir {workdir} is not a directory")
-        d.clear_attempt_files()
-        # Made here, private, so the job's `echo … > $NVQ_STATUS_FILE` keeps it so.
-        os.close(os.open(d.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-        d.script.write_text(msg.command if msg.command.endswith("\n") else msg.command + "\n")
-        # The record exists before the process does, so a runner that dies in between
-        # finds the attempt (and the wrapper's pid file) when it restarts.
-        d.write_record(rec)
-        group = None
-        if msg.memory_mb is not None:
-            group = memlimit.make_cgroup(f"nvq-{msg.job_id}-{msg.attempt}", msg.memory_mb)
-        # O_APPEND: when the runner cuts a log's middle (logcap), the job's next write
-        # goes to the new end instead of leaving a hole where the cut-off part was.
-        with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
-            return subprocess.Popen(
-                ["/bin/sh", str(WRAPPER), str(d.path), f"{self._job_umask:04o}"],
-                cwd=workdir, env=self._job_env(msg, d), stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True, close_fds=True,
-                preexec_fn=memlimit.preexec(msg.memory_mb, group),
-            )
-
     async def cap_logs(self) -> None:
         """Cut the middle out of running jobs' logs that passed their cap: the
         runner's own housekeeping, a few stats every few seconds."""
         runs = list(self.running.values())
-        cut = await asyncio.to_thread(
-            lambda: [any([logcap.cut_log(r.dir.stdout, r.rec.max_log_size),
-                          logcap.cut_log(r.dir.stderr, r.rec.max_log_size)]) for r in runs]
-        )
+        cut = await asyncio.to_thread(logcap.cut_logs, [(r.dir, r.rec.max_log_size) for r in runs])
         for run, was_cut in zip(runs, cut, strict=True):
             if was_cut and not run.rec.log_truncated and not run.rec.done:
                 run.rec.log_truncated = True
@@ -438,25 +385,14 @@ class JobManager:
                 self._try_save(d, rec)
                 return
             rec.pid = pid
-            if pid is not None and same_boot and _is_wrapper(pid, d):
+            if pid is not None and same_boot and is_wrapper(pid, d):
                 rec.start_ticks = procfs.start_ticks(pid)
             if ("started", rec.job_id, rec.attempt) not in journaled:
                 self._emit(lambda seq: JobStarted(seq=seq, job_id=rec.job_id,
                                                   attempt=rec.attempt, pid=pid or 0,
                                                   started_at=rec.started_at))
             self._try_save(d, rec)
-        pidfd = None
-        if same_boot and rec.pid:
-            try:
-                pidfd = os.pidfd_open(rec.pid)
-            except OSError:
-                pidfd = None
-            # Checked after opening the pidfd: if the pid was reused in between, the
-            # start time differs and the pidfd is not ours to watch.
-            if pidfd is not None and (rec.start_ticks is None
-                                      or procfs.start_ticks(rec.pid) != rec.start_ticks):
-                os.close(pidfd)
-                pidfd = None
+        pidfd = reopen(rec) if same_boot else None
         if pidfd is None:
             self._finish(rec, d, None)
             return
@@ -472,19 +408,6 @@ class JobManager:
             for t in run.timers:
                 t.cancel()
         self.running.clear()
-
-
-def _is_wrapper(pid: int, d: JobDir) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return str(WRAPPER).encode() in cmdline and str(d.path).encode() in cmdline
-
-
-def _log_file(path: Path) -> BinaryIO:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-    return os.fdopen(fd, "wb")
 
 
 def _mtime(path: Path) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .jobfiles import size_text
+from .jobfiles import JobDir, size_text
 
 HEAD = 1024 * 1024  # bytes kept from the start of the log
 CHUNK = 1024 * 1024
@@ -55,3 +55,8 @@ def cut_log(path: Path, cap: int) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def cut_logs(jobs: list[tuple[JobDir, int]]) -> list[bool]:
+    """For each (job, cap): whether its stdout or stderr had to be cut."""
+    return [any([cut_log(d.stdout, cap), cut_log(d.stderr, cap)]) for d, cap in jobs]

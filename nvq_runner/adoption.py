@@ -1,0 +1,35 @@
+"""Recognising, after a runner restart, the wrapper process of an attempt that a
+previous runner started."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import procfs
+from .jobfiles import AttemptRecord, JobDir
+from .spawn import WRAPPER
+
+
+def reopen(rec: AttemptRecord) -> int | None:
+    """A pidfd for the attempt's wrapper if that process still runs (same boot)."""
+    if not rec.pid:
+        return None
+    try:
+        pidfd = os.pidfd_open(rec.pid)
+    except OSError:
+        return None
+    # Checked after opening the pidfd: if the pid was reused in between, the start
+    # time differs and the pidfd is not ours to watch.
+    if rec.start_ticks is None or procfs.start_ticks(rec.pid) != rec.start_ticks:
+        os.close(pidfd)
+        return None
+    return pidfd
+
+
+def is_wrapper(pid: int, d: JobDir) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return str(WRAPPER).encode() in cmdline and str(d.path).encode() in cmdline

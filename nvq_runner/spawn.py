@@ -1,0 +1,72 @@
+"""Making a job attempt's process: its directory, script, logs and environment, and
+`/bin/sh wrapper.sh <jobdir> <umask>` as the leader of a new session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import BinaryIO
+
+from . import memlimit
+from .jobfiles import AttemptRecord, JobDir
+from .protocol import Start
+
+WRAPPER = Path(__file__).with_name("wrapper.sh")
+
+
+class LaunchError(Exception):
+    pass
+
+
+def job_env(msg: Start, d: JobDir) -> dict[str, str]:
+    env = dict(os.environ)
+    # CUDA numbers cards fastest-first by default; NVML (and so the queue)
+    # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    env.update(msg.env)
+    # Set last, so a job's own env can never move it to cards it was not given
+    # or make it lie about its identity and files.
+    env.update(
+        CUDA_VISIBLE_DEVICES=",".join(str(g) for g in msg.gpus),
+        NVQ_JOB_ID=str(msg.job_id),
+        NVQ_JOB_NAME=msg.name,
+        NVQ_NODE=msg.node,
+        NVQ_JOB_DIR=str(d.path),
+        NVQ_STATUS_FILE=str(d.status),
+        NVQ_ARTIFACTS=str(d.artifacts),
+        NVQ_ATTEMPT=str(msg.attempt),
+    )
+    return env
+
+
+def spawn(msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int) -> subprocess.Popen[bytes]:
+    d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d.artifacts.mkdir(mode=0o700, exist_ok=True)
+    workdir = Path(msg.workdir).expanduser() if msg.workdir else d.path
+    if not workdir.is_dir():
+        raise LaunchError(f"workdir {workdir} is not a directory")
+    d.clear_attempt_files()
+    # Made here, private, so the job's `echo … > $NVQ_STATUS_FILE` keeps it so.
+    os.close(os.open(d.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+    d.script.write_text(msg.command if msg.command.endswith("\n") else msg.command + "\n")
+    # The record exists before the process does, so a runner that dies in between
+    # finds the attempt (and the wrapper's pid file) when it restarts.
+    d.write_record(rec)
+    group = None
+    if msg.memory_mb is not None:
+        group = memlimit.make_cgroup(f"nvq-{msg.job_id}-{msg.attempt}", msg.memory_mb)
+    # O_APPEND: when the runner cuts a log's middle (logcap), the job's next write
+    # goes to the new end instead of leaving a hole where the cut-off part was.
+    with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
+        return subprocess.Popen(
+            ["/bin/sh", str(WRAPPER), str(d.path), f"{job_umask:04o}"],
+            cwd=workdir, env=job_env(msg, d), stdin=subprocess.DEVNULL,
+            stdout=out, stderr=err, start_new_session=True, close_fds=True,
+            preexec_fn=memlimit.preexec(msg.memory_mb, group),
+        )
+
+
+def _log_file(path: Path) -> BinaryIO:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    return os.fdopen(fd, "wb")
