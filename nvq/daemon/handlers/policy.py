@@ -40,7 +40,7 @@ async def named_jobs(
 
 async def cancel(ctx: Context, req: c.Cancel, user: str) -> tuple[Any, int]:
     state, now = ctx.state, time.time()
-    # Array members are chosen before the lock (as they always were): those waiting now.
+    # With --array: every member not yet running.
     ids = [j.id for j in await named_jobs(state, req.ids, True, WAITING)] if req.array else req.ids
     async with state.lock:
         jobs = [await state.get_job(i) for i in ids]
