@@ -221,6 +221,16 @@ class NodeSeq(msgspec.Struct, frozen=True):
     seq: int
 
 
+class Outcome(msgspec.Struct, frozen=True):
+    """What a pure transition decided for one job: its new record (None when the
+    event does not apply to it, so there is nothing to write), the events to record,
+    and the kill it owes a node (a reap), if its running process must stop."""
+
+    job: Job | None = None
+    events: list[NewEvent] = []
+    reap: Reap | None = None
+
+
 class Tx(msgspec.Struct, kw_only=True):
     """One transition: everything in it is committed together or not at all."""
 

@@ -43,7 +43,8 @@ def _job(**kw: Any) -> Job:
 
 
 def test_reassign_returns_the_job_to_pending_with_a_reap_and_no_retry_spent() -> None:
-    new, evs, reap = reassign.reassign(_job(retries=1), "n1", "node n1 down", now=50.0)
+    out = reassign.reassign(_job(retries=1), "n1", "node n1 down", now=50.0)
+    new, evs, reap = out.job, out.events, out.reap
     assert new is not None and new.state is JobState.PENDING
     assert new.node is None and new.gpus == [] and new.attempt == 1 and new.retried == 0
     assert [e.kind for e in evs] == ["job_reassigned"]
@@ -52,19 +53,21 @@ def test_reassign_returns_the_job_to_pending_with_a_reap_and_no_retry_spent() ->
 
 
 def test_no_reassign_marks_the_job_lost_and_still_owes_a_kill() -> None:
-    new, evs, reap = reassign.reassign(_job(no_reassign=True), "n1", "down", now=50.0)
+    out = reassign.reassign(_job(no_reassign=True), "n1", "down", now=50.0)
+    new, evs, reap = out.job, out.events, out.reap
     assert new is not None and new.state is JobState.LOST and new.ended_at == 50.0
     assert [e.kind for e in evs] == ["job_lost"]
     assert reap is not None and reap.reason in reassign.FENCING_REASONS
 
 
 def test_reassign_ignores_jobs_elsewhere_or_not_running() -> None:
-    assert reassign.reassign(_job(node="n2"), "n1", "down", 1.0)[0] is None
-    assert reassign.reassign(_job(state=JobState.PENDING), "n1", "down", 1.0)[0] is None
+    assert reassign.reassign(_job(node="n2"), "n1", "down", 1.0).job is None
+    assert reassign.reassign(_job(state=JobState.PENDING), "n1", "down", 1.0).job is None
 
 
 def test_preempt_is_a_stop_that_waits_before_the_job_runs_again() -> None:
-    new, evs, reap = reassign.preempt(_job(), "owner is back")
+    out = reassign.preempt(_job(), "owner is back")
+    new, evs, reap = out.job, out.events, out.reap
     assert new is not None and new.state is JobState.PENDING
     assert evs[0].kind == "job_preempted"
     assert reap is not None and reap.reason in reassign.STOPPING_REASONS

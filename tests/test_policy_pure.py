@@ -279,14 +279,17 @@ def test_lost_retries_until_the_budget_is_spent() -> None:
         progress="50%",
         note="keep me",
     )
-    new, evs = transitions.lost(j, _lost(j), "n")
+    out = transitions.lost(j, _lost(j), "n")
+    new, evs = out.job, out.events
     assert new is not None and new.state is JobState.PENDING and new.retried == 1
     assert new.progress is None and new.note == "keep me" and new.rank == j.rank
     assert [e.kind for e in evs] == ["job_retried"]
     spent = msgspec.structs.replace(j, retried=2)
-    new, evs = transitions.lost(spent, _lost(spent), "n")
+    out = transitions.lost(spent, _lost(spent), "n")
+    new, evs = out.job, out.events
     assert new is not None and new.state is JobState.LOST and evs[0].kind == "job_lost"
-    forgot, evs = transitions.runner_forgot(j, "n", 5.0)
+    out = transitions.runner_forgot(j, "n", 5.0)
+    forgot, evs = out.job, out.events
     assert forgot is not None and forgot.state is JobState.PENDING
 
 
@@ -304,11 +307,11 @@ def test_nonzero_exit_is_never_retried_and_memory_is_named() -> None:
         stderr_tail="MemoryError\n",
         result=None,
     )
-    new, _ = transitions.exited(j, ev, "n")
+    new = transitions.exited(j, ev, "n").job
     assert new is not None and new.state is JobState.FAILED
     assert "--memory limit of 1GiB" in (new.reason or "")
     plain = msgspec.structs.replace(ev, stderr_tail="boom")
-    new, _ = transitions.exited(j, plain, "n")
+    new = transitions.exited(j, plain, "n").job
     assert new is not None and "memory" not in (new.reason or "")
 
 
@@ -316,7 +319,8 @@ def test_nonzero_exit_is_never_retried_and_memory_is_named() -> None:
 def test_requeue_from_every_state(state: JobState) -> None:
     j = job(1, state, progress="p", note="n", exit_code=1, retried=1)
     if state in FINISHED_STATES:
-        new, evs = transitions.requeue(j, by="ann", now=99.0)
+        out = transitions.requeue(j, by="ann", now=99.0)
+        new, evs = out.job, out.events
         assert new is not None and new.state is JobState.PENDING and new.rank == 99.0
         assert new.progress is None and new.note == "n" and new.retried == 0
         assert evs[0].kind == "job_requeued"
@@ -329,10 +333,11 @@ def test_requeue_from_every_state(state: JobState) -> None:
 def test_pause_and_resume_from_every_state(state: JobState) -> None:
     j = job(1, state, node="n" if state is JobState.RUNNING else None, attempt=1)
     if state in transitions.PAUSABLE:
-        new, evs, reap = transitions.pause(j, by="ann", now=1.0)
+        out = transitions.pause(j, by="ann", now=1.0)
+        new, evs, reap = out.job, out.events, out.reap
         assert new.state is JobState.PAUSED and evs[0].kind == "job_paused"
         assert (reap is not None) == (state is JobState.RUNNING)
-        back, _ = transitions.resume(new, by="ann")
+        back = transitions.resume(new, by="ann").job
         assert back is not None and back.state is JobState.PENDING and back.rank == j.rank
     else:
         with pytest.raises(TransitionError):
@@ -346,7 +351,8 @@ def test_pause_and_resume_from_every_state(state: JobState) -> None:
 def test_edit_after_from_every_state(state: JobState) -> None:
     j = job(5, state, after=[1, 2], note="n", submitter="s", reason="held: x")
     if state in transitions.EDITABLE:
-        new, evs = transitions.edit_after(j, drop=[2], add=[3], by="ann")
+        out = transitions.edit_after(j, drop=[2], add=[3], by="ann")
+        new, evs = out.job, out.events
         assert new is not None and new.after == [1, 3] and new.id == 5
         assert (new.note, new.submitter, new.rank) == ("n", "s", j.rank)
         want = JobState.PENDING if state is JobState.HELD else state
@@ -367,7 +373,8 @@ def test_reorder_from_every_state(state: JobState) -> None:
         with pytest.raises(TransitionError):
             transitions.reorder(j, priority=3, rank=0.5, by="ann")
     else:
-        new, evs = transitions.reorder(j, priority=3, rank=0.5, by="ann")
+        out = transitions.reorder(j, priority=3, rank=0.5, by="ann")
+        new, evs = out.job, out.events
         assert new is not None and (new.priority, new.rank) == (3, 0.5)
         assert evs[0].data["was"] == 0
 

@@ -33,16 +33,14 @@ import os
 import shutil
 import time
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 
-from nvq.model import Job, JobState, NewEvent, Tx
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.state import State
+from nvq.model import Job, NewEvent, Tx
 from nvq_runner import protocol as p
-
-if TYPE_CHECKING:
-    from nvq.daemon.core import Core
-    from nvq.daemon.nodes import NodeRuntime
 
 log = logging.getLogger("nvq.artifacts")
 QUERY_TIMEOUT = 30.0
@@ -136,9 +134,9 @@ def _safe(rel: str) -> bool:
 
 
 class Artifacts:
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.root = core.home / "artifacts"
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.root = state.home / "artifacts"
         self._waiters: dict[int, Any] = {}  # req → memory stream send side
         self._next_req = 1
         self._locks: dict[int, anyio.Lock] = {}
@@ -233,7 +231,7 @@ class Artifacts:
     async def _check_quota(
         self, job: Job, node: NodeRuntime, pull: list[p.ArtifactFile], have: dict[str, Any]
     ) -> None:
-        quota = self.core.config.queue.artifacts_quota_mb * 1024 * 1024
+        quota = self.state.config.queue.artifacts_quota_mb * 1024 * 1024
         total = await anyio.to_thread.run_sync(_du, self.root)
         after = total + sum(f.size - (have[f.path].st_size if f.path in have else 0) for f in pull)
         if after <= quota:
@@ -246,8 +244,8 @@ class Artifacts:
                 f"artifacts_quota of {quota} bytes"
             )
             data = {"attempt": job.attempt, "reason": why, "bytes": after, "quota": quota}
-            async with self.core._lock:
-                await self.core._commit(
+            async with self.state.lock:
+                await self.state.commit(
                     Tx(events=[NewEvent("artifacts_quota", job.id, node.name, data)])
                 )
         raise SyncRefused(f"job {job.id}: over the artifacts quota")
@@ -314,7 +312,3 @@ class Artifacts:
 
 def _du(root: Path) -> int:
     return sum(st.st_size for st in stored(root).values())
-
-
-def running_here(job: Job, node: str) -> bool:
-    return job.state is JobState.RUNNING and job.node == node and job.started_at is not None

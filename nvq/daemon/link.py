@@ -15,8 +15,8 @@ from typing import Protocol
 
 import anyio
 
-from nvq.daemon.core import Core
 from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.runner_events import RunnerEvents as Core
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.link")

@@ -1,6 +1,8 @@
 """`nvq daemon`: the process that owns queue.db and talks to every node.
 
-One anyio task group: the control server, the placement loop, one link per node.
+Wiring: the state (`state.py`), the services that receive it (machines, artifacts,
+alerts and backups), and one anyio task group: the control server, the placement
+loop, one link per node.
 `nvq daemon stop` (or SIGTERM) cancels it; runners and their jobs keep going.
 """
 
@@ -14,21 +16,27 @@ from pathlib import Path
 
 import anyio
 
-from nvq.config import ConfigError, load_config
+from nvq.config import Config, ConfigError, load_config
+from nvq.daemon.artifacts import Artifacts
+from nvq.daemon.context import Context
 from nvq.daemon.control_server import serve_control
-from nvq.daemon.core import Core
 from nvq.daemon.link import ByteChannel, Opener, run_link
 from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.ops import Ops
+from nvq.daemon.placing import placement_loop
+from nvq.daemon.reassign import Machines
+from nvq.daemon.runner_events import RunnerEvents
+from nvq.daemon.state import State
 from nvq.home import AlreadyRunning, Home
 from nvq.store import Store
 
 log = logging.getLogger("nvq.daemon")
 
 
-def _local_opener(core: Core, node: NodeRuntime, home: Path) -> Opener:
+def _local_opener(config: Config, node: NodeRuntime, home: Path) -> Opener:
     from nvq_runner.launcher import ensure_running
 
-    queue = core.config.queue
+    queue = config.queue
     runner_home = Path(queue.local_home).expanduser() if queue.local_home else home / "node"
     env = {**os.environ, **queue.local_env}
 
@@ -39,44 +47,48 @@ def _local_opener(core: Core, node: NodeRuntime, home: Path) -> Opener:
     return open_channel
 
 
-def _ssh_opener(core: Core, node: NodeRuntime) -> Opener:
+def _ssh_opener(config: Config, node: NodeRuntime) -> Opener:
     from nvq.daemon.ssh_link import ssh_opener
 
     assert node.config is not None
-    return ssh_opener(node.config, core.config.queue)
+    return ssh_opener(node.config, config.queue)
 
 
 async def serve(home: Path) -> None:
     config = load_config(home)
     store = await Store.open(Home(home).db)
-    core = Core(config, store, home)
+    ops = Ops(config, store, home)  # alerts and notifications ride on every commit
+    state = State(config, store, home, hooks=ops)
+    machines = Machines(state, Artifacts(state))
+    runner_events = RunnerEvents(state, machines)
     try:
-        await core.load()
+        await state.load()
+        await machines.load()
         async with anyio.create_task_group() as tg:
-            await tg.start(serve_control, core, Home(home).socket)
-            tg.start_soon(core.placement_loop)
-            tg.start_soon(core.machines.run)  # artifact syncs, --max-runtime (issue 5)
-            tg.start_soon(core.ops.notifier.run)  # woken by commits that owe deliveries
-            tg.start_soon(core.ops.backup_loop)  # [queue.backup] enabled
-            for node in core.nodes.values():
+            await tg.start(serve_control, Context(state, machines, ops), Home(home).socket)
+            tg.start_soon(placement_loop, state, machines)
+            tg.start_soon(machines.run)  # artifact syncs, --max-runtime
+            tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
+            tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
+            for node in state.nodes.values():
                 opener = (
-                    _local_opener(core, node, home)
+                    _local_opener(config, node, home)
                     if node.config is None
-                    else _ssh_opener(core, node)
+                    else _ssh_opener(config, node)
                 )
-                tg.start_soon(run_link, core, node, opener)
+                tg.start_soon(run_link, runner_events, node, opener)
 
             async def stop_on_signal() -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     async for signum in signals:
                         log.info("got signal %d: stopping", signum)
-                        core.stop_requested.set()
+                        state.stop_requested.set()
                         return
 
             tg.start_soon(stop_on_signal)
             log.info("daemon %d serving %s", os.getpid(), home)
-            core.kick()
-            await core.stop_requested.wait()
+            state.kick()
+            await state.stop_requested.wait()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

@@ -9,7 +9,7 @@ busy, or was only borrowed. No I/O and no clock (the caller passes `now`).
 * A busy node (its owner is at the keyboard) stops other users' jobs, and a job that
   outruns `--max-runtime` on a node it borrowed is stopped too (`preempt`): the job is
   `pending` at once, but is not placed again until the old attempt has exited and its
-  artifacts are synced (see `nvq.daemon.machines`).
+  artifacts are synced (see `nvq.daemon.reassign`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from nvq.model import Job, JobState, NewEvent, Reap
+from nvq.model import Job, JobState, NewEvent, Outcome, Reap
 
 # Reaps after which no job is placed on the node until the old attempt's exit is
 # confirmed: its process may still hold the cards.
@@ -26,8 +26,6 @@ FENCING_REASONS = frozenset({"reassigned", "orphan", "lost"})
 # Reaps after which the job itself waits for its old attempt's exit (and final
 # artifact sync) before it may be placed again.
 STOPPING_REASONS = frozenset({"preempted"})
-
-Outcome = tuple[Job | None, list[NewEvent], Reap | None]
 
 
 def _back_to_queue(job: Job, reason: str) -> Job:
@@ -39,17 +37,18 @@ def _back_to_queue(job: Job, reason: str) -> Job:
 def reassign(job: Job, node: str, why: str, now: float) -> Outcome:
     """The job's node is down: run it elsewhere (or, with --no-reassign, mark it lost)."""
     if job.state is not JobState.RUNNING or job.node != node:
-        return None, [], None
+        return Outcome()
     data = {"attempt": job.attempt, "reason": why}
     if job.no_reassign:
         reap = Reap(job_id=job.id, attempt=job.attempt, node=node, reason="lost")
         new = msgspec.structs.replace(
             job, state=JobState.LOST, ended_at=now, reason=f"lost: {why} (--no-reassign)"
         )
-        return new, [NewEvent("job_lost", job.id, node, {**data, "no_reassign": True})], reap
+        lost = NewEvent("job_lost", job.id, node, {**data, "no_reassign": True})
+        return Outcome(new, [lost], reap)
     reap = Reap(job_id=job.id, attempt=job.attempt, node=node, reason="reassigned")
     new = _back_to_queue(job, f"reassigned: {why}")
-    return new, [NewEvent("job_reassigned", job.id, node, data)], reap
+    return Outcome(new, [NewEvent("job_reassigned", job.id, node, data)], reap)
 
 
 def unreassign(job: Job, reap: Reap, node: str) -> bool:
@@ -67,11 +66,11 @@ def unreassign(job: Job, reap: Reap, node: str) -> bool:
 def preempt(job: Job, why: str) -> Outcome:
     """Stop a running attempt (TERM, grace, KILL) and put the job back in line."""
     if job.state is not JobState.RUNNING or job.node is None:
-        return None, [], None
+        return Outcome()
     reap = Reap(job_id=job.id, attempt=job.attempt, node=job.node, reason="preempted")
     new = _back_to_queue(job, f"preempted: {why}")
     ev = NewEvent("job_preempted", job.id, job.node, {"attempt": job.attempt, "reason": why})
-    return new, [ev], reap
+    return Outcome(new, [ev], reap)
 
 
 def borrowed(job: Job, owner: str | None) -> bool:
@@ -99,8 +98,3 @@ def effective_busy(mode: str, reported: bool | None) -> bool:
     if mode == "off":
         return False
     return bool(reported)
-
-
-def may_use_busy(user: str, owner: str | None, forbidden: Iterable[str]) -> bool:
-    """On a busy node only its owner's jobs are placed, unless the owner forbade it."""
-    return owner is not None and user == owner and owner not in set(forbidden)

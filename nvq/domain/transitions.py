@@ -1,25 +1,23 @@
-"""Job state transitions as pure functions: (job, what happened) → (new job, events).
+"""Job state transitions as pure functions: (job, what happened) → `Outcome` (the new
+job, its events, a kill it owes a node).
 
 No I/O and no clock: the caller passes `now`. The daemon commits what these return,
-then acts on it. A function returns `None` for the job when the event does not apply
-(a stale attempt, a replay of something already settled), so the caller only
-acknowledges it.
+then acts on it. An outcome without a job means the event does not apply (a stale
+attempt, a replay of something already settled), so the caller only acknowledges it.
+A request that is not allowed raises `TransitionError` with a message for the user.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from nvq.model import Job, JobSpec, JobState, NewEvent, Reap
+from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap
 from nvq.units import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
 
 class TransitionError(Exception):
     """The requested change is not allowed in the job's state (message for the user)."""
-
-
-Outcome = tuple[Job | None, list[NewEvent]]
 
 
 def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
@@ -60,7 +58,7 @@ def _default_name(command: str) -> str:
 
 def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:
     if job.state is not JobState.PENDING:
-        return None, []
+        return Outcome()
     new = msgspec.structs.replace(
         job,
         state=JobState.RUNNING,
@@ -77,14 +75,15 @@ def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:
         stderr_tail=None,
     )
     ev = NewEvent("job_dispatched", job.id, node, {"attempt": new.attempt, "gpus": new.gpus})
-    return new, [ev]
+    return Outcome(new, [ev])
 
 
 def started(job: Job, ev: JobStarted, node: str) -> Outcome:
     if job.state is not JobState.RUNNING or job.attempt != ev.attempt or job.node != node:
-        return None, []
+        return Outcome()
     new = msgspec.structs.replace(job, pid=ev.pid, started_at=ev.started_at)
-    return new, [NewEvent("job_started", job.id, node, {"attempt": ev.attempt, "pid": ev.pid})]
+    data = {"attempt": ev.attempt, "pid": ev.pid}
+    return Outcome(new, [NewEvent("job_started", job.id, node, data)])
 
 
 def _decode_result(raw: str | None) -> object:
@@ -100,7 +99,7 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
     """The attempt's process ended. A job already settled (cancelled while running)
     keeps its state and only gains the exit details."""
     if job.attempt != ev.attempt or job.node != node:
-        return None, []
+        return Outcome()
     details = {
         "attempt": ev.attempt,
         "exit_code": ev.exit_code,
@@ -116,11 +115,10 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         "result": _decode_result(ev.result) if ev.result is not None else job.result,
     }
     if job.state.finished:
-        return msgspec.structs.replace(job, **common), [
-            NewEvent("job_exit_after_settle", job.id, node, details)
-        ]
+        settled = msgspec.structs.replace(job, **common)
+        return Outcome(settled, [NewEvent("job_exit_after_settle", job.id, node, details)])
     if job.state is not JobState.RUNNING:
-        return None, []
+        return Outcome()
     if ev.reason == "timeout":
         state, kind = JobState.TIMEOUT, "job_timeout"
         reason = f"killed after its timeout of {job.timeout:g}s" if job.timeout else "timeout"
@@ -134,22 +132,23 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         if memory_exceeded(job, ev):
             reason += f": it exceeded its --memory limit of {format_mib(job.memory_mb)}"
     new = msgspec.structs.replace(job, state=state, reason=reason, **common)
-    return new, [NewEvent(kind, job.id, node, details)]
+    return Outcome(new, [NewEvent(kind, job.id, node, details)])
 
 
 def lost(job: Job, ev: JobLost, node: str) -> Outcome:
     if job.attempt != ev.attempt or job.node != node:
-        return None, []
+        return Outcome()
     if job.state.finished:
-        return None, []  # e.g. a kill of an attempt that never started: nothing to settle
+        return Outcome()  # e.g. a kill of an attempt that never started: nothing to settle
     if job.state is not JobState.RUNNING:
-        return None, []
+        return Outcome()
     if job.retried < job.retries:
         return retry(job, node, ev.reason)
     new = msgspec.structs.replace(
         job, state=JobState.LOST, ended_at=ev.at, reason=f"lost: {ev.reason}"
     )
-    return new, [NewEvent("job_lost", job.id, node, {"attempt": ev.attempt, "reason": ev.reason})]
+    data = {"attempt": ev.attempt, "reason": ev.reason}
+    return Outcome(new, [NewEvent("job_lost", job.id, node, data)])
 
 
 def retry(job: Job, node: str, why: str) -> Outcome:
@@ -166,18 +165,17 @@ def retry(job: Job, node: str, why: str) -> Outcome:
         reason=f"retrying after its process vanished: {why}",
     )
     data = {"attempt": job.attempt, "retry": new.retried, "of": job.retries, "reason": why}
-    return new, [NewEvent("job_retried", job.id, node, data)]
+    return Outcome(new, [NewEvent("job_retried", job.id, node, data)])
 
 
 def launch_failed(job: Job, ev: LaunchFailed, node: str) -> Outcome:
     if job.attempt != ev.attempt or job.node != node or job.state is not JobState.RUNNING:
-        return None, []
+        return Outcome()
     new = msgspec.structs.replace(
         job, state=JobState.FAILED, ended_at=ev.at, reason=f"launch failed: {ev.error}"
     )
-    return new, [
-        NewEvent("launch_failed", job.id, node, {"attempt": ev.attempt, "error": ev.error})
-    ]
+    data = {"attempt": ev.attempt, "error": ev.error}
+    return Outcome(new, [NewEvent("launch_failed", job.id, node, data)])
 
 
 def runner_forgot(job: Job, node: str, now: float) -> Outcome:
@@ -188,21 +186,20 @@ def runner_forgot(job: Job, node: str, now: float) -> Outcome:
     new = msgspec.structs.replace(
         job, state=JobState.LOST, ended_at=now, reason="lost: the node's runner has no record of it"
     )
-    return new, [
-        NewEvent("job_lost", job.id, node, {"attempt": job.attempt, "reason": "unknown to runner"})
-    ]
+    data = {"attempt": job.attempt, "reason": "unknown to runner"}
+    return Outcome(new, [NewEvent("job_lost", job.id, node, data)])
 
 
 def unschedulable(job: Job, why: str, now: float) -> Outcome:
     if job.state is not JobState.PENDING:
-        return None, []
+        return Outcome()
     new = msgspec.structs.replace(
         job, state=JobState.FAILED, ended_at=now, reason=f"unschedulable: {why}"
     )
-    return new, [NewEvent("job_unschedulable", job.id, None, {"reason": why})]
+    return Outcome(new, [NewEvent("job_unschedulable", job.id, None, {"reason": why})])
 
 
-def cancel(job: Job, *, now: float, by: str) -> tuple[Job, list[NewEvent], Reap | None]:
+def cancel(job: Job, *, now: float, by: str) -> Outcome:
     """Cancel settles the record at once; a running process is owed a kill (a reap),
     carried out now or when its node returns."""
     if job.state.finished:
@@ -213,17 +210,17 @@ def cancel(job: Job, *, now: float, by: str) -> tuple[Job, list[NewEvent], Reap 
     new = msgspec.structs.replace(
         job, state=JobState.CANCELLED, ended_at=now, reason=f"cancelled by {by}"
     )
-    return new, [NewEvent("job_cancelled", job.id, job.node, {"by": by})], reap
+    return Outcome(new, [NewEvent("job_cancelled", job.id, job.node, {"by": by})], reap)
 
 
 def hold(job: Job, on: int, on_state: JobState) -> Outcome:
     """A prerequisite of `--after` ended badly: wait for a person (nothing cascades)."""
     if job.state is not JobState.PENDING:
-        return None, []
+        return Outcome()
     new = msgspec.structs.replace(
         job, state=JobState.HELD, reason=f"held: prerequisite {on} ended {on_state}"
     )
-    return new, [NewEvent("job_held", job.id, None, {"after": on, "state": str(on_state)})]
+    return Outcome(new, [NewEvent("job_held", job.id, None, {"after": on, "state": str(on_state)})])
 
 
 def release(job: Job, dead: list[int], *, by: str) -> Outcome:
@@ -236,7 +233,7 @@ def release(job: Job, dead: list[int], *, by: str) -> Outcome:
         after=[d for d in job.after if d not in dead],
         reason=None,
     )
-    return new, [NewEvent("job_released", job.id, None, {"dropped": dead, "by": by})]
+    return Outcome(new, [NewEvent("job_released", job.id, None, {"dropped": dead, "by": by})])
 
 
 # -- policy: requeue, pause, resume, edit, priority ---------------------------------------
@@ -276,13 +273,13 @@ def requeue(job: Job, *, by: str, now: float) -> Outcome:
         node=None,
         gpus=[],
     )
-    return new, [NewEvent("job_requeued", job.id, None, {"by": by, "was": str(job.state)})]
+    return Outcome(new, [NewEvent("job_requeued", job.id, None, {"by": by, "was": str(job.state)})])
 
 
 PAUSABLE = frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING})
 
 
-def pause(job: Job, *, by: str, now: float) -> tuple[Job, list[NewEvent], Reap | None]:
+def pause(job: Job, *, by: str, now: float) -> Outcome:
     """Keep a job in the queue but unassigned. A running one is stopped (a reap: TERM,
     grace, KILL) and comes back to `paused`; its job directory and artifacts stay."""
     if job.state not in PAUSABLE:
@@ -292,7 +289,7 @@ def pause(job: Job, *, by: str, now: float) -> tuple[Job, list[NewEvent], Reap |
         reap = Reap(job_id=job.id, attempt=job.attempt, node=job.node, reason="pause")
     new = msgspec.structs.replace(job, state=JobState.PAUSED, pid=None, reason=f"paused by {by}")
     data = {"by": by, "was": str(job.state)}
-    return new, [NewEvent("job_paused", job.id, job.node if reap else None, data)], reap
+    return Outcome(new, [NewEvent("job_paused", job.id, job.node if reap else None, data)], reap)
 
 
 def resume(job: Job, *, by: str) -> Outcome:
@@ -301,7 +298,7 @@ def resume(job: Job, *, by: str) -> Outcome:
     if job.state is not JobState.PAUSED:
         raise TransitionError(f"job {job.id} is not paused (it is {job.state})")
     new = msgspec.structs.replace(job, state=JobState.PENDING, reason=None)
-    return new, [NewEvent("job_resumed", job.id, None, {"by": by})]
+    return Outcome(new, [NewEvent("job_resumed", job.id, None, {"by": by})])
 
 
 EDITABLE = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
@@ -329,7 +326,7 @@ def edit_after(job: Job, *, drop: list[int], add: list[int], by: str) -> Outcome
         reason=None if state is JobState.PENDING else job.reason,
     )
     data = {"dropped": drop, "added": add, "by": by}
-    return new, [NewEvent("job_edited", job.id, None, data)]
+    return Outcome(new, [NewEvent("job_edited", job.id, None, data)])
 
 
 def reorder(job: Job, *, priority: int, rank: float, by: str) -> Outcome:
@@ -338,4 +335,4 @@ def reorder(job: Job, *, priority: int, rank: float, by: str) -> Outcome:
         raise TransitionError(f"job {job.id} has already ended ({job.state})")
     new = msgspec.structs.replace(job, priority=priority, rank=rank)
     data = {"priority": priority, "was": job.priority, "by": by}
-    return new, [NewEvent("job_priority", job.id, None, data)]
+    return Outcome(new, [NewEvent("job_priority", job.id, None, data)])

@@ -5,43 +5,41 @@ A lane's order is its queued jobs' `lane_pos`; every reordering renumbers the la
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from nvq.daemon.policy import _error, lane_statuses
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import map_exceptions
+from nvq.daemon.placing import dependency_states, lane_statuses
+from nvq.daemon.state import State
 from nvq.domain import deps, lanes, permissions
-from nvq.domain.transitions import TransitionError
 from nvq.model import Job, JobState, NewEvent, Tx
 
-if TYPE_CHECKING:
-    from nvq.daemon.core import Core
 
-
-def resolve(core: Core, text: str) -> str:
-    try:
+def resolve(state: State, text: str) -> str:
+    with map_exceptions():
         prefix, gpu = lanes.parse_lane(text)
-    except lanes.LaneError as exc:
-        raise _error(str(exc)) from None
-    node = core.find_node(prefix)
+    node = state.find_node(prefix)
     return lanes.lane_name(node.name, gpu)
 
 
-async def _dep_status(core: Core) -> dict[int, deps.DepStatus]:
+async def _dep_status(state: State) -> dict[int, deps.DepStatus]:
     waiting = [
         j
-        for j in core.jobs.values()
+        for j in state.jobs.values()
         if j.lane is not None and j.state is JobState.PENDING and (j.after or j.after_any)
     ]
-    states = await core._dependency_states(waiting)
+    states = await dependency_states(state, waiting)
     return {j.id: deps.dependency_status(j, states) for j in waiting}
 
 
-def _status_doc(core: Core, st: lanes.LaneStatus) -> dict[str, Any]:
+def _status_doc(state: State, st: lanes.LaneStatus) -> dict[str, Any]:
     node, gpu = lanes.parse_lane(st.lane)
     blocked = st.blocked
     if blocked is None and st.next is not None:
-        blocked = core.lane_blocked.get(st.lane)
+        blocked = state.lane_blocked.get(st.lane)
     return {
         "lane": st.lane,
         "node": node,
@@ -53,53 +51,66 @@ def _status_doc(core: Core, st: lanes.LaneStatus) -> dict[str, Any]:
     }
 
 
-async def lanes_view(core: Core) -> list[dict[str, Any]]:
+async def lanes_view(state: State) -> list[dict[str, Any]]:
     """Every GPU of every known node, plus any lane that still has jobs."""
-    statuses = {s.lane: s for s in lane_statuses(core, await _dep_status(core))}
+    statuses = {s.lane: s for s in lane_statuses(state, await _dep_status(state))}
     names = set(statuses)
-    for node in core.nodes.values():
+    for node in state.nodes.values():
         if node.hello is not None and not node.ignored:
             names.update(lanes.lane_name(node.name, g.index) for g in node.hello.gpus)
     docs = []
     for name in sorted(names, key=lambda n: (n.rsplit(":", 1)[0], int(n.rsplit(":", 1)[1]))):
         st = statuses.get(name) or lanes.LaneStatus(
             lane=name,
-            running=_running_on_card(core, name),
-            paused=core.lane_paused.get(name, False),
+            running=_running_on_card(state, name),
+            paused=state.lane_paused.get(name, False),
         )
-        docs.append(_status_doc(core, st))
+        docs.append(_status_doc(state, st))
     return docs
 
 
-def _running_on_card(core: Core, lane: str) -> int | None:
+def _running_on_card(state: State, lane: str) -> int | None:
     node, gpu = lanes.parse_lane(lane)
     return next(
         (
             j.id
-            for j in core.jobs.values()
+            for j in state.jobs.values()
             if j.state is JobState.RUNNING and j.node == node and gpu in j.gpus
         ),
         None,
     )
 
 
-async def lane_view(core: Core, text: str) -> dict[str, Any]:
-    name = resolve(core, text)
-    statuses = {s.lane: s for s in lane_statuses(core, await _dep_status(core))}
+async def lane_view(state: State, text: str) -> dict[str, Any]:
+    name = resolve(state, text)
+    statuses = {s.lane: s for s in lane_statuses(state, await _dep_status(state))}
     st = statuses.get(name) or lanes.LaneStatus(
-        lane=name, running=None, paused=core.lane_paused.get(name, False)
+        lane=name, running=None, paused=state.lane_paused.get(name, False)
     )
-    doc = _status_doc(core, st)
-    doc["running_job"] = core.jobs.get(st.running) if st.running is not None else None
+    doc = _status_doc(state, st)
+    doc["running_job"] = state.jobs.get(st.running) if st.running is not None else None
     doc["jobs"] = [
-        {"position": n, **msgspec.to_builtins(core.jobs[i])}
+        {"position": n, **msgspec.to_builtins(state.jobs[i])}
         for n, i in enumerate(st.queue, start=1)
     ]
     return doc
 
 
+async def lanes_request(ctx: Context, req: c.Lanes, user: str) -> tuple[Any, int]:
+    return await lanes_view(ctx.state), 0
+
+
+async def lane_request(ctx: Context, req: c.Lane, user: str) -> tuple[Any, int]:
+    if req.action is None:
+        return await lane_view(ctx.state, req.lane), 0
+    doc = await lane_action(
+        ctx.state, req.lane, req.action, req.ids, to=req.to, before=req.before, at=req.at, user=user
+    )
+    return doc, 0
+
+
 async def lane_action(
-    core: Core,
+    state: State,
     text: str,
     action: str,
     ids: list[int],
@@ -109,12 +120,12 @@ async def lane_action(
     at: str | None,
     user: str,
 ) -> dict[str, Any]:
-    async with core._lock:
-        name = resolve(core, text)
-        queued = lanes.queued_order([j for j in core.jobs.values() if j.lane == name])
+    async with state.lock:
+        name = resolve(state, text)
+        queued = lanes.queued_order([j for j in state.jobs.values() if j.lane == name])
         order = [j.id for j in queued]
         tx = Tx()
-        try:
+        with map_exceptions():
             if action in ("pause", "resume"):
                 paused = action == "pause"
                 tx.lanes.append((name, paused))
@@ -122,8 +133,8 @@ async def lane_action(
                     NewEvent(f"lane_{action}d", None, None, {"lane": name, "by": user})
                 )
             else:
-                new_order = _reorder(core, name, action, ids, order, to=to, before=before, at=at)
-                moved = _renumber(core, name, new_order, user)
+                new_order = _reorder(state, name, action, ids, order, to=to, before=before, at=at)
+                moved = _renumber(state, name, new_order, user)
                 tx.jobs.extend(moved)
                 tx.events.append(
                     NewEvent(
@@ -133,15 +144,13 @@ async def lane_action(
                         {"lane": name, "action": action, "order": new_order, "by": user},
                     )
                 )
-        except (lanes.LaneError, TransitionError) as exc:
-            raise _error(str(exc)) from None
-        await core._commit(tx)
-    core.kick()
-    return await lane_view(core, name)
+        await state.commit(tx)
+    state.kick()
+    return await lane_view(state, name)
 
 
 def _reorder(
-    core: Core,
+    state: State,
     name: str,
     action: str,
     ids: list[int],
@@ -155,7 +164,7 @@ def _reorder(
         if len(ids) != 1:
             raise lanes.LaneError(f"{action} takes one job id")
         job_id = ids[0]
-        job = core.jobs.get(job_id)
+        job = state.jobs.get(job_id)
         if job is not None and job.state is JobState.RUNNING:
             raise lanes.LaneError(f"job {job_id} is running: a running job cannot be reordered")
         return job_id
@@ -175,7 +184,7 @@ def _reorder(
         return lanes.skip(order)
     if action == "assign":
         job_id = one()
-        job = core.jobs.get(job_id)
+        job = state.jobs.get(job_id)
         if job is None or job.state not in (JobState.PENDING, JobState.HELD, JobState.PAUSED):
             raise lanes.LaneError(f"job {job_id} is not waiting: only a queued job can be assigned")
         if job.gpus_requested != 1:
@@ -186,13 +195,13 @@ def _reorder(
     )
 
 
-def _renumber(core: Core, name: str, order: list[int], user: str) -> list[Job]:
+def _renumber(state: State, name: str, order: list[int], user: str) -> list[Job]:
     positions = lanes.numbered(order)
     changed: list[Job] = []
     for job_id, pos in positions.items():
-        job = core.jobs[job_id]
+        job = state.jobs[job_id]
         if job.lane != name:
-            permissions.check([job], user, core.config.queue.admins, "assign")
+            permissions.check([job], user, state.config.queue.admins, "assign")
         if job.lane != name or job.lane_pos != pos:
             changed.append(msgspec.structs.replace(job, lane=name, lane_pos=pos, node_request=None))
     return changed

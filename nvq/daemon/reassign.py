@@ -1,51 +1,51 @@
-"""The daemon's side of machines that come and go (issue 5): reassigning the jobs of
-a node that stays down, stopping jobs on a node that turned busy or that outran
+"""The daemon's side of machines that come and go: reassigning the jobs of a node
+that stays down, stopping jobs on a node that turned busy or that outran
 `--max-runtime` on a borrowed node, fencing placement until old attempts are gone,
 and driving artifact syncs and restores (`nvq.daemon.artifacts`).
 
-Decisions come from `nvq.domain.reassign` (pure); every change is one `Store.commit` under
-the core's lock. Slow work (file transfers) runs in this module's own tasks, never
-under the lock.
+Decisions come from `nvq.domain.reassign` (pure); every change goes through
+`nvq.daemon.apply` or `State.commit` under the state's lock. Slow work (file
+transfers) runs in this module's own tasks, never under the lock.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from nvq import machines_db
+from nvq.daemon.apply import apply
 from nvq.daemon.artifacts import Artifacts, SyncRefused
+from nvq.daemon.errors import RequestError
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.state import State
 from nvq.domain import reassign
 from nvq.model import Job, JobState, NewEvent, Tx
 from nvq_runner import protocol as p
-
-if TYPE_CHECKING:
-    from nvq.daemon.core import Core
-    from nvq.daemon.nodes import NodeRuntime
 
 log = logging.getLogger("nvq.machines")
 TICK = 1.0  # seconds between checks of --max-runtime and due artifact syncs
 
 
 class Machines:
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.artifacts = Artifacts(core)
+    def __init__(self, state: State, artifacts: Artifacts) -> None:
+        self.state = state
+        self.artifacts = artifacts
         self.forbidden: set[str] = set()  # owners who ran `queue forbid-busy-assign`
         self.syncing: set[int] = set()  # jobs whose final sync runs: not placeable
         self._work_send, self._work_recv = anyio.create_memory_object_stream[Any](10_000)
         self._due: set[int] = set()  # jobs with a periodic sync queued or running
 
     async def load(self) -> None:
-        modes = await self.core.store.sync(machines_db.busy_modes)
+        modes = await self.state.store.sync(machines_db.busy_modes)
         for name, mode in modes.items():
-            node = self.core.nodes.get(name)
+            node = self.state.nodes.get(name)
             if node is not None:
                 node.busy_mode = mode
-        self.forbidden = await self.core.store.sync(machines_db.forbidden)
+        self.forbidden = await self.state.store.sync(machines_db.forbidden)
 
     # ------------------------------------------------------------ placement inputs
 
@@ -56,14 +56,14 @@ class Machines:
         """An old attempt that must be killed first may still run there."""
         return any(
             r.node == node and r.reason in reassign.FENCING_REASONS
-            for r in self.core.reaps.values()
+            for r in self.state.reaps.values()
         )
 
     def unplaceable(self) -> set[int]:
         """Jobs that may not be placed now: their previous attempt is still being
         stopped, or its artifacts synced. One set per pass, not a scan per job."""
         stopping = {
-            key[0] for key, r in self.core.reaps.items() if r.reason in reassign.STOPPING_REASONS
+            key[0] for key, r in self.state.reaps.items() if r.reason in reassign.STOPPING_REASONS
         }
         return stopping | self.syncing
 
@@ -75,48 +75,28 @@ class Machines:
 
     # ------------------------------------------------------------ node down
 
-    def reassign_down(self, node: NodeRuntime, tx: Tx, now: float) -> None:
-        """Add to `tx` the reassignment of every job running on a node now down.
-        Must hold the lock."""
-        grace = self.core.config.queue.node_grace
+    async def reassign_down(self, node: NodeRuntime, tx: Tx, now: float) -> None:
+        """Commit `tx` (the node's going down) with the reassignment of every job
+        running there; their old attempts are owed a kill. Must hold the lock."""
+        grace = self.state.config.queue.node_grace
         why = f"node {node.name} unreachable for more than {grace:g}s"
         if node.error:
             why += f" ({node.error})"
-        for job in list(self.core.jobs.values()):
-            new, evs, reap = reassign.reassign(job, node.name, why, now)
-            if new is None:
-                continue
-            tx.jobs.append(new)
-            tx.events.extend(evs)
-            if reap is not None:
-                tx.add_reaps.append(reap)
+        jobs = list(self.state.jobs.values())
+        await apply(self.state, jobs, lambda j: reassign.reassign(j, node.name, why, now), tx=tx)
 
     # ------------------------------------------------------------ preemption
 
     async def preempt(self, jobs: list[Job], why: str) -> list[Job]:
         """Stop running attempts and put their jobs back in line. Must hold the lock."""
-        tx = Tx()
-        for job in jobs:
-            new, evs, reap = reassign.preempt(job, why)
-            if new is None:
-                continue
-            tx.jobs.append(new)
-            tx.events.extend(evs)
-            if reap is not None:
-                tx.add_reaps.append(reap)
-        if not tx:
-            return []
-        await self.core._commit(tx)
-        self.core.post_kills(tx.add_reaps)
-        self.core.kick()
-        return tx.jobs
+        return await apply(self.state, jobs, lambda j: reassign.preempt(j, why))
 
     async def _busy_changed(self, node: NodeRuntime, was: bool) -> None:
         """Must hold the lock."""
         now = self.busy(node)
         if now == was:
             return
-        await self.core._commit(
+        await self.state.commit(
             Tx(
                 events=[
                     NewEvent(
@@ -129,12 +109,12 @@ class Machines:
             )
         )
         if now:
-            victims = reassign.busy_victims(self.core._jobs_on(node.name), node.owner)
+            victims = reassign.busy_victims(self.state.jobs_on(node.name), node.owner)
             await self.preempt(victims, f"node {node.name} is in use by its owner {node.owner}")
-        self.core.kick()
+        self.state.kick()
 
     async def on_busy(self, node: NodeRuntime, msg: p.Busy) -> None:
-        async with self.core._lock:
+        async with self.state.lock:
             was = self.busy(node)
             node.busy_reported = msg.busy
             node.busy_detail = {"sessions": msg.sessions, "idle": msg.idle}
@@ -142,15 +122,13 @@ class Machines:
 
     async def set_busy_mode(self, name: str, mode: str) -> dict[str, Any]:
         if mode not in machines_db.BUSY_MODES:
-            from nvq.daemon.core import RequestError
-
             raise RequestError(f"busy mode {mode!r}: expected on, off or auto")
-        async with self.core._lock:
-            node = self.core.find_node(name)
+        async with self.state.lock:
+            node = self.state.find_node(name)
             was = self.busy(node)
-            await self.core.store.sync(lambda c: machines_db.set_busy_mode(c, node.name, mode))
+            await self.state.store.sync(lambda c: machines_db.set_busy_mode(c, node.name, mode))
             node.busy_mode = mode
-            await self.core._commit(
+            await self.state.commit(
                 Tx(events=[NewEvent("node_busy_mode", None, node.name, {"mode": mode})])
             )
             await self._busy_changed(node, was)
@@ -167,22 +145,22 @@ class Machines:
         }
 
     async def set_forbid(self, user: str, forbid: bool) -> dict[str, Any]:
-        async with self.core._lock:
-            await self.core.store.sync(lambda c: machines_db.set_forbidden(c, user, forbid))
+        async with self.state.lock:
+            await self.state.store.sync(lambda c: machines_db.set_forbidden(c, user, forbid))
             if forbid:
                 self.forbidden.add(user)
             else:
                 self.forbidden.discard(user)
             kind = "busy_assign_forbidden" if forbid else "busy_assign_allowed"
-            await self.core._commit(Tx(events=[NewEvent(kind, None, None, {"user": user})]))
-        self.core.kick()
+            await self.state.commit(Tx(events=[NewEvent(kind, None, None, {"user": user})]))
+        self.state.kick()
         return {"user": user, "busy_assign": not forbid}
 
     def owner_msg(self, node: NodeRuntime) -> p.Owner | None:
         """What the runner needs to report its owner's activity (new runners only)."""
         if node.hello is None or "owner" not in node.hello.features:
             return None
-        return p.Owner(user=node.owner, idle=self.core.config.queue.busy_idle)
+        return p.Owner(user=node.owner, idle=self.state.config.queue.busy_idle)
 
     # ------------------------------------------------------------ attempts ending
 
@@ -201,7 +179,7 @@ class Machines:
         if self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
             self._submit(("restore", node.name, job.id))
         else:
-            node.post(self.core._start_msg(job))
+            node.post(self.state.start_msg(job))
 
     def _submit(self, item: tuple[str, str, int]) -> None:
         try:
@@ -220,10 +198,9 @@ class Machines:
                     tg.start_soon(self._work, kind, node_name, job_id)
 
     async def _work(self, kind: str, node_name: str, job_id: int) -> None:
-        core = self.core
-        node = core.nodes[node_name]
+        node = self.state.nodes[node_name]
         try:
-            job = await core.get_job(job_id)
+            job = await self.state.get_job(job_id)
             if kind == "final":
                 await self._sync(node, job)
             elif kind == "periodic":
@@ -236,7 +213,7 @@ class Machines:
         finally:
             if kind == "final":
                 self.syncing.discard(job_id)
-                core.kick()
+                self.state.kick()
             if kind == "periodic":
                 self._due.discard(job_id)
 
@@ -252,8 +229,8 @@ class Machines:
             log.info("job %s: restored %d artifact files onto %s", job.id, pushed, node.name)
         except Exception as exc:
             log.warning("job %s: restoring artifacts onto %s failed: %s", job.id, node.name, exc)
-        async with self.core._lock:
-            live = self.core.jobs.get(job.id)
+        async with self.state.lock:
+            live = self.state.jobs.get(job.id)
             # Still this attempt, still unstarted: send it (a reconnect re-sends it anyway).
             if (
                 live is not None
@@ -262,7 +239,7 @@ class Machines:
                 and live.attempt == job.attempt
                 and node.reconciled
             ):
-                node.post(self.core._start_msg(live))
+                node.post(self.state.start_msg(live))
 
     async def _ticker(self) -> None:
         while True:
@@ -273,13 +250,13 @@ class Machines:
                 log.exception("machines tick failed")
 
     async def _tick(self, now: float) -> None:
-        core = self.core
-        interval = core.config.queue.artifact_sync
+        state = self.state
+        interval = state.config.queue.artifact_sync
         over: list[Job] = []
-        for job in list(core.jobs.values()):
+        for job in list(state.jobs.values()):
             if job.state is not JobState.RUNNING or job.node is None:
                 continue
-            node = core.nodes.get(job.node)
+            node = state.nodes.get(job.node)
             if node is None or node.state != "up" or job.started_at is None:
                 continue
             if reassign.runtime_exceeded(job, node.owner, now):
@@ -289,12 +266,12 @@ class Machines:
                 self._due.add(job.id)
                 self._submit(("periodic", node.name, job.id))
         if over:
-            async with core._lock:
-                live = [core.jobs[j.id] for j in over if j.id in core.jobs]
+            async with state.lock:
+                live = [state.jobs[j.id] for j in over if j.id in state.jobs]
                 still = [
                     j
                     for j in live
-                    if j.node in core.nodes
-                    and reassign.runtime_exceeded(j, core.nodes[j.node].owner, now)
+                    if j.node in state.nodes
+                    and reassign.runtime_exceeded(j, state.nodes[j.node].owner, now)
                 ]
                 await self.preempt(still, "ran past its --max-runtime on a borrowed node")

@@ -1,0 +1,60 @@
+"""The one way a request or a machine event changes jobs: a pure transition
+(job → `Outcome`) applied to each of N jobs, committed together, kills carried out,
+a placement pass asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from nvq.daemon.errors import map_exceptions
+from nvq.daemon.state import State
+from nvq.domain import permissions
+from nvq.model import Job, Outcome, Tx
+
+Transition = Callable[[Job], Outcome]
+
+
+def record(tx: Tx, outcome: Outcome) -> None:
+    """Add what `outcome` decided to `tx` (nothing, when it does not apply)."""
+    if outcome.job is None:
+        return
+    tx.jobs.append(outcome.job)
+    tx.events.extend(outcome.events)
+    if outcome.reap is not None:
+        tx.add_reaps.append(outcome.reap)
+
+
+def check_allowed(state: State, jobs: Iterable[Job], user: str, action: str) -> None:
+    """Only a job's owner or a queue admin may change it."""
+    with map_exceptions():
+        permissions.check(jobs, user, state.config.queue.admins, action)
+
+
+async def apply(
+    state: State,
+    jobs: Iterable[Job],
+    transition: Transition,
+    *,
+    by: str | None = None,
+    action: str | None = None,
+    tx: Tx | None = None,
+) -> list[Job]:
+    """Apply `transition` to every job in one transaction; returns the changed jobs.
+    With `action`, `by` must be allowed to do it to each of them first. All or
+    nothing: one refusal (a `RequestError`) changes no job. `tx` brings the rest of
+    the same change (the event that caused it), committed with it. Must hold the lock."""
+    jobs = list(jobs)
+    tx = tx if tx is not None else Tx()
+    if action is not None:
+        assert by is not None
+        check_allowed(state, jobs, by, action)
+    with map_exceptions():
+        for job in jobs:
+            record(tx, transition(job))
+    if tx:
+        await state.commit(tx)
+        state.post_kills(tx.add_reaps)
+    # A job that changed state can let others move on (a cancelled lane head, a
+    # finished prerequisite): without a kick they would wait for an unrelated event.
+    state.kick()
+    return tx.jobs

@@ -1,0 +1,28 @@
+"""The frames the daemon sends a runner to start and to stop an attempt, built from
+the job's record and the queue's settings."""
+
+from __future__ import annotations
+
+from nvq.model import Job, Reap
+from nvq_runner import protocol as p
+
+
+def start_msg(job: Job, *, kill_grace: float) -> p.Start:
+    assert job.node is not None
+    return p.Start(
+        job_id=job.id,
+        attempt=job.attempt,
+        node=job.node,
+        name=job.name,
+        command=job.command,
+        gpus=list(job.gpus),
+        env=dict(job.env),
+        workdir=job.workdir,
+        timeout=job.timeout,
+        kill_grace=kill_grace,
+        memory_mb=job.memory_mb or None,
+    )
+
+
+def kill_msg(reap: Reap, *, kill_grace: float) -> p.Kill:
+    return p.Kill(reap.job_id, reap.attempt, reason=reap.reason, grace=kill_grace)

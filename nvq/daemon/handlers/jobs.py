@@ -1,0 +1,129 @@
+"""Requests that read jobs or annotate them: ls (and an array's members), show,
+note, result, wait, purge."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import anyio
+import msgspec
+
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.handlers.logs import tail_text
+from nvq.daemon.placing import explain
+from nvq.domain import attempts
+from nvq.model import Job, JobState, NewEvent, Tx
+
+
+async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    if req.array is not None:
+        members = await state.store.array_members(req.array)
+        if not members:
+            raise RequestError(f"no array with id {req.array}")
+        return [state.live(m) for m in members], 0
+    if req.active:
+        return sorted(state.jobs.values(), key=lambda j: j.id), 0
+    wanted = None
+    if req.states:
+        template = "{}; states are " + ", ".join(s.value for s in JobState)
+        with map_exceptions({ValueError: RequestError}, template=template):
+            wanted = [JobState(s) for s in req.states]
+    limit = req.limit
+    jobs = await state.store.jobs(states=wanted, limit=limit, newest_first=limit is not None)
+    if limit is not None:
+        jobs.reverse()
+    return [state.live(j) for j in jobs], 0
+
+
+async def show(ctx: Context, req: c.ShowJob, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    job = state.live(await state.get_job(req.id))
+    doc: dict[str, Any] = msgspec.to_builtins(job)
+    events = await state.store.events(job_id=req.id)
+    doc["events"] = msgspec.to_builtins(events)
+    doc["attempts"] = msgspec.to_builtins(attempts.derive(events))
+    doc["why"] = await explain(state, job)
+    if req.logs:
+        doc["logs"] = await tail_text(state, job, req.logs)
+    return doc, 0
+
+
+async def note(ctx: Context, req: c.Note, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    async with state.lock:
+        job = await state.get_job(req.id)
+        if req.clear:
+            text = ""
+        elif req.append is not None:
+            text = f"{job.note}\n{req.append}" if job.note else req.append
+        elif req.text is not None:
+            text = req.text
+        else:
+            return job, 0
+        new = msgspec.structs.replace(job, note=text)
+        await state.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
+        return new, 0
+
+
+async def result(ctx: Context, req: c.Result, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    async with state.lock:
+        job = await state.get_job(req.id)
+        if req.set_json is None:
+            return job.result, 0
+        with map_exceptions(
+            {msgspec.DecodeError: RequestError}, template="--set is not valid JSON: {}"
+        ):
+            value = msgspec.json.decode(req.set_json)
+        new = msgspec.structs.replace(job, result=value)
+        await state.commit(Tx(jobs=[new], events=[NewEvent("job_result_set", job.id, None, {})]))
+        return value, 0
+
+
+async def wait(ctx: Context, req: c.Wait, user: str) -> tuple[Any, int]:
+    """Until every job has ended (exit 0 if all completed, else 1) or the timeout
+    passes (exit 2)."""
+    state, ids = ctx.state, req.ids
+    known = {j.id for j in await state.store.jobs(ids=ids)}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise RequestError(f"no job with id {missing[0]}")
+    deadline = math.inf if req.timeout is None else time.monotonic() + req.timeout
+    # Live jobs are exactly the ones in memory: a wait on thousands of jobs costs a
+    # dict lookup per unfinished job per change, and one read at the end.
+    remaining = set(ids)
+    while True:
+        changed = state.changed
+        remaining = {i for i in remaining if i in state.jobs}
+        left = deadline - time.monotonic()
+        if not remaining or left <= 0:
+            by_id = {j.id: state.live(j) for j in await state.store.jobs(ids=ids)}
+            jobs: list[Job] = [by_id[i] for i in ids]
+            if remaining:
+                return jobs, 2
+            ok = all(j.state is JobState.COMPLETED for j in jobs)
+            return jobs, 0 if ok else 1
+        with anyio.move_on_after(min(left, 3600)):
+            await changed.wait()
+
+
+async def purge(ctx: Context, req: c.Purge, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    async with state.lock:
+        ids = await state.store.finished_ids(req.before)
+        if ids and user not in state.config.queue.admins:
+            mine = await state.store.jobs(ids=ids)
+            ids = [j.id for j in mine if j.user == user]
+        if ids:
+            data = {"count": len(ids), "by": user, "before": req.before}
+            await state.commit(
+                Tx(delete_jobs=ids, events=[NewEvent("jobs_purged", None, None, data)])
+            )
+            ctx.machines.artifacts.delete(ids)  # their checkpoints go with them
+    state.kick()  # a purged prerequisite no longer holds anyone back
+    return {"purged": len(ids), "ids": ids}, 0

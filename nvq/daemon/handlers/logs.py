@@ -1,0 +1,73 @@
+"""`nvq logs` (streamed to the CLI chunk by chunk) and the tail `job show --logs`
+includes: the job's node reads its log files and sends them over the link."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+
+from nvq.daemon.errors import RequestError
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.state import State
+from nvq.model import Job
+from nvq_runner import protocol as p
+
+_requests = itertools.count(1)  # names each log stream on its node's link
+
+
+async def open_logs(
+    state: State, job_id: int, *, lines: int, follow: bool, stream: str
+) -> AsyncIterator[bytes]:
+    """The job's log, chunk by chunk; raises `RequestError` before the first chunk
+    when there is nothing to read, or after it when the node goes away."""
+    job = await state.get_job(job_id)
+    while follow and job.node is None and not job.state.finished:
+        # `logs -f` on a job still waiting for a card follows it from its start.
+        changed = state.changed
+        await changed.wait()
+        job = await state.get_job(job_id)
+    if job.node is None:
+        raise RequestError(f"job {job_id} has not started yet: it has no logs")
+    node = state.nodes.get(job.node)
+    if node is None or node.send is None or node.state != "up":
+        raise RequestError(f"node {job.node} of job {job_id} is not reachable now")
+    req = next(_requests)
+    send, receive = anyio.create_memory_object_stream[p.LogData](1000)
+
+    def deliver(msg: p.LogData) -> None:
+        try:
+            send.send_nowait(msg)
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    node.log_streams[req] = deliver
+    node.post(p.Tail(req=req, job_id=job_id, stream=stream, lines=lines, follow=follow))  # type: ignore[arg-type]
+    return _drain(node, req, receive)
+
+
+async def _drain(node: NodeRuntime, req: int, receive: Any) -> AsyncIterator[bytes]:
+    try:
+        async with receive:
+            async for msg in receive:
+                if msg.data:
+                    yield msg.data
+                if msg.eof:
+                    if msg.error:
+                        raise RequestError(msg.error)
+                    return
+    finally:
+        if node.log_streams.pop(req, None) is not None:
+            node.post(p.Unfollow(req))
+
+
+async def tail_text(state: State, job: Job, lines: int, stream: str = "stdout") -> str | None:
+    """The last `lines` of the job's log, or None when it cannot be read now."""
+    try:
+        logs = await open_logs(state, job.id, lines=lines, follow=False, stream=stream)
+        chunks = [c async for c in logs]
+    except RequestError:
+        return None
+    return b"".join(chunks).decode(errors="replace")

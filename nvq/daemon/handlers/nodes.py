@@ -1,0 +1,148 @@
+"""Requests about nodes and the queue as a whole: status, nodes, drain/ignore flags,
+bootstrap, the event log."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from nvq import __version__
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.state import State
+from nvq.daemon.views import gpu_views
+from nvq.model import ACTIVE_STATES, JobState, NewEvent, NodeView, Tx
+
+_FLAG_EVENTS = {
+    ("drained", True): "node_drained",
+    ("drained", False): "node_resumed",
+    ("ignored", True): "node_ignored",
+    ("ignored", False): "node_unignored",
+}
+
+
+def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]:
+    views: list[NodeView] = []
+    headroom = state.config.queue.headroom_mb
+    by_node = state.jobs_by_node()
+    for node in state.nodes.values():
+        if node.ignored and not include_ignored:
+            continue
+        on_node = by_node.get(node.name, [])
+        hello = node.hello
+        views.append(
+            NodeView(
+                name=node.name,
+                host=node.host,
+                state=node.shown_state,
+                last_seen=node.last_seen,
+                drained=node.drained,
+                hostname=hello.hostname if hello else None,
+                backend=hello.backend if hello else None,
+                cuda=hello.cuda if hello else None,
+                mem_total_mb=hello.mem_total_mb if hello else None,
+                mem_free_mb=node.sample.mem_free_mb if node.sample else None,
+                running_jobs=len(on_node),
+                cpu_jobs=sum(1 for j in on_node if not j.gpus),
+                error=node.error,
+                gpus=gpu_views(
+                    hello.gpus,
+                    node.sample.gpus if node.sample else None,
+                    on_node,
+                    headroom_mb=headroom,
+                    allow=node.allow,
+                )
+                if hello
+                else [],
+            )
+        )
+    return views
+
+
+async def status(ctx: Context, req: c.Status, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    counts = await state.store.state_counts()
+    shown = ACTIVE_STATES | {JobState.HELD, JobState.PAUSED}
+    active = sorted((j for j in state.jobs.values() if j.state in shown), key=lambda j: j.id)
+    doc = {
+        "daemon": {
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": state.started_at,
+            "home": str(state.home),
+        },
+        "counts": {s.value: counts.get(s.value, 0) for s in JobState},
+        "pending_reaps": len(state.reaps),
+        "placement": state.placement_stats,
+        "nodes": node_views(state),
+        "jobs": active,
+        **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
+    }
+    return doc, 0
+
+
+async def nodes(ctx: Context, req: c.Nodes, user: str) -> tuple[Any, int]:
+    return node_views(ctx.state, include_ignored=req.include_ignored), 0
+
+
+async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> tuple[Any, int]:
+    """drain/resume (no new placements) and ignore/unignore (no link at all)."""
+    state, flag, value = ctx.state, req.flag, req.value
+    async with state.lock:
+        node = state.find_node(req.node)
+        if flag == "ignored" and value and state.jobs_on(node.name):
+            raise RequestError(
+                f"node {node.name} has running jobs; drain it and let them finish first"
+            )
+        setattr(node, flag, value)
+        if flag == "drained":
+            await state.store.save_node(node.name, drained=value)
+        else:
+            await state.store.save_node(node.name, ignored=value)
+        kind = _FLAG_EVENTS[(flag, value)]
+        await state.commit(Tx(events=[NewEvent(kind, None, node.name, {})]))
+        if flag == "ignored" and value and node.link_scope is not None:
+            node.link_scope.cancel()
+        state.notify()
+    state.kick()
+    view = next(v for v in node_views(state, include_ignored=True) if v.name == node.name)
+    return view, 0
+
+
+async def bootstrap(ctx: Context, req: c.Bootstrap, user: str) -> tuple[Any, int]:
+    """Install (or refresh) the runner on an SSH node, then reconnect to it."""
+    # asyncssh is only loaded when a node is bootstrapped.
+    from nvq.daemon.ssh import NodeUnreachable
+    from nvq.daemon.ssh_link import connect, install_runner, managed
+
+    node = ctx.state.find_node(req.node)
+    if node.config is None:
+        raise RequestError(
+            f"{node.name} is the local node: its runner comes from this installation"
+        )
+    with map_exceptions({NodeUnreachable: RequestError}):
+        conn = await connect(node.config, ctx.state.config.queue)
+        try:
+            result = await install_runner(conn, node.config, force=req.force)
+        finally:
+            conn.close()
+    if result.installed and node.link_scope is not None:
+        node.link_scope.cancel()  # reconnect: attach starts the new runner
+    doc: dict[str, Any] = {
+        "node": node.name,
+        "version": result.version,
+        "python": result.python,
+        "installed": result.installed,
+        "seconds": round(result.seconds, 3),
+    }
+    if not managed(node.config):
+        doc["note"] = (
+            f"nodes.python is set to {node.config.python}: the daemon runs the runner "
+            "with it, not with the installed venv"
+        )
+    return doc, 0
+
+
+async def events(ctx: Context, req: c.Events, user: str) -> tuple[Any, int]:
+    return await ctx.state.store.events(since=req.since, limit=req.limit, job_id=req.job_id), 0

@@ -1,0 +1,139 @@
+"""Requests that move jobs through their states or along the line: cancel, release,
+requeue, edit, priority, pause, resume. Each one locks, finds the jobs, and applies
+one pure transition to them (`nvq.daemon.apply`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from nvq import control as c
+from nvq.daemon.apply import apply, check_allowed
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
+from nvq.daemon.handlers.submit import lane_tail
+from nvq.daemon.placing import dependency_states
+from nvq.daemon.state import State
+from nvq.domain import deps, ordering, transitions
+from nvq.domain.transitions import TransitionError
+from nvq.model import Job, JobState, Outcome
+
+WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
+
+
+async def named_jobs(
+    state: State, ids: Iterable[int], array: bool, states: frozenset[JobState]
+) -> list[Job]:
+    """The jobs a request names: `ids` themselves, or with `array` every member of
+    those arrays in `states`."""
+    if not array:
+        return [await state.get_job(i) for i in ids]
+    out: list[Job] = []
+    for array_id in ids:
+        members = await state.store.array_members(array_id)
+        if not members:
+            raise RequestError(f"no array with id {array_id}")
+        out.extend(state.live(m) for m in members if state.live(m).state in states)
+    return out
+
+
+async def cancel(ctx: Context, req: c.Cancel, user: str) -> tuple[Any, int]:
+    state, now = ctx.state, time.time()
+    # With --array: every member not yet running.
+    ids = [j.id for j in await named_jobs(state, req.ids, True, WAITING)] if req.array else req.ids
+    async with state.lock:
+        jobs = [await state.get_job(i) for i in ids]
+
+        def cancel_one(job: Job) -> Outcome:
+            return transitions.cancel(job, now=now, by=user)
+
+        return await apply(state, jobs, cancel_one, by=user, action="cancel"), 0
+
+
+async def release(ctx: Context, req: c.Release, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    async with state.lock:
+        jobs = [await state.get_job(i) for i in req.ids]
+        states = await dependency_states(state, jobs)
+
+        def release_one(job: Job) -> Outcome:
+            return transitions.release(job, deps.dead_prerequisites(job, states), by=user)
+
+        return await apply(state, jobs, release_one), 0
+
+
+async def requeue(ctx: Context, req: c.Requeue, user: str) -> tuple[Any, int]:
+    state, now = ctx.state, time.time()
+    async with state.lock:
+        jobs = [await state.get_job(i) for i in req.ids]
+
+        def requeue_one(job: Job) -> Outcome:
+            outcome = transitions.requeue(job, by=user, now=now)
+            if outcome.job is not None and outcome.job.lane is not None:
+                outcome.job.lane_pos = lane_tail(state, outcome.job.lane)
+            return outcome
+
+        return await apply(state, jobs, requeue_one, by=user, action="requeue"), 0
+
+
+async def edit(ctx: Context, req: c.Edit, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    async with state.lock:
+        job = await state.get_job(req.id)
+        check_allowed(state, [job], user, "edit")
+        for dep in req.add_after:
+            await state.get_job(dep)
+
+        def edit_one(job: Job) -> Outcome:
+            return transitions.edit_after(job, drop=req.drop_after, add=req.add_after, by=user)
+
+        return (await apply(state, [job], edit_one))[0], 0
+
+
+async def priority(ctx: Context, req: c.Priority, user: str) -> tuple[Any, int]:
+    """Set/adjust the priority (`change`), or move `up` places (negative: down)."""
+    state = ctx.state
+    async with state.lock:
+        jobs = await named_jobs(state, req.ids, req.array, WAITING)
+        pending = [ordering.key_of(j) for j in state.jobs.values() if j.state is JobState.PENDING]
+
+        def reorder_one(job: Job) -> Outcome:
+            nonlocal pending
+            try:
+                if req.change is not None:
+                    prio, rank = ordering.new_priority(job.priority, req.change), job.rank
+                else:
+                    prio, rank = ordering.move(pending, job.id, req.up or 0)
+                    # Later jobs of the same request move relative to the new order.
+                    pending = [k for k in pending if k.id != job.id]
+                    pending.append(ordering.Key(job.id, prio, rank))
+            except ValueError as exc:
+                raise TransitionError(str(exc)) from None
+            return transitions.reorder(job, priority=prio, rank=rank, by=user)
+
+        return await apply(state, jobs, reorder_one, by=user, action="re-prioritise"), 0
+
+
+async def pause(ctx: Context, req: c.Pause, user: str) -> tuple[Any, int]:
+    state, now = ctx.state, time.time()
+    async with state.lock:
+        jobs = await named_jobs(
+            state, req.ids, req.array, frozenset({JobState.PENDING, JobState.HELD})
+        )
+
+        def pause_one(job: Job) -> Outcome:
+            return transitions.pause(job, by=user, now=now)
+
+        return await apply(state, jobs, pause_one, by=user, action="pause"), 0
+
+
+async def resume(ctx: Context, req: c.Resume, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    async with state.lock:
+        jobs = await named_jobs(state, req.ids, req.array, frozenset({JobState.PAUSED}))
+
+        def resume_one(job: Job) -> Outcome:
+            return transitions.resume(job, by=user)
+
+        return await apply(state, jobs, resume_one, by=user, action="resume"), 0

@@ -1,0 +1,82 @@
+"""`nvq submit`: checking a job's options and turning it into the rows to insert
+(one, or one per array index; a lane job at its lane's tail)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.state import State
+from nvq.domain import arrays, lanes, transitions
+from nvq.domain.matching import parse_cuda
+from nvq.model import Job, JobSpec, Tx
+
+
+async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
+    spec, state = req.spec, ctx.state
+    if not spec.command.strip():
+        raise RequestError("no command given: put it after --, or pass it as one string")
+    if spec.gpus < 0:
+        raise RequestError("--gpus must be 0 or more")
+    if spec.vram_mb < 0:
+        raise RequestError("--vram must not be negative")
+    if spec.timeout is not None and spec.timeout <= 0:
+        raise RequestError("--timeout must be positive")
+    job = transitions.new_job(spec, user=user, now=time.time())
+    async with state.lock:
+        for dep in {*spec.after, *spec.after_any}:
+            await state.get_job(dep)
+        new_jobs = await shape_submission(state, spec, job)
+        inserted = await state.commit(Tx(new_jobs=new_jobs))
+    state.kick()
+    return inserted[0], 0
+
+
+async def shape_submission(state: State, spec: JobSpec, job: Job) -> list[Job]:
+    """Check the policy options of a submit (--retries, --memory, --cuda, --lane,
+    --array) and turn it into the rows to insert. Must hold the lock (array ids are
+    taken from the store's sequence)."""
+    if spec.retries < 0:
+        raise RequestError("--retries must be 0 or more")
+    if spec.memory_mb < 0:
+        raise RequestError("--memory must not be negative")
+    if spec.cuda is not None:
+        with map_exceptions({ValueError: RequestError}, template="--cuda: {}"):
+            parse_cuda(spec.cuda)
+    if spec.lane is not None:
+        job = _into_lane(state, spec, job)
+    if spec.array is None:
+        return [job]
+    with map_exceptions({ValueError: RequestError}):
+        spec_array = arrays.parse_array(spec.array)
+    members = arrays.expand(job, spec_array, await state.store.next_job_id())
+    if job.lane_pos is not None:
+        for n, member in enumerate(members):
+            member.lane_pos = job.lane_pos + n
+    return members
+
+
+def _into_lane(state: State, spec: JobSpec, job: Job) -> Job:
+    with map_exceptions({lanes.LaneError: RequestError}, template="--lane: {}"):
+        prefix, gpu = lanes.parse_lane(spec.lane or "")
+    if spec.node is not None:
+        raise RequestError("give --lane or --node, not both: a lane names its node")
+    if spec.gpus != 1:
+        raise RequestError("a lane job runs on exactly its lane's one GPU: drop --gpus")
+    node = state.find_node(prefix)
+    if node.hello is not None and gpu not in {g.index for g in node.hello.gpus}:
+        have = ", ".join(str(g.index) for g in node.hello.gpus) or "none"
+        raise RequestError(f"--lane {spec.lane}: node {node.name} has no GPU {gpu} (GPUs: {have})")
+    name = lanes.lane_name(node.name, gpu)
+    return msgspec.structs.replace(job, lane=name, lane_pos=lane_tail(state, name))
+
+
+def lane_tail(state: State, lane: str) -> float:
+    """The position after the last queued job of `lane`."""
+    queued = lanes.queued_order([j for j in state.jobs.values() if j.lane == lane])
+    return max((j.lane_pos or 0.0 for j in queued), default=0.0) + 1.0

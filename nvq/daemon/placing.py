@@ -1,0 +1,336 @@
+"""The placement pass and what feeds it: which jobs may start (dependencies, lanes,
+`%K` of arrays), what each node can hold (cards, host memory, busy owners, fences),
+the decision itself (`nvq.domain.placement` with a reservation against starvation,
+`nvq.domain.starvation`), and, for `job show`, why a job still waits."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from nvq.daemon.apply import record
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.reassign import Machines
+from nvq.daemon.state import State
+from nvq.daemon.views import gpu_views
+from nvq.domain import arrays, deps, lanes, ordering, starvation, transitions
+from nvq.domain.matching import memory_free, node_cuda, parse_cuda
+from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult
+from nvq.model import Job, JobState, Tx
+
+log = logging.getLogger("nvq.daemon")
+
+
+async def placement_loop(state: State, machines: Machines) -> None:
+    while True:
+        await state.kicked()
+        try:
+            await place_once(state, machines)
+        except Exception:
+            log.exception("placement pass failed")
+
+
+async def place_once(state: State, machines: Machines) -> None:
+    async with state.lock:
+        now = time.time()
+        pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
+        tx = Tx()
+        unplaceable = machines.unplaceable()
+        candidates = [
+            j
+            for j in state.jobs.values()
+            if j.state is JobState.PENDING and j.id not in unplaceable
+        ]
+        if not candidates:
+            return
+        with_deps = [j for j in candidates if j.after or j.after_any]
+        dep_status: dict[int, deps.DepStatus] = {}
+        if with_deps:
+            states = await dependency_states(state, with_deps)
+            for job in with_deps:
+                status = deps.dependency_status(job, states)
+                dep_status[job.id] = status
+                if isinstance(status, deps.Blocked):
+                    record(tx, transitions.hold(job, status.on, status.state))
+        pending = pending_for_placement(state, machines, candidates, dep_status)
+        slots = node_slots(state, machines)
+        result = place_with_reservation(state, slots, pending, now)
+        state.placement_stats = {
+            "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
+            "pending": len(pending),
+            "placed": len(result.placements),
+            "nodes": len(slots),
+        }
+        for decision in result.placements:
+            job = state.jobs[decision.job_id]
+            record(tx, transitions.dispatch(job, node=decision.node, gpus=decision.gpus, now=now))
+        note_lane_blocks(state, slots, pending, result)
+        for bad in result.unschedulable:
+            if _may_fit_unknown_node(state, state.jobs[bad.job_id]):
+                continue
+            record(tx, transitions.unschedulable(state.jobs[bad.job_id], bad.reason, now))
+        if not tx:
+            return
+        await state.commit(tx)
+        for job in tx.jobs:
+            if job.state is JobState.RUNNING and job.node is not None:
+                machines.post_start(state.nodes[job.node], job)
+
+
+# ------------------------------------------------------------ what nodes can hold
+
+
+def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:
+    """NodeSlot's matching fields: driver CUDA version and host memory."""
+    hello = node.hello
+    if hello is None:
+        return {}
+    promised = sum(j.memory_mb for j in on_node)
+    sample_free = node.sample.mem_free_mb if node.sample else None
+    return {
+        "cuda": node_cuda(hello.cuda),
+        "memory_total_mb": hello.mem_total_mb or None,
+        "memory_free_mb": memory_free(hello.mem_total_mb or None, sample_free, promised),
+    }
+
+
+def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
+    slots: list[NodeSlot] = []
+    headroom = state.config.queue.headroom_mb
+    by_node = state.jobs_by_node()
+    for node in state.nodes.values():
+        if node.hello is None or node.ignored:
+            continue
+        on_node = by_node.get(node.name, [])
+        views = gpu_views(
+            node.hello.gpus,
+            node.sample.gpus if node.sample and node.accepting else None,
+            on_node,
+            headroom_mb=headroom,
+            allow=node.allow,
+        )
+        gpus = [
+            GpuSlot(
+                index=v.index,
+                total_mb=v.mem_total_mb,
+                foreign_mb=v.external_mem_mb,
+                queue_mb=v.mem_total_mb - v.external_mem_mb - headroom - v.free_mb,
+                schedulable=v.schedulable,
+            )
+            for v in views
+        ]
+        slots.append(
+            NodeSlot(
+                name=node.name,
+                # Not while an old attempt owed a kill may still hold its cards.
+                accepting=node.accepting and not machines.fenced(node.name),
+                gpus=gpus,
+                cpu_jobs=sum(1 for j in on_node if not j.gpus),
+                running_jobs=len(on_node),
+                **node_matching(node, on_node),
+                **machines.slot_fields(node),
+            )
+        )
+    return slots
+
+
+def _may_fit_unknown_node(state: State, job: Job) -> bool:
+    """A node that never reported its cards might hold anything: a job is only
+    unschedulable once every node it could go to is known."""
+    prefix = job.node_request or ""
+    return any(
+        n.hello is None and not n.ignored and n.name.startswith(prefix)
+        for n in state.nodes.values()
+    )
+
+
+# ------------------------------------------------------------ which jobs may start
+
+
+async def dependency_states(state: State, jobs: Iterable[Job]) -> dict[int, JobState]:
+    """The states of the jobs' `--after`/`--after-any` prerequisites."""
+    ids = {d for j in jobs for d in deps.prerequisites(j)}
+    states = {i: state.jobs[i].state for i in ids if i in state.jobs}
+    states.update(await state.store.states_of(ids - states.keys()))
+    return states
+
+
+def to_pending(job: Job, **extra: Any) -> PendingJob:
+    """The job as placement sees it; `extra` fills the fields other modules own
+    (who may use a busy node) without building the struct twice."""
+    lane_node, lane_gpu = (None, None)
+    if job.lane is not None:
+        lane_node, lane_gpu = lanes.parse_lane(job.lane)
+    return PendingJob(
+        id=job.id,
+        priority=job.priority,
+        created_at=job.rank or job.created_at,
+        gpus=1 if lane_gpu is not None else job.gpus_requested,
+        vram_mb=job.vram_mb,
+        node=lane_node if lane_node is not None else job.node_request,
+        cuda=parse_cuda(job.cuda) if job.cuda else None,
+        memory_mb=job.memory_mb,
+        gpu=lane_gpu,
+        **extra,
+    )
+
+
+def lane_statuses(state: State, dep_status: dict[int, deps.DepStatus]) -> list[lanes.LaneStatus]:
+    by_lane: dict[str, list[Job]] = defaultdict(list)
+    for job in state.jobs.values():
+        if job.lane is not None:
+            by_lane[job.lane].append(job)
+    return [
+        lanes.lane_status(
+            lane, jobs, paused=state.lane_paused.get(lane, False), dep_status=dep_status
+        )
+        for lane, jobs in sorted(by_lane.items())
+    ]
+
+
+_READY = deps.Ready()
+
+
+def pending_for_placement(
+    state: State,
+    machines: Machines,
+    candidates: Sequence[Job],
+    dep_status: dict[int, deps.DepStatus],
+) -> list[PendingJob]:
+    """What the placement pass may start: ready jobs outside lanes, each lane's head
+    when its lane may move, less array members over their `%K`."""
+    ready = [
+        j
+        for j in candidates
+        if j.lane is None and isinstance(dep_status.get(j.id, _READY), deps.Ready)
+    ]
+    heads = [state.jobs[s.next] for s in lane_statuses(state, dep_status) if s.next is not None]
+    ordered = ordering.dispatch_order([*ready, *heads])
+    running = [j for j in state.jobs.values() if j.state is JobState.RUNNING]
+    return [pending_of(state, machines, j) for j in arrays.admit(ordered, running)]
+
+
+def pending_of(state: State, machines: Machines, job: Job) -> PendingJob:
+    """`to_pending`, remembered while the job object stays the same: transitions
+    replace a job's struct, so identity says nothing changed, and a long queue is
+    not rebuilt field by field on every pass."""
+    # Who submitted it decides whether a busy node may take it.
+    fields = machines.pending_fields(job)
+    cached = state.pending_cache.get(job.id)
+    if cached is not None and cached[0] is job and cached[1] == fields:
+        return cached[2]
+    pending = to_pending(job, **fields)
+    state.pending_cache[job.id] = (job, fields, pending)
+    return pending
+
+
+# ------------------------------------------------------------ the decision
+
+
+def place_with_reservation(
+    state: State, slots: Sequence[NodeSlot], pending: Sequence[PendingJob], now: float
+) -> PlacementResult:
+    """`place`, with no starvation: see `nvq.domain.starvation`. Remembers the reservation
+    (for `job show`)."""
+    jobs = state.jobs
+    running = [
+        starvation.RunningJob(
+            node=j.node,
+            ends_at=(j.started_at or j.dispatched_at or now) + j.timeout if j.timeout else None,
+        )
+        for j in jobs.values()
+        if j.state is JobState.RUNNING and j.node is not None
+    ]
+    queue = state.config.queue
+    result, state.reservation = starvation.place_fairly(
+        slots,
+        pending,
+        waiting_since={p.id: jobs[p.id].rank or jobs[p.id].created_at for p in pending},
+        timeouts={p.id: jobs[p.id].timeout for p in pending},
+        running=running,
+        now=now,
+        starvation_after=queue.starvation_after,
+        headroom_mb=queue.headroom_mb,
+        max_cpu_jobs=queue.max_cpu_jobs_per_node,
+    )
+    return result
+
+
+def note_lane_blocks(
+    state: State, slots: Sequence[NodeSlot], pending: Sequence[PendingJob], result: PlacementResult
+) -> None:
+    """Remember why a ready lane head did not start: its card is full — of foreign
+    work (`foreign`) or of the queue's own (`full`)."""
+    placed = {p.job_id for p in result.placements}
+    by_name = {s.name: s for s in slots}
+    state.lane_blocked = {}
+    for job in pending:
+        if job.gpu is None or job.id in placed or job.node is None:
+            continue
+        slot = by_name.get(job.node)
+        card = next((g for g in slot.gpus if g.index == job.gpu), None) if slot else None
+        reason = "foreign" if card is not None and card.foreign_mb > 0 else "full"
+        if slot is not None and not slot.accepting:
+            reason = "node not accepting"
+        state.lane_blocked[lanes.lane_name(job.node, job.gpu)] = reason
+
+
+# ------------------------------------------------------------ explaining
+
+
+async def explain(state: State, job: Job) -> str | None:
+    """Why a job that is not running is where it is, in words (for `job show`)."""
+    if job.state is JobState.HELD:
+        states = await dependency_states(state, [job])
+        dead = deps.dead_prerequisites(job, states)
+        parts = [f"prerequisite {d} ended {states[d]}" for d in dead if d in states]
+        what = "; ".join(parts) or (job.reason or "held")
+        ids = ",".join(map(str, dead)) or "N"
+        return (
+            f"held: {what}. `nvq job release {job.id}` runs it without it; "
+            f"`nvq job edit {job.id} --drop-after {ids} --add-after M` re-attaches it; "
+            f"`nvq job cancel {job.id}` ends it"
+        )
+    if job.state is JobState.PAUSED:
+        return f"{job.reason or 'paused'}; `nvq job resume {job.id}` puts it back in line"
+    if job.state is not JobState.PENDING:
+        return None
+    status = deps.dependency_status(job, await dependency_states(state, [job]))
+    if isinstance(status, deps.Waiting):
+        kind = "complete" if status.on in job.after else "end"
+        return f"waiting for job {status.on} to {kind}"
+    if job.lane is not None:
+        st = next((s for s in lane_statuses(state, {}) if s.lane == job.lane), None)
+        if st is not None:
+            pos = st.queue.index(job.id) + 1 if job.id in st.queue else None
+            where = f"lane {job.lane}, position {pos} of {len(st.queue)}"
+            if st.paused:
+                return f"{where}; the lane is paused"
+            if st.running is not None:
+                return f"{where}; job {st.running} runs on the lane now"
+            if st.blocked or job.lane in state.lane_blocked:
+                return f"{where}; blocked: {st.blocked or state.lane_blocked[job.lane]}"
+            return where
+    if job.array_id is not None and job.array_limit is not None:
+        running = sum(
+            1
+            for j in state.jobs.values()
+            if j.array_id == job.array_id and j.state is JobState.RUNNING
+        )
+        if running >= job.array_limit:
+            return f"array {job.array_id}: {running} of at most {job.array_limit} members running"
+    reservation = state.reservation
+    if reservation is not None and reservation.job_id == job.id:
+        when = "when its running jobs end (they have no --timeout)"
+        if reservation.ready_at is not None:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(reservation.ready_at))
+            when = f"expected free by {stamp}"
+        return (
+            f"waiting on a reservation of node {reservation.node} ({when}): it has waited "
+            "longer than starvation_after, so smaller jobs may use that node only if "
+            "their --timeout ends before then"
+        )
+    return "waiting for a node with room"

@@ -1,0 +1,238 @@
+"""The runner side of the daemon: what each node's link reports (hello, samples,
+journaled job events, busy reports, artifact manifests) turned into transitions, and
+the reconciliation that makes a (re)connected runner and the database agree."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import msgspec
+
+from nvq.daemon.apply import record
+from nvq.daemon.nodes import NodeRuntime, Sender
+from nvq.daemon.reassign import Machines
+from nvq.daemon.state import State
+from nvq.daemon.views import capacity_grew
+from nvq.domain import reassign, transitions
+from nvq.model import Job, JobState, NewEvent, NodeSeq, Outcome, Reap, Tx
+from nvq_runner import protocol as p
+
+log = logging.getLogger("nvq.daemon")
+
+
+class RunnerEvents:
+    """What every node link calls (`nvq.daemon.link`)."""
+
+    def __init__(self, state: State, machines: Machines) -> None:
+        self.state = state
+        self.machines = machines
+
+    def find_node(self, name: str) -> NodeRuntime:
+        return self.state.find_node(name)
+
+    async def on_connected(self, node: NodeRuntime, send: Sender) -> None:
+        node.send = send
+        node.state = "connecting"
+        node.reconciled = False
+
+    async def on_disconnected(self, node: NodeRuntime, error: str | None) -> None:
+        node.send = None
+        node.reconciled = False
+        node.sample = None
+        if node.state == "up":
+            log.warning("node %s disconnected: %s", node.name, error)
+            node.state = "connecting"
+        node.error = error
+        for req, deliver in list(node.log_streams.items()):
+            deliver(p.LogData(req=req, eof=True, error=f"node {node.name} disconnected"))
+        node.log_streams.clear()
+
+    async def check_down(self, node: NodeRuntime) -> None:
+        """A node unreachable for longer than `node_grace` is down: say so once."""
+        if node.state == "down" or node.down_since is None:
+            return
+        if time.time() - node.down_since < self.state.config.queue.node_grace:
+            return
+        node.state = "down"
+        async with self.state.lock:
+            tx = Tx(
+                events=[
+                    NewEvent(
+                        "node_down",
+                        None,
+                        node.name,
+                        # last_seen names this outage: its alert is raised once.
+                        {"error": node.error, "last_seen": node.last_seen},
+                    )
+                ]
+            )
+            # Its running jobs go back to the queue (or are lost, with --no-reassign),
+            # in the same transaction; their old attempts are owed a kill (reaps).
+            await self.machines.reassign_down(node, tx, time.time())
+        log.warning("node %s is down: %s", node.name, node.error)
+        self.state.kick()
+
+    async def wait_unignored(self, node: NodeRuntime) -> None:
+        while node.ignored:
+            changed = self.state.changed
+            await changed.wait()
+
+    async def on_message(self, node: NodeRuntime, msg: p.RunnerMsg) -> None:
+        node.mark_seen()
+        if isinstance(msg, p.Sample):
+            self._on_sample(node, msg)
+        elif isinstance(msg, p.LogData):
+            deliver = node.log_streams.get(msg.req)
+            if deliver is not None:
+                if msg.eof:
+                    node.log_streams.pop(msg.req, None)
+                deliver(msg)
+        elif isinstance(msg, p.Hello):
+            await self._on_hello(node, msg)
+        elif isinstance(msg, p.ArtifactsManifest):
+            self.machines.artifacts.on_manifest(msg)
+        elif isinstance(msg, p.Busy):
+            await self.machines.on_busy(node, msg)
+        else:
+            await self._on_journaled(node, msg)
+
+    def _on_sample(self, node: NodeRuntime, sample: p.Sample) -> None:
+        previous, node.sample = node.sample, sample
+        for job_id, line in sample.progress.items():
+            job = self.state.jobs.get(job_id)
+            if job is not None and job.node == node.name:
+                job.progress = line
+        # Samples arrive from every node every few seconds; a placement pass over a
+        # long queue is only worth it when a node may now hold more than before.
+        if capacity_grew(previous, sample):
+            self.state.kick()
+
+    async def _on_hello(self, node: NodeRuntime, hello: p.Hello) -> None:
+        async with self.state.lock:
+            node.hello = hello
+            node.state = "up"
+            node.error = None
+            node.down_since = None
+            if hello.journal_id != node.journal_id:
+                if node.journal_id:
+                    log.warning("node %s has a new journal: seqs restart", node.name)
+                node.journal_id = hello.journal_id
+                node.applied_seq = 0
+            node.replay_until = hello.journal_head
+            await self.state.store.save_node(
+                node.name, facts=msgspec.to_builtins(hello), last_seen=node.last_seen
+            )
+            await self.state.commit(
+                Tx(events=[NewEvent("node_up", None, node.name, {"hostname": hello.hostname})])
+            )
+            log.info(
+                "node %s up (runner %s, %d GPUs, journal %d, applied %d)",
+                node.name,
+                hello.runner_version,
+                len(hello.gpus),
+                hello.journal_head,
+                node.applied_seq,
+            )
+            owner = self.machines.owner_msg(node)
+            if owner is not None:
+                node.post(owner)
+            if node.applied_seq >= hello.journal_head:
+                await self._reconcile(node)
+        self.state.kick()
+
+    async def _on_journaled(self, node: NodeRuntime, ev: p.JournaledEvent) -> None:
+        async with self.state.lock:
+            if ev.seq <= node.applied_seq:
+                node.post(p.Ack(ev.seq))
+                return
+            job = self.state.jobs.get(ev.job_id)
+            if job is None:
+                job = self.state.reaping.get((ev.job_id, ev.attempt))
+            if job is None:
+                job = await self.state.store.job(ev.job_id)
+            outcome = Outcome()
+            if job is not None:
+                if isinstance(ev, p.JobStarted):
+                    outcome = transitions.started(job, ev, node.name)
+                elif isinstance(ev, p.JobExited):
+                    reap = self.state.reaps.get((ev.job_id, ev.attempt))
+                    live = self.state.jobs.get(ev.job_id)  # not a reaping snapshot: the job now
+                    if (
+                        reap is not None
+                        and live is not None
+                        and reassign.unreassign(live, reap, node.name)
+                    ):
+                        # The attempt finished while its node was away and the job has
+                        # not started again anywhere: its result stands.
+                        job = msgspec.structs.replace(live, state=JobState.RUNNING, node=node.name)
+                    outcome = transitions.exited(job, ev, node.name)
+                elif isinstance(ev, p.JobLost):
+                    outcome = transitions.lost(job, ev, node.name)
+                else:
+                    outcome = transitions.launch_failed(job, ev, node.name)
+            new = outcome.job
+            tx = Tx(node_seq=NodeSeq(node.name, node.journal_id, ev.seq))
+            record(tx, outcome)
+            key = (ev.job_id, ev.attempt)
+            if not isinstance(ev, p.JobStarted) and key in self.state.reaps:
+                tx.drop_reaps.append(key)
+            await self.state.commit(tx)
+            node.applied_seq = ev.seq
+            node.post(p.Ack(ev.seq))
+            if not isinstance(ev, p.JobStarted):
+                # Its last artifacts are fetched before the job may run again.
+                self.machines.attempt_ended(node, new if new is not None else job, ev.attempt)
+            if not node.reconciled and ev.seq >= node.replay_until:
+                await self._reconcile(node)
+        if not isinstance(ev, p.JobStarted):
+            self.state.kick()
+
+    async def _reconcile(self, node: NodeRuntime) -> None:
+        """After a (re)connect and the journal's replay: make the runner and the
+        database agree. Must hold the lock."""
+        assert node.hello is not None
+        now = time.time()
+        active = {(a.job_id, a.attempt) for a in node.hello.active}
+        tx = Tx()
+        starts: list[Job] = []
+        for job in list(self.state.jobs.values()):
+            if job.state is not JobState.RUNNING or job.node != node.name:
+                continue
+            if (job.id, job.attempt) in active:
+                continue
+            if job.started_at is None:
+                # The start is unresolved (daemon died or link dropped around it):
+                # Start is idempotent per attempt, so asking again is safe.
+                starts.append(job)
+            else:
+                record(tx, transitions.runner_forgot(job, node.name, now))
+        kills: list[p.Kill] = []
+        for job_id, attempt in active:
+            live = self.state.jobs.get(job_id)
+            if (
+                live is None
+                or live.attempt != attempt
+                or live.node != node.name
+                or live.state is not JobState.RUNNING
+            ):
+                reap = self.state.reaps.get((job_id, attempt))
+                if reap is None:
+                    # Recorded, so placement on this node waits for its exit.
+                    reap = Reap(job_id, attempt, node.name, "orphan")
+                    tx.add_reaps.append(reap)
+                kills.append(self.state.kill_msg(reap))
+        # Reaps for attempts the runner no longer runs are settled already.
+        for key, reap in list(self.state.reaps.items()):
+            if reap.node == node.name and key not in active:
+                tx.drop_reaps.append(key)
+        if tx:
+            await self.state.commit(tx)
+        node.reconciled = True
+        # Kills first: an old attempt still running there (its job was reassigned
+        # while the node was away) ends before anything new happens on the node.
+        for kill in kills:
+            node.post(kill)
+        for job in starts:
+            self.machines.post_start(node, job)
+        self.state.notify()

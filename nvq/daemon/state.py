@@ -1,0 +1,206 @@
+"""The daemon's in-memory mirror of queue.db: live jobs, nodes, owed kills, lanes.
+
+Every change follows one path: decide (pure functions in `nvq.domain`), commit
+(`State.commit`: one `Store.commit` transaction, then the mirror), then act (frames to
+runners, replies to the CLI). `State.lock` serialises that path, so decisions are
+always made on a picture that matches the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import msgspec
+
+from nvq.config import Config
+from nvq.daemon.errors import RequestError
+from nvq.daemon.frames import kill_msg, start_msg
+from nvq.daemon.nodes import NodeRuntime
+from nvq.domain.placement import PendingJob
+from nvq.domain.starvation import Reservation
+from nvq.model import Job, JobState, Reap, Tx
+from nvq.store import Store
+from nvq_runner import protocol as p
+
+log = logging.getLogger("nvq.daemon")
+
+# States whose jobs live in memory (the rest are history, read from the database).
+LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.HELD, JobState.PAUSED})
+
+
+class CommitHooks(Protocol):
+    """What rides along with every commit: the alerts and notifications its events
+    raise are added to the same transaction (`prepare`), deliveries start after it."""
+
+    def prepare(self, tx: Tx) -> None: ...
+
+    def committed(self, tx: Tx) -> None: ...
+
+
+class State:
+    def __init__(self, config: Config, store: Store, home: Path, hooks: CommitHooks) -> None:
+        self.config = config
+        self.store = store
+        self.home = home
+        self.hooks = hooks
+        self.started_at = time.time()
+        self.jobs: dict[int, Job] = {}
+        self.reaps: dict[tuple[int, int], Reap] = {}
+        self.reaping: dict[tuple[int, int], Job] = {}  # settled jobs whose process may live
+        self.nodes: dict[str, NodeRuntime] = {}
+        self.lock = anyio.Lock()
+        self._kick = anyio.Event()
+        self._changed = anyio.Event()
+        self.stop_requested = anyio.Event()
+        self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
+        # job id → (job struct, its placement fields, PendingJob): see placing.pending_of
+        self.pending_cache: dict[int, tuple[Job, dict[str, Any], PendingJob]] = {}
+        self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
+        self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
+        self.reservation: Reservation | None = None  # a starving head's node
+
+    async def load(self) -> None:
+        queue = self.config.queue
+        if queue.local_node:
+            self.nodes[queue.local_node_name] = NodeRuntime(
+                name=queue.local_node_name, config=None, allow=queue.local_gpus
+            )
+        for nc in self.config.nodes:
+            self.nodes[nc.name] = NodeRuntime(name=nc.name, config=nc, allow=nc.gpus)
+        records = await self.store.nodes()
+        for name, rec in records.items():
+            node = self.nodes.get(name)
+            if node is None:
+                continue
+            node.journal_id = rec.journal_id
+            node.applied_seq = rec.applied_seq
+            node.drained = rec.drained
+            node.ignored = rec.ignored
+            node.last_seen = rec.last_seen
+            if rec.facts:
+                try:
+                    node.hello = msgspec.convert(rec.facts, p.Hello)
+                except msgspec.ValidationError:
+                    node.hello = None
+        for job in await self.store.jobs(states=LIVE_STATES):
+            self.jobs[job.id] = job
+        self.lane_paused = await self.store.lanes()
+        for reap in await self.store.reaps():
+            self.reaps[(reap.job_id, reap.attempt)] = reap
+            settled = await self.store.job(reap.job_id)
+            if settled is not None:
+                self.reaping[(reap.job_id, reap.attempt)] = settled
+        log.info(
+            "loaded %d live jobs, %d pending reaps, %d nodes",
+            len(self.jobs),
+            len(self.reaps),
+            len(self.nodes),
+        )
+
+    # ------------------------------------------------------------ wake-ups
+
+    def kick(self) -> None:
+        """Ask for a placement pass (coalesced: many kicks, one pass)."""
+        self._kick.set()
+
+    async def kicked(self) -> None:
+        """Wait for the next kick, and take it."""
+        await self._kick.wait()
+        self._kick = anyio.Event()
+
+    @property
+    def changed(self) -> anyio.Event:
+        """Set at the next change of a job or node: take it before looking, then wait
+        on it, so a change in between is not missed."""
+        return self._changed
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    # ------------------------------------------------------------ changing
+
+    async def commit(self, tx: Tx) -> list[Job]:
+        """Write `tx` in one transaction, then mirror it. Must hold the lock."""
+        self.hooks.prepare(tx)
+        inserted = await self.store.commit(tx)
+        self.hooks.committed(tx)
+        for job in [*inserted, *tx.jobs]:
+            if job.state in LIVE_STATES:
+                self.jobs[job.id] = job
+            else:
+                self.jobs.pop(job.id, None)
+                self.pending_cache.pop(job.id, None)
+        for reap in tx.add_reaps:
+            key = (reap.job_id, reap.attempt)
+            self.reaps[key] = reap
+            settled = next((j for j in tx.jobs if j.id == reap.job_id), None)
+            if settled is not None:
+                self.reaping[key] = settled
+        for key in tx.drop_reaps:
+            self.reaps.pop(key, None)
+            self.reaping.pop(key, None)
+        for lane, paused in tx.lanes:
+            self.lane_paused[lane] = paused
+        if tx.jobs or inserted:
+            self.notify()
+        return inserted
+
+    def post_kills(self, reaps: Iterable[Reap]) -> None:
+        """Carry out committed reaps on nodes that are connected now; the others get
+        theirs when they reconnect (reconcile)."""
+        for reap in reaps:
+            node = self.nodes.get(reap.node)
+            if node is not None and node.reconciled:
+                node.post(self.kill_msg(reap))
+
+    def kill_msg(self, reap: Reap) -> p.Kill:
+        return kill_msg(reap, kill_grace=self.config.queue.kill_grace)
+
+    def start_msg(self, job: Job) -> p.Start:
+        return start_msg(job, kill_grace=self.config.queue.kill_grace)
+
+    # ------------------------------------------------------------ looking up
+
+    async def get_job(self, job_id: int) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            job = await self.store.job(job_id)
+        if job is None:
+            raise RequestError(f"no job with id {job_id}")
+        return job
+
+    def live(self, job: Job) -> Job:
+        """The freshest copy of a job (progress lives in memory between samples)."""
+        return self.jobs.get(job.id, job)
+
+    def jobs_on(self, node: str) -> list[Job]:
+        return self.jobs_by_node().get(node, [])
+
+    def jobs_by_node(self) -> dict[str, list[Job]]:
+        """Running (and still reaping) jobs per node, in one sweep over the live jobs:
+        callers that look at every node must not sweep once per node."""
+        by_node: dict[str, list[Job]] = {}
+        for j in self.jobs.values():
+            if j.state is JobState.RUNNING and j.node is not None:
+                by_node.setdefault(j.node, []).append(j)
+        for j in self.reaping.values():
+            if j.node is not None:
+                by_node.setdefault(j.node, []).append(j)
+        return by_node
+
+    def find_node(self, name: str) -> NodeRuntime:
+        """Exact name, else a unique prefix."""
+        if name in self.nodes:
+            return self.nodes[name]
+        matches = [n for n in self.nodes.values() if n.name.startswith(name)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise RequestError(f"no node named {name!r} (nodes: {', '.join(self.nodes)})")
+        raise RequestError(f"{name!r} matches several nodes: {', '.join(n.name for n in matches)}")
