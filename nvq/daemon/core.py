@@ -638,7 +638,7 @@ class Core:
     async def bootstrap(self, name: str, force: bool) -> dict[str, Any]:
         """Install (or refresh) the runner on an SSH node, then reconnect to it."""
         from nvq.daemon.ssh import NodeUnreachable
-        from nvq.daemon.ssh_link import connect, install_runner, managed
+        from nvq.daemon.ssh.opener import connect, install_runner, managed
 
         node = self.find_node(name)
         if node.config is None:
