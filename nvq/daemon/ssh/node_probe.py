@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 
-def main():
+def main():  # type: () -> None
     home = os.path.abspath(os.path.expanduser(sys.argv[1]))
     impl = getattr(sys, "implementation", None)
     out = {
