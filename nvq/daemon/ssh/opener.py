@@ -1,9 +1,9 @@
 """Opening an SSH node's runner channel, with the runner installed on first contact.
 
 A node whose `python` is left at its default runs the runner from a venv under its
-home that nvq installs and keeps at this exact version (`nvq.daemon.ssh.bootstrap`). On the
-first connection of a daemon's life the venv is checked (one probe; a no-op when it
-is current) and, when something was installed, a runner still running old code is
+home that nvq installs and keeps at this exact version (`bootstrap`). On the first
+connection of a daemon's life the venv is checked (one probe; a no-op when it is
+current) and, when something was installed, a runner still running old code is
 stopped so that `attach` starts the new one. Its jobs keep running: they are not
 the runner's process group, and the new runner adopts them.
 """
