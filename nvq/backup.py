@@ -134,30 +134,30 @@ def last_backup_at(conn: sqlite3.Connection) -> float | None:
 
 
 def restore(home: Path, source: Path) -> dict[str, Any]:
-    """Put `source` in place of `home/queue.db`. The daemon must be stopped: its lock is
-    taken for the whole swap, so none can start half-way. The replaced database is
+    """Put `source` in place of the home's queue.db. The daemon must be stopped: its lock
+    is taken for the whole swap, so none can start half-way. The replaced database is
     kept beside it, never deleted."""
-
     source = source.expanduser().absolute()
     if not source.is_file():
         raise BackupError(f"{source}: no such file")
     jobs = check(source)
+    paths = Home(home)
     home.mkdir(parents=True, exist_ok=True)
     try:
-        lock = Home(home).take_lock()
+        lock = paths.take_lock()
     except AlreadyRunning as exc:
         raise BackupError(f"{exc}; stop it first (nvq daemon stop)") from None
     try:
-        db = home / "queue.db"
+        db = paths.db
         kept: str | None = None
-        tmp = home / ".queue.db.restore"
+        tmp = db.with_name(f".{db.name}.restore")
         with open(source, "rb") as src, open(tmp, "wb") as out:
             while chunk := src.read(1 << 20):
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
         if db.exists():
-            aside = home / f"queue.db.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
+            aside = db.with_name(f"{db.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
             # Fold the WAL in first so the kept copy is one self-contained file.
             old = sqlite3.connect(db)
             try:
@@ -167,9 +167,9 @@ def restore(home: Path, source: Path) -> dict[str, Any]:
             os.replace(db, aside)
             kept = str(aside)
         for suffix in ("-wal", "-shm"):
-            (home / f"queue.db{suffix}").unlink(missing_ok=True)
+            db.with_name(db.name + suffix).unlink(missing_ok=True)
         os.replace(tmp, db)
-        _fsync_dir(home)
+        _fsync_dir(db.parent)
     finally:
         lock.close()
     return {"restored": str(source), "jobs": jobs, "replaced": kept, "db": str(db)}

@@ -51,6 +51,24 @@ class Home:
     def log(self) -> Path:
         return self.root / "daemon.log"
 
+    @property
+    def wheels(self) -> Path:
+        """Bootstrap's cache of the wheels it ships to nodes."""
+        return self.root / "wheels"
+
+    @property
+    def keeper_marker(self) -> Path:
+        """Which keeper is installed (supervisor or systemd unit), as JSON."""
+        return self.root / "keeper.json"
+
+    @property
+    def keeper_pid(self) -> Path:
+        return self.root / "keeper.pid"
+
+    @property
+    def keeper_log(self) -> Path:
+        return self.root / "keeper.log"
+
     def take_lock(self) -> IO[str]:
         """One daemon per home: an flock held for the daemon's whole life."""
         handle = open(self.lock_file, "a+")  # noqa: SIM115 - held until exit

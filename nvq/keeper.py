@@ -23,19 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from nvq.detach import spawn_detached
+from nvq.home import Home
 
 log = logging.getLogger("nvq.keeper")
 
 QUICK_EXIT = 10.0  # a daemon that dies sooner than this is restarted after a backoff
 MAX_BACKOFF = 60.0
-
-
-def files(home: Path) -> dict[str, Path]:
-    return {
-        "marker": home / "keeper.json",
-        "pid": home / "keeper.pid",
-        "log": home / "keeper.log",
-    }
 
 
 def unit_name(home: Path) -> str:
@@ -75,7 +68,7 @@ def backoff(quick_exits: int) -> float:
 
 def _pid(home: Path) -> int | None:
     try:
-        pid = int(files(home)["pid"].read_text().strip())
+        pid = int(Home(home).keeper_pid.read_text().strip())
     except (OSError, ValueError):
         return None
     try:
@@ -87,7 +80,7 @@ def _pid(home: Path) -> int | None:
 
 def read_marker(home: Path) -> dict[str, Any] | None:
     try:
-        doc: dict[str, Any] = json.loads(files(home)["marker"].read_text())
+        doc: dict[str, Any] = json.loads(Home(home).keeper_marker.read_text())
     except (OSError, ValueError):
         return None
     return doc
@@ -147,7 +140,7 @@ def install(home: Path, *, systemd: bool, start: bool) -> dict[str, Any]:
                         + f" (the unit is written to {path})"
                     )
             doc["enabled"] = True
-    files(home)["marker"].write_text(json.dumps(doc) + "\n")
+    Home(home).keeper_marker.write_text(json.dumps(doc) + "\n")
     if start and not systemd:
         doc["pid"] = start_supervisor(home)
     return doc
@@ -157,16 +150,16 @@ def start_supervisor(home: Path, timeout: float = 10.0) -> int:
     pid = _pid(home)
     if pid is not None:
         return pid
-    proc = spawn_detached("nvq.keeper", home, files(home)["log"])
+    proc = spawn_detached("nvq.keeper", home, Home(home).keeper_log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pid = _pid(home)
         if pid is not None:
             return pid
         if proc.poll() is not None:
-            raise KeeperError(f"the keeper exited at once; see {files(home)['log']}")
+            raise KeeperError(f"the keeper exited at once; see {Home(home).keeper_log}")
         time.sleep(0.02)
-    raise KeeperError(f"the keeper did not start; see {files(home)['log']}")
+    raise KeeperError(f"the keeper did not start; see {Home(home).keeper_log}")
 
 
 def stop(home: Path, timeout: float = 10.0) -> dict[str, Any]:
@@ -193,7 +186,7 @@ def stop(home: Path, timeout: float = 10.0) -> dict[str, Any]:
 
 def supervise(home: Path) -> None:
     """The supervisor's life: run the daemon, restart it when it exits."""
-    paths = files(home)
+    paths = Home(home)
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s nvq.keeper: %(message)s",
@@ -208,13 +201,13 @@ def supervise(home: Path) -> None:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the installing terminal may close
-    paths["pid"].write_text(f"{os.getpid()}\n")
+    paths.keeper_pid.write_text(f"{os.getpid()}\n")
     log.info("keeper %d keeping the daemon of %s running", os.getpid(), home)
     quick = 0
     try:
         while not stopping:
             started = time.monotonic()
-            with open(home / "daemon.log", "ab") as out:
+            with open(paths.log, "ab") as out:
                 child = subprocess.Popen(
                     [sys.executable, "-P", "-m", "nvq.daemon.main", str(home)],
                     cwd="/",
@@ -226,7 +219,7 @@ def supervise(home: Path) -> None:
             if code == 3:
                 # Another daemon (started by a CLI) holds the lock: wait for it to end.
                 log.info("a daemon is already running; waiting for it to exit")
-                with open(home / "daemon.lock", "a+") as lock:
+                with open(paths.lock_file, "a+") as lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)
                     fcntl.flock(lock, fcntl.LOCK_UN)
                 quick = 0
@@ -237,13 +230,13 @@ def supervise(home: Path) -> None:
             log.warning("daemon exited %d after %.1fs; restarting in %.1fs", code, lived, delay)
             time.sleep(delay)
     finally:
-        paths["pid"].unlink(missing_ok=True)
+        paths.keeper_pid.unlink(missing_ok=True)
         log.info("keeper stopped")
 
 
 def tail_log(home: Path, lines: int) -> str:
     try:
-        text = files(home)["log"].read_text(errors="replace")
+        text = Home(home).keeper_log.read_text(errors="replace")
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:]) if lines > 0 else text

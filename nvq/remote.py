@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from nvq.config import RemoteConfig
+from nvq.home import Home
 
 LOCAL_FLAG = "--local"
 # Commands about *this* machine: `project test` runs the job here, by definition.
@@ -153,7 +154,7 @@ def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
     argv, local = split_local(argv)
     if local or not argv or argv[0] in NEVER_FORWARDED:
         return argv, None
-    if not _mentions_remote(home / "config.toml"):
+    if not _mentions_remote(Home(home).config):
         return argv, None  # the common case, decided without parsing TOML
     from nvq.config import load_config
 

@@ -1,4 +1,4 @@
-"""nvq.bootstrap against a real sshd node on loopback."""
+"""nvq.daemon.ssh.bootstrap against a real sshd node on loopback."""
 
 from __future__ import annotations
 
@@ -20,17 +20,10 @@ import msgspec
 import pytest
 
 import nvq
-from nvq.bootstrap import (
-    BootstrapError,
-    BootstrapResult,
-    _dependency_wheels,
-    _project_wheel,
-    _Target,
-    bootstrap_node,
-    runner_python,
-)
 from nvq.config import NodeConfig
-from nvq.daemon.ssh import NodeUnreachable, connect_node, run_command
+from nvq.daemon.ssh import BootstrapError, NodeUnreachable, connect_node, run_command
+from nvq.daemon.ssh.bootstrap import BootstrapResult, bootstrap_node, runner_python
+from nvq.daemon.ssh.wheels import Target, dependency_wheels, project_wheel
 from tests.harness.fixtures import SshdNodesFactory
 from tests.harness.sshd import SshdNode
 
@@ -95,8 +88,8 @@ def test_runner_python_rule() -> None:
 
 
 def test_project_wheel_is_reproducible(wheel_cache: Path) -> None:
-    path, build = _project_wheel(wheel_cache)
-    again, build2 = _project_wheel(wheel_cache)
+    path, build = project_wheel(wheel_cache)
+    again, build2 = project_wheel(wheel_cache)
     assert (path, build) == (again, build2)
     assert path.name == f"nvq-{nvq.__version__}-py3-none-any.whl"
     with zipfile.ZipFile(path) as z:
@@ -113,7 +106,7 @@ def test_nvq_wheel_env_must_match_version(
     bogus.write_bytes(b"x")
     monkeypatch.setenv("NVQ_WHEEL", str(bogus))
     with pytest.raises(Exception, match=r"NVQ_WHEEL=.* is not a wheel of nvq"):
-        _project_wheel(wheel_cache)
+        project_wheel(wheel_cache)
 
 
 # ------------------------------------------------------------------ against sshd
@@ -220,9 +213,9 @@ def _pypi_reachable() -> bool:
 )
 def test_dependency_wheels_for_another_interpreter(wheel_cache: Path) -> None:
     """A node whose Python differs from this one gets wheels downloaded for its tags."""
-    target = _Target((3, 12), "aarch64", "glibc", (2, 31))
+    target = Target((3, 12), "aarch64", "glibc", (2, 31))
     start = time.monotonic()
-    wheels = _dependency_wheels(target, wheel_cache)
+    wheels = dependency_wheels(target, wheel_cache)
     names = sorted(p.name for p in wheels)
     assert len(names) == 2, names
     assert names[0].startswith("msgspec-") and "cp312" in names[0] and "aarch64" in names[0]
@@ -230,7 +223,7 @@ def test_dependency_wheels_for_another_interpreter(wheel_cache: Path) -> None:
     # the second call is served from the cache
     took = time.monotonic() - start
     start = time.monotonic()
-    assert sorted(p.name for p in _dependency_wheels(target, wheel_cache)) == names
+    assert sorted(p.name for p in dependency_wheels(target, wheel_cache)) == names
     assert time.monotonic() - start < max(0.5, took / 4)
 
 

@@ -15,8 +15,7 @@ from typing import Protocol
 
 import anyio
 
-from nvq.daemon.nodes import NodeRuntime
-from nvq.daemon.runner_events import RunnerEvents as Core
+from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.link")
@@ -39,6 +38,28 @@ class ByteChannel(Protocol):
 Opener = Callable[[], Awaitable[ByteChannel]]
 
 
+class NodeEvents(Protocol):
+    """What a link tells the daemon about its node, and the one thing it waits on."""
+
+    async def on_connected(self, node: NodeRuntime, send: Sender) -> None:
+        """A channel is open; `send` queues frames to the runner."""
+        ...
+
+    async def on_message(self, node: NodeRuntime, msg: p.RunnerMsg) -> None: ...
+
+    async def on_disconnected(self, node: NodeRuntime, error: str | None) -> None:
+        """The channel ended (or could not be opened); `error` says why, None if asked."""
+        ...
+
+    async def check_down(self, node: NodeRuntime) -> None:
+        """Called after each failure: the node may now have been away too long."""
+        ...
+
+    async def wait_unignored(self, node: NodeRuntime) -> None:
+        """Return once the node is no longer ignored."""
+        ...
+
+
 def backoff_delay(attempt: int) -> float:
     """Capped exponential backoff with full jitter, so many daemons (or many nodes
     returning at once) do not reconnect in lockstep."""
@@ -46,12 +67,12 @@ def backoff_delay(attempt: int) -> float:
     return random.uniform(cap / 2, cap)
 
 
-async def run_link(core: Core, node: NodeRuntime, open_channel: Opener) -> None:
+async def run_link(events: NodeEvents, node: NodeRuntime, open_channel: Opener) -> None:
     failures = 0
     while True:
         if node.ignored:
             node.state = "down"
-            await core.wait_unignored(node)
+            await events.wait_unignored(node)
             continue
         error: str | None = None
         with anyio.CancelScope() as scope:
@@ -65,7 +86,7 @@ async def run_link(core: Core, node: NodeRuntime, open_channel: Opener) -> None:
                 failures = 0
                 node.channel = channel
                 try:
-                    error = await _pump(core, node, channel)
+                    error = await _pump(events, node, channel)
                 finally:
                     node.channel = None
                     with anyio.CancelScope(shield=True):
@@ -73,15 +94,15 @@ async def run_link(core: Core, node: NodeRuntime, open_channel: Opener) -> None:
         node.link_scope = None
         if scope.cancelled_caught:
             error = "link closed by request"
-        await core.on_disconnected(node, error)
+        await events.on_disconnected(node, error)
         if node.down_since is None:
             node.down_since = time.time()
-        await core.check_down(node)
+        await events.check_down(node)
         await anyio.sleep(backoff_delay(failures))
         failures += 1
 
 
-async def _pump(core: Core, node: NodeRuntime, channel: ByteChannel) -> str | None:
+async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> str | None:
     """Serve one connection until it ends; returns why it ended."""
     send, outbox = anyio.create_memory_object_stream[bytes](SEND_QUEUE)
 
@@ -100,7 +121,7 @@ async def _pump(core: Core, node: NodeRuntime, channel: ByteChannel) -> str | No
     reason: str | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer)
-        await core.on_connected(node, post)
+        await events.on_connected(node, post)
         frames = p.FrameReader()
         try:
             while True:
@@ -109,7 +130,7 @@ async def _pump(core: Core, node: NodeRuntime, channel: ByteChannel) -> str | No
                     reason = "runner closed the connection"
                     break
                 for payload in frames.feed(data):
-                    await core.on_message(node, p.decode_runner_payload(payload))
+                    await events.on_message(node, p.decode_runner_payload(payload))
         except anyio.EndOfStream:
             reason = "runner closed the connection"
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:

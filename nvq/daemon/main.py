@@ -48,7 +48,7 @@ def _local_opener(config: Config, node: NodeRuntime, home: Path) -> Opener:
 
 
 def _ssh_opener(config: Config, node: NodeRuntime) -> Opener:
-    from nvq.daemon.ssh_link import ssh_opener
+    from nvq.daemon.ssh.opener import ssh_opener
 
     assert node.config is not None
     return ssh_opener(node.config, config.queue)

@@ -114,7 +114,7 @@ async def bootstrap(ctx: Context, req: c.Bootstrap, user: str) -> tuple[Any, int
     """Install (or refresh) the runner on an SSH node, then reconnect to it."""
     # asyncssh is only loaded when a node is bootstrapped.
     from nvq.daemon.ssh import NodeUnreachable
-    from nvq.daemon.ssh_link import connect, install_runner, managed
+    from nvq.daemon.ssh.opener import connect, install_runner, managed
 
     node = ctx.state.find_node(req.node)
     if node.config is None:

@@ -1,9 +1,9 @@
 """Opening an SSH node's runner channel, with the runner installed on first contact.
 
 A node whose `python` is left at its default runs the runner from a venv under its
-home that nvq installs and keeps at this exact version (nvq.bootstrap). On the
-first connection of a daemon's life the venv is checked (one probe; a no-op when it
-is current) and, when something was installed, a runner still running old code is
+home that nvq installs and keeps at this exact version (`bootstrap`). On the first
+connection of a daemon's life the venv is checked (one probe; a no-op when it is
+current) and, when something was installed, a runner still running old code is
 stopped so that `attach` starts the new one. Its jobs keep running: they are not
 the runner's process group, and the new runner adopts them.
 """
@@ -16,10 +16,11 @@ import shlex
 import asyncssh
 import msgspec
 
-from nvq.bootstrap import BootstrapResult, bootstrap_node, runner_python
 from nvq.config import NodeConfig, QueueConfig
 from nvq.daemon.link import ByteChannel, Opener
-from nvq.daemon.ssh import connect_node, open_runner_channel, run_command, shell_path
+from nvq.daemon.ssh.bootstrap import BootstrapResult, bootstrap_node, runner_python
+from nvq.daemon.ssh.channel import open_runner_channel
+from nvq.daemon.ssh.connection import connect_node, run_command, shell_path
 
 log = logging.getLogger("nvq.ssh")
 
@@ -64,11 +65,9 @@ def ssh_opener(node: NodeConfig, queue: QueueConfig) -> Opener:
             if managed(node) and not checked:
                 await install_runner(conn, node)
                 checked = True
-            channel = await open_runner_channel(conn, runner_node(node))
+            return await open_runner_channel(conn, runner_node(node), owns_connection=True)
         except BaseException:
             conn.close()
             raise
-        channel.owns_connection = True
-        return channel
 
     return open_channel
