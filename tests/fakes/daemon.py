@@ -2,12 +2,9 @@
 temporary path, one `run_link` per node driven by a `FakeRunner`, and the background
 tasks that `nvq.daemon.main.serve` starts (placement, machines, notifier).
 
-What it needs from the daemon (today's API; the state split renames these):
-  * `Core(config, store, home)`, `await core.load()`, `core.nodes[name]` (NodeRuntime),
-    `core.jobs`, `core.reaps`, `core.kick()`, `core.placement_loop()`,
-    `core.machines.run()`, `core.ops.notifier.run()`, `await core.submit(spec, user)`;
-  * `nvq.daemon.link.run_link(core, node, opener)` with `opener() -> ByteChannel`;
-  * `Store.open(path)`, `store.close()`, `store.job(id)`, `store.events(...)`.
+It wires the daemon the way `nvq.daemon.main.serve` does (State, Machines, Artifacts,
+RunnerEvents, Ops) and yields the `State`; submissions go through the real submit
+handler, so a test sees what a CLI submit would do.
 """
 
 from __future__ import annotations
@@ -18,15 +15,24 @@ from pathlib import Path
 
 import anyio
 
+from nvq import control as c
 from nvq.config import load_config
-from nvq.daemon.core import Core
+from nvq.daemon.artifacts import Artifacts
+from nvq.daemon.context import Context
+from nvq.daemon.handlers.submit import submit as submit_handler
 from nvq.daemon.link import run_link
+from nvq.daemon.ops import Ops
+from nvq.daemon.placing import placement_loop
+from nvq.daemon.reassign import Machines
+from nvq.daemon.runner_events import RunnerEvents
+from nvq.daemon.state import State
 from nvq.home import Home
 from nvq.model import Job, JobSpec
 from nvq.store import Store
 from tests.fakes.runner import FakeRunner
 
-LOCAL_ONLY = ""  # the default config: one local node named "local"
+LOCAL_ONLY = ""
+_contexts: dict[int, Context] = {}  # the default config: one local node named "local"
 
 
 def nodes_config(*names: str, node_grace: str = "0.5s") -> str:
@@ -40,7 +46,7 @@ def nodes_config(*names: str, node_grace: str = "0.5s") -> str:
 @asynccontextmanager
 async def running_daemon(
     home: Path, runners: dict[str, FakeRunner], config: str = LOCAL_ONLY
-) -> AsyncIterator[Core]:
+) -> AsyncIterator[State]:
     """A daemon on `home` whose nodes are the given fake runners (a node without a
     runner here is never connected). Its store stays on disk after it stops, so a
     second `running_daemon` on the same home is a daemon restart."""
@@ -48,19 +54,26 @@ async def running_daemon(
     if config:
         (home / "config.toml").write_text(config)
     store = await Store.open(Home(home).db)
-    core = Core(load_config(home), store, home)
+    config = load_config(home)
+    ops = Ops(config, store, home)
+    state = State(config, store, home, hooks=ops)
+    machines = Machines(state, Artifacts(state))
+    events = RunnerEvents(state, machines)
+    _contexts[id(state)] = Context(state, machines, ops)
     try:
-        await core.load()
+        await state.load()
+        await machines.load()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(core.placement_loop)
-            tg.start_soon(core.machines.run)
-            tg.start_soon(core.ops.notifier.run)
+            tg.start_soon(placement_loop, state, machines)
+            tg.start_soon(machines.run)
+            tg.start_soon(ops.notifier.run)
             for name, runner in runners.items():
-                tg.start_soon(run_link, core, core.nodes[name], runner.open)
-            core.kick()
-            yield core
+                tg.start_soon(run_link, events, state.nodes[name], runner.open)
+            state.kick()
+            yield state
             tg.cancel_scope.cancel()
     finally:
+        _contexts.pop(id(state), None)
         with anyio.CancelScope(shield=True):
             await store.close()
 
@@ -72,15 +85,18 @@ async def eventually(predicate: Callable[[], bool], timeout: float = 10) -> None
             await anyio.sleep(0.01)
 
 
-async def submit(core: Core, command: str = "true", **spec: object) -> Job:
-    return await core.submit(JobSpec(command=command, **spec), user="tester")  # type: ignore[arg-type]
+async def submit(core: State, command: str = "true", **spec: object) -> Job:
+    request = c.Submit(spec=JobSpec(command=command, **spec))  # type: ignore[arg-type]
+    job, _code = await submit_handler(_contexts[id(core)], request, "tester")
+    assert isinstance(job, Job)
+    return job
 
 
-async def job_now(core: Core, job_id: int) -> Job:
+async def job_now(core: State, job_id: int) -> Job:
     job = core.jobs.get(job_id) or await core.store.job(job_id)
     assert job is not None, f"no job {job_id}"
     return job
 
 
-async def event_kinds(core: Core, job_id: int) -> list[str]:
+async def event_kinds(core: State, job_id: int) -> list[str]:
     return [e.kind for e in await core.store.events(job_id=job_id)]
