@@ -47,8 +47,9 @@ def hash_file(path: Path) -> str:
 
 
 class ObjectDir:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, file_mode: int = FILE_MODE) -> None:
         self.root = root
+        self.file_mode = file_mode
         self.objects = root / "objects"
         self.tmp = root / "tmp"
 
@@ -94,7 +95,7 @@ class ObjectDir:
         path = self.temp_file()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
-            os.fchmod(fd, FILE_MODE)
+            os.fchmod(fd, FILE_MODE)  # umask may have taken bits from open's mode
             with os.fdopen(fd, "wb") as handle:
                 yield handle, path
         except BaseException:
@@ -125,7 +126,6 @@ class ObjectDir:
 
     def adopt(self, temp: Path, expected: str) -> str:
         """Move a file the caller wrote under `tmp/` into place after checking it."""
-        os.chmod(temp, FILE_MODE)
         return self._place(temp, hash_file(temp), expected)
 
     def _place(self, temp: Path, actual: str, expected: str | None) -> str:
@@ -134,6 +134,7 @@ class ObjectDir:
             raise ObjectMismatch(f"content hashes to {actual}, expected {expected}")
         target = self.path(actual)
         make_private_dir(target.parent)
+        os.chmod(temp, self.file_mode)
         # rename over an existing copy is harmless: same name, same content
         os.replace(temp, target)
         return actual
