@@ -126,7 +126,7 @@ class BlobCache:
             temp = dest.parent / f".{dest.name}.partial-{secrets.token_hex(4)}"
             dest.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._build(manifest, temp, link=link and os.geteuid() != 0)
+                self._build(manifest, temp, link=link and _may_link())
                 os.rename(temp, dest)
             except BaseException:
                 _remove_tree(temp)
@@ -201,6 +201,11 @@ class BlobCache:
             freed_bytes += st.st_size
         freed_bytes += self._objects.clear_stale_temps(3600.0, time.time())
         return Evicted(freed, freed_bytes)
+
+
+def _may_link() -> bool:
+    """Root writes through read-only modes: a root job could change the cache."""
+    return os.geteuid() != 0
 
 
 def _remove_tree(path: Path) -> None:
