@@ -21,12 +21,12 @@ def ship(store: BlobStore, cache: BlobCache, manifest_id: str, dest: Path) -> li
         cache.put_bytes(store.read_bytes(manifest_id), manifest_id)
     manifest = cache.load_manifest(manifest_id)
     assert manifest is not None
-    fetched = cache.materialise(manifest, dest)
-    if fetched:
-        for digest in fetched:
+    fetched: list[str] = []
+    while missing := cache.materialise(manifest, dest):
+        for digest in missing:
             with store.open(digest) as handle:
                 cache.put_chunks(iter(lambda h=handle: h.read(65536), b""), digest)
-        assert cache.materialise(manifest, dest) == []
+        fetched += missing
     return fetched
 
 
