@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,19 @@ def test_a_file_edited_between_hash_and_store_is_refused(project: Path, tmp_path
 def test_the_job_starts_where_the_user_submitted(project: Path) -> None:
     assert cwd_subdir(project, project) == ""
     assert cwd_subdir(project, project / "src") == "src"
+
+
+def test_a_nested_nvqignore_applies_below_its_directory(tmp_path: Path) -> None:
+    write(tmp_path / "exp" / ".nvqignore", "*.csv\n")
+    write(tmp_path / "exp" / "runs.csv", "1,2\n")
+    write(tmp_path / "top.csv", "3,4\n")
+    assert paths(tmp_path) == ["exp", "exp/.nvqignore", "top.csv"]
+
+
+def test_the_stat_cache_is_private_whatever_the_umask(
+    project: Path, tmp_path: Path, umask_000: None,
+) -> None:
+    cache = tmp_path / "home" / "blobs" / "statcache"
+    take_snapshot(project, stat_cache=cache)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
