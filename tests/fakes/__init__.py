@@ -1,0 +1,1 @@
+"""Scripted stand-ins for the daemon's peers, speaking the real wire protocol."""
