@@ -89,7 +89,7 @@ def test_dead_socket_is_daemon_unavailable(tmp_path: Path) -> None:
     (home / "daemon.sock").touch()  # a socket file left behind, nobody listening
     with pytest.raises(nvq_pkg.DaemonUnavailable, match="no daemon is running"):
         nvq_pkg.Client(home, autostart=False).status()
-    with pytest.raises(nvq_pkg.ClientError):
+    with pytest.raises(nvq_pkg.DaemonUnavailable, match="no daemon is running"):
         anyio.run(nvq_pkg.AsyncClient(home, autostart=False).status)
 
 

@@ -78,10 +78,13 @@ class AsyncClient:
 
     async def request(self, request: c.Request) -> c.Done:
         """Any request with a single answer, untyped: `Done.data` as the daemon sent it."""
-        async for reply in self.exchange(request):
+        done = None
+        async for reply in self.exchange(request):  # to its end, so the connection closes
             if isinstance(reply, c.Done):
-                return answer_of(reply)
-        raise ClientError("no answer from the daemon")
+                done = reply
+        if done is None:
+            raise ClientError("no answer from the daemon")
+        return answer_of(done)
 
     async def _call(self, request: c.Request, kind: type[T]) -> T:
         return typed(await self.request(request), kind)

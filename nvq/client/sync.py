@@ -99,10 +99,13 @@ class Client:
 
     def request(self, request: c.Request) -> c.Done:
         """Any request with a single answer, untyped: `Done.data` as the daemon sent it."""
-        for reply in self.exchange(request):
+        done = None
+        for reply in self.exchange(request):  # to its end, so the connection closes
             if isinstance(reply, c.Done):
-                return answer_of(reply)
-        raise ClientError("no answer from the daemon")
+                done = reply
+        if done is None:
+            raise ClientError("no answer from the daemon")
+        return answer_of(done)
 
     def _call(self, request: c.Request, kind: type[T]) -> T:
         return typed(self.request(request), kind)
