@@ -5,13 +5,11 @@ off."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-
-import anyio
 
 from nvq.model import JobState
 from nvq_runner import protocol as p
+from tests.fakes.aio import run
 from tests.fakes.daemon import (
     event_kinds,
     eventually,
@@ -21,10 +19,6 @@ from tests.fakes.daemon import (
     submit,
 )
 from tests.fakes.runner import FakeRunner
-
-
-def run(fn: Callable[[], Awaitable[None]]) -> None:
-    anyio.run(fn, backend="asyncio")
 
 
 def test_replayed_events_apply_exactly_once(tmp_path: Path) -> None:

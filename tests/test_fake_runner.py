@@ -3,16 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import anyio
 
 from nvq_runner import protocol as p
+from tests.fakes.aio import run
 from tests.fakes.runner import FakeRunner, PipeEnd, byte_pipe
-
-
-def run(fn: Callable[[], Awaitable[None]]) -> None:
-    anyio.run(fn, backend="asyncio")
 
 
 class DaemonSide:
