@@ -20,8 +20,7 @@ from collections import Counter
 
 from common import emit, machine, queue, wait_nodes_up
 
-from nvq import control as c
-from nvq.cli.client import call
+from nvq.client import Client
 from nvq.model import JobSpec
 
 EIGHT_CARDS = 'cuda = "13.0"\n' + "".join(
@@ -63,7 +62,7 @@ def main() -> None:
             f'flock -s "$g" true; echo $NVQ_JOB_ID >> {ledger}'
         )
         for _ in range(n):
-            call(c.Submit(spec=JobSpec(command=body, vram_mb=512)), home=nvq.home)
+            Client(nvq.home).submit_spec(JobSpec(command=body, vram_mb=512))
         until(lambda: counts(nvq)["running"] == n and _started(nvq) >= n, 300)
         os.kill(int((nvq.home / "daemon.pid").read_text()), signal.SIGKILL)
         fcntl.flock(held[0], fcntl.LOCK_UN)  # the even half ends while no daemon runs

@@ -15,8 +15,7 @@ import time
 
 from common import emit, machine, queue, wait_nodes_up
 
-from nvq import control as c
-from nvq.cli.client import call
+from nvq.client import Client
 from nvq.model import JobSpec
 
 CARD = 'name = "Bench H100"\nmemory = "80GiB"\n'
@@ -72,7 +71,7 @@ def main() -> None:
             nvq.ok("job", "submit", "--vram", "8GiB", "--array", f"1-{args.pending}", "--", "true")
         else:
             for _ in range(args.pending):
-                call(c.Submit(spec=JobSpec(command="true", vram_mb=8192)), home=nvq.home)
+                Client(nvq.home).submit_spec(JobSpec(command="true", vram_mb=8192))
         doc["submit_pending_s"] = round(time.monotonic() - t0, 1)
         passes: list[float] = []
         c0, w0 = cpu_seconds(pid), time.monotonic()

@@ -13,8 +13,7 @@ import time
 
 from common import emit, machine, queue, wait_nodes_up
 
-from nvq import control as c
-from nvq.cli.client import call
+from nvq.client import Client
 from nvq.model import JobSpec
 
 EIGHT_CARDS = 'cuda = "13.0"\n' + "".join(
@@ -63,7 +62,7 @@ def main() -> None:
             assert r.code == 0
         else:
             for _ in range(args.jobs):
-                call(c.Submit(spec=JobSpec(command="true", vram_mb=1024)), home=nvq.home)
+                Client(nvq.home).submit_spec(JobSpec(command="true", vram_mb=1024))
             submitted = time.monotonic() - t0
             doc["submit_via"] = "control socket, one request per job (no --array yet)"
         doc["submit_rate_bulk_per_s"] = round(args.jobs / submitted, 1)

@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from nvq.model import JobSpec
+from nvq.domain.attempts import Attempt
+from nvq.model import Event, Job, JobSpec, NodeView
 
 
 class Submit(msgspec.Struct, tag="submit", frozen=True):
@@ -98,7 +99,7 @@ class Ping(msgspec.Struct, tag="ping", frozen=True):
     pass
 
 
-# -- scheduling policy (issue 4) --------------------------------------------------------
+# -- scheduling policy --------------------------------------------------------------
 
 
 class Requeue(msgspec.Struct, tag="requeue", frozen=True):
@@ -157,7 +158,7 @@ class Backup(msgspec.Struct, tag="backup", frozen=True):
     path: str | None = None  # absolute, on the queue host; None: the backup directory
 
 
-# -- machines that come and go (issue 5) ------------------------------------------------
+# -- machines that come and go ---------------------------------------------------------
 
 
 class JobArtifacts(msgspec.Struct, tag="job_artifacts", frozen=True):
@@ -218,6 +219,150 @@ class Done(msgspec.Struct, tag="done", frozen=True):
 
 
 Reply = Chunk | Done
+
+
+# -- what `Done.data` holds, typed ---------------------------------------------------
+# Fields are declared in the order the daemon writes them and a key it only sometimes
+# sends is UNSET when absent, so a decoded reply encodes back to the very document the
+# daemon sent: `--json` prints it as it came.
+
+Unset = msgspec.UnsetType
+UNSET = msgspec.UNSET
+
+
+class JobDetail(Job, kw_only=True):
+    """`ShowJob`: the job, its events, its attempts, and why it waits."""
+
+    events: list[Event] = msgspec.field(default_factory=list)
+    attempts: list[Attempt] = msgspec.field(default_factory=list)
+    why: str | None = None
+    logs: str | Unset | None = UNSET  # only when asked for (ShowJob.logs)
+
+
+class WaitResult(msgspec.Struct, kw_only=True):
+    """`Wait`: the jobs as they ended (or stand), and 0 all completed, 1 one ended
+    badly, 2 the timeout ran out first."""
+
+    jobs: list[Job]
+    exit_code: int
+
+
+class Alert(msgspec.Struct, kw_only=True):
+    id: int
+    time: float
+    kind: str
+    severity: str
+    job_id: int | None
+    node: str | None
+    attempt: int
+    message: str
+    detail: str | None
+    acked_at: float | None
+    acked_by: str | None
+
+
+class DaemonInfo(msgspec.Struct, kw_only=True):
+    pid: int
+    version: str
+    started_at: float
+    home: str
+
+
+class ChannelHealth(msgspec.Struct, kw_only=True):
+    delivered: int
+    waiting: int
+    failing: bool
+    last_error: str | None
+    last_error_at: float | None
+    attempts: int
+
+
+class QueueStatus(msgspec.Struct, kw_only=True):
+    daemon: DaemonInfo
+    counts: dict[str, int]  # every state, in JobState order
+    pending_reaps: int
+    placement: dict[str, Any]  # figures of the last placement pass
+    nodes: list[NodeView]
+    jobs: list[Job]  # pending, held, paused and running
+    alerts: list[Alert]  # the open ones
+    notify: dict[str, ChannelHealth]
+    last_backup_at: float | None
+    keeper: dict[str, Any] | None  # None: no keeper installed
+
+
+class Pong(msgspec.Struct, kw_only=True):
+    pid: int
+    version: str
+
+
+class Bootstrapped(msgspec.Struct, kw_only=True):
+    node: str
+    version: str
+    python: str
+    installed: bool  # False: it was already current
+    seconds: float
+    note: str | Unset = UNSET
+
+
+class Purged(msgspec.Struct, kw_only=True):
+    purged: int
+    ids: list[int]
+
+
+class BackupMade(msgspec.Struct, kw_only=True):
+    path: str
+    bytes: int
+    jobs: int
+    seconds: float
+    at: float
+    deleted: list[str] | Unset = UNSET  # periodic backups only: rotated out
+
+
+class LaneStatus(msgspec.Struct, kw_only=True):
+    lane: str
+    node: str
+    gpu: int
+    running: int | None
+    next: list[int]
+    paused: bool
+    blocked: str | None
+
+
+class LaneDetail(LaneStatus, kw_only=True):
+    running_job: Job | None
+    # each a job document with its 1-based `position` first
+    jobs: list[dict[str, Any]]
+
+
+class ArtifactFile(msgspec.Struct, kw_only=True):
+    path: str
+    size: int
+    mtime: float
+
+
+class Artifacts(msgspec.Struct, kw_only=True):
+    job_id: int
+    dir: str
+    files: list[ArtifactFile]
+    bytes: int
+    last_sync: float | None
+    copied_to: str | Unset = UNSET  # set by `job artifacts --get`, never by the daemon
+
+
+class BusyView(msgspec.Struct, kw_only=True):
+    node: str
+    owner: str | None
+    mode: str  # on | off | auto
+    reported: bool | None  # the runner's last word; None: none yet
+    busy: bool
+    sessions: Any = UNSET  # the runner's detail, once it reported
+    idle: Any = UNSET
+
+
+class BusyAssignment(msgspec.Struct, kw_only=True):
+    user: str
+    busy_assign: bool
+
 
 request_decoder = msgspec.msgpack.Decoder(Request)
 reply_decoder = msgspec.msgpack.Decoder(Reply)

@@ -98,3 +98,25 @@ def test_every_command_prints_json(nvq: Nvq) -> None:
         r = nvq.run(*args, "--json")
         assert r.code == 0, (args, r.err)
         json.loads(r.out)
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (
+            ("--cuda", "thirteen", "--array", "0-3"),
+            "nvq: --cuda: CUDA version 'thirteen': expected MAJOR.MINOR, e.g. 13.0",
+        ),
+        (("--cuda", "13.0", "--array", "x"), "nvq: --array 'x': expected START-END"),
+        (("--retries", "-1"), "nvq: --retries must be 0 or more"),
+        (("--memory", "lots"), "nvq: --memory: "),
+        (("--after", "3,x"), "nvq: --after '3,x': expected job ids like 12,13"),
+    ],
+)
+def test_a_bad_flag_is_named_before_the_daemon_is_asked(
+    nvq: Nvq, flags: tuple[str, ...], line: str
+) -> None:
+    r = nvq.run("job", "submit", *flags, "--", "true")
+    assert r.code == 2
+    assert r.err.startswith(line), r.err
+    assert not (nvq.home / "daemon.sock").exists()

@@ -1,0 +1,38 @@
+"""The typer apps of `nvq` (the root and one per command group) and the options every
+command shares. nvq.cli.commands attaches the commands to these apps; this module
+imports none of them."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="nvq",
+    help="A GPU job queue for your own machines.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+job_app = typer.Typer(help="Submit, watch and manage jobs.", no_args_is_help=True)
+queue_app = typer.Typer(help="The queue as a whole: status, nodes, events.", no_args_is_help=True)
+daemon_app = typer.Typer(
+    help="Run the daemon in the foreground (or `stop` it).", invoke_without_command=True
+)
+node_app = typer.Typer(help="Nodes: install the runner.", no_args_is_help=True)
+keeper_app = typer.Typer(
+    help="Keep the daemon running (a supervisor or systemd).", no_args_is_help=True
+)
+project_app = typer.Typer(help="Try a job here before queueing it.", no_args_is_help=True)
+
+# The order here is the order `nvq --help` lists them in.
+app.add_typer(job_app, name="job")
+app.add_typer(queue_app, name="queue")
+app.add_typer(daemon_app, name="daemon")
+app.add_typer(node_app, name="node")
+app.add_typer(project_app, name="project")
+queue_app.add_typer(keeper_app, name="keeper")
+
+# The groups `nvq GROUP COMMAND` may be narrowed to (see nvq.cli.main).
+GROUPS = {"job": job_app, "queue": queue_app, "node": node_app}
+
+JsonOpt = typer.Option(False, "--json", help="Print one JSON document.")

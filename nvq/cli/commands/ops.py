@@ -1,0 +1,102 @@
+"""Operating the queue: `queue alerts|ack|backup|restore` and `project test`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from nvq.cli.app import JsonOpt
+from nvq.cli.params import CliError, manifest_fields
+from nvq.cli.render.ops import alerts_table
+from nvq.cli.render.output import emit
+from nvq.client import Client
+from nvq.home import default_root
+
+on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
+on_project = typer.Typer()  # attached to the `project` group in nvq.cli.commands
+
+
+@on_queue.command("alerts")
+def queue_alerts(
+    detail: bool = typer.Option(False, "--detail", help="With each failure's output tail."),
+    show_all: bool = typer.Option(False, "--all", help="Acknowledged ones too."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """What needs attention; exits 1 while any alert is unacknowledged."""
+    shown = Client().alerts(include_acked=show_all)
+    emit(shown, as_json, alerts_table(shown, detail) if shown else "no open alerts")
+    return 1 if any(a.acked_at is None for a in shown) else 0
+
+
+@on_queue.command("ack")
+def queue_ack(
+    alert_ids: list[int] = typer.Argument(None, help="Alert ids."),
+    ack_all: bool = typer.Option(False, "--all", help="Every open alert."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Acknowledge alerts once they are understood (or fixed)."""
+    if bool(alert_ids) == ack_all:
+        raise CliError("give alert ids or --all", 2)
+    acked = Client().ack(None if ack_all else alert_ids)
+    emit(acked, as_json, f"acknowledged {len(acked)} alert{'s' * (len(acked) != 1)}")
+    return 0
+
+
+@on_queue.command("backup")
+def queue_backup(
+    path: str = typer.Argument(None, help="File (or directory) to write; never overwritten."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """A consistent snapshot of queue.db, taken by the running daemon."""
+    target = str(Path(path).expanduser().absolute()) if path else None
+    doc = Client().backup(target)
+    emit(
+        doc,
+        as_json,
+        f"backup {doc.path}: {doc.jobs} jobs, {doc.bytes} bytes, checked, {doc.seconds}s",
+    )
+    return 0
+
+
+@on_queue.command("restore")
+def queue_restore(
+    path: Path = typer.Argument(..., help="A backup made by `nvq queue backup`."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Put a backup in place of queue.db (the daemon must be stopped)."""
+    from nvq.backup import BackupError, restore
+
+    try:
+        doc = restore(default_root(), path)
+    except BackupError as exc:
+        raise CliError(str(exc)) from None
+    text = f"restored {doc['restored']} ({doc['jobs']} jobs)"
+    if doc["replaced"]:
+        text += f"; the previous database is kept as {doc['replaced']}"
+    emit(doc, as_json, text)
+    return 0
+
+
+@on_project.command("test")
+def project_test(
+    manifest: Path = typer.Option(Path("manifest.toml"), "--manifest", help="The manifest."),
+    skip_limits: bool = typer.Option(False, "--skip-limits", help="Do not apply its memory limit."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Run the manifest's job once, here, in the foreground, under its memory limit."""
+    from nvq.project import run_test
+
+    fields = manifest_fields(manifest)
+    if not fields.get("command"):
+        raise CliError(f"{manifest}: job.command: missing (nothing to run)", 2)
+    started = time.monotonic()
+    result = run_test(fields, limits=not skip_limits, capture=as_json)
+    result["seconds"] = round(time.monotonic() - started, 3)
+    if as_json:
+        emit(result, True)
+    elif result["exit_code"] != 0:
+        print(f"nvq: the job exited {result['exit_code']}{result['hint']}", file=sys.stderr)
+    return int(result["exit_code"])

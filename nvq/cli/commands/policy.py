@@ -1,0 +1,106 @@
+"""`nvq job requeue|purge|edit|priority|pause|resume`: a job's place in the queue."""
+
+from __future__ import annotations
+
+import typer
+
+from nvq.cli.app import JsonOpt
+from nvq.cli.params import CliError, ended_before, ids
+from nvq.cli.render.jobs import lines
+from nvq.cli.render.output import emit
+from nvq.client import Client
+
+on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
+
+
+@on_job.command("requeue")
+def job_requeue(
+    job_ids: list[int] = typer.Argument(..., help="Finished job ids."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Run finished jobs again (same id and note)."""
+    jobs = Client().requeue(job_ids)
+    emit(jobs, as_json, lines(jobs, "requeued"))
+    return 0
+
+
+@on_job.command("purge")
+def job_purge(
+    before: str = typer.Option(None, "--before", help="Only jobs that ended before this date."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Forget finished jobs (yours; an admin's purge forgets everyone's)."""
+    doc = Client().purge(before=ended_before(before))
+    emit(doc, as_json, f"purged {doc.purged} finished jobs")
+    return 0
+
+
+@on_job.command("edit")
+def job_edit(
+    job_id: int = typer.Argument(..., help="A waiting (pending, held or paused) job."),
+    drop_after: str = typer.Option(None, "--drop-after", help="Stop waiting for these: 12,13."),
+    add_after: str = typer.Option(None, "--add-after", help="Also wait for these to complete."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Change what a waiting job waits for; it keeps its id, note, place and submitter."""
+    drop, add = ids(drop_after, "--drop-after"), ids(add_after, "--add-after")
+    if not drop and not add:
+        raise CliError("nothing to change: give --drop-after and/or --add-after", 2)
+    job = Client().edit(job_id, drop_after=drop, add_after=add)
+    waits = ",".join(map(str, job.after)) or "nothing"
+    emit(job, as_json, f"job {job.id} {job.state}, waiting for {waits}")
+    return 0
+
+
+@on_job.command("priority", context_settings={"ignore_unknown_options": True})
+def job_priority(
+    job_id: int = typer.Argument(..., help="Job id (array id with --array)."),
+    value: str = typer.Argument(None, help="5 sets; +1 / -2 adjust."),
+    up: int = typer.Option(None, "--up", help="Move a pending job K places earlier."),
+    down: int = typer.Option(None, "--down", help="Move a pending job K places later."),
+    array: bool = typer.Option(False, "--array", help="Apply to the array's waiting members."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Change a job's place in the dispatch order."""
+    given = [x for x in (value, up, down) if x is not None]
+    if len(given) != 1:
+        raise CliError("give exactly one of VALUE (5, +1, -2), --up K or --down K", 2)
+    if value is not None:
+        from nvq.domain.ordering import new_priority
+
+        try:
+            new_priority(0, value)
+        except ValueError as exc:
+            raise CliError(str(exc), 2) from None
+    for k, flag in ((up, "--up"), (down, "--down")):
+        if k is not None and k < 1:
+            raise CliError(f"{flag} must be 1 or more", 2)
+    places = up if up is not None else (-down if down is not None else None)
+    jobs = Client().priority(job_id, value, up=places, array=array)
+    text = "\n".join(f"job {j.id} priority {j.priority}" for j in jobs) or "(no jobs)"
+    emit(jobs, as_json, text)
+    return 0
+
+
+@on_job.command("pause")
+def job_pause(
+    job_ids: list[int] = typer.Argument(..., help="Job ids (array ids with --array)."),
+    array: bool = typer.Option(False, "--array", help="Pause the arrays' waiting members."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Keep jobs queued but unassigned; a running one is stopped and comes back paused."""
+    jobs = Client().pause(job_ids, array=array)
+    emit(jobs, as_json, lines(jobs, "paused"))
+    return 0
+
+
+@on_job.command("resume")
+def job_resume(
+    job_ids: list[int] = typer.Argument(..., help="Paused job ids (array ids with --array)."),
+    array: bool = typer.Option(False, "--array", help="Resume the arrays' paused members."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Put paused jobs back in line where they were."""
+    jobs = Client().resume(job_ids, array=array)
+    emit(jobs, as_json, lines(jobs, "back in line"))
+    return 0

@@ -1,0 +1,87 @@
+"""`nvq queue status|nodes|drain|resume|ignore|unignore|events`: the queue as a whole."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import typer
+
+from nvq.cli.app import JsonOpt
+from nvq.cli.render.output import emit
+from nvq.cli.render.queue import events_table, nodes_table, status_text
+from nvq.client import Client
+
+on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
+
+
+@on_queue.command("status")
+def queue_status(as_json: bool = JsonOpt) -> int:
+    """Nodes, GPUs, job counts and active jobs."""
+    doc = Client().status()
+    emit(doc, as_json, status_text(doc))
+    return 0
+
+
+@on_queue.command("nodes")
+def queue_nodes(
+    procs: bool = typer.Option(False, "--procs", help="Every process on every GPU."),
+    include_ignored: bool = typer.Option(False, "--include-ignored", help="Ignored nodes too."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Every GPU of every node: memory, utilisation, the queue's share, processes."""
+    nodes = Client().nodes(procs=procs, include_ignored=include_ignored)
+    emit(nodes, as_json, nodes_table(nodes, procs))
+    return 0
+
+
+def _node_flag(
+    node: str, flag: Literal["drained", "ignored"], value: bool, as_json: bool, said: str
+) -> int:
+    view = Client().node_flag(node, flag, value)
+    emit(view, as_json, f"node {view.name} {said}")
+    return 0
+
+
+@on_queue.command("drain")
+def queue_drain(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Place nothing new on a node; its running jobs finish and report back."""
+    return _node_flag(node, "drained", True, as_json, "draining")
+
+
+@on_queue.command("resume")
+def queue_resume(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Undo drain."""
+    return _node_flag(node, "drained", False, as_json, "accepting jobs")
+
+
+@on_queue.command("ignore")
+def queue_ignore(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Stop probing and scheduling a node and hide it (refused while it runs jobs)."""
+    return _node_flag(node, "ignored", True, as_json, "ignored")
+
+
+@on_queue.command("unignore")
+def queue_unignore(
+    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+) -> int:
+    """Undo ignore."""
+    return _node_flag(node, "ignored", False, as_json, "back")
+
+
+@on_queue.command("events")
+def queue_events(
+    since: int = typer.Option(0, "--since", help="Events after this id."),
+    limit: int = typer.Option(None, "--limit", help="At most N events."),
+    job: int = typer.Option(None, "--job", help="Only this job's events."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """The event log, for catching up on what happened."""
+    events = Client().events(since, limit=limit, job=job)
+    emit(events, as_json, events_table(events))
+    return 0

@@ -1,0 +1,146 @@
+"""`nvq job submit`: flags (or a manifest) → one JobSpec, checked here so bad input
+fails before the daemon is asked."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from nvq.cli.app import JsonOpt
+from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size, with_manifest
+from nvq.cli.render.jobs import outcome
+from nvq.cli.render.output import emit
+from nvq.client import Client
+from nvq.model import JobSpec
+
+on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
+
+
+@on_job.command(
+    "submit",
+    context_settings={"allow_interspersed_args": False},
+)
+def job_submit(
+    ctx: typer.Context,
+    command: list[str] = typer.Argument(None, help="The command, after --, or one quoted string."),
+    name: str = typer.Option("", "--name", "-n", help="A short label."),
+    vram: str = typer.Option(None, "--vram", help="VRAM to reserve on each GPU, e.g. 20GiB."),
+    gpus: int = typer.Option(1, "--gpus", help="GPUs needed; 0 for a CPU-only job."),
+    node: str = typer.Option(None, "--node", help="Pin to a node (prefix match)."),
+    note: str = typer.Option("", "--note", help="What the job is for."),
+    priority: int = typer.Option(0, "--priority", help="Higher runs first."),
+    timeout: str = typer.Option(None, "--timeout", help="Kill it after this long (90, 5m, 2h)."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VALUE, repeatable."),
+    workdir: str = typer.Option(None, "--workdir", help="Directory to run in (on the node)."),
+    tag: list[str] = typer.Option([], "--tag", help="A tag, repeatable."),
+    after: str = typer.Option(None, "--after", help="Run after these jobs completed: 12,13."),
+    after_any: str = typer.Option(None, "--after-any", help="Run after these jobs ended, however."),
+    script: Path = typer.Option(None, "--script", help="Use this local file as the command."),
+    wait: bool = typer.Option(False, "--wait", help="Block until the job ends."),
+    retries: int = typer.Option(0, "--retries", help="Restart it up to N times if it vanishes."),
+    cuda: str = typer.Option(None, "--cuda", help="Minimum driver CUDA version, e.g. 13.0."),
+    memory: str = typer.Option(None, "--memory", help="Host RAM it needs (and its limit): 32GiB."),
+    lane: str = typer.Option(None, "--lane", help="Append to a GPU's lane: NODE:GPU."),
+    array: str = typer.Option(
+        None, "--array", help="One job per index: 0-99[:step][%K]; {} = index."
+    ),
+    manifest: Path = typer.Option(None, "--manifest", help="Read the job from a manifest.toml."),
+    max_runtime: str = typer.Option(
+        None, "--max-runtime", help="On a borrowed node, back to the queue after this long."
+    ),
+    no_reassign: bool = typer.Option(
+        False, "--no-reassign", help="Not safe to run twice: lost (not rerun) if its node dies."
+    ),
+    email_on_success: bool = typer.Option(
+        None, "--email-on-success/--no-email-on-success", help="E-mail me when it completes."
+    ),
+    email_on_failure: bool = typer.Option(
+        None, "--email-on-failure/--no-email-on-failure", help="E-mail me when it ends badly."
+    ),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Queue a job."""
+    if script is not None:
+        if command:
+            raise CliError("give either --script or a command, not both", 2)
+        body = read_local(script, "--script")  # "-": stdin (what a [remote] forward sends)
+    elif not command and manifest is None:
+        raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
+    else:
+        body = "" if not command else command[0] if len(command) == 1 else shlex.join(command)
+    if gpus < 0:
+        raise CliError("--gpus must be 0 or more", 2)
+    spec_env = env_pairs(env)
+    spec = JobSpec(
+        command=body,
+        name=name,
+        gpus=gpus,
+        vram_mb=size(vram, "--vram"),
+        node=node,
+        priority=priority,
+        timeout=duration(timeout, "--timeout"),
+        env=spec_env,
+        workdir=workdir,
+        tags=tag,
+        note=note,
+        submitter=os.environ.get("NVQ_SUBMITTER", ""),
+        after=ids(after, "--after"),
+        after_any=ids(after_any, "--after-any"),
+        **policy_options(retries=retries, cuda=cuda, memory=memory, lane=lane, array=array),
+        email_on_success=email_on_success,
+        email_on_failure=email_on_failure,
+        max_runtime=duration(max_runtime, "--max-runtime"),
+        no_reassign=no_reassign,
+    )
+    if spec.max_runtime is not None and spec.max_runtime <= 0:
+        raise CliError("--max-runtime must be positive", 2)
+    if manifest is not None:
+        spec = with_manifest(spec, manifest, ctx)
+    client = Client()
+    job = client.submit_spec(spec)
+    if not wait:
+        emit(job, as_json, f"submitted job {job.id} ({job.name})")
+        return 0
+    if not as_json:
+        print(f"submitted job {job.id} ({job.name}); waiting", file=sys.stderr)
+    done = client.wait(job.id)
+    (final,) = done.jobs
+    emit(final, as_json, outcome(final))
+    return done.exit_code
+
+
+def policy_options(
+    *, retries: int, cuda: str | None, memory: str | None, lane: str | None, array: str | None
+) -> dict[str, Any]:
+    """Submit's policy flags → JobSpec fields, each checked by its own parser so an
+    error names the flag that was wrong."""
+    from nvq.domain.arrays import parse_array
+    from nvq.domain.lanes import LaneError, parse_lane
+    from nvq.domain.matching import parse_cuda
+
+    if retries < 0:
+        raise CliError("--retries must be 0 or more", 2)
+    try:
+        if cuda is not None:
+            parse_cuda(cuda)
+    except ValueError as exc:
+        raise CliError(f"--cuda: {exc}", 2) from None
+    try:
+        if array is not None:
+            parse_array(array)
+        if lane is not None:
+            parse_lane(lane)
+    except (ValueError, LaneError) as exc:
+        raise CliError(str(exc), 2) from None
+    return {
+        "retries": retries,
+        "cuda": cuda,
+        "memory_mb": size(memory, "--memory"),
+        "lane": lane,
+        "array": array,
+    }

@@ -1,0 +1,104 @@
+"""Jobs as text: the `job ls` table, `job show`, and one-line outcomes."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from nvq.cli.render.table import ago, clip, table
+from nvq.control import JobDetail
+from nvq.model import Job
+from nvq.units import format_duration, format_mib
+
+
+def runtime(job: Job, now: float | None = None) -> str:
+    if job.started_at is None:
+        return "-"
+    end = job.ended_at or (now or time.time())
+    return format_duration(max(0.0, end - job.started_at))
+
+
+def job_where(job: Job) -> str:
+    if not job.node:
+        return "-"
+    return f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else f"{job.node}:cpu"
+
+
+def outcome(job: Job) -> str:
+    """`job 12 failed: exit 3`, as `job wait` and `job submit --wait` end."""
+    return f"job {job.id} {job.state}" + (f": {job.reason}" if job.reason else "")
+
+
+def lines(jobs: list[Job], said: str) -> str:
+    return "\n".join(f"job {j.id} {said}" for j in jobs) or "(no jobs)"
+
+
+def jobs_table(jobs: list[Job]) -> str:
+    rows = [
+        [
+            str(j.id),
+            j.state,
+            clip(j.name, 24),
+            job_where(j),
+            format_mib(j.vram_mb) if j.vram_mb else "-",
+            runtime(j),
+            clip(j.progress or j.reason, 40),
+        ]
+        for j in jobs
+    ]
+    return table(["ID", "STATE", "NAME", "WHERE", "VRAM", "RUNTIME", "PROGRESS"], rows)
+
+
+def job_detail(doc: JobDetail) -> str:
+    out = [
+        f"job {doc.id}  {doc.name}  [{doc.state}]",
+        f"  command     {doc.command}",
+        f"  submitter   {doc.submitter} (user {doc.user})",
+        f"  request     gpus={doc.gpus_requested} vram={format_mib(doc.vram_mb)}"
+        + (f" node={doc.node_request}" if doc.node_request else "")
+        + (f" timeout={format_duration(doc.timeout)}" if doc.timeout else "")
+        + f" priority={doc.priority}",
+        f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else ""),
+        f"  created     {ago(doc.created_at)}",
+        f"  started     {ago(doc.started_at)}",
+        f"  ended       {ago(doc.ended_at)}",
+        f"  runtime     {runtime(doc)}",
+    ]
+    if doc.exit_code is not None:
+        out.append(f"  exit code   {doc.exit_code}")
+    if doc.reason:
+        out.append(f"  reason      {doc.reason}")
+    if doc.progress:
+        out.append(f"  progress    {doc.progress}")
+    if doc.note:
+        out.append("  note        " + doc.note.replace("\n", "\n              "))
+    if doc.tags:
+        out.append(f"  tags        {', '.join(doc.tags)}")
+    if doc.result is not None:
+        out.append(f"  result      {json.dumps(doc.result)}")
+    if doc.stderr_tail and doc.state not in ("completed", "running"):
+        out.append("  stderr tail:")
+        out.extend("    " + ln for ln in doc.stderr_tail.splitlines())
+    if doc.attempts:
+        out.append("  attempts:")
+        for a in doc.attempts:
+            how = a.outcome or "running"
+            if a.exit_code is not None:
+                how += f" (exit {a.exit_code})"
+            if a.reason:
+                how += f": {a.reason}"
+            gpus = ",".join(map(str, a.gpus)) or "-"
+            out.append(
+                f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
+                f"started {ago(a.started_at):>10}  ended {ago(a.ended_at):>10}  {how}"
+            )
+    if doc.events:
+        out.append("  events:")
+        for ev in doc.events:
+            data = ", ".join(f"{k}={v}" for k, v in ev.data.items())
+            node = f" @{ev.node}" if ev.node else ""
+            out.append(f"    #{ev.id:<6} {ago(ev.time):>10}  {ev.kind}{node}  {data}")
+    if isinstance(doc.logs, str) and doc.logs:
+        out.append("  logs:")
+        out.extend("    " + ln for ln in doc.logs.splitlines())
+    return "\n".join(out)

@@ -1,0 +1,88 @@
+"""Text for operating the queue: alerts, notification health, the keeper, backups,
+lanes and stored artifacts."""
+
+from __future__ import annotations
+
+from nvq.cli.render.table import ago, clip, table
+from nvq.control import Alert, Artifacts, LaneStatus, QueueStatus
+from nvq.units import format_mib
+
+
+def alerts_table(alerts: list[Alert], detail: bool = False) -> str:
+    if not detail:
+        rows = [
+            [
+                str(a.id),
+                a.severity,
+                a.kind,
+                str(a.job_id) if a.job_id is not None else "-",
+                ago(a.time),
+                ("" if a.acked_at is None else "(acked) ") + clip(a.message, 70),
+            ]
+            for a in alerts
+        ]
+        return table(["ID", "SEVERITY", "KIND", "JOB", "WHEN", "MESSAGE"], rows)
+    blocks = []
+    for a in alerts:
+        head = f"alert {a.id}  {a.severity}  {a.kind}  {ago(a.time)}"
+        if a.acked_at is not None:
+            head += f"  (acked by {a.acked_by} {ago(a.acked_at)})"
+        lines = [head, f"  {a.message}"]
+        if a.detail:
+            lines.append("  output tail:")
+            lines.extend("    " + ln for ln in a.detail.splitlines())
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def status_lead(doc: QueueStatus) -> list[str]:
+    """What `queue status` shows first: the open alerts."""
+    open_alerts = doc.alerts
+    if not open_alerts:
+        return []
+    n = len(open_alerts)
+    lines = [f"{n} open alert{'s' * (n != 1)} (nvq queue alerts --detail; nvq queue ack ID):"]
+    lines += [f"  #{a.id} {a.severity}: {clip(a.message, 90)}" for a in open_alerts[:10]]
+    if n > 10:
+        lines.append(f"  … and {n - 10} more")
+    return [*lines, ""]
+
+
+def status_tail(doc: QueueStatus) -> list[str]:
+    """Keeper, backups and failing notification channels."""
+    lines: list[str] = []
+    keeper = doc.keeper
+    if keeper is not None:
+        lines.append(
+            f"keeper {'up' if keeper['up'] else 'DOWN'} ({keeper['kind']}"
+            + (f", pid {keeper['pid']}" if keeper.get("pid") else "")
+            + ")"
+        )
+    if doc.last_backup_at:
+        lines.append(f"last backup {ago(doc.last_backup_at)}")
+    for channel, h in doc.notify.items():
+        if h.failing:
+            lines.append(
+                f"notify {channel} FAILING ({h.waiting} waiting, {h.attempts} attempts): "
+                f"{h.last_error}"
+            )
+    return ["", *lines] if lines else []
+
+
+def lane_line(doc: LaneStatus) -> str:
+    running = f"running {doc.running}" if doc.running is not None else "idle"
+    nxt = ",".join(map(str, doc.next[:5])) or "-"
+    flags = " paused" if doc.paused else ""
+    if doc.blocked:
+        flags += f" blocked:{doc.blocked}"
+    return f"{doc.lane:<16} {running:<14} next {nxt}{flags}"
+
+
+def files_table(doc: Artifacts) -> str:
+    if not doc.files:
+        return f"job {doc.job_id}: no artifacts stored"
+    width = max(len(f.path) for f in doc.files)
+    lines = [f"{f.path:<{width}}  {f.size:>12} B" for f in doc.files]
+    total = format_mib(doc.bytes // (1024 * 1024)) if doc.bytes >= 1024 * 1024 else ""
+    lines.append(f"{len(doc.files)} files, {doc.bytes} bytes {total}".rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""The queue as text: nodes and their GPUs, `queue status`, the event log."""
+
+from __future__ import annotations
+
+import time
+
+from nvq.cli.render.jobs import jobs_table
+from nvq.cli.render.ops import status_lead, status_tail
+from nvq.cli.render.table import clip, table
+from nvq.control import QueueStatus
+from nvq.model import Event, NodeView
+from nvq.units import format_duration, format_mib
+
+
+def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
+    rows = []
+    proc_rows = []
+    for n in nodes:
+        if not n.gpus:
+            rows.append([n.name, n.state, "-", "(no GPUs)", "", "", "", ""])
+        for g in n.gpus:
+            rows.append(
+                [
+                    n.name,
+                    n.state,
+                    str(g.index),
+                    clip(g.name, 22),
+                    f"{format_mib(g.mem_used_mb)}/{format_mib(g.mem_total_mb)}",
+                    f"{g.util_percent}%" if g.util_percent is not None else "-",
+                    format_mib(max(0, g.free_mb)) + ("" if g.schedulable else " (off)"),
+                    ",".join(map(str, g.jobs)) or "-",
+                ]
+            )
+            for pr in g.processes:
+                proc_rows.append(
+                    [
+                        f"{n.name}:{g.index}",
+                        str(pr.pid),
+                        pr.user,
+                        format_mib(pr.used_mb) if pr.used_mb is not None else "?",
+                        f"job {pr.job_id}" if pr.managed else "external",
+                    ]
+                )
+    out = table(["NODE", "STATE", "GPU", "NAME", "MEMORY", "UTIL", "FREE", "JOBS"], rows)
+    if procs:
+        out += "\n\n" + table(["GPU", "PID", "USER", "MEM", "OWNER"], proc_rows)
+    return out
+
+
+def status_text(doc: QueueStatus) -> str:
+    shown = ", ".join(f"{n} {s}" for s, n in doc.counts.items() if n)
+    parts = [
+        *status_lead(doc),  # open alerts first: they are what needs a person
+        f"nvq daemon pid {doc.daemon.pid} (v{doc.daemon.version}), "
+        f"up {format_duration(time.time() - doc.daemon.started_at)}",
+        f"jobs: {shown or 'none'}"
+        + (f"; {doc.pending_reaps} pending kills" if doc.pending_reaps else ""),
+        "",
+        nodes_table(doc.nodes),
+    ]
+    for n in doc.nodes:
+        if n.error and n.state != "up":
+            parts.append(f"  {n.name}: {n.error}")
+    if doc.jobs:
+        parts += ["", jobs_table(doc.jobs)]
+    parts += status_tail(doc)
+    return "\n".join(parts)
+
+
+def events_table(events: list[Event]) -> str:
+    rows = [
+        [
+            str(e.id),
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time)),
+            e.kind,
+            str(e.job_id) if e.job_id is not None else "-",
+            e.node or "-",
+            clip(", ".join(f"{k}={v}" for k, v in e.data.items()), 60),
+        ]
+        for e in events
+    ]
+    return table(["ID", "TIME", "KIND", "JOB", "NODE", "DATA"], rows)

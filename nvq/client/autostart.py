@@ -1,0 +1,58 @@
+"""Starting the daemon when a client finds none: detached from the caller, and waited
+for until its socket answers."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.detach import spawn_detached
+from nvq.home import Home
+
+START_TIMEOUT = 20.0
+
+
+def connect_unix(path: Path) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(str(path))
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
+def start_daemon(root: Path) -> None:
+    """Start `nvq daemon` for `root` and return once it accepts connections."""
+    from nvq.config import ConfigError, load_config
+
+    try:
+        load_config(root)
+    except ConfigError as exc:
+        raise ClientError(str(exc), 2) from None
+    root.mkdir(parents=True, exist_ok=True)
+    home = Home(root)
+    proc = spawn_detached("nvq.daemon.main", root, home.log)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            connect_unix(home.socket).close()
+            return
+        except OSError:
+            pass
+        code = proc.poll()
+        # Exit 3 means another client won the race and its daemon is starting: keep waiting.
+        if code is not None and code != 3:
+            raise DaemonUnavailable(f"the daemon failed to start: {_last_line(home.log)}")
+        time.sleep(0.02)
+    raise DaemonUnavailable(f"the daemon did not start within {START_TIMEOUT:g}s; see {home.log}")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1] if lines else "no log"

@@ -1,0 +1,281 @@
+"""`Client`: the daemon's requests as typed, blocking calls. Plain sockets on purpose:
+a CLI call is one short exchange and should not pay for an event loop's start-up."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from nvq import control as c
+from nvq.client.autostart import connect_unix, start_daemon
+from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.client.spec import job_spec
+from nvq.home import Home, default_root
+from nvq.model import Event, Job, JobSpec, NodeView
+from nvq_runner.protocol import FrameReader
+
+T = TypeVar("T")
+HEADER = struct.Struct(">I")
+
+
+def frame(request: c.Request) -> bytes:
+    payload = c.encoder.encode(request)
+    return HEADER.pack(len(payload)) + payload
+
+
+def typed(done: c.Done, kind: type[T]) -> T:
+    try:
+        return msgspec.convert(done.data, kind)
+    except msgspec.ValidationError as exc:
+        raise ClientError(f"unexpected reply from the daemon: {exc}") from None
+
+
+def answer_of(reply: c.Reply) -> c.Done:
+    """The final `Done`, or the error it carries raised as a ClientError."""
+    assert isinstance(reply, c.Done)
+    if reply.error is not None:
+        raise ClientError(reply.error, reply.exit_code or 1)
+    return reply
+
+
+class Client:
+    """Talks to the daemon of `home` (default `$NVQ_HOME`, else ~/.nvq), starting it when
+    none runs unless `autostart=False`. Every method raises `ClientError` when the daemon
+    refuses (its message is the one `nvq` prints) and `DaemonUnavailable` when it cannot
+    be reached. Each call is its own connection: a Client holds nothing open."""
+
+    def __init__(self, home: str | Path | None = None, *, autostart: bool = True) -> None:
+        self.root = Path(home) if home is not None else default_root()
+        self.autostart = autostart
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release (one connection per call); here for symmetry."""
+
+    # ------------------------------------------------------------ transport
+
+    def _connect(self) -> Any:
+        path = Home(self.root).socket
+        try:
+            return connect_unix(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if not self.autostart:
+                raise DaemonUnavailable("no daemon is running") from None
+        start_daemon(self.root)
+        try:
+            return connect_unix(path)
+        except OSError as exc:
+            raise DaemonUnavailable(f"cannot reach the daemon at {path}: {exc}") from None
+
+    def exchange(self, request: c.Request) -> Iterator[c.Reply]:
+        """Send `request`; yield every reply frame up to and including the `Done`."""
+        sock = self._connect()
+        try:
+            sock.sendall(frame(request))
+            frames = FrameReader()
+            while True:
+                data = sock.recv(1 << 16)
+                if not data:
+                    raise ClientError("the daemon closed the connection without answering")
+                for payload in frames.feed(data):
+                    reply = c.reply_decoder.decode(payload)
+                    yield reply
+                    if isinstance(reply, c.Done):
+                        return
+        finally:
+            sock.close()
+
+    def request(self, request: c.Request) -> c.Done:
+        """Any request with a single answer, untyped: `Done.data` as the daemon sent it."""
+        done = None
+        for reply in self.exchange(request):  # to its end, so the connection closes
+            if isinstance(reply, c.Done):
+                done = reply
+        if done is None:
+            raise ClientError("no answer from the daemon")
+        return answer_of(done)
+
+    def _call(self, request: c.Request, kind: type[T]) -> T:
+        return typed(self.request(request), kind)
+
+    # ------------------------------------------------------------ jobs
+
+    def submit(self, command: list[str] | str, **options: Any) -> Job:
+        """Queue a job: `submit(["python", "train.py"], vram="20GiB", gpus=1)`. Options
+        are JobSpec's fields; `vram`/`memory` take "20GiB" (or MiB), `timeout` and
+        `max_runtime` take "2h" (or seconds)."""
+        return self.submit_spec(job_spec(command, **options))
+
+    def submit_spec(self, spec: JobSpec) -> Job:
+        return self._call(c.Submit(spec=spec), Job)
+
+    def jobs(
+        self,
+        *,
+        active: bool = False,
+        states: Sequence[str] | None = None,
+        limit: int | None = None,
+        array: int | None = None,
+    ) -> list[Job]:
+        """Jobs by id: only pending and running with `active`, the newest `limit`."""
+        listed = c.ListJobs(
+            active=active, states=list(states) if states else None, limit=limit, array=array
+        )
+        return self._call(listed, list[Job])
+
+    def show(self, id: int, *, logs: int = 0) -> c.JobDetail:
+        """One job with its events, attempts, why it waits, and `logs` lines of output."""
+        return self._call(c.ShowJob(id=id, logs=logs), c.JobDetail)
+
+    def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.WaitResult:
+        """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""
+        done = self.request(c.Wait(ids=_ids(ids), timeout=timeout))
+        return c.WaitResult(jobs=typed(done, list[Job]), exit_code=done.exit_code)
+
+    def logs(
+        self,
+        id: int,
+        *,
+        lines: int = 50,
+        follow: bool = False,
+        stream: Literal["stdout", "stderr"] = "stdout",
+    ) -> Iterator[bytes]:
+        """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
+        the job ends."""
+        for reply in self.exchange(c.Logs(id=id, lines=lines, follow=follow, stream=stream)):
+            if isinstance(reply, c.Chunk):
+                yield reply.data
+            else:
+                answer_of(reply)
+
+    def cancel(self, ids: int | Sequence[int], *, array: bool = False) -> list[Job]:
+        return self._call(c.Cancel(ids=_ids(ids), array=array), list[Job])
+
+    def release(self, ids: int | Sequence[int]) -> list[Job]:
+        """Run held jobs without the prerequisites that ended badly."""
+        return self._call(c.Release(ids=_ids(ids)), list[Job])
+
+    def note(
+        self, id: int, text: str | None = None, *, append: str | None = None, clear: bool = False
+    ) -> Job:
+        return self._call(c.Note(id=id, text=text, append=append, clear=clear), Job)
+
+    def result(self, id: int, *, set_json: str | None = None) -> Any:
+        """The job's result.json payload; `set_json` stores this JSON text instead."""
+        return self.request(c.Result(id=id, set_json=set_json)).data
+
+    def requeue(self, ids: int | Sequence[int]) -> list[Job]:
+        return self._call(c.Requeue(ids=_ids(ids)), list[Job])
+
+    def purge(self, *, before: float | None = None) -> c.Purged:
+        """Forget finished jobs (that ended before `before`, a Unix time)."""
+        return self._call(c.Purge(before=before), c.Purged)
+
+    def edit(
+        self, id: int, *, drop_after: Sequence[int] = (), add_after: Sequence[int] = ()
+    ) -> Job:
+        request = c.Edit(id=id, drop_after=list(drop_after), add_after=list(add_after))
+        return self._call(request, Job)
+
+    def priority(
+        self,
+        ids: int | Sequence[int],
+        change: str | None = None,
+        *,
+        up: int | None = None,
+        array: bool = False,
+    ) -> list[Job]:
+        """`change` "5" sets, "+1"/"-2" adjust; or move `up` places (negative: down)."""
+        request = c.Priority(ids=_ids(ids), change=change, up=up, array=array)
+        return self._call(request, list[Job])
+
+    def pause(self, ids: int | Sequence[int], *, array: bool = False) -> list[Job]:
+        return self._call(c.Pause(ids=_ids(ids), array=array), list[Job])
+
+    def resume(self, ids: int | Sequence[int], *, array: bool = False) -> list[Job]:
+        return self._call(c.Resume(ids=_ids(ids), array=array), list[Job])
+
+    def artifacts(self, id: int) -> c.Artifacts:
+        return self._call(c.JobArtifacts(id=id), c.Artifacts)
+
+    # ------------------------------------------------------------ the queue
+
+    def status(self) -> c.QueueStatus:
+        return self._call(c.Status(), c.QueueStatus)
+
+    def nodes(self, *, procs: bool = False, include_ignored: bool = False) -> list[NodeView]:
+        return self._call(c.Nodes(procs=procs, include_ignored=include_ignored), list[NodeView])
+
+    def node_flag(self, node: str, flag: Literal["drained", "ignored"], value: bool) -> NodeView:
+        """Drain (or ignore) a node, or undo it."""
+        return self._call(c.NodeFlag(node=node, flag=flag, value=value), NodeView)
+
+    def bootstrap(self, node: str, *, force: bool = False) -> c.Bootstrapped:
+        return self._call(c.Bootstrap(node=node, force=force), c.Bootstrapped)
+
+    def events(
+        self, since: int = 0, *, limit: int | None = None, job: int | None = None
+    ) -> list[Event]:
+        """The event log after event id `since`."""
+        return self._call(c.Events(since=since, limit=limit, job_id=job), list[Event])
+
+    def alerts(self, *, include_acked: bool = False) -> list[c.Alert]:
+        return self._call(c.Alerts(include_acked=include_acked), list[c.Alert])
+
+    def ack(self, ids: Sequence[int] | None = None) -> list[c.Alert]:
+        """Acknowledge these alerts (None: every open one)."""
+        return self._call(c.Ack(ids=None if ids is None else list(ids)), list[c.Alert])
+
+    def backup(self, path: str | None = None) -> c.BackupMade:
+        """A snapshot of queue.db at `path` (absolute, on the queue host)."""
+        return self._call(c.Backup(path=path), c.BackupMade)
+
+    def lanes(self) -> list[c.LaneStatus]:
+        return self._call(c.Lanes(), list[c.LaneStatus])
+
+    def lane(
+        self,
+        lane: str,
+        action: str | None = None,
+        ids: Sequence[int] = (),
+        *,
+        to: str | None = None,
+        before: int | None = None,
+        at: str | None = None,
+    ) -> c.LaneDetail:
+        """One lane in running order; an `action` (move, swap, skip, assign, pause,
+        resume) changes it first."""
+        request = c.Lane(lane=lane, action=action, ids=list(ids), to=to, before=before, at=at)
+        return self._call(request, c.LaneDetail)
+
+    def busy(self, node: str, mode: str | None = None) -> c.BusyView:
+        """Whether a node counts as busy; `mode` on, off or auto sets it."""
+        return self._call(c.BusyMode(node=node, mode=mode), c.BusyView)
+
+    def busy_assign(self, *, forbid: bool) -> c.BusyAssignment:
+        return self._call(c.BusyAssign(forbid=forbid), c.BusyAssignment)
+
+    # ------------------------------------------------------------ the daemon
+
+    def ping(self) -> c.Pong:
+        return self._call(c.Ping(), c.Pong)
+
+    def stop_daemon(self) -> None:
+        """Ask the daemon to exit; jobs keep running on their nodes."""
+        self.request(c.StopDaemon())
+
+
+def _ids(ids: int | Sequence[int]) -> list[int]:
+    return [ids] if isinstance(ids, int) else list(ids)
