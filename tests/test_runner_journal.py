@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nvq_runner.gpu_fake import parse_mib
-from nvq_runner.gpu_nvml import cuda_version_text
+from nvq_runner.gpu.fake import parse_mib
+from nvq_runner.gpu.nvml import cuda_version_text
 from nvq_runner.journal import Journal
 from nvq_runner.protocol import JobExited, JobLost, JobStarted
 from nvq_runner.tail import start_of_last_lines

@@ -11,7 +11,7 @@ import pynvml
 import pytest
 
 from nvq_runner.gpu import NoGpus, open_backend
-from nvq_runner.gpu_nvml import NvmlBackend
+from nvq_runner.gpu.nvml import NvmlBackend
 
 GIB = 1024**3
 

@@ -23,9 +23,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from . import procfs
-from .gpu import GpuFacts
-from .protocol import GpuInfo, GpuProcess, GpuSample
+from .. import procfs
+from ..protocol import GpuInfo, GpuProcess, GpuSample
+from .base import GpuFacts
 
 _UNITS = {
     "": 1,

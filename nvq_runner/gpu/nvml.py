@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import pynvml
 
-from . import procfs
-from .gpu import GpuFacts
-from .protocol import GpuInfo, GpuProcess, GpuSample
+from .. import procfs
+from ..protocol import GpuInfo, GpuProcess, GpuSample
+from .base import GpuFacts
 
 log = logging.getLogger(__name__)
 _MIB = 1024 * 1024

@@ -9,31 +9,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Protocol
 
-from .protocol import GpuInfo, GpuSample
+from ..protocol import GpuSample
+from .base import BackendError, GpuBackend, GpuFacts
+
+__all__ = ["BackendError", "GpuBackend", "GpuFacts", "NoGpus", "open_backend"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class GpuFacts:
-    """What `Hello` says about the node's GPUs."""
-
-    cuda: str | None = None
-    driver: str | None = None
-    gpus: list[GpuInfo] = field(default_factory=list)
-
-
-class GpuBackend(Protocol):
-    name: str
-
-    def facts(self) -> GpuFacts: ...
-
-    def sample(self) -> list[GpuSample]: ...
-
-    def close(self) -> None: ...
 
 
 class NoGpus:
@@ -49,17 +31,13 @@ class NoGpus:
         pass
 
 
-class BackendError(Exception):
-    """The backend asked for cannot run here."""
-
-
 def open_backend(env: Mapping[str, str]) -> GpuBackend:
     choice = env.get("NVQ_GPU_BACKEND", "").strip().lower()
     fake_path = env.get("NVQ_FAKE_GPUS", "")
     if choice == "none":
         return NoGpus()
     if choice == "fake" or (not choice and fake_path):
-        from .gpu_fake import FakeBackend
+        from .fake import FakeBackend
 
         if not fake_path:
             raise BackendError("NVQ_GPU_BACKEND=fake needs NVQ_FAKE_GPUS=/path/gpus.toml")
@@ -67,7 +45,7 @@ def open_backend(env: Mapping[str, str]) -> GpuBackend:
     if choice not in ("", "nvml"):
         raise BackendError(f"unknown NVQ_GPU_BACKEND {choice!r} (nvml, fake or none)")
     try:
-        from .gpu_nvml import NvmlBackend
+        from .nvml import NvmlBackend
 
         nvml = NvmlBackend()
     except Exception as exc:  # pynvml missing, no driver, no device: all mean "no NVML"
