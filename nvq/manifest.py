@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 
 from nvq.model import JobSpec
-from nvq.units import parse_duration, parse_size
+from nvq.values import duration_value, env_value, ids_value, show, size_value
 
 
 class ManifestError(Exception):
@@ -47,48 +47,40 @@ def _fail(source: str, key: str, problem: str) -> ManifestError:
 
 def _string(v: Any, source: str, key: str) -> str:
     if not isinstance(v, str) or not v:
-        raise _fail(source, key, f"expected a non-empty string, got {v!r}")
+        raise _fail(source, key, f"expected a non-empty string, got {show(v)}")
     return v
 
 
 def _boolean(v: Any, source: str, key: str) -> bool:
     if not isinstance(v, bool):
-        raise _fail(source, key, f"expected true or false, got {v!r}")
+        raise _fail(source, key, f"expected true or false, got {show(v)}")
     return v
 
 
 def _count(v: Any, source: str, key: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise _fail(source, key, f"expected an integer >= 0, got {v!r}")
+        raise _fail(source, key, f"expected an integer >= 0, got {show(v)}")
     return v
 
 
 def _int(v: Any, source: str, key: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise _fail(source, key, f"expected an integer, got {v!r}")
+        raise _fail(source, key, f"expected an integer, got {show(v)}")
     return v
 
 
 def _size(v: Any, source: str, key: str) -> int:
-    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-        return v
-    if isinstance(v, str):
-        try:
-            return parse_size(v)
-        except ValueError as exc:
-            raise _fail(source, key, str(exc)) from None
-    raise _fail(source, key, f'expected a size like "20GiB", got {v!r}')
+    try:
+        return size_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _duration(v: Any, source: str, key: str) -> float:
-    if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return parse_duration(v)
-        except ValueError as exc:
-            raise _fail(source, key, str(exc)) from None
-    raise _fail(source, key, f'expected a duration like "2h" or seconds, got {v!r}')
+    try:
+        return duration_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _command(v: Any, source: str, key: str) -> str:
@@ -98,30 +90,22 @@ def _command(v: Any, source: str, key: str) -> str:
 
 
 def _env(v: Any, source: str, key: str) -> dict[str, str]:
-    if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
-        raise _fail(source, key, 'expected a table of strings, like { HF_HOME = "/scratch" }')
-    return dict(v)
+    try:
+        return env_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _ids(v: Any, source: str, key: str) -> list[int]:
-    items = v if isinstance(v, list) else [v]
-    out: list[int] = []
-    for item in items:
-        if isinstance(item, str):
-            try:
-                out.extend(int(p) for p in item.replace(" ", "").split(",") if p)
-            except ValueError:
-                raise _fail(source, key, f"expected job ids, got {v!r}") from None
-        elif isinstance(item, int) and not isinstance(item, bool) and item > 0:
-            out.append(item)
-        else:
-            raise _fail(source, key, f"expected job ids, got {v!r}")
-    return out
+    try:
+        return ids_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _strings(v: Any, source: str, key: str) -> list[str]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _fail(source, key, f"expected a list of strings, got {v!r}")
+        raise _fail(source, key, f"expected a list of strings, got {show(v)}")
     return list(v)
 
 
