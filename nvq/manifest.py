@@ -19,6 +19,10 @@ lane = "box406:0"
 after = [12, 13]
 ```
 
+Every `job submit` option has its key (`nvq.domain.validate.SUBMIT_FIELDS`): also
+`node`, `note`, `priority`, `tags`, `after_any`, `array`, `max_runtime` and
+`no_reassign`.
+
 `parse` turns the `[job]` table into JobSpec field values; `merge` lays the command
 line over it (a flag given on the command line wins; `env` merges key by key).
 """
@@ -33,6 +37,7 @@ from typing import Any
 
 import msgspec
 
+from nvq.domain.validate import SUBMIT_FIELDS, SpecError, validate_spec
 from nvq.model import JobSpec
 from nvq.values import duration_value, env_value, ids_value, show, size_value
 
@@ -109,83 +114,50 @@ def _strings(v: Any, source: str, key: str) -> list[str]:
     return list(v)
 
 
-def _cuda(v: Any, source: str, key: str) -> str:
-    from nvq.domain.matching import parse_cuda
-
-    text = _string(v, source, key)
-    try:
-        parse_cuda(text)
-    except ValueError as exc:
-        raise _fail(source, key, str(exc)) from None
-    return text
-
-
-def _lane(v: Any, source: str, key: str) -> str:
-    from nvq.domain.lanes import LaneError, parse_lane
-
-    text = _string(v, source, key)
-    try:
-        parse_lane(text)
-    except (ValueError, LaneError) as exc:
-        raise _fail(source, key, str(exc)) from None
-    return text
-
-
 _Conv = Callable[[Any, str, str], Any]
 
-# manifest key → (JobSpec field, validator)
-KEYS: dict[str, tuple[str, _Conv]] = {
-    "name": ("name", _string),
-    "command": ("command", _command),
-    "vram": ("vram_mb", _size),
-    "gpus": ("gpus", _count),
-    "cuda": ("cuda", _cuda),
-    "memory": ("memory_mb", _size),
-    "timeout": ("timeout", _duration),
-    "retries": ("retries", _count),
-    "env": ("env", _env),
-    "workdir": ("workdir", _string),
-    "email_on_success": ("email_on_success", _boolean),
-    "email_on_failure": ("email_on_failure", _boolean),
-    "lane": ("lane", _lane),
-    "after": ("after", _ids),
-    "after_any": ("after_any", _ids),
-    "node": ("node", _string),
-    "note": ("note", _string),
-    "priority": ("priority", _int),
-    "tags": ("tags", _strings),
+# JobSpec field → how its manifest value is read. Every field of SUBMIT_FIELDS has
+# one (a field added to JobSpec without one fails at import, in every test).
+_READERS: dict[str, _Conv] = {
+    "command": _command,
+    "name": _string,
+    "gpus": _count,
+    "vram_mb": _size,
+    "node": _string,
+    "priority": _int,
+    "timeout": _duration,
+    "env": _env,
+    "workdir": _string,
+    "tags": _strings,
+    "note": _string,
+    "after": _ids,
+    "after_any": _ids,
+    "retries": _count,
+    "cuda": _string,
+    "memory_mb": _size,
+    "lane": _string,
+    "array": _string,
+    "email_on_success": _boolean,
+    "email_on_failure": _boolean,
+    "max_runtime": _duration,
+    "no_reassign": _boolean,
 }
 
-_SPEC_FIELDS = frozenset(f.name for f in msgspec.structs.fields(JobSpec))
+# manifest key → (JobSpec field, reader): the same fields `job submit` takes.
+KEYS: dict[str, tuple[str, _Conv]] = {f.key: (f.field, _READERS[f.field]) for f in SUBMIT_FIELDS}
+_KEY_OF = {f.field: f.key for f in SUBMIT_FIELDS}
 
 # `job submit` parameter → the JobSpec field it sets (to know what the command line
 # gave explicitly, and so overrides).
 PARAM_FIELDS: dict[str, str] = {
-    "command": "command",
+    **{f.param: f.field for f in SUBMIT_FIELDS},
     "script": "command",
-    "name": "name",
-    "vram": "vram_mb",
-    "gpus": "gpus",
-    "node": "node",
-    "note": "note",
-    "priority": "priority",
-    "timeout": "timeout",
-    "env": "env",
-    "workdir": "workdir",
-    "tag": "tags",
-    "after": "after",
-    "after_any": "after_any",
-    "retries": "retries",
-    "cuda": "cuda",
-    "memory": "memory_mb",
-    "lane": "lane",
-    "email_on_success": "email_on_success",
-    "email_on_failure": "email_on_failure",
 }
 
 
 def parse(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """The `[job]` table → JobSpec field values. Unknown keys are errors naming them."""
+    """The `[job]` table → JobSpec field values, checked as a submission is (the
+    command may come from the command line instead). Errors name the key."""
     for key in data:
         if key != "job":
             raise ManifestError(f"{source}: {key}: unknown key (a manifest has one [job] table)")
@@ -196,10 +168,12 @@ def parse(data: dict[str, Any], source: str) -> dict[str, Any]:
     for key, value in job.items():
         if key not in KEYS:
             raise _fail(source, key, f"unknown key (known keys: {', '.join(KEYS)})")
-        field, convert = KEYS[key]
-        if field not in _SPEC_FIELDS:
-            raise _fail(source, key, "not supported by this version of nvq")
-        out[field] = convert(value, source, key)
+        field, read = KEYS[key]
+        out[field] = read(value, source, key)
+    try:
+        validate_spec(msgspec.structs.replace(JobSpec(command="true"), **out))
+    except SpecError as exc:
+        raise _fail(source, _KEY_OF.get(exc.field, exc.field), exc.problem) from None
     return out
 
 
