@@ -288,3 +288,57 @@ def test_unreadable_config_names_file(tmp_path: Path) -> None:
     (tmp_path / "config.toml").mkdir()
     with pytest.raises(ConfigError, match=r"config\.toml: cannot read"):
         load_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"queue": {"node_grace": "0"}},
+            "queue.node_grace: invalid duration '0': must be more than 0",
+        ),
+        ({"queue": {"node_grace": 0}}, "queue.node_grace: invalid duration 0: must be more than 0"),
+        (
+            {"queue": {"artifact_sync": "0s"}},
+            "queue.artifact_sync: invalid duration '0s': must be more than 0",
+        ),
+        (
+            {"queue": {"kill_grace": "99999999999d"}},
+            "queue.kill_grace: invalid duration '99999999999d': more than 100 years",
+        ),
+        (
+            {"queue": {"kill_grace": float("nan")}},
+            "queue.kill_grace: invalid duration NaN: expected a number of seconds",
+        ),
+        (
+            {"queue": {"ssh_keepalive": float("inf")}},
+            "queue.ssh_keepalive: invalid duration Infinity: more than 100 years",
+        ),
+        (
+            {"queue": {"busy_idle": -5}},
+            "queue.busy_idle: invalid duration -5: must not be negative",
+        ),
+        (
+            {"queue": {"local_env": {"A=B": "x"}}},
+            'queue.local_env: invalid variable name "A=B"',
+        ),
+        (
+            {"queue": {"backup": {"interval_hours": float("nan")}}},
+            "queue.backup.interval_hours: expected a positive number, got NaN",
+        ),
+        (
+            {"notify": {"retry_initial": "1m", "retry_max": "30s"}},
+            "notify.retry_max: less than notify.retry_initial (60s)",
+        ),
+        ({"notify": {"retry_initial": 0}}, "notify.retry_initial: invalid duration 0: must be"),
+    ],
+)
+def test_values_that_make_no_sense_are_refused(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, Path(P))
+    assert str(info.value).startswith(f"{P}: {message}"), str(info.value)
+
+
+def test_zero_means_at_once_for_the_kill_grace_and_starvation() -> None:
+    queue = parse_config({"queue": {"kill_grace": "0s", "starvation_after": 0}}, Path(P)).queue
+    assert (queue.kill_grace, queue.starvation_after) == (0.0, 0.0)

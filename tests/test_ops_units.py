@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from nvq import backup, keeper, manifest, opsdb, remote
+from nvq import backup, keeper, manifest, remote
 from nvq.config import Config, EmailChannel, NotifyConfig, RemoteConfig, UserConfig
 from nvq.domain import alerts
 from nvq.model import Job, JobSpec, JobState, NewEvent
 from nvq.notify import plan
 from nvq.store import MIGRATIONS
+from nvq.store import alerts as alert_rows
 
 
 def job(**kw: object) -> Job:
@@ -134,24 +135,24 @@ def test_backoff_doubles_to_a_cap() -> None:
 
 def test_outbox_and_alerts_are_written_once_per_key() -> None:
     conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.executescript(MIGRATIONS[0] + ";" + opsdb.MIGRATION.split("ALTER TABLE")[0])
+    conn.executescript(MIGRATIONS[0] + ";" + MIGRATIONS[2].split("ALTER TABLE")[0])
     j = job()
     raised = alerts.derive([NewEvent("job_failed", 7, "n1", {"attempt": 2})], {7: j})
     items = plan.plan(raised, [], {7: j}, _config(), 1.0)
     for _ in range(3):  # a replayed event
-        opsdb.write(conn, raised, items, 1.0)
-    assert len(opsdb.alerts(conn, include_acked=False)) == 1
-    due = opsdb.due(conn, 2.0)
+        alert_rows.write(conn, raised, items, 1.0)
+    assert len(alert_rows.alerts(conn, include_acked=False)) == 1
+    due = alert_rows.due(conn, 2.0)
     assert len(due) == 2 and all(r.payload["alert"]["id"] == 1 for r in due)
-    opsdb.mark_failed(conn, due[0].id, "boom", 2.0, 5.0)
-    opsdb.mark_delivered(conn, due[1].id, 2.0)
-    assert opsdb.due(conn, 3.0) == [] and opsdb.next_due(conn) == 5.0
-    health = opsdb.channel_health(conn)
+    alert_rows.mark_failed(conn, due[0].id, "boom", 2.0, 5.0)
+    alert_rows.mark_delivered(conn, due[1].id, 2.0)
+    assert alert_rows.due(conn, 3.0) == [] and alert_rows.next_due(conn) == 5.0
+    health = alert_rows.channel_health(conn)
     assert health[due[0].channel]["failing"] and health[due[1].channel]["delivered"] == 1
     with pytest.raises(LookupError):
-        opsdb.ack(conn, [1, 2], "me", 3.0)
-    assert opsdb.alerts(conn, include_acked=False)[0].acked_at is None
-    assert [a.id for a in opsdb.ack(conn, None, "me", 3.0)] == [1]
+        alert_rows.ack(conn, [1, 2], "me", 3.0)
+    assert alert_rows.alerts(conn, include_acked=False)[0].acked_at is None
+    assert [a.id for a in alert_rows.ack(conn, None, "me", 3.0)] == [1]
 
 
 def test_backup_targets_and_rotation(tmp_path: Path) -> None:

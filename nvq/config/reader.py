@@ -1,37 +1,9 @@
-"""`$NVQ_HOME/config.toml` → typed configuration, with errors that name the file, the key
-and what is wrong.
-
-Every error is a `ConfigError` with a one-line message `<file>: <key path>: <problem>`,
-e.g. `~/.nvq/config.toml: nodes[2].port: expected an integer from 1 to 65535, got "abc"`.
-`nodes[i]` counts the `[[nodes]]` tables from 0, in file order.
-
-```toml
-[queue]
-local_node = true            # run jobs on the queue host itself
-local_node_name = "local"
-local_gpus = [0, 1]          # allowlist; [] = CPU jobs only; absent = all cards
-headroom = "512MiB"          # or an integer number of MiB
-max_cpu_jobs_per_node = 4
-kill_grace = "10s"           # or a number of seconds
-node_grace = "2m"
-
-[[nodes]]
-name = "box406"              # letters, digits, '.', '_' and '-'
-host = "box406.lab"
-port = 22
-user = "me"
-identity = "~/.ssh/id_ed25519"
-gpus = [0, 1, 2, 3]
-env = { CUDA_CACHE_PATH = "/scratch/cuda" }
-
-[remote]                     # optional: forward every command to nvq on the queue host
-host = "queue.lab"
-```
-"""
+"""config.toml → `Config`: every key checked, every error one line naming the file
+and the key (see `nvq.config` for the format)."""
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import re
 import tomllib
@@ -39,9 +11,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from nvq.units import parse_duration, parse_size
+from nvq.config.types import (
+    BackupConfig,
+    Config,
+    ConfigError,
+    EmailChannel,
+    NodeConfig,
+    NotifyConfig,
+    QueueConfig,
+    RemoteConfig,
+    UserConfig,
+)
+from nvq.values import duration_value, env_value, show, size_value
 
 # Node names appear in lanes (`node:gpu`), --node prefixes and file names, so keep them
 # to characters that need no quoting anywhere.
@@ -50,110 +31,6 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 # A field's validator: (raw TOML value, key path) → the typed value.
 _Convert = Callable[[Any, str], Any]
-
-
-class ConfigError(Exception):
-    """A malformed config: the message names the file, the key and the problem."""
-
-
-class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
-    name: str
-    host: str
-    port: int = 22
-    user: str | None = None
-    identity: str | None = None  # private key file
-    known_hosts: str | None = None  # file; None means ~/.ssh/known_hosts
-    home: str = "~/.nvq"  # node-side state directory
-    python: str = "python3"  # interpreter on the node with nvq_runner importable
-    gpus: list[int] | None = None  # allowlist for new placements; [] = CPU jobs only
-    env: dict[str, str] = {}  # extra environment for the runner
-    owner: str | None = None
-
-
-class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
-    local_node: bool = True
-    local_node_name: str = "local"
-    local_home: str | None = None  # runner home of the local node; default $NVQ_HOME/node
-    local_gpus: list[int] | None = None
-    local_env: dict[str, str] = {}
-    headroom_mb: int = 512
-    max_cpu_jobs_per_node: int = 4
-    kill_grace: float = 10.0  # seconds between SIGTERM and SIGKILL
-    node_grace: float = 120.0  # seconds unreachable before node_down
-    # A dead or hung node is noticed after about 3 missed keepalives.
-    ssh_keepalive: float = 5.0
-    ssh_connect_timeout: float = 10.0
-    # Users who may pause, resume, cancel and re-prioritise anyone's jobs.
-    admins: list[str] = []
-    # A head-of-queue job waiting longer than this reserves a node (no starvation).
-    starvation_after: float = 600.0
-    # Machines that come and go (issue 5): how often a running job's $NVQ_ARTIFACTS
-    # is copied to the queue host, the most those copies may hold, and how long an
-    # owner's terminal may sit idle before their node stops counting as busy.
-    artifact_sync: float = 60.0
-    artifacts_quota_mb: int = 50 * 1024
-    busy_idle: float = 600.0
-
-
-class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
-    """`[remote]`: the CLI forwards its argv over SSH to `nvq` on this queue host."""
-
-    host: str
-    port: int = 22
-    user: str | None = None
-    identity: str | None = None
-    known_hosts: str | None = None
-    nvq: str = "nvq"  # the command to run there
-    home: str | None = None  # $NVQ_HOME there, when not the default
-
-
-class BackupConfig(msgspec.Struct, kw_only=True, frozen=True):
-    """`[queue.backup]`: the daemon snapshots queue.db every `interval_hours`."""
-
-    enabled: bool = False
-    interval_hours: float = 24.0
-    keep: int = 7  # newest snapshots kept in `directory`; older ones are deleted
-    directory: str | None = None  # default $NVQ_HOME/backups
-
-
-class EmailChannel(msgspec.Struct, kw_only=True, frozen=True):
-    host: str
-    port: int | None = None  # default: 465 with tls, 587 with starttls, 25 with none
-    security: str = "starttls"  # "starttls" | "tls" | "none"
-    user: str | None = None
-    password_file: str | None = None
-    password_env: str | None = None
-    sender: str  # `from` in the file
-    to: list[str] = []  # alerts go here; job e-mails fall back to it
-    alerts: bool = True  # e-mail alerts too (not only job outcomes)
-
-
-class NotifyConfig(msgspec.Struct, kw_only=True, frozen=True):
-    """`[notify]`: where alerts and job outcomes are delivered (see nvq.notify)."""
-
-    email: EmailChannel | None = None
-    command: list[str] | None = None  # `[notify.command] run`: gets the alert JSON on stdin
-    file: str | None = None  # `[notify.file]`: JSON lines; "" = $NVQ_HOME/alerts.log, None = off
-    desktop: bool = False  # `[notify.desktop]`: notify-send, where present
-    severity: str = "warning"  # alerts at or above this are delivered
-    email_on_success: bool = False  # per-job defaults of --email-on-success/--email-on-failure
-    email_on_failure: bool = False
-    retry_initial: float = 10.0  # seconds before a failed delivery is retried, doubling
-    retry_max: float = 3600.0
-
-
-class UserConfig(msgspec.Struct, kw_only=True, frozen=True):
-    email: str | None = None
-
-
-class Config(msgspec.Struct, kw_only=True, frozen=True):
-    path: Path | None = None
-    queue: QueueConfig = QueueConfig()
-    nodes: list[NodeConfig] = []
-    remote: RemoteConfig | None = None
-    backup: BackupConfig = BackupConfig()  # `[queue.backup]` in the file
-    notify: NotifyConfig = NotifyConfig()
-    users: dict[str, UserConfig] = {}
 
 
 def load_config(home: Path) -> Config:
@@ -187,17 +64,6 @@ def _toml_error(message: str) -> str:
     return f"invalid TOML: {message}"
 
 
-def _show(value: Any) -> str:
-    """A TOML value as it would look in the file, short and on one line."""
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, bool | int | float | str | list):
-        text = json.dumps(value, default=str, ensure_ascii=False)
-    else:  # dates and times
-        text = str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 class _Parser:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -209,7 +75,7 @@ class _Parser:
 
     def table(self, value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.fail(key, f"expected a table, got {_show(value)}")
+            raise self.fail(key, f"expected a table, got {show(value)}")
         for name in value:
             if name not in allowed:
                 where = f"{key}.{name}" if key else name
@@ -219,7 +85,7 @@ class _Parser:
 
     def string(self, value: Any, key: str) -> str:
         if not isinstance(value, str) or not value:
-            raise self.fail(key, f"expected a non-empty string, got {_show(value)}")
+            raise self.fail(key, f"expected a non-empty string, got {show(value)}")
         return value
 
     def name(self, value: Any, key: str) -> str:
@@ -227,14 +93,14 @@ class _Parser:
         if not _NAME_RE.fullmatch(text):
             raise self.fail(
                 key,
-                f"invalid node name {_show(text)}: use letters, digits, '.', '_' and '-', "
+                f"invalid node name {show(text)}: use letters, digits, '.', '_' and '-', "
                 "starting with a letter or digit",
             )
         return text
 
     def boolean(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):
-            raise self.fail(key, f"expected true or false, got {_show(value)}")
+            raise self.fail(key, f"expected true or false, got {show(value)}")
         return value
 
     def integer(self, value: Any, key: str, low: int, high: int | None = None) -> int:
@@ -243,53 +109,51 @@ class _Parser:
             wanted = (
                 f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
             )
-            raise self.fail(key, f"expected {wanted}, got {_show(value)}")
+            raise self.fail(key, f"expected {wanted}, got {show(value)}")
         return int(value)
 
     def size(self, value: Any, key: str) -> int:
-        if isinstance(value, str):
-            try:
-                return parse_size(value)
-            except ValueError as exc:
-                raise self.fail(key, str(exc)) from None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        raise self.fail(
-            key, f'expected a size like "512MiB" or a number of MiB, got {_show(value)}'
-        )
+        try:
+            return size_value(value)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
 
     def duration(self, value: Any, key: str) -> float:
-        if isinstance(value, str):
-            try:
-                return parse_duration(value)
-            except ValueError as exc:
-                raise self.fail(key, str(exc)) from None
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-            return float(value)
-        raise self.fail(
-            key, f'expected a duration like "30s" or a number of seconds, got {_show(value)}'
-        )
+        """A timeout or an interval: more than zero."""
+        try:
+            return duration_value(value)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def delay(self, value: Any, key: str) -> float:
+        """A wait before acting, where zero means at once."""
+        try:
+            return duration_value(value, allow_zero=True)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
 
     def gpu_list(self, value: Any, key: str) -> list[int]:
         if not isinstance(value, list):
-            raise self.fail(key, f"expected a list of GPU indices like [0, 1], got {_show(value)}")
+            raise self.fail(key, f"expected a list of GPU indices like [0, 1], got {show(value)}")
         gpus = [self.integer(item, f"{key}[{i}]", 0) for i, item in enumerate(value)]
         if len(set(gpus)) != len(gpus):
-            raise self.fail(key, f"GPU indices repeat in {_show(value)}")
+            raise self.fail(key, f"GPU indices repeat in {show(value)}")
         return gpus
 
     def string_list(self, value: Any, key: str) -> list[str]:
         if not isinstance(value, list):
-            raise self.fail(key, f"expected a list of strings, got {_show(value)}")
+            raise self.fail(key, f"expected a list of strings, got {show(value)}")
         return [self.string(item, f"{key}[{i}]") for i, item in enumerate(value)]
 
     def env(self, value: Any, key: str) -> dict[str, str]:
-        if not isinstance(value, dict):
-            raise self.fail(key, f"expected a table of strings, got {_show(value)}")
-        for name, item in value.items():
-            if not isinstance(item, str):
-                raise self.fail(f"{key}.{name}", f"expected a string, got {_show(item)}")
-        return dict(value)
+        if isinstance(value, dict):
+            for name, item in value.items():
+                if not isinstance(item, str):
+                    raise self.fail(f"{key}.{name}", f"expected a string, got {show(item)}")
+        try:
+            return env_value(value)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
 
     def path_value(self, value: Any, key: str) -> str:
         # A file on the queue host, so ~ means this user's home here.
@@ -326,12 +190,12 @@ class _Parser:
             "local_env": self.env,
             "headroom": self.size,
             "max_cpu_jobs_per_node": lambda v, k: self.integer(v, k, 0),
-            "kill_grace": self.duration,
+            "kill_grace": self.delay,  # 0: SIGKILL straight away
             "node_grace": self.duration,
             "ssh_keepalive": self.duration,
             "ssh_connect_timeout": self.duration,
             "admins": self.string_list,
-            "starvation_after": self.duration,
+            "starvation_after": self.delay,  # 0: reserve as soon as the head cannot start
             "artifact_sync": self.duration,
             "artifacts_quota": self.size,
             "busy_idle": self.duration,
@@ -346,7 +210,7 @@ class _Parser:
 
     def nodes(self, value: Any, queue: QueueConfig) -> list[NodeConfig]:
         if not isinstance(value, list):
-            raise self.fail("nodes", f"expected [[nodes]] tables, got {_show(value)}")
+            raise self.fail("nodes", f"expected [[nodes]] tables, got {show(value)}")
         fields: dict[str, _Convert] = {
             "name": self.name,
             "host": self.string,
@@ -372,12 +236,12 @@ class _Parser:
             name = out["name"]
             if name in seen:
                 raise self.fail(
-                    f"{prefix}.name", f"{_show(name)} is already the name of nodes[{seen[name]}]"
+                    f"{prefix}.name", f"{show(name)} is already the name of nodes[{seen[name]}]"
                 )
             if queue.local_node and name == queue.local_node_name:
                 raise self.fail(
                     f"{prefix}.name",
-                    f"{_show(name)} is the local node's name (queue.local_node_name); "
+                    f"{show(name)} is the local node's name (queue.local_node_name); "
                     "pick another or set queue.local_node = false",
                 )
             seen[name] = i
@@ -414,25 +278,26 @@ class _Parser:
         )
 
     def positive_number(self, value: Any, key: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise self.fail(key, f"expected a positive number, got {_show(value)}")
+        bad = isinstance(value, bool) or not isinstance(value, int | float)
+        if bad or not math.isfinite(value) or value <= 0:
+            raise self.fail(key, f"expected a positive number, got {show(value)}")
         return float(value)
 
     def choice(self, value: Any, key: str, choices: tuple[str, ...]) -> str:
         if value not in choices:
-            raise self.fail(key, f"expected one of {', '.join(choices)}, got {_show(value)}")
+            raise self.fail(key, f"expected one of {', '.join(choices)}, got {show(value)}")
         return str(value)
 
     def email_address(self, value: Any, key: str) -> str:
         text = self.string(value, key)
         if "@" not in text or any(c.isspace() for c in text):
-            raise self.fail(key, f"expected an e-mail address, got {_show(text)}")
+            raise self.fail(key, f"expected an e-mail address, got {show(text)}")
         return text
 
     def addresses(self, value: Any, key: str) -> list[str]:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list):
-            raise self.fail(key, f"expected an address or a list of them, got {_show(value)}")
+            raise self.fail(key, f"expected an address or a list of them, got {show(value)}")
         return [self.email_address(item, f"{key}[{i}]") for i, item in enumerate(items)]
 
     def notify(self, value: Any) -> NotifyConfig:
@@ -458,6 +323,9 @@ class _Parser:
         for key in ("retry_initial", "retry_max"):
             if key in table:
                 out[key] = self.duration(table[key], f"notify.{key}")
+        initial = out.get("retry_initial", NotifyConfig().retry_initial)
+        if out.get("retry_max", initial) < initial:
+            raise self.fail("notify.retry_max", f"less than notify.retry_initial ({initial:g}s)")
         if "severity" in table:
             out["severity"] = self.choice(
                 table["severity"], "notify.severity", ("info", "warning", "error")
@@ -507,7 +375,7 @@ class _Parser:
 
     def users(self, value: Any) -> dict[str, UserConfig]:
         if not isinstance(value, dict):
-            raise self.fail("users", f"expected [users.NAME] tables, got {_show(value)}")
+            raise self.fail("users", f"expected [users.NAME] tables, got {show(value)}")
         out: dict[str, UserConfig] = {}
         for name, item in value.items():
             table = self.table(item, f"users.{name}", {"email"})
