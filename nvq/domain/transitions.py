@@ -97,15 +97,19 @@ def _decode_result(raw: str | None) -> object:
 
 def exited(job: Job, ev: JobExited, node: str) -> Outcome:
     """The attempt's process ended. A job already settled (cancelled while running)
-    keeps its state and only gains the exit details."""
+    keeps its state and only gains the exit details; a `lost` one does not: lost was
+    the daemon's guess (its node was unreachable), the runner's record is the fact."""
     if job.attempt != ev.attempt or job.node != node:
         return Outcome()
-    details = {
+    details: dict[str, object] = {
         "attempt": ev.attempt,
         "exit_code": ev.exit_code,
         "signal": ev.signal,
         "reason": ev.reason,
     }
+    if job.state is JobState.LOST:
+        details["overrides"] = "lost"  # the event log says why a lost job ended after all
+        job = msgspec.structs.replace(job, state=JobState.RUNNING, ended_at=None)
     common = {
         "ended_at": job.ended_at or ev.ended_at,
         "exit_code": ev.exit_code,
