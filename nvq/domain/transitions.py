@@ -97,8 +97,8 @@ def _decode_result(raw: str | None) -> object:
 
 def exited(job: Job, ev: JobExited, node: str) -> Outcome:
     """The attempt's process ended. A job already settled (cancelled while running)
-    keeps its state and only gains the exit details; a `lost` one does not: lost was
-    the daemon's guess (its node was unreachable), the runner's record is the fact."""
+    keeps its state and only gains the exit details; a `lost` one takes an exit of its
+    own making."""
     if job.attempt != ev.attempt or job.node != node:
         return Outcome()
     details: dict[str, object] = {
@@ -107,8 +107,10 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         "signal": ev.signal,
         "reason": ev.reason,
     }
-    if job.state is JobState.LOST:
-        details["overrides"] = "lost"  # the event log says why a lost job ended after all
+    # Lost was the daemon's guess: an exit of the job's own making is the fact (not
+    # the kill the queue owed an attempt it gave up on), and the event log says so.
+    if job.state is JobState.LOST and ev.reason != "killed":
+        details["overrides"] = "lost"
         job = msgspec.structs.replace(job, state=JobState.RUNNING, ended_at=None)
     common = {
         "ended_at": job.ended_at or ev.ended_at,

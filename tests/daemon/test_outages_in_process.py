@@ -209,3 +209,24 @@ def test_kills_owed_to_a_removed_node_are_dropped(tmp_path: Path) -> None:
                 await a.until(lambda: (job.id, 2) in a.active)
 
     run(main)
+
+
+def test_a_lost_job_killed_when_its_node_returns_stays_lost(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with (
+            FakeRunner(hostname="a") as a,
+            running_daemon(tmp_path, {"a": a}, nodes_config("a")) as core,
+        ):
+            job = await submit(core, no_reassign=True)
+            await a.until(lambda: a.acked == 1)
+            a.reachable = False
+            await a.drop()
+            await eventually(lambda: job.id not in core.jobs)
+            a.reachable = True  # still running there: the queue owes it a kill
+            await a.until(lambda: a.acked == 2)
+            assert [(k.job_id, k.attempt) for k in a.of_type(p.Kill)] == [(job.id, 1)]
+            lost = await job_now(core, job.id)
+            assert (lost.state, lost.exit_code) == (JobState.LOST, 143)
+            assert await history(core, job.id) == [(1, "a", "lost")]
+
+    run(main)
