@@ -121,7 +121,7 @@ def test_refused_submission_carries_slurms_message(
         conn = await connect_login(config)
         try:
             login = SlurmLogin(config, conn)
-            with pytest.raises(SubmitRefused, match="[Ii]nvalid partition"):
+            with pytest.raises(SubmitRefused, match="Invalid partition name specified"):
                 await login.submit()
             assert await login.pilots() == []
         finally:

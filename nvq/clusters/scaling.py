@@ -69,9 +69,10 @@ def fits_shape(job: WaitingJob, cluster: ClusterConfig) -> bool:
     """Could a fresh pilot of this cluster ever run the job?"""
     if job.gpus > cluster.gpus_per_pilot:
         return False
-    if job.memory_mb is not None and cluster.memory_mb is not None:
-        if job.memory_mb > cluster.memory_mb:
-            return False
+    if job.memory_mb is not None and cluster.memory_mb is not None and (
+        job.memory_mb > cluster.memory_mb
+    ):
+        return False
     return fits_walltime(job.timeout, cluster.time, cluster)
 
 
