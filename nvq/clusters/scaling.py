@@ -7,12 +7,14 @@ ones to cancel:
 
 * a job counts towards a new pilot once it would fit one (GPUs, memory, walltime)
   and has waited `scale_after`;
-* pilots still pending in Slurm absorb that demand before new ones are requested;
+* pilots still pending in Slurm absorb that demand before new ones are requested,
+  and pending ones beyond it are cancelled (their jobs found room elsewhere);
 * the total stays within `max_pilots`, and `min_pilots` are kept and requested;
 * a running pilot idle for `idle_release` is released, oldest idle first, while
   more than `min_pilots` remain;
 * a manual target (`nvq cluster scale`, `drain` = 0) replaces the automatic count:
-  pilots are requested up to it and idle ones above it are released at once;
+  pilots are requested up to it, and pending then idle ones above it are released
+  at once (busy pilots finish their jobs first);
 * after Slurm refused a submission nothing more is requested until the block is
   lifted (config change or `nvq cluster retry`).
 """
@@ -124,6 +126,12 @@ def decide(
     wanted = min(wanted, cluster.max_pilots)
     request = 0 if blocked else max(0, wanted - len(alive))
 
+    # Pending pilots nobody needs any more (their jobs went elsewhere) go first,
+    # newest first: they would only start to sit idle.
+    surplus = max(0, pending - demand) if target is None else pending
+    spare = sorted(
+        (p for p in alive if p.phase == "requested"), key=lambda p: _newest_first(p.job_id)
+    )[:surplus]
     idle = sorted(
         (
             p for p in alive
@@ -132,5 +140,9 @@ def decide(
         ),
         key=lambda p: (p.idle_since, p.job_id),
     )
-    release = [p.job_id for p in idle][: max(0, len(alive) - keep)]
+    release = [p.job_id for p in [*spare, *idle]][: max(0, len(alive) - keep)]
     return ScaleDecision(request=request, release=release, demand=demand)
+
+
+def _newest_first(job_id: str) -> tuple[int, str]:
+    return (-int(job_id) if job_id.isdigit() else 0, job_id)
