@@ -107,35 +107,63 @@ def test_no_clusters() -> None:
     [
         ('host = "h"', "clusters[0].name: missing (every cluster needs a name and its login"),
         ('name = "hpc"', "clusters[0].host: missing"),
-        ('name = "hpc"\nhost = "h"\nnodes = 3',
-         "clusters[0].nodes: unknown key (known keys: account, allow_untimed,"),
+        (
+            'name = "hpc"\nhost = "h"\nnodes = 3',
+            "clusters[0].nodes: unknown key (known keys: account, allow_untimed,",
+        ),
         ('name = "a/b"\nhost = "h"', 'clusters[0].name: invalid cluster name "a/b"'),
-        ('name = "hpc"\nhost = "h"\nport = 0',
-         "clusters[0].port: expected an integer from 1 to 65535, got 0"),
-        ('name = "hpc"\nhost = "h"\nmax_pilots = 0',
-         "clusters[0].max_pilots: expected an integer >= 1, got 0"),
-        ('name = "hpc"\nhost = "h"\ngpus_per_pilot = -1',
-         "clusters[0].gpus_per_pilot: expected an integer >= 0, got -1"),
-        ('name = "hpc"\nhost = "h"\nmin_pilots = 3\nmax_pilots = 2',
-         "clusters[0].min_pilots: 3 is more than max_pilots (2)"),
-        ('name = "hpc"\nhost = "h"\ntime = "eight hours"',
-         "clusters[0].time: invalid duration 'eight hours'"),
-        ('name = "hpc"\nhost = "h"\ntime = "30s"',
-         "clusters[0].time: a pilot's walltime must be at least 1m"),
-        ('name = "hpc"\nhost = "h"\ntime = "10m"\nvacate_before = "10m"',
-         "clusters[0].vacate_before: must be shorter than the pilot's walltime"),
-        ('name = "hpc"\nhost = "h"\nmemory = "64GB"',
-         "clusters[0].memory: invalid size '64GB': units are binary, write 64GiB"),
-        ('name = "hpc"\nhost = "h"\nallow_untimed = "yes"',
-         'clusters[0].allow_untimed: expected true or false, got "yes"'),
-        ('name = "hpc"\nhost = "h"\nsbatch_args = "--exclusive"',
-         'clusters[0].sbatch_args: expected a list of strings, got "--exclusive"'),
-        ('name = "hpc"\nhost = "h"\nenv = { "A B" = "1" }',
-         "clusters[0].env.A B: not a valid environment variable name"),
-        ('name = "hpc"\nhost = "h"\nenv = { A = 1 }',
-         "clusters[0].env.A: expected a string, got 1"),
-        ('name = "hpc"\nhost = "h"\nsetup = [""]',
-         'clusters[0].setup[0]: expected a non-empty string, got ""'),
+        (
+            'name = "hpc"\nhost = "h"\nport = 0',
+            "clusters[0].port: expected an integer from 1 to 65535, got 0",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nmax_pilots = 0',
+            "clusters[0].max_pilots: expected an integer >= 1, got 0",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\ngpus_per_pilot = -1',
+            "clusters[0].gpus_per_pilot: expected an integer >= 0, got -1",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nmin_pilots = 3\nmax_pilots = 2',
+            "clusters[0].min_pilots: 3 is more than max_pilots (2)",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\ntime = "eight hours"',
+            "clusters[0].time: invalid duration 'eight hours'",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\ntime = "30s"',
+            "clusters[0].time: a pilot's walltime must be at least 1m",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\ntime = "10m"\nvacate_before = "10m"',
+            "clusters[0].vacate_before: must be shorter than the pilot's walltime",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nmemory = "64GB"',
+            "clusters[0].memory: invalid size '64GB': units are binary, write 64GiB",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nallow_untimed = "yes"',
+            'clusters[0].allow_untimed: expected true or false, got "yes"',
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nsbatch_args = "--exclusive"',
+            'clusters[0].sbatch_args: expected a list of strings, got "--exclusive"',
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nenv = { "A B" = "1" }',
+            "clusters[0].env.A B: not a valid environment variable name",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nenv = { A = 1 }',
+            "clusters[0].env.A: expected a string, got 1",
+        ),
+        (
+            'name = "hpc"\nhost = "h"\nsetup = [""]',
+            'clusters[0].setup[0]: expected a non-empty string, got ""',
+        ),
     ],
 )
 def test_errors_name_the_file_and_key(body: str, message: str) -> None:

@@ -1,59 +1,31 @@
 """Pilots through a real Slurm, reached over SSH on a login node: submit, see it run,
 attach to its runner with `srun --overlap`, cancel; and a refused submission.
 
-The test cluster has no GRES, so pilots ask for no GPUs (`gpus_per_pilot = 0`); the
-runner inside gets fake cards through NVQ_FAKE_GPUS."""
+Pilots ask Slurm for one GPU where the test cluster has fake GRES ones, and for none
+(`gpus_per_pilot = 0`) where it has no GRES; either way the runner inside gets its
+cards from NVQ_FAKE_GPUS."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
-from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import SlurmLogin, SubmitRefused, connect_login
 from nvq.clusters.slurm import PilotStatus
 from nvq.daemon.ssh import RunnerChannel
 from nvq_runner.protocol import FrameReader, Hello, decode_runner_payload
 from tests.harness.slurm import SlurmCluster
+from tests.harness.slurm_fixtures import cluster_config
 from tests.harness.sshd import SshdNode
 
 pytestmark = pytest.mark.timeout(120)
 
-FAKE_GPUS = """\
-cuda = "12.4"
-[[gpu]]
-name = "A100"
-memory = "80GiB"
-"""
-
 
 def run(fn: Callable[[], Awaitable[None]]) -> None:
     anyio.run(fn, backend="asyncio")
-
-
-def cluster_config(login: SshdNode, tmp_path: Path, **overrides: object) -> ClusterConfig:
-    gpus = tmp_path / "gpus.toml"
-    gpus.write_text(FAKE_GPUS)
-    fields: dict[str, object] = {
-        "name": "hpc",
-        "host": login.host,
-        "port": login.port,
-        "user": login.user,
-        "identity": str(login.identity),
-        "known_hosts": str(login.known_hosts),
-        "gpus_per_pilot": 0,
-        "time": 600.0,
-        "vacate_before": 60.0,
-        "python": sys.executable,
-        "env": {"NVQ_FAKE_GPUS": str(gpus)},
-        "home": str(tmp_path / "pilots"),
-    }
-    fields.update(overrides)
-    return ClusterConfig(**fields)  # type: ignore[arg-type]
 
 
 async def wait_running(login: SlurmLogin, job_id: str) -> PilotStatus:
@@ -86,7 +58,7 @@ async def first_frame(login: SlurmLogin, job_id: str) -> Hello:
 def test_pilot_runs_and_its_runner_answers_through_srun(
     slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
 ) -> None:
-    config = cluster_config(slurm_login, tmp_path)
+    config = cluster_config(slurm_cluster, slurm_login, tmp_path)
 
     async def main() -> None:
         conn = await connect_login(config)
@@ -103,8 +75,7 @@ def test_pilot_runs_and_its_runner_answers_through_srun(
 
             await login.cancel([job_id])
             with anyio.fail_after(30):
-                while any(p.job_id == job_id and p.phase != "ending"
-                          for p in await login.pilots()):
+                while any(p.job_id == job_id and p.phase != "ending" for p in await login.pilots()):
                     await anyio.sleep(0.2)
         finally:
             conn.close()
@@ -115,7 +86,7 @@ def test_pilot_runs_and_its_runner_answers_through_srun(
 def test_refused_submission_carries_slurms_message(
     slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
 ) -> None:
-    config = cluster_config(slurm_login, tmp_path, partition="nosuch")
+    config = cluster_config(slurm_cluster, slurm_login, tmp_path, partition="nosuch")
 
     async def main() -> None:
         conn = await connect_login(config)

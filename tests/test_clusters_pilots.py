@@ -1,6 +1,6 @@
 """PilotManager against a real Slurm through the sshd login node, with the daemon's
-side played by a recording `PilotHooks`. Pilots ask for no GPUs (the test cluster
-has no GRES); their runners get a fake card through NVQ_FAKE_GPUS."""
+side played by a recording `PilotHooks`. Pilots are shaped as in
+test_clusters_login (one fake GRES GPU where the test cluster has them)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq_runner.protocol import FrameReader, Hello, decode_runner_payload
 from tests.harness.slurm import SlurmCluster
+from tests.harness.slurm_fixtures import cluster_config
 from tests.harness.sshd import SshdNode
-from tests.test_clusters_login import cluster_config
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -97,16 +97,16 @@ async def hello_through(open_channel: PilotOpener) -> Hello:
             await anyio.sleep(0.2)
 
 
-def waiting_job(timeout: float | None = 60.0) -> WaitingJob:
-    return WaitingJob(id=1, gpus=0, timeout=timeout, waiting_since=time.time())
+def waiting_job(config: ClusterConfig, timeout: float | None = 60.0) -> WaitingJob:
+    return WaitingJob(id=1, gpus=config.gpus_per_pilot, timeout=timeout, waiting_since=time.time())
 
 
 def test_waiting_job_brings_a_pilot_that_is_released_when_idle(
     slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
 ) -> None:
-    config = cluster_config(slurm_login, tmp_path, scale_after=0.0, idle_release=1.0)
+    config = cluster_config(slurm_cluster, slurm_login, tmp_path, scale_after=0.0, idle_release=1.0)
     hooks = Hooks()
-    hooks.waiting = [waiting_job()]
+    hooks.waiting = [waiting_job(config)]
 
     async def main() -> None:
         pilots = manager(config, hooks)
@@ -133,9 +133,11 @@ def test_waiting_job_brings_a_pilot_that_is_released_when_idle(
 def test_refused_submission_alerts_once_until_retry(
     slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
 ) -> None:
-    config = cluster_config(slurm_login, tmp_path, partition="nosuch", scale_after=0.0)
+    config = cluster_config(
+        slurm_cluster, slurm_login, tmp_path, partition="nosuch", scale_after=0.0
+    )
     hooks = Hooks()
-    hooks.waiting = [waiting_job()]
+    hooks.waiting = [waiting_job(config)]
 
     async def main() -> None:
         pilots = manager(config, hooks)
@@ -166,7 +168,7 @@ def test_refused_submission_alerts_once_until_retry(
 def test_restarted_daemon_adopts_its_running_pilot_and_sees_scancel(
     slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
 ) -> None:
-    config = cluster_config(slurm_login, tmp_path)
+    config = cluster_config(slurm_cluster, slurm_login, tmp_path)
     hooks = Hooks()
 
     async def main() -> None:

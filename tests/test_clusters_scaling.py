@@ -18,15 +18,28 @@ from nvq.clusters.scaling import (
 
 NOW = 10_000.0
 HPC = ClusterConfig(
-    name="hpc", host="login", gpus_per_pilot=4, time=8 * 3600.0, memory_mb=65536,
-    max_pilots=3, scale_after=30.0, idle_release=600.0, vacate_before=300.0,
+    name="hpc",
+    host="login",
+    gpus_per_pilot=4,
+    time=8 * 3600.0,
+    memory_mb=65536,
+    max_pilots=3,
+    scale_after=30.0,
+    idle_release=600.0,
+    vacate_before=300.0,
 )
 
 
-def job(i: int, gpus: int = 1, waited: float = 60.0, timeout: float | None = 3600.0,
-        memory_mb: int | None = None) -> WaitingJob:
-    return WaitingJob(id=i, gpus=gpus, timeout=timeout, memory_mb=memory_mb,
-                      waiting_since=NOW - waited)
+def job(
+    i: int,
+    gpus: int = 1,
+    waited: float = 60.0,
+    timeout: float | None = 3600.0,
+    memory_mb: int | None = None,
+) -> WaitingJob:
+    return WaitingJob(
+        id=i, gpus=gpus, timeout=timeout, memory_mb=memory_mb, waiting_since=NOW - waited
+    )
 
 
 def running(job_id: str, idle_for: float | None = None, left: float = 7200.0) -> PilotView:
@@ -51,8 +64,9 @@ def pending(job_id: str) -> PilotView:
         (None, 10 * 3600.0, True, True),
     ],
 )
-def test_fits_walltime(timeout: float | None, left: float | None, untimed_ok: bool,
-                       fits: bool) -> None:
+def test_fits_walltime(
+    timeout: float | None, left: float | None, untimed_ok: bool, fits: bool
+) -> None:
     cluster = ClusterConfig(name="hpc", host="h", allow_untimed=untimed_ok)
     assert fits_walltime(timeout, left, cluster) is fits
 

@@ -21,16 +21,35 @@ HPC = ClusterConfig(name="hpc", host="login")
 
 def test_sbatch_options_follow_the_config() -> None:
     assert slurm.sbatch_options(HPC) == [
-        "--job-name=nvq-hpc", "--nodes=1", "--ntasks=1", "--gres=gpu:1",
+        "--job-name=nvq-hpc",
+        "--nodes=1",
+        "--ntasks=1",
+        "--gres=gpu:1",
     ]
     full = ClusterConfig(
-        name="hpc", host="login", partition="gpu", time=8 * 3600 + 0.5, gpus_per_pilot=4,
-        cpus=32, memory_mb=65536, account="lab", qos="high", sbatch_args=["--exclusive"],
+        name="hpc",
+        host="login",
+        partition="gpu",
+        time=8 * 3600 + 0.5,
+        gpus_per_pilot=4,
+        cpus=32,
+        memory_mb=65536,
+        account="lab",
+        qos="high",
+        sbatch_args=["--exclusive"],
     )
     assert slurm.sbatch_options(full) == [
-        "--job-name=nvq-hpc", "--nodes=1", "--ntasks=1", "--partition=gpu",
-        "--time=08:00:01", "--gres=gpu:4", "--cpus-per-task=32", "--mem=65536M",
-        "--account=lab", "--qos=high", "--exclusive",
+        "--job-name=nvq-hpc",
+        "--nodes=1",
+        "--ntasks=1",
+        "--partition=gpu",
+        "--time=08:00:01",
+        "--gres=gpu:4",
+        "--cpus-per-task=32",
+        "--mem=65536M",
+        "--account=lab",
+        "--qos=high",
+        "--exclusive",
     ]
     no_gpus = ClusterConfig(name="hpc", host="login", gpus_per_pilot=0)
     assert not any(o.startswith("--gres") for o in slurm.sbatch_options(no_gpus))
@@ -84,12 +103,21 @@ def run_pilot_script(tmp_path: Path) -> None:
     fake_py.write_text('#!/bin/sh\necho "$@" "A=$A" "B=$B" > "$OUT"\n')
     fake_py.chmod(0o755)
     cluster = ClusterConfig(
-        name="hpc", host="login", home=str(tmp_path / "my pilots"), python="python-x",
-        env={"A": "x y"}, setup=["export B=from-setup"],
+        name="hpc",
+        host="login",
+        home=str(tmp_path / "my pilots"),
+        python="python-x",
+        env={"A": "x y"},
+        setup=["export B=from-setup"],
     )
     out = tmp_path / "out"
-    env = {**os.environ, "SLURM_JOB_ID": "42", "OUT": str(out),
-           "PATH": f"{fake_py.parent}:{os.environ['PATH']}", "HOME": str(tmp_path)}
+    env = {
+        **os.environ,
+        "SLURM_JOB_ID": "42",
+        "OUT": str(out),
+        "PATH": f"{fake_py.parent}:{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+    }
     subprocess.run(["bash", "-c", slurm.pilot_script(cluster)], env=env, check=True)
     home = tmp_path / "my pilots" / "42"
     assert out.read_text().split("A=")[0].strip() == f"-m nvq_runner serve --home {home}"
@@ -139,9 +167,16 @@ def test_sbatch_error_is_slurms_message_on_one_line() -> None:
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [
-        ("5:00", 300.0), ("59", 59.0), ("1:02:03", 3723.0), ("2-01:00:00", 176400.0),
-        ("1-00:00", 86400.0), ("3-5", 3 * 86400 + 5 * 3600.0),
-        ("UNLIMITED", None), ("NOT_SET", None), ("INVALID", None), ("", None),
+        ("5:00", 300.0),
+        ("59", 59.0),
+        ("1:02:03", 3723.0),
+        ("2-01:00:00", 176400.0),
+        ("1-00:00", 86400.0),
+        ("3-5", 3 * 86400 + 5 * 3600.0),
+        ("UNLIMITED", None),
+        ("NOT_SET", None),
+        ("INVALID", None),
+        ("", None),
     ],
 )
 def test_parse_time_left(text: str, seconds: float | None) -> None:
@@ -163,7 +198,10 @@ def test_parse_squeue() -> None:
         PilotStatus("81237", "PENDING", "(ReqNodeNotAvail, UnavailableNodes:gpu|09)", None, None),
     ]
     assert [p.phase for p in slurm.parse_squeue(out)] == [
-        "requested", "running", "ending", "requested",
+        "requested",
+        "running",
+        "ending",
+        "requested",
     ]
     assert slurm.parse_squeue("") == []
     with pytest.raises(ValueError, match="unexpected squeue line"):
@@ -171,25 +209,55 @@ def test_parse_squeue() -> None:
 
 
 def test_parse_squeue_json_of_two_slurm_versions() -> None:
-    old = {"jobs": [
-        {"job_id": 5, "name": "nvq-hpc", "job_state": "RUNNING", "state_reason": "None",
-         "time_limit": 60, "end_time": 1_000_600, "nodes": "n1"},
-        {"job_id": 6, "name": "nvq-hpc", "job_state": "PENDING", "state_reason": "Resources",
-         "time_limit": 60, "end_time": 0, "nodes": ""},
-        {"job_id": 7, "name": "other", "job_state": "RUNNING", "time_limit": 5},
-    ]}
+    old = {
+        "jobs": [
+            {
+                "job_id": 5,
+                "name": "nvq-hpc",
+                "job_state": "RUNNING",
+                "state_reason": "None",
+                "time_limit": 60,
+                "end_time": 1_000_600,
+                "nodes": "n1",
+            },
+            {
+                "job_id": 6,
+                "name": "nvq-hpc",
+                "job_state": "PENDING",
+                "state_reason": "Resources",
+                "time_limit": 60,
+                "end_time": 0,
+                "nodes": "",
+            },
+            {"job_id": 7, "name": "other", "job_state": "RUNNING", "time_limit": 5},
+        ]
+    }
     assert slurm.parse_squeue_json(json.dumps(old), "nvq-hpc", now=1_000_000) == [
         PilotStatus("5", "RUNNING", None, 600.0, "n1"),
         PilotStatus("6", "PENDING", "Resources", 3600.0, None),
     ]
-    new = {"jobs": [
-        {"job_id": 8, "name": "nvq-hpc", "job_state": ["RUNNING"], "state_reason": "None",
-         "time_limit": {"set": True, "infinite": False, "number": 60},
-         "end_time": {"set": True, "infinite": False, "number": 1_000_030}, "nodes": "n2"},
-        {"job_id": 9, "name": "nvq-hpc", "job_state": ["PENDING"], "state_reason": "Priority",
-         "time_limit": {"set": False, "infinite": True, "number": 0},
-         "end_time": {"set": False, "number": 0}, "nodes": ""},
-    ]}
+    new = {
+        "jobs": [
+            {
+                "job_id": 8,
+                "name": "nvq-hpc",
+                "job_state": ["RUNNING"],
+                "state_reason": "None",
+                "time_limit": {"set": True, "infinite": False, "number": 60},
+                "end_time": {"set": True, "infinite": False, "number": 1_000_030},
+                "nodes": "n2",
+            },
+            {
+                "job_id": 9,
+                "name": "nvq-hpc",
+                "job_state": ["PENDING"],
+                "state_reason": "Priority",
+                "time_limit": {"set": False, "infinite": True, "number": 0},
+                "end_time": {"set": False, "number": 0},
+                "nodes": "",
+            },
+        ]
+    }
     assert slurm.parse_squeue_json(json.dumps(new), "nvq-hpc", now=1_000_000) == [
         PilotStatus("8", "RUNNING", None, 30.0, "n2"),
         PilotStatus("9", "PENDING", "Priority", None, None),

@@ -261,8 +261,9 @@ class PilotManager:
         )
         self.last = decision
         if decision.release:
-            log.info("cluster %s: releasing pilots %s", self.cluster.name,
-                     ", ".join(decision.release))
+            log.info(
+                "cluster %s: releasing pilots %s", self.cluster.name, ", ".join(decision.release)
+            )
             await login.cancel(decision.release)
         for _ in range(decision.request):
             if not await self._submit(login):

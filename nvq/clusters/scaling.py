@@ -71,8 +71,10 @@ def fits_shape(job: WaitingJob, cluster: ClusterConfig) -> bool:
     """Could a fresh pilot of this cluster ever run the job?"""
     if job.gpus > cluster.gpus_per_pilot:
         return False
-    if job.memory_mb is not None and cluster.memory_mb is not None and (
-        job.memory_mb > cluster.memory_mb
+    if (
+        job.memory_mb is not None
+        and cluster.memory_mb is not None
+        and (job.memory_mb > cluster.memory_mb)
     ):
         return False
     return fits_walltime(job.timeout, cluster.time, cluster)
@@ -110,7 +112,8 @@ def decide(
     alive = [p for p in pilots if p.phase != "ending"]
     pending = sum(1 for p in alive if p.phase == "requested")
     ripe = [
-        j for j in waiting
+        j
+        for j in waiting
         if fits_shape(j, cluster) and now - j.waiting_since >= cluster.scale_after
     ]
     demand = pilots_needed(ripe, cluster, cpu_jobs_per_pilot)
@@ -134,9 +137,9 @@ def decide(
     )[:surplus]
     idle = sorted(
         (
-            p for p in alive
-            if p.phase == "running" and p.idle_since is not None
-            and now - p.idle_since >= idle_for
+            p
+            for p in alive
+            if p.phase == "running" and p.idle_since is not None and now - p.idle_since >= idle_for
         ),
         key=lambda p: (p.idle_since, p.job_id),
     )

@@ -21,8 +21,18 @@ import msgspec
 from nvq.clusters.config import ClusterConfig
 
 # Slurm states in which the allocation may still start or is running.
-WAITING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "RESV_DEL_HOLD",
-                            "REQUEUE_FED", "REQUEUE_HOLD", "SUSPENDED", "RESIZING"})
+WAITING_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "REQUEUED",
+        "RESV_DEL_HOLD",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "SUSPENDED",
+        "RESIZING",
+    }
+)
 RUNNING_STATES = frozenset({"RUNNING"})
 # `squeue -o`: the reason goes last, the one field that could hold our separator.
 SQUEUE_FORMAT = "%i|%T|%L|%N|%r"
@@ -41,7 +51,7 @@ class PilotStatus(msgspec.Struct, frozen=True):
 
     @property
     def phase(self) -> str:
-        """"requested" (may still start), "running", or "ending" (will not run jobs)."""
+        """ "requested" (may still start), "running", or "ending" (will not run jobs)."""
         if self.state in RUNNING_STATES:
             return "running"
         if self.state in WAITING_STATES:
@@ -179,9 +189,7 @@ def parse_sbatch(stdout: str) -> str:
 def sbatch_error(stderr: str, code: int) -> str:
     """Slurm's own reason for a refused submission, on one line."""
     messages = [
-        line.split("error:", 1)[1].strip()
-        for line in stderr.splitlines()
-        if "error:" in line
+        line.split("error:", 1)[1].strip() for line in stderr.splitlines() if "error:" in line
     ]
     if messages:
         # "Batch job submission failed: X" says it all; earlier lines add detail.

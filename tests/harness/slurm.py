@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -58,9 +59,11 @@ def _free_ports(n: int) -> list[int]:
             s.close()
 
 
-def _slurm_conf(w: Path, host: str, ctld_port: int, slurmd_port: int, cpus: int) -> str:
+def _slurm_conf(w: Path, host: str, ctld_port: int, slurmd_port: int, cpus: int, gpus: int) -> str:
+    gres = f" Gres=gpu:{gpus}" if gpus else ""
     return f"""\
 ClusterName={CLUSTER_NAME}
+GresTypes=gpu
 SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
@@ -83,7 +86,7 @@ ReturnToService=2
 SlurmUser=root
 SlurmdUser=root
 MpiDefault=none
-NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=4000 State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=4000{gres} State=UNKNOWN
 PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -91,8 +94,9 @@ PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP
 class SlurmCluster:
     """One controller and one compute node on 127.0.0.1 with ports of their own."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, gpus: int = 0) -> None:
         self.dir = directory
+        self.gpus = gpus  # fake GRES gpus of the node (`--gres=gpu:N` works up to it)
         self.conf = directory / "slurm.conf"
         self.host = socket.gethostname().split(".")[0]
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -105,14 +109,17 @@ class SlurmCluster:
     # ---------------------------------------------------------- lifecycle
 
     @classmethod
-    def start(cls, *, cpus: int = 2, timeout: float = 30.0) -> SlurmCluster:
+    def start(cls, *, cpus: int = 2, gpus: int = 0, timeout: float = 30.0) -> SlurmCluster:
+        """Start a cluster whose node has `cpus` CPUs and `gpus` fake GRES GPUs: device
+        nodes that are /dev/null underneath, enough for Slurm to count and hand out
+        (the runner's cards come from NVQ_FAKE_GPUS, not from these)."""
         missing = missing_programs()
         if missing:
             raise SlurmUnavailable(
                 f"Slurm is not installed ({', '.join(missing)} missing; "
                 ".ci/run installs slurmctld slurmd slurm-client munge)"
             )
-        cluster = cls(Path(tempfile.mkdtemp(prefix="nvqslurm-", dir="/tmp")))
+        cluster = cls(Path(tempfile.mkdtemp(prefix="nvqslurm-", dir="/tmp")), gpus)
         try:
             cluster._start(cpus, timeout)
         except BaseException:
@@ -128,24 +135,48 @@ class SlurmCluster:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         ctld_port, slurmd_port = _free_ports(2)
-        self.conf.write_text(_slurm_conf(w, self.host, ctld_port, slurmd_port, cpus))
-        self._spawn("munged", [
-            MUNGED, "--foreground", f"--key-file={key}",
-            f"--socket={w}/munge/munge.socket", f"--pid-file={w}/munge/munged.pid",
-            f"--seed-file={w}/munge/seed", f"--log-file={w}/log/munged.log", "--force",
-        ])
+        self._fake_gpus()
+        self.conf.write_text(_slurm_conf(w, self.host, ctld_port, slurmd_port, cpus, self.gpus))
+        self._spawn(
+            "munged",
+            [
+                MUNGED,
+                "--foreground",
+                f"--key-file={key}",
+                f"--socket={w}/munge/munge.socket",
+                f"--pid-file={w}/munge/munged.pid",
+                f"--seed-file={w}/munge/seed",
+                f"--log-file={w}/log/munged.log",
+                "--force",
+            ],
+        )
         self._wait_for(lambda: (w / "munge" / "munge.socket").exists(), "munged", timeout)
         self._spawn("slurmctld", [SLURMCTLD, "-D", "-f", str(self.conf)])
         self._spawn("slurmd", [SLURMD, "-D", "-f", str(self.conf)])
         self._wait_for(self._node_idle, "the node to be idle in sinfo", timeout)
+
+    def _fake_gpus(self) -> None:
+        lines = ["AutoDetect=off"]
+        for i in range(self.gpus):
+            dev = self.dir / f"fakegpu{i}"
+            try:
+                os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            except OSError as exc:
+                raise SlurmUnavailable(f"cannot make fake GPU device {dev}: {exc}") from None
+            lines.append(f"NodeName={self.host} Name=gpu File={dev}")
+        (self.dir / "gres.conf").write_text("\n".join(lines) + "\n")
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with (self.dir / "log" / f"{name}.stderr").open("ab") as log:
             # SLURM_CONF in the daemons' environment reaches every slurmstepd and job,
             # which is how close() finds what they leave behind.
             self.procs[name] = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, env=self.env,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=self.env,
             )
 
     def _wait_for(self, ready: object, what: str, timeout: float) -> None:
@@ -159,8 +190,9 @@ class SlurmCluster:
                         + self.logs()
                     )
             if time.monotonic() > deadline:
-                raise SlurmUnavailable(f"timed out after {timeout:g}s waiting for {what}:\n"
-                                       + self.logs())
+                raise SlurmUnavailable(
+                    f"timed out after {timeout:g}s waiting for {what}:\n" + self.logs()
+                )
             time.sleep(0.1)
 
     def _node_idle(self) -> bool:
@@ -180,9 +212,10 @@ class SlurmCluster:
         if self.procs.get("slurmctld") is not None and self.procs["slurmctld"].poll() is None:
             self.run("scancel", "--user", getpass.getuser(), check=False)
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and self.run(
-                "squeue", "-h", "-o", "%i", check=False
-            ).stdout.strip():
+            while (
+                time.monotonic() < deadline
+                and self.run("squeue", "-h", "-o", "%i", check=False).stdout.strip()
+            ):
                 time.sleep(0.1)
         for name in ("slurmd", "slurmctld", "munged"):
             proc = self.procs.pop(name, None)
@@ -221,7 +254,11 @@ class SlurmCluster:
     ) -> subprocess.CompletedProcess[str]:
         """Run a Slurm client command against this cluster."""
         r = subprocess.run(
-            list(argv), env=self.env, capture_output=True, text=True, timeout=timeout,
+            list(argv),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
         if check and r.returncode != 0:
@@ -236,8 +273,9 @@ class SlurmCluster:
         deadline = time.monotonic() + timeout
         while (now := self.job_state(job_id)) != state:
             if time.monotonic() > deadline:
-                raise AssertionError(f"job {job_id} is {now or 'gone'}, not {state}:\n"
-                                     + self.logs())
+                raise AssertionError(
+                    f"job {job_id} is {now or 'gone'}, not {state}:\n" + self.logs()
+                )
             time.sleep(0.1)
 
     def login_node_env(self, node: SshdNode) -> None:
