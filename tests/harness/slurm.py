@@ -252,9 +252,11 @@ class SlurmCluster:
     def run(
         self, *argv: str, check: bool = True, timeout: float = 30.0
     ) -> subprocess.CompletedProcess[str]:
-        """Run a Slurm client command against this cluster."""
+        """Run a Slurm client command against this cluster, from its scratch directory
+        (where batch jobs' output files then land)."""
         r = subprocess.run(
             list(argv),
+            cwd=self.dir,
             env=self.env,
             capture_output=True,
             text=True,
