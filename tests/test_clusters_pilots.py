@@ -123,7 +123,10 @@ def test_waiting_job_brings_a_pilot_that_is_released_when_idle(
             hooks.waiting = []
             hooks.idle[name] = time.time()
             pilots.kick()
-            assert await hooks.until("ended") == ("ended", name, "the Slurm allocation ended")
+            assert await hooks.until("ended") == ("ended", name, "released: no job needed it")
+            with anyio.fail_after(30):
+                while slurm_cluster.job_state(name.split("/")[1]) not in ("", "COMPLETING"):
+                    await anyio.sleep(0.2)
             tg.cancel_scope.cancel()
         assert [e[0] for e in hooks.events] == ["submitted", "started", "ended"]
 

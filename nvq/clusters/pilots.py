@@ -51,6 +51,7 @@ POLL_STARTING = 1.0  # while a pilot waits to start: its first job waits for it
 BACKOFF_MAX = 60.0
 # Said of a pilot that left squeue or stopped running (scancel, walltime, preemption).
 ENDED = "the Slurm allocation ended"
+RELEASED = "released: no job needed it"
 
 PilotOpener = Callable[[], Awaitable[RunnerChannel]]
 
@@ -119,6 +120,7 @@ class PilotManager:
         self._poll_starting = poll_starting
         self._clock = clock
         self._wake = anyio.Event()
+        self._idle: dict[str, float] = {}  # running pilots' idle_since, last pass
 
     # ---------------------------------------------------------- commands
 
@@ -192,8 +194,19 @@ class PilotManager:
         self.error = None
         while True:
             await self.step()
-            starting = any(s.phase == "requested" for s in self.statuses.values())
-            await self._sleep(self._poll_starting if starting else self._poll)
+            await self._sleep(self._next_pass())
+
+    def _next_pass(self) -> float:
+        """Seconds to the next pass: sooner while a pilot waits to start, and no later
+        than the moment an idle pilot is due for release."""
+        starting = any(s.phase == "requested" for s in self.statuses.values())
+        wait = self._poll_starting if starting else self._poll
+        if self.target is None:
+            now = self._clock()
+            for since in self._idle.values():
+                due = since + self.cluster.idle_release - now
+                wait = min(wait, max(self._poll_starting, due))
+        return wait
 
     async def _sleep(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):
@@ -251,6 +264,7 @@ class PilotManager:
             )
             for s in mine.values()
         ]
+        self._idle = {v.job_id: v.idle_since for v in views if v.idle_since is not None}
         decision = decide(
             views,
             self.hooks.waiting_jobs(self.cluster),
@@ -265,6 +279,9 @@ class PilotManager:
                 "cluster %s: releasing pilots %s", self.cluster.name, ", ".join(decision.release)
             )
             await login.cancel(decision.release)
+            # Gone for the daemon now, before Slurm ends its runner under a live link.
+            for job_id in decision.release:
+                await self._ended(job_id, RELEASED)
         for _ in range(decision.request):
             if not await self._submit(login):
                 break
