@@ -62,6 +62,10 @@ def pending(job_id: str) -> PilotView:
         (3600.0, None, False, True),  # an allocation without an end
         (None, 10 * 3600.0, False, False),  # untimed needs allow_untimed
         (None, 10 * 3600.0, True, True),
+        (None, None, True, True),
+        (None, None, False, False),
+        (None, 301.0, True, True),
+        (None, 300.0, True, False),  # it would be vacated at once
     ],
 )
 def test_fits_walltime(

@@ -53,12 +53,12 @@ class ScaleDecision(msgspec.Struct, frozen=True):
 
 def fits_walltime(timeout: float | None, time_left: float | None, cluster: ClusterConfig) -> bool:
     """May a job with `timeout` start on a pilot with `time_left`? Its time limit plus
-    `vacate_before` (time to sync its artifacts) must fit; untimed jobs only go to
-    pilots when `allow_untimed` is set."""
-    if timeout is None:
-        return cluster.allow_untimed
+    `vacate_before` (time to sync its artifacts) must fit. Untimed jobs only go to
+    pilots when `allow_untimed` is set, and not to one they would have to leave at once."""
     if time_left is None:
-        return True
+        return timeout is not None or cluster.allow_untimed
+    if timeout is None:
+        return cluster.allow_untimed and not vacate_due(time_left, cluster)
     return timeout + cluster.vacate_before <= time_left
 
 
