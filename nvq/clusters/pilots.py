@@ -199,7 +199,10 @@ class PilotManager:
     def _next_pass(self) -> float:
         """Seconds to the next pass: sooner while a pilot waits to start, and no later
         than the moment an idle pilot is due for release."""
-        starting = any(s.phase == "requested" for s in self.statuses.values())
+        # A pilot submitted in this pass is not in `statuses` yet: it is starting too.
+        starting = bool(self.known - self.statuses.keys()) or any(
+            s.phase == "requested" for s in self.statuses.values()
+        )
         wait = self._poll_starting if starting else self._poll
         if self.target is None:
             now = self._clock()
