@@ -19,7 +19,14 @@ import aiosqlite
 import msgspec
 
 from nvq.model import Event, Job, JobState, Reap, Tx
-from nvq.store import alerts, events, jobs, lanes, nodes, schema
+
+# Aliased: Store's read methods carry the tables' names.
+from nvq.store import alerts as alert_table
+from nvq.store import events as event_table
+from nvq.store import jobs as job_table
+from nvq.store import lanes as lane_table
+from nvq.store import nodes as node_table
+from nvq.store import schema
 from nvq.store.nodes import NodeRecord
 
 T = TypeVar("T")
@@ -43,7 +50,13 @@ class Store:
         await db.execute("PRAGMA foreign_keys=ON")
         await db.execute("PRAGMA busy_timeout=5000")
         store = cls(db)
-        await store.sync(schema.migrate)
+        try:
+            await store.sync(schema.migrate)
+        except BaseException:
+            # aiosqlite's thread outlives an unclosed connection and keeps the
+            # process from exiting.
+            await db.close()
+            raise
         return store
 
     async def close(self) -> None:
@@ -66,7 +79,7 @@ class Store:
     async def next_job_id(self) -> int:
         """The id the next inserted job gets (the daemon, the only writer, holds its
         lock between asking and committing)."""
-        return await self.sync(jobs.last_id) + 1
+        return await self.sync(job_table.last_id) + 1
 
     async def save_node(
         self,
@@ -79,7 +92,7 @@ class Store:
     ) -> None:
         """Node bookkeeping that is not a job transition (facts, flags, last seen)."""
         await self.sync(
-            lambda conn: nodes.save(
+            lambda conn: node_table.save(
                 conn, name, facts=facts, last_seen=last_seen, drained=drained, ignored=ignored
             )
         )
@@ -87,7 +100,7 @@ class Store:
     # ------------------------------------------------------------ reads
 
     async def job(self, job_id: int) -> Job | None:
-        return await self.sync(lambda conn: jobs.one(conn, job_id))
+        return await self.sync(lambda conn: job_table.one(conn, job_id))
 
     async def jobs(
         self,
@@ -98,39 +111,39 @@ class Store:
         newest_first: bool = False,
     ) -> list[Job]:
         return await self.sync(
-            lambda conn: jobs.select(
+            lambda conn: job_table.select(
                 conn, states=states, ids=ids, limit=limit, newest_first=newest_first
             )
         )
 
     async def array_members(self, array_id: int) -> list[Job]:
-        return await self.sync(lambda conn: jobs.array_members(conn, array_id))
+        return await self.sync(lambda conn: job_table.array_members(conn, array_id))
 
     async def states_of(self, ids: Iterable[int]) -> dict[int, JobState]:
-        return await self.sync(lambda conn: jobs.states_of(conn, ids))
+        return await self.sync(lambda conn: job_table.states_of(conn, ids))
 
     async def state_counts(self) -> dict[str, int]:
-        return await self.sync(jobs.state_counts)
+        return await self.sync(job_table.state_counts)
 
     async def finished_ids(self, before: float | None) -> list[int]:
         """Finished jobs (ended before `before`, if given): what `job purge` forgets."""
-        return await self.sync(lambda conn: jobs.finished_ids(conn, before))
+        return await self.sync(lambda conn: job_table.finished_ids(conn, before))
 
     async def events(
         self, *, since: int = 0, job_id: int | None = None, limit: int | None = None
     ) -> list[Event]:
         return await self.sync(
-            lambda conn: events.select(conn, since=since, job_id=job_id, limit=limit)
+            lambda conn: event_table.select(conn, since=since, job_id=job_id, limit=limit)
         )
 
     async def lanes(self) -> dict[str, bool]:
-        return await self.sync(lanes.paused)
+        return await self.sync(lane_table.paused)
 
     async def nodes(self) -> dict[str, NodeRecord]:
-        return await self.sync(nodes.records)
+        return await self.sync(node_table.records)
 
     async def reaps(self) -> list[Reap]:
-        return await self.sync(nodes.reaps)
+        return await self.sync(node_table.reaps)
 
 
 def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
@@ -138,12 +151,12 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
     inserted: list[Job] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
-        rows: list[events.EventRow] = []
+        rows: list[event_table.EventRow] = []
         if tx.new_jobs:
             # Ids are taken here, under the write lock, so a batch (an array of
             # 10,000) is one executemany instead of one INSERT per row. A job
             # that comes with an id (see `next_job_id`) keeps it.
-            base = jobs.last_id(conn)
+            base = job_table.last_id(conn)
             for job in tx.new_jobs:
                 if not job.id:
                     base += 1
@@ -151,25 +164,25 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
                 base = max(base, job.id)
                 inserted.append(job)
                 rows.append((now, "job_submitted", job.id, None, "{}"))
-            jobs.insert(conn, tx.new_jobs)
+            job_table.insert(conn, tx.new_jobs)
         if tx.jobs:
-            jobs.update(conn, tx.jobs)
+            job_table.update(conn, tx.jobs)
         for ev in tx.events:
             rows.append((now, ev.kind, ev.job_id, ev.node, _json.encode(ev.data).decode()))
         if rows:
-            events.insert(conn, rows)
+            event_table.insert(conn, rows)
         if tx.node_seq is not None:
-            nodes.set_seq(conn, tx.node_seq)
+            node_table.set_seq(conn, tx.node_seq)
         if tx.add_reaps:
-            nodes.add_reaps(conn, tx.add_reaps)
+            node_table.add_reaps(conn, tx.add_reaps)
         if tx.drop_reaps:
-            nodes.drop_reaps(conn, tx.drop_reaps)
+            node_table.drop_reaps(conn, tx.drop_reaps)
         if tx.delete_jobs:
-            jobs.delete(conn, tx.delete_jobs)
+            job_table.delete(conn, tx.delete_jobs)
         if tx.lanes:
-            lanes.save(conn, tx.lanes)
+            lane_table.save(conn, tx.lanes)
         if tx.alerts or tx.outbox:
-            alerts.write(conn, tx.alerts, tx.outbox, now)
+            alert_table.write(conn, tx.alerts, tx.outbox, now)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
