@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from nvq.config import ConfigError
-from nvq.units import parse_duration, parse_size
+from nvq.values import parse_duration, parse_size
 
 # Pilots are named "<cluster>/<job id>", so a cluster name is a node name without "/".
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -114,7 +114,7 @@ class _ClusterParser:
     def duration(self, value: Any, key: str) -> float:
         if isinstance(value, str):
             try:
-                return parse_duration(value)
+                return parse_duration(value, allow_zero=True)
             except ValueError as exc:
                 raise self.fail(key, str(exc)) from None
         if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap
-from nvq.units import format_mib
+from nvq.values import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
 

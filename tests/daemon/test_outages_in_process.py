@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvq import opsdb
 from nvq.daemon.state import State
 from nvq.domain import attempts
 from nvq.model import JobState
+from nvq.store import alerts as alert_table
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
 from tests.fakes.daemon import (
@@ -36,7 +36,7 @@ def exit_at(
 
 
 async def alert_messages(core: State) -> list[str]:
-    found = await core.store.sync(lambda c: opsdb.alerts(c, include_acked=True))
+    found = await core.store.sync(lambda c: alert_table.alerts(c, include_acked=True))
     return [a.message for a in found]
 
 
