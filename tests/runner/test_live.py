@@ -323,7 +323,8 @@ def test_replay_until_ack_and_connection_replacement(node: Node) -> None:
 def test_runner_killed_hard_adopts_running_job(node: Node) -> None:
     node.start()
     c, _ = node.hello()
-    c.send(job(20, "sleep 1.5; exit 7", timeout=30))
+    gate = node.home.parent / "gate20"  # job 20 outlives the restart however slow it is
+    c.send(job(20, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 7", timeout=60))
     c.send(job(21, "sleep 0.2; exit 5"))
     c.send(job(22, "sleep 30", timeout=1.5, kill_grace=5))
     for j in (20, 21, 22):
@@ -336,6 +337,7 @@ def test_runner_killed_hard_adopts_running_job(node: Node) -> None:
     node.start()
     c2, hello = node.hello()
     assert {a.job_id for a in hello.active} == {20, 22}
+    gate.touch()
     got = {e.job_id: e for e in c2.events(4) if isinstance(e, JobExited)}
     assert (got[21].exit_code, got[21].reason) == (5, "exit")
     assert (got[20].exit_code, got[20].reason) == (7, "exit")
@@ -361,7 +363,8 @@ def test_vanished_job_is_lost(node: Node) -> None:
 def test_stop_leaves_jobs_running(node: Node) -> None:
     node.start()
     c, _ = node.hello()
-    c.send(job(31, "sleep 1; exit 4"))
+    gate = node.home.parent / "gate31"  # the job outlives the restart however slow it is
+    c.send(job(31, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 4"))
     started = c.expect(JobStarted, job_id=31)
     stop_runner(node.home)
     assert runner_pid(node.home) is None
@@ -369,6 +372,7 @@ def test_stop_leaves_jobs_running(node: Node) -> None:
     node.start()
     c2, hello = node.hello()
     assert [a.job_id for a in hello.active] == [31]
+    gate.touch()
     assert c2.expect(JobExited, job_id=31).exit_code == 4
 
 

@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import zipfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -140,7 +139,6 @@ def test_fresh_then_noop_then_force(sshd_nodes: SshdNodesFactory, wheel_cache: P
         second = await _bootstrap(node, wheel_cache)
         assert not second.installed
         assert second.python == venv_python
-        assert second.seconds < 3
 
         marker = sn.home / "venv" / "nvq-build.json"
         inode = marker.stat().st_ino
@@ -214,17 +212,15 @@ def _pypi_reachable() -> bool:
 def test_dependency_wheels_for_another_interpreter(wheel_cache: Path) -> None:
     """A node whose Python differs from this one gets wheels downloaded for its tags."""
     target = Target((3, 12), "aarch64", "glibc", (2, 31))
-    start = time.monotonic()
     wheels = dependency_wheels(target, wheel_cache)
     names = sorted(p.name for p in wheels)
     assert len(names) == 2, names
     assert names[0].startswith("msgspec-") and "cp312" in names[0] and "aarch64" in names[0]
     assert names[1].startswith("nvidia_ml_py-") and names[1].endswith("py3-none-any.whl")
-    # the second call is served from the cache
-    took = time.monotonic() - start
-    start = time.monotonic()
+    # the second call is served from the cache: nothing in it is fetched again
+    cached = {p: p.stat().st_mtime_ns for p in wheel_cache.rglob("*") if p.is_file()}
     assert sorted(p.name for p in dependency_wheels(target, wheel_cache)) == names
-    assert time.monotonic() - start < max(0.5, took / 4)
+    assert {p: p.stat().st_mtime_ns for p in wheel_cache.rglob("*") if p.is_file()} == cached
 
 
 def test_failed_step_is_named(sshd_nodes: SshdNodesFactory, wheel_cache: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.test_mesh import _until, mesh  # noqa: F401  (the fixture)
+from tests.daemon.test_ssh_nodes import _until, mesh  # noqa: F401  (the fixture)
 
 OLD = 'cuda = "12.2"\n[[gpu]]\nname = "Fake T4"\nmemory = "16GiB"\n'
 NEW = 'cuda = "13.0"\n[[gpu]]\nname = "Fake L4"\nmemory = "24GiB"\n'

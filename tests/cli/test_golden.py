@@ -3,7 +3,7 @@
 restructuring of the CLI or the daemon proves it changed none of it.
 
 After an intended change of that surface, regenerate the files and review the diff:
-    NVQ_GOLDEN_UPDATE=1 .venv/bin/python -m pytest -p no:cacheprovider tests/test_golden_cli.py
+    NVQ_GOLDEN_UPDATE=1 .venv/bin/python -m pytest -p no:cacheprovider tests/cli/test_golden.py
 """
 
 from __future__ import annotations

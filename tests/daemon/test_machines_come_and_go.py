@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.cluster import Nvq, kill_processes_under, make_nvq, write_mesh_config
+from tests.daemon.test_ssh_nodes import ONE_CARD, _alive, _node_state, _until
 from tests.harness.sshd import SshdNode
-from tests.test_mesh import ONE_CARD, _alive, _node_state, _until
 
 FAST_SYNC = 'artifact_sync = "1s"'
 

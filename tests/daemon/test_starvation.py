@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob
 from nvq.domain.starvation import Reservation, RunningJob, choose_node, may_backfill, place_fairly
@@ -59,22 +60,22 @@ def test_choose_node_prefers_the_one_freeing_first() -> None:
     assert may_backfill(5.0, 0.0, Reservation(1, "a", 5.0))
 
 
-def test_a_big_job_is_not_starved_by_a_stream_of_small_ones(nvq: Nvq) -> None:
+def test_a_big_job_is_not_starved_by_a_stream_of_small_ones(nvq: Nvq, tmp_path: Path) -> None:
     nvq.write_config('[queue]\nstarvation_after = "1s"\n')
-    first = nvq.submit("--vram", "10GiB", "--", "sleep 2")
+    gate = tmp_path / "gate"
+    hold = f"while [ ! -e {gate} ]; do sleep 0.05; done"
+    first = nvq.submit("--vram", "10GiB", "--", hold)
     nvq.wait_for(first["id"], lambda j: j["state"] == "running")
     big = nvq.submit("--gpus", "2", "--vram", "20GiB", "--", "true")
-    # A stream of small, untimed jobs that would keep one card busy forever.
-    deadline = time.monotonic() + 40
-    saw_reservation = False
-    while time.monotonic() < deadline:
-        for _ in range(2):  # denser than the cards drain: without a reservation, forever
-            nvq.submit("--vram", "10GiB", "--", "sleep 3")
-        job = nvq.show(big["id"])
-        saw_reservation |= "reservation of node local" in (job["why"] or "")
-        if job["state"] != "pending":
-            break
-        time.sleep(0.7)
-    code, (done,) = nvq.wait(big["id"], timeout=30)
+    # Once it has waited past starvation_after, the big job reserves the node...
+    nvq.wait_for(big["id"], lambda j: "reservation of node local" in (j["why"] or ""))
+    # ...so small untimed jobs that would fit now keep off it: without the reservation
+    # they would hold a card each forever and the big job would never start.
+    small = [nvq.submit("--vram", "10GiB", "--", hold) for _ in range(2)]
+    time.sleep(1.5)  # placement passes run on every submit and sample
+    assert [nvq.show(s["id"])["state"] for s in small] == ["pending", "pending"]
+    gate.touch()
+    code, (done,) = nvq.wait(big["id"], timeout=60)
     assert code == 0 and done["state"] == "completed"
-    assert saw_reservation
+    code, _ = nvq.wait(*(s["id"] for s in small), timeout=60)
+    assert code == 0
