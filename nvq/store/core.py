@@ -65,7 +65,8 @@ class Store:
     async def sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(connection)` on the database thread: for the table modules of this
         package and for the online backup."""
-        result: T = await self._db._execute(fn, self._db._conn)
+        # aiosqlite's own queue runs `fn` on its thread, in order with every other call.
+        result: T = await self._db._execute(fn, self._db._conn)  # type: ignore[no-untyped-call]
         return result
 
     # ------------------------------------------------------------ writes

@@ -128,7 +128,7 @@ def run_pilot_script(tmp_path: Path) -> None:
     assert "runner not up yet" in attach.stderr
     with socket.socket(socket.AF_UNIX) as s:
         s.bind(str(home / "runner.sock"))
-        attach = subprocess.run([str(home / "attach")], env=env, check=True)
+        subprocess.run([str(home / "attach")], env=env, check=True)
     assert out.read_text().split("A=")[0].strip() == f"-m nvq_runner attach --home {home}"
 
 

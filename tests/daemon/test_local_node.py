@@ -200,15 +200,17 @@ def test_wait_timeout_exits_2_with_work_still_going(nvq: Nvq) -> None:
     assert r.json()["jobs"][0]["state"] in ("pending", "running")
 
 
-def test_result_and_progress_are_collected(nvq: Nvq) -> None:
+def test_result_and_progress_are_collected(nvq: Nvq, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"  # the job waits in epoch 1 until the test has seen it
     job = nvq.submit(
         "--",
-        "echo 'epoch 1/2' > $NVQ_STATUS_FILE; sleep 1.2; "
+        f"echo 'epoch 1/2' > $NVQ_STATUS_FILE; while [ ! -e {gate} ]; do sleep 0.05; done; "
         "printf 'epoch 2/2 loss 0.1\\n' > $NVQ_STATUS_FILE; "
         "echo '{\"acc\": 0.93}' > $NVQ_JOB_DIR/result.json",
     )
     seen = nvq.wait_for(job["id"], lambda j: j["progress"] == "epoch 1/2")
     assert seen["state"] == "running"
+    gate.touch()
     code, (done,) = nvq.wait(job["id"])
     assert code == 0
     assert done["progress"] == "epoch 2/2 loss 0.1"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
@@ -525,29 +524,3 @@ def big_cluster(rng: random.Random) -> list[NodeSlot]:
         )
         for n in range(64)
     ]
-
-
-def test_timing_sanity() -> None:
-    rng = random.Random(7)
-    nodes = big_cluster(rng)
-    shapes = {
-        "mixed": lambda i: PendingJob(
-            i,
-            rng.randint(0, 3),
-            float(i),
-            rng.choice([0, 1, 1, 1, 2, 4, 8]),
-            rng.randint(0, 80 * GiB),
-            rng.choice([None] * 9 + ["node1"]),
-        ),
-        "zero-vram": lambda i: PendingJob(i, 0, float(i), 1, 0),
-    }
-    for label, make in shapes.items():
-        pending = [make(i) for i in range(10_000)]
-        start = time.perf_counter()
-        result = place(nodes, pending, headroom_mb=HEADROOM, max_cpu_jobs=4)
-        elapsed = time.perf_counter() - start
-        print(
-            f"\nplacement {label}: 10,000 pending × 64 nodes × 8 cards: "
-            f"{elapsed * 1000:.1f} ms, {len(result.placements)} placed, "
-            f"{len(result.unschedulable)} unschedulable"
-        )

@@ -335,6 +335,7 @@ def test_pause_and_resume_from_every_state(state: JobState) -> None:
     if state in transitions.PAUSABLE:
         out = transitions.pause(j, by="ann", now=1.0)
         new, evs, reap = out.job, out.events, out.reap
+        assert new is not None
         assert new.state is JobState.PAUSED and evs[0].kind == "job_paused"
         assert (reap is not None) == (state is JobState.RUNNING)
         back = transitions.resume(new, by="ann").job

@@ -92,7 +92,9 @@ def test_partial_ack_survives_restart_without_rewrite(tmp_path: Path) -> None:
     assert [e.seq for e in Journal(tmp_path).unacked()][-1] == 3
 
 
-def test_rewrite_when_many_acked_records_pile_up(tmp_path: Path, monkeypatch) -> None:
+def test_rewrite_when_many_acked_records_pile_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("nvq_runner.journal._REWRITE_AFTER", 3)
     j = Journal(tmp_path)
     for seq in range(1, 6):
