@@ -137,16 +137,20 @@ class Client:
         states: Sequence[str] | None = None,
         limit: int | None = None,
         array: int | None = None,
-    ) -> list[Job]:
+    ) -> list[c.JobRow]:
         """Jobs by id: only pending and running with `active`, the newest `limit`."""
         listed = c.ListJobs(
             active=active, states=list(states) if states else None, limit=limit, array=array
         )
-        return self._call(listed, list[Job])
+        return self._call(listed, list[c.JobRow])
 
     def show(self, id: int, *, logs: int = 0) -> c.JobDetail:
         """One job with its events, attempts, why it waits, and `logs` lines of output."""
         return self._call(c.ShowJob(id=id, logs=logs), c.JobDetail)
+
+    def why(self, id: int) -> c.WhyReport:
+        """Why it waits: its reason, and per node each constraint with the numbers."""
+        return self._call(c.Why(id=id), c.WhyReport)
 
     def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.WaitResult:
         """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""

@@ -1,4 +1,4 @@
-"""`nvq job ls|show|logs|wait|cancel|release|note|result`: reading and managing jobs
+"""`nvq job ls|show|why|logs|wait|cancel|release|note|result`: reading and managing jobs
 one request each (submit, the policy commands and artifacts have their own modules)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration
 from nvq.cli.render.jobs import job_detail, jobs_table, outcome
 from nvq.cli.render.output import emit
+from nvq.cli.render.why import why_text
 from nvq.client import Client
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
@@ -43,6 +44,18 @@ def job_show(
     """One job in full, with its events."""
     doc = Client().show(job_id, logs=logs)
     emit(doc, as_json, job_detail(doc))
+    return 0
+
+
+@on_job.command("why")
+def job_why(job_id: int = typer.Argument(..., help="Job id."), as_json: bool = JsonOpt) -> int:
+    """Why a job waits, node by node.
+
+    For each node: whether the job could start there now, and if not which constraint
+    fails (cards, memory per card, CUDA, host memory, pin, drained, busy, lane, a
+    pending kill), with the numbers."""
+    report = Client().why(job_id)
+    emit(report, as_json, why_text(report))
     return 0
 
 
