@@ -64,6 +64,7 @@ class Logs(msgspec.Struct, tag="logs", frozen=True):
     lines: int = 50
     follow: bool = False
     stream: Literal["stdout", "stderr"] = "stdout"
+    attempt: int | None = None  # that attempt's log (None: the latest)
 
 
 class Status(msgspec.Struct, tag="status", frozen=True):

@@ -134,10 +134,13 @@ class AsyncClient:
         lines: int = 50,
         follow: bool = False,
         stream: Literal["stdout", "stderr"] = "stdout",
+        attempt: int | None = None,
     ) -> AsyncIterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
-        the job ends."""
-        async for reply in self.exchange(c.Logs(id=id, lines=lines, follow=follow, stream=stream)):
+        the job ends. `attempt`: that attempt's output (default: the latest)."""
+        async for reply in self.exchange(
+            c.Logs(id=id, lines=lines, follow=follow, stream=stream, attempt=attempt)
+        ):
             if isinstance(reply, c.Chunk):
                 yield reply.data
             else:

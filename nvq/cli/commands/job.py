@@ -65,11 +65,14 @@ def job_logs(
     lines: int = typer.Option(50, "-n", "--lines", help="Last N lines (-1 for all)."),
     follow: bool = typer.Option(False, "-f", "--follow", help="Keep printing until it ends."),
     stderr: bool = typer.Option(False, "--stderr", help="Its stderr instead of stdout."),
+    attempt: int = typer.Option(
+        None, "--attempt", help="Output of attempt N (see `job show`); default: the latest."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """A job's output."""
     stream: Literal["stdout", "stderr"] = "stderr" if stderr else "stdout"
-    chunks = Client().logs(job_id, lines=lines, follow=follow, stream=stream)
+    chunks = Client().logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt)
     if as_json:
         text = b"".join(chunks).decode(errors="replace")
         emit({"id": job_id, "stream": stream, "text": text}, True)
