@@ -16,7 +16,7 @@ from nvq import control as c
 from nvq.client.autostart import start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.client.spec import job_spec
-from nvq.client.sync import _ids, answer_of, frame, typed
+from nvq.client.sync import _ids, answer_of, fell_behind, frame, typed
 from nvq.home import Home, default_root
 from nvq.model import Event, Job, JobSpec, NodeView
 from nvq_runner.protocol import FrameReader
@@ -107,16 +107,20 @@ class AsyncClient:
         states: Sequence[str] | None = None,
         limit: int | None = None,
         array: int | None = None,
-    ) -> list[Job]:
+    ) -> list[c.JobRow]:
         """Jobs by id: only pending and running with `active`, the newest `limit`."""
         listed = c.ListJobs(
             active=active, states=list(states) if states else None, limit=limit, array=array
         )
-        return await self._call(listed, list[Job])
+        return await self._call(listed, list[c.JobRow])
 
     async def show(self, id: int, *, logs: int = 0) -> c.JobDetail:
         """One job with its events, attempts, why it waits, and `logs` lines of output."""
         return await self._call(c.ShowJob(id=id, logs=logs), c.JobDetail)
+
+    async def why(self, id: int) -> c.WhyReport:
+        """Why it waits: its reason, and per node each constraint with the numbers."""
+        return await self._call(c.Why(id=id), c.WhyReport)
 
     async def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.WaitResult:
         """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""
@@ -130,10 +134,13 @@ class AsyncClient:
         lines: int = 50,
         follow: bool = False,
         stream: Literal["stdout", "stderr"] = "stdout",
+        attempt: int | None = None,
     ) -> AsyncIterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
-        the job ends."""
-        async for reply in self.exchange(c.Logs(id=id, lines=lines, follow=follow, stream=stream)):
+        the job ends. `attempt`: that attempt's output (default: the latest)."""
+        async for reply in self.exchange(
+            c.Logs(id=id, lines=lines, follow=follow, stream=stream, attempt=attempt)
+        ):
             if isinstance(reply, c.Chunk):
                 yield reply.data
             else:
@@ -213,6 +220,27 @@ class AsyncClient:
     ) -> list[Event]:
         """The event log after event id `since`."""
         return await self._call(c.Events(since=since, limit=limit, job_id=job), list[Event])
+
+    async def subscribe(
+        self, since: int = 0, *, job: int | None = None, resume: bool = True
+    ) -> AsyncIterator[Event]:
+        """Every event after id `since`, then each one as the daemon commits it, for as
+        long as the caller iterates (-1: only events from the first iteration on). With
+        `resume`, a stream the daemon dropped for falling behind is picked up again
+        from the last event."""
+        while True:
+            request = c.Subscribe(since=since, job_id=job)
+            async for reply in self.exchange(request):
+                if isinstance(reply, c.Chunk):
+                    for event in c.event_batch_decoder.decode(reply.data):
+                        since = event.id
+                        yield event
+                    continue
+                again = fell_behind(reply)
+                if again is None or not resume:
+                    answer_of(reply)
+                    return
+                since = again
 
     async def alerts(self, *, include_acked: bool = False) -> list[c.Alert]:
         return await self._call(c.Alerts(include_acked=include_acked), list[c.Alert])

@@ -21,6 +21,8 @@ from nvq.config import Config
 from nvq.daemon.errors import RequestError
 from nvq.daemon.frames import kill_msg, start_msg
 from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.subscribers import Subscribers
+from nvq.daemon.waits import PassFacts
 from nvq.domain import reassign
 from nvq.domain.placement import PendingJob
 from nvq.domain.starvation import Reservation
@@ -64,6 +66,8 @@ class State:
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node
+        self.subscribers = Subscribers()  # the live event stream's readers
+        self.pass_facts: PassFacts | None = None  # what the last placement pass saw
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -151,6 +155,7 @@ class State:
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
         self.hooks.committed(tx)
+        self.subscribers.publish(self.store.last_events)
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job

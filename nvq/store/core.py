@@ -39,6 +39,7 @@ class Store:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
+        self.last_events: list[Event] = []
 
     @classmethod
     async def open(cls, path: Path) -> Store:
@@ -72,10 +73,12 @@ class Store:
     # ------------------------------------------------------------ writes
 
     async def commit(self, tx: Tx) -> list[Job]:
-        """Apply `tx` in one transaction; returns the inserted jobs with their ids."""
+        """Apply `tx` in one transaction; returns the inserted jobs with their ids. The
+        events it recorded, with their ids, are in `last_events` until the next commit."""
         # One hop to the database thread for the whole transaction instead of one per
         # statement keeps a transition to a single round trip.
-        return await self.sync(lambda conn: _commit(conn, tx))
+        inserted, self.last_events = await self.sync(lambda conn: _commit(conn, tx))
+        return inserted
 
     async def next_job_id(self) -> int:
         """The id the next inserted job gets (the daemon, the only writer, holds its
@@ -147,9 +150,10 @@ class Store:
         return await self.sync(node_table.reaps)
 
 
-def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
+def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
     now = time.time()
     inserted: list[Job] = []
+    recorded: list[Event] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
         rows: list[event_table.EventRow] = []
@@ -171,7 +175,7 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
         for ev in tx.events:
             rows.append((now, ev.kind, ev.job_id, ev.node, _json.encode(ev.data).decode()))
         if rows:
-            event_table.insert(conn, rows)
+            recorded = event_table.insert(conn, rows)
         if tx.node_seq is not None:
             node_table.set_seq(conn, tx.node_seq)
         if tx.add_reaps:
@@ -190,4 +194,4 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
         for job in inserted:
             job.id = 0
         raise
-    return inserted
+    return inserted, recorded

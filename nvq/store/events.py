@@ -15,10 +15,25 @@ from nvq.model import Event
 EventRow = tuple[float, str, int | None, str | None, str]
 
 
-def insert(conn: sqlite3.Connection, rows: Sequence[EventRow]) -> None:
+def insert(conn: sqlite3.Connection, rows: Sequence[EventRow]) -> list[Event]:
+    """Insert `rows`; returns them as `select` would read them back, with their ids."""
     conn.executemany(
         "INSERT INTO events (time, kind, job_id, node, data) VALUES (?, ?, ?, ?, ?)", rows
     )
+    # One writer, one statement: the rows took consecutive ids ending here.
+    last_id = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+    first = last_id - len(rows) + 1
+    return [
+        Event(
+            id=first + i,
+            time=t,
+            kind=kind,
+            job_id=job_id,
+            node=node,
+            data=msgspec.json.decode(data),
+        )
+        for i, (t, kind, job_id, node, data) in enumerate(rows)
+    ]
 
 
 def select(
