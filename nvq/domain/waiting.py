@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import msgspec
 
 from nvq.domain.placement import NodeSlot, PendingJob
-from nvq.units import format_mib
+from nvq.values import format_mib
 
 PRIORITY = "Priority"
 RESOURCES = "Resources"
