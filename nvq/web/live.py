@@ -4,20 +4,16 @@ every open page: each page's server-sent-event stream wakes on the next event.""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
 
 import anyio
 
+from nvq.client.asynchronous import AsyncClient
 from nvq.client.errors import ClientError
 from nvq.model import Event
 
 log = logging.getLogger("nvq.web")
 
-# Until the daemon streams events, the page reads the log this often.
-FALLBACK_POLL = 0.5
-RETRY_AFTER = 1.0
-PAGE = 5000
+RETRY_AFTER = 1.0  # a daemon that went away (restart, upgrade) is asked again this often
 
 
 class Hub:
@@ -25,12 +21,10 @@ class Hub:
 
     def __init__(self) -> None:
         self.last_id = 0
-        self.last: Event | None = None
         self._changed = anyio.Event()
 
     def publish(self, event: Event) -> None:
         self.last_id = max(self.last_id, event.id)
-        self.last = event
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -40,40 +34,14 @@ class Hub:
             await self._changed.wait()
         return self.last_id
 
-    async def follow(self, client: Any) -> None:
-        """Feed the hub from `client` for ever, starting after the newest event now
-        in the log; a lost daemon is retried."""
-        try:
-            self.last_id = await _end_of_log(client)
-        except ClientError as exc:
-            log.warning("cannot read the event log yet: %s", exc)
+    async def follow(self, client: AsyncClient) -> None:
+        """Feed the hub from the daemon for ever: from now on at first, then from the
+        last event seen whenever the stream has to be opened again."""
         while True:
+            since = self.last_id or -1
             try:
-                async for event in _events(client, self.last_id):
+                async for event in client.subscribe(since):
                     self.publish(event)
             except ClientError as exc:
                 log.warning("event stream interrupted: %s", exc)
             await anyio.sleep(RETRY_AFTER)
-
-
-async def _end_of_log(client: Any) -> int:
-    last = 0
-    while True:
-        page = await client.events(since=last, limit=PAGE)
-        if page:
-            last = page[-1].id
-        if len(page) < PAGE:
-            return last
-
-
-async def _events(client: Any, since: int) -> AsyncIterator[Event]:
-    subscribe = getattr(client, "subscribe", None)
-    if subscribe is not None:
-        async for event in subscribe(since):
-            yield event
-        return
-    while True:
-        for event in await client.events(since=since, limit=PAGE):
-            since = event.id
-            yield event
-        await anyio.sleep(FALLBACK_POLL)
