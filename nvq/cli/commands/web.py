@@ -18,7 +18,10 @@ def web(
     new_token: bool = typer.Option(False, "--new-token", help="Replace the token first."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Serve the Jobs page; the first line printed is its URL with the access token."""
+    """Serve the Jobs page in a browser.
+
+    The first line printed is the page's URL with its access token (kept 0600 in
+    $NVQ_HOME/web.token); the page acts as the user who runs this command."""
     from nvq.web import access
     from nvq.web.serve import ListenError, serve
 
