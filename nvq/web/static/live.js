@@ -20,7 +20,7 @@
       const holder = document.getElementById("logs");
       if (logs && holder) holder.replaceWith(logs);
       document.body.dataset.updated = String(Date.now());
-    }, 50);
+    }, 20);
   }
   const events = new EventSource("/live");
   events.onmessage = refresh;
