@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 import aiosqlite
 import msgspec
 
-from nvq import machines_db, opsdb
+from nvq import gpu_history_db, machines_db, opsdb
 from nvq.model import Event, Job, JobState, Reap, Tx
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Each entry migrates from version i to i+1; the list only ever grows.
 MIGRATIONS: list[str] = [
@@ -108,6 +108,8 @@ MIGRATIONS: list[str] = [
     opsdb.MIGRATION,
     # 4: machines that come and go (issue 5) — see nvq.machines_db.
     machines_db.MIGRATION,
+    # 5: a down-sampled history of each card (the Nodes page's chart) — nvq.gpu_history_db.
+    gpu_history_db.MIGRATION,
 ]
 
 T = TypeVar("T")

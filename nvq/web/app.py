@@ -34,6 +34,7 @@ from nvq.web.live import Hub
 Handler = Callable[[Request], Awaitable[Response]]
 LOG_LINES = 50
 MAX_FORM = 64 * 1024
+CHART_STEP = 300.0  # seconds per point of the Nodes page's 24 h chart
 
 
 @dataclass
@@ -115,7 +116,19 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
         )
 
     async def nodes_page(request: Request) -> Response:
-        return html(request, "nodes.html", nodes=await site.client.nodes())
+        now = time.time()
+        try:
+            history = await site.client.gpu_history(since=now - 86400, step=CHART_STEP)
+        except ClientError:
+            history = []  # a daemon without the history: the page shows no chart
+        return html(
+            request,
+            "nodes.html",
+            nodes=await site.client.nodes(),
+            charts=pages.charts(history, now),
+            chart_w=pages.CHART_W,
+            chart_h=pages.CHART_H,
+        )
 
     async def act(request: Request) -> Response:
         form = await _form(request)

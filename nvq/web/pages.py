@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from nvq.control import GpuPoint
 from nvq.model import FINISHED_STATES, Job, JobState
 
 COMPLETED_WINDOW = 30 * 86400.0  # completed jobs older than this are left to `job ls --all`
@@ -141,3 +142,47 @@ def gpu_bar(total_mb: int, foreign_mb: int, queue_mb: int, reserved_mb: int) -> 
 
 def gib(mb: int | None) -> str:
     return "" if mb is None else f"{mb / 1024:.1f} GiB"
+
+
+CHART_W, CHART_H = 288, 40  # one pixel per 5 minutes of a day
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A card's last day as two SVG polylines: memory in use (not the queue's plus
+    the queue's) and utilisation, each 0-100 % from bottom to top."""
+
+    memory: str
+    util: str
+    points: int
+
+
+def charts(
+    points: Iterable[GpuPoint], now: float, span: float = 86400.0
+) -> dict[tuple[str, int], Chart]:
+    """`GpuPoint`s → a chart per (node, gpu)."""
+    start = now - span
+    mem: dict[tuple[str, int], list[str]] = {}
+    util: dict[tuple[str, int], list[str]] = {}
+    for p in points:
+        if p.time < start:
+            continue
+        key = (p.node, p.gpu)
+        x = round((p.time - start) / span * CHART_W, 1)
+        used = (p.foreign_mb + p.queue_mb) / p.mem_total_mb * 100 if p.mem_total_mb else 0.0
+        mem.setdefault(key, []).append(f"{x},{_y(used)}")
+        if p.util_percent is not None:
+            util.setdefault(key, []).append(f"{x},{_y(p.util_percent)}")
+    return {k: Chart(_to_now(v), _to_now(util.get(k, [])), len(v)) for k, v in mem.items()}
+
+
+def _to_now(xy: list[str]) -> str:
+    """The line carries its last value on to the right edge (now): a fresh card's
+    single point still shows as a level."""
+    if not xy:
+        return ""
+    return " ".join([*xy, f"{CHART_W},{xy[-1].split(',')[1]}"])
+
+
+def _y(percent: float) -> float:
+    return round(CHART_H - min(100.0, max(0.0, percent)) / 100 * CHART_H, 1)

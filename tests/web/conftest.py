@@ -63,6 +63,7 @@ def stop_web(web: Web) -> None:
 @pytest.fixture
 def web(nvq: Nvq) -> Iterator[Web]:
     """`nvq web --port 0` on the fixture's home; stopped after the test."""
+    nvq.env["NVQ_GPU_HISTORY_EVERY"] = "0.5"  # the Nodes chart gets points within the test
     nvq.ok("queue", "status")  # the daemon first, so the page finds it running
     w = start_web(nvq)
     try:

@@ -4,10 +4,12 @@ itself, and that its buttons act on jobs."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
 from playwright.sync_api import expect
 
+from nvq.client import Client
 from tests.cluster import Nvq
 from tests.web.conftest import screenshot
 
@@ -114,6 +116,11 @@ def test_nodes_page_shows_each_card_and_whose_memory_it_holds(
         '[[gpu]]\nname = "Fake A100"\nmemory = "24GiB"\n'
     )
     nvq.submit("--vram", "4GiB", "--", "sleep", "300")
+    client = Client(nvq.home)
+    deadline = time.monotonic() + 30
+    while not any(p.foreign_mb for p in client.gpu_history()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _yesterday_in_the_store(nvq)
     page.goto(f"{web.base}/nodes")
     card = page.locator('#nodes tr[data-node="local"][data-gpu="0"]')
     expect(card).to_contain_text("35%", timeout=WAIT)
@@ -121,4 +128,20 @@ def test_nodes_page_shows_each_card_and_whose_memory_it_holds(
     expect(foreign).to_have_attribute("style", "width: 25.0%", timeout=WAIT)
     expect(page.locator('#nodes tr[data-node="local"]')).to_have_count(2)
     expect(page.locator("#nodes .node-state")).to_have_text("up")
+    expect(card.locator("svg.chart polyline.mem")).to_have_count(1)
+    assert int(card.locator("svg.chart").get_attribute("data-points") or 0) > 200
     screenshot(page, "nodes")
+
+
+def _yesterday_in_the_store(nvq: Nvq) -> None:
+    """A day of card 0's history (a busy afternoon), as if the queue had run a day."""
+    now = time.time() // 60 * 60
+    rows = []
+    for m in range(1, 1440, 5):
+        busy = 600 < m < 1100
+        rows.append(
+            (now - m * 60, "local", 0, 24576, 6144, 12288 if busy else 0, 16384 if busy else 0,
+             85 if busy else 5)
+        )  # fmt: skip
+    with sqlite3.connect(nvq.home / "queue.db") as db:
+        db.executemany("INSERT OR REPLACE INTO gpu_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
