@@ -26,7 +26,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from nvq.client.asynchronous import AsyncClient
-from nvq.client.errors import ClientError
+from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.model import FINISHED_STATES, JobState
 from nvq.web import access, pages, render
 from nvq.web.live import Hub
@@ -65,8 +65,10 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
                 return _refused(403, "Refused: the form came from another site.")
             try:
                 return await handler(request)
+            except DaemonUnavailable as exc:
+                return _refused(503, f"The queue's daemon does not answer: {exc}")
             except ClientError as exc:
-                return _refused(502, f"The queue did not answer: {exc}")
+                return _refused(404, str(exc))
 
         return endpoint
 
@@ -101,7 +103,12 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
     async def job_page(request: Request) -> Response:
         job_id = int(request.path_params["id"])
         detail = await site.client.show(job_id)
-        logs = {s: await _tail(site.client, job_id, s) for s in ("stdout", "stderr")}
+        # A live refresh keeps the logs the page already follows: no need to read them.
+        fragment = request.headers.get("x-nvq-fragment") == "1"
+        logs = {
+            s: None if fragment else await _tail(site.client, job_id, s)
+            for s in ("stdout", "stderr")
+        }
         try:
             artifacts = await site.client.artifacts(job_id)
         except ClientError:

@@ -74,3 +74,8 @@ def test_changes_need_the_cookie_and_the_pages_own_form(nvq: Nvq, web: Web) -> N
     assert nvq.show(job["id"])["state"] != "paused"
     assert _status(pause, data=form, headers=cookie) == 303
     assert nvq.show(job["id"])["state"] == "paused"
+
+
+def test_a_job_that_does_not_exist_is_not_found(web: Web) -> None:
+    token = web.url.split("token=", 1)[1]
+    assert _status(f"{web.base}/jobs/9999", headers={"Cookie": f"{access.COOKIE}={token}"}) == 404
