@@ -55,9 +55,9 @@ async def _read_request(stream: SocketStream) -> c.Request:
 async def serve_control(
     ctx: Context, path: Path, *, task_status: Any = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    path.unlink(missing_ok=True)
+    await anyio.Path(path).unlink(missing_ok=True)
     listener = await anyio.create_unix_listener(path)
-    path.chmod(0o600)
+    await anyio.Path(path).chmod(0o600)
     task_status.started()
     async with listener:
         await listener.serve(lambda stream: _handle(ctx, stream))
@@ -96,7 +96,12 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
     """Chunks until the log ends; stops early when the CLI goes away (Ctrl-C)."""
     try:
         chunks = await open_logs(
-            ctx.state, req.id, lines=req.lines, follow=req.follow, stream=req.stream
+            ctx.state,
+            req.id,
+            lines=req.lines,
+            follow=req.follow,
+            stream=req.stream,
+            attempt=req.attempt,
         )
     except RequestError as exc:
         await stream.send(_frame(c.Done(error=str(exc), exit_code=1)))

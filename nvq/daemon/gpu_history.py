@@ -12,9 +12,9 @@ from typing import Any
 
 import anyio
 
-from nvq import gpu_history_db
 from nvq.daemon.handlers.nodes import node_views
 from nvq.daemon.state import State
+from nvq.store import gpu_history as history_table
 
 log = logging.getLogger("nvq.history")
 
@@ -30,7 +30,7 @@ def interval() -> float:
 
 
 def points_now(state: State, at: float) -> list[tuple[Any, ...]]:
-    """One row (gpu_history_db.COLUMNS) per card of every node that reported one."""
+    """One row (history_table.COLUMNS) per card of every node that reported one."""
     rows: list[tuple[Any, ...]] = []
     for node in node_views(state):
         if node.state not in ("up", "draining"):
@@ -56,7 +56,7 @@ async def keep_history(state: State) -> None:
 
 async def record(state: State, rows: list[tuple[Any, ...]], at: float) -> None:
     try:
-        await state.store.sync(lambda conn: gpu_history_db.append(conn, rows, at))
+        await state.store.sync(lambda conn: history_table.append(conn, rows, at))
     except Exception:
         # A full disk must not stop the daemon: the chart only loses a point.
         log.exception("could not record the GPU history")

@@ -51,7 +51,10 @@ def test_filters_by_state_user_and_tag() -> None:
         _job(2, JobState.PENDING, user="bob", tags=["sweep"]),
         _job(3, JobState.PAUSED, user="ann"),
     ]
-    keep = lambda f: [r.job.id for r in pages.active_rows(jobs, f, ME, NOW)]  # noqa: E731
+
+    def keep(f: pages.Filters) -> list[int]:
+        return [r.job.id for r in pages.active_rows(jobs, f, ME, NOW)]
+
     assert keep(pages.Filters(user="bob")) == [2]
     assert keep(pages.Filters(tag="sweep")) == [1, 2]
     assert keep(pages.Filters(state="paused")) == [3]

@@ -6,9 +6,9 @@ import time
 from typing import Any
 
 from nvq import control as c
-from nvq import gpu_history_db
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
+from nvq.store import gpu_history as history_table
 
 DAY = 86400.0
 
@@ -18,7 +18,7 @@ async def gpu_history(ctx: Context, req: c.GpuHistory, user: str) -> tuple[Any, 
         raise RequestError("step: the history holds one point a minute; ask for 60 s or more")
     since = req.since if req.since is not None else time.time() - DAY
     rows = await ctx.state.store.sync(
-        lambda conn: gpu_history_db.read(conn, since=since, node=req.node, step=req.step)
+        lambda conn: history_table.read(conn, since=since, node=req.node, step=req.step)
     )
-    fields = gpu_history_db.COLUMNS.split(", ")
+    fields = history_table.COLUMNS.split(", ")
     return [dict(zip(fields, row, strict=True)) for row in rows], 0
