@@ -145,3 +145,15 @@ def _yesterday_in_the_store(nvq: Nvq) -> None:
         )  # fmt: skip
     with sqlite3.connect(nvq.home / "queue.db") as db:
         db.executemany("INSERT OR REPLACE INTO gpu_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def test_a_waiting_job_says_why(nvq: Nvq, page: Any) -> None:
+    for _ in range(2):
+        nvq.submit("--vram", "20GiB", "--", "sleep", "300")
+    job = nvq.submit("--vram", "20GiB", "--", "sleep", "300")
+    shown = nvq.wait_for(job["id"], lambda j: j.get("reason") == "Resources")
+    page.reload()
+    row = page.locator(f'#active tr[data-job="{job["id"]}"]')
+    expect(row).to_have_attribute("data-state", "pending")
+    expect(row).to_contain_text("Resources")
+    expect(row).to_contain_text(shown["reason_detail"])
