@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint bench sshd clean
+.PHONY: install demo test lint bench sshd browser clean
 
 install: $(STAMP)
 
@@ -24,10 +24,19 @@ sshd:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssh-server openssh-client >/dev/null; }
 
+# The web page's tests drive Debian's chromium (Playwright never downloads its own
+# browser here); where it cannot be installed they skip and say why.
+browser:
+	@command -v chromium >/dev/null || { \
+	  echo "installing chromium (the web page tests drive a real browser)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium could not be installed: the browser tests will be skipped"; }
+
 demo: install
 	$(PY) scripts/demo.py
 
-test: install sshd
+test: install sshd browser
 	@# The tests mostly wait on real processes and sshd nodes: 4 workers on 2 cores.
 	$(PY) -m pytest -q -p no:cacheprovider -n 4
 
@@ -35,7 +44,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-bench: install sshd
+bench: install sshd browser
 	cd bench && ../$(PY) run_all.py
 
 clean:

@@ -193,8 +193,18 @@ class BusyAssign(msgspec.Struct, tag="busy_assign", frozen=True):
     forbid: bool  # for the asking user's own busy nodes
 
 
+class GpuHistory(msgspec.Struct, tag="gpu_history", frozen=True):
+    """Each card's history (one point a minute, 7 days kept), averaged over `step`
+    seconds, from `since` (a Unix time; None: the last 24 hours)."""
+
+    since: float | None = None
+    node: str | None = None
+    step: float = 60.0
+
+
 Request = (
     Submit
+    | GpuHistory
     | JobArtifacts
     | BusyMode
     | BusyAssign
@@ -406,6 +416,20 @@ class BusyAssignment(msgspec.Struct, kw_only=True):
 
 # A subscription's chunk: the events of one commit (or a page of the backlog).
 event_batch_decoder = msgspec.msgpack.Decoder(list[Event])
+
+class GpuPoint(msgspec.Struct, kw_only=True):
+    """One card at one time: its memory split (foreign: not the queue's; reserved:
+    what queue jobs asked for) and utilisation, averaged over the step."""
+
+    time: float
+    node: str
+    gpu: int
+    mem_total_mb: int
+    foreign_mb: int
+    queue_mb: int
+    reserved_mb: int
+    util_percent: int | None
+
 
 request_decoder = msgspec.msgpack.Decoder(Request)
 reply_decoder = msgspec.msgpack.Decoder(Reply)

@@ -215,6 +215,13 @@ class AsyncClient:
     async def bootstrap(self, node: str, *, force: bool = False) -> c.Bootstrapped:
         return await self._call(c.Bootstrap(node=node, force=force), c.Bootstrapped)
 
+    async def gpu_history(
+        self, *, since: float | None = None, node: str | None = None, step: float = 60.0
+    ) -> list[c.GpuPoint]:
+        """Each card's memory split and utilisation over time (one point a minute, 7
+        days kept), averaged over `step` seconds, from `since` (default: 24 hours ago)."""
+        return await self._call(c.GpuHistory(since=since, node=node, step=step), list[c.GpuPoint])
+
     async def events(
         self, since: int = 0, *, limit: int | None = None, job: int | None = None
     ) -> list[Event]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -139,6 +139,22 @@ CREATE TABLE node_busy (
 CREATE TABLE busy_forbid (
     user TEXT PRIMARY KEY
 );
+""",
+    # 5: a down-sampled history of each card, one point a minute for 7 days (the Nodes
+    # page's chart) — see nvq.store.gpu_history.
+    """
+CREATE TABLE gpu_history (
+    time REAL NOT NULL,
+    node TEXT NOT NULL,
+    gpu INTEGER NOT NULL,
+    mem_total_mb INTEGER NOT NULL,
+    foreign_mb INTEGER NOT NULL,
+    queue_mb INTEGER NOT NULL,
+    reserved_mb INTEGER NOT NULL,
+    util_percent INTEGER,
+    PRIMARY KEY (node, gpu, time)
+);
+CREATE INDEX gpu_history_by_time ON gpu_history(time);
 """,
 ]
 

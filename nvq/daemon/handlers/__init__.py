@@ -12,6 +12,7 @@ from typing import Any
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.handlers import busy, jobs, lanes, nodes, ops, policy, submit, why
+from nvq.daemon.handlers.history import gpu_history
 
 # The request parameter is each handler's own request type: Any here, so the table
 # can hold them all (the lookup by type guarantees the match).
@@ -47,5 +48,6 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Resume: policy.resume,
     c.Lanes: lanes.lanes_request,
     c.Lane: lanes.lane_request,
+    c.GpuHistory: gpu_history,
     c.Why: why.why,
 }

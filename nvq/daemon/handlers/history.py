@@ -1,0 +1,24 @@
+"""`GpuHistory`: the cards' down-sampled history (kept by nvq.daemon.gpu_history)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
+from nvq.store import gpu_history as history_table
+
+DAY = 86400.0
+
+
+async def gpu_history(ctx: Context, req: c.GpuHistory, user: str) -> tuple[Any, int]:
+    if req.step < 60:
+        raise RequestError("step: the history holds one point a minute; ask for 60 s or more")
+    since = req.since if req.since is not None else time.time() - DAY
+    rows = await ctx.state.store.sync(
+        lambda conn: history_table.read(conn, since=since, node=req.node, step=req.step)
+    )
+    fields = history_table.COLUMNS.split(", ")
+    return [dict(zip(fields, row, strict=True)) for row in rows], 0

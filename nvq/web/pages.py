@@ -1,0 +1,188 @@
+"""What each page shows, as plain data for the templates: which jobs, in which order,
+with which buttons. No I/O here, so the rules (the 30-day window, the cap, the
+filters, who may press what) are tested without a browser."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from nvq.control import GpuPoint
+from nvq.model import FINISHED_STATES, Job, JobState
+
+COMPLETED_WINDOW = 30 * 86400.0  # completed jobs older than this are left to `job ls --all`
+COMPLETED_CAP = 100
+# How many finished jobs (newest ids first) are read to find the window's newest 100:
+# a job that ended long after it was submitted still lands among them.
+COMPLETED_SCAN = 1000
+
+ACTIONS: dict[str, frozenset[JobState]] = {
+    "pause": frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING}),
+    "resume": frozenset({JobState.PAUSED}),
+    "cancel": frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED, JobState.RUNNING}),
+    "requeue": frozenset(FINISHED_STATES),
+}
+
+
+@dataclass(frozen=True)
+class Filters:
+    state: str = ""
+    user: str = ""
+    tag: str = ""
+
+    def keep(self, job: Job) -> bool:
+        return (
+            (not self.state or job.state == self.state)
+            and (not self.user or self.user in (job.user, job.submitter))
+            and (not self.tag or self.tag in job.tags)
+        )
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """The user the page acts as, and the queue's admins: who may press which button."""
+
+    user: str
+    admins: frozenset[str] = frozenset()
+
+    def may_manage(self, job: Job) -> bool:
+        return job.user == self.user or self.user in self.admins
+
+    def actions(self, job: Job) -> list[str]:
+        if not self.may_manage(job):
+            return []
+        return [name for name, states in ACTIONS.items() if job.state in states]
+
+
+@dataclass
+class JobRow:
+    job: Job
+    where: str
+    runtime: str
+    actions: list[str] = field(default_factory=list)
+
+
+def where(job: Job) -> str:
+    if job.node is None:
+        return ""
+    return f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else job.node
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return ""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def runtime(job: Job, now: float) -> str:
+    if job.started_at is None:
+        return ""
+    end = job.ended_at if job.ended_at is not None else now
+    return duration(end - job.started_at)
+
+
+def clock(at: float | None) -> str:
+    return "" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def row(job: Job, visitor: Visitor, now: float) -> JobRow:
+    return JobRow(job, where(job), runtime(job, now), visitor.actions(job))
+
+
+def active_rows(
+    jobs: Iterable[Job], filters: Filters, visitor: Visitor, now: float
+) -> list[JobRow]:
+    """Running first, then the waiting ones, each by id."""
+    kept = [j for j in jobs if not j.state.finished and filters.keep(j)]
+    kept.sort(key=lambda j: (j.state is not JobState.RUNNING, j.id))
+    return [row(j, visitor, now) for j in kept]
+
+
+def completed_rows(
+    jobs: Sequence[Job], filters: Filters, visitor: Visitor, now: float
+) -> list[JobRow]:
+    """Finished jobs that ended within the window, newest first, at most the cap."""
+    since = now - COMPLETED_WINDOW
+    kept = [
+        j
+        for j in jobs
+        if j.state.finished and (j.ended_at or j.created_at) >= since and filters.keep(j)
+    ]
+    kept.sort(key=lambda j: (j.ended_at or j.created_at, j.id), reverse=True)
+    return [row(j, visitor, now) for j in kept[:COMPLETED_CAP]]
+
+
+@dataclass(frozen=True)
+class GpuBar:
+    """One card's memory as four shares of 100 (foreign, queue, reserved, free)."""
+
+    foreign: float
+    queue: float
+    reserved: float
+    free: float
+
+
+def gpu_bar(total_mb: int, foreign_mb: int, queue_mb: int, reserved_mb: int) -> GpuBar:
+    if total_mb <= 0:
+        return GpuBar(0, 0, 0, 100)
+    parts = [max(0, foreign_mb), max(0, queue_mb), max(0, reserved_mb - queue_mb)]
+    used = sum(parts)
+    scale = 100.0 / max(total_mb, used)
+    f, q, r = (round(p * scale, 1) for p in parts)
+    return GpuBar(f, q, r, round(max(0.0, 100.0 - f - q - r), 1))
+
+
+def gib(mb: int | None) -> str:
+    return "" if mb is None else f"{mb / 1024:.1f} GiB"
+
+
+CHART_W, CHART_H = 288, 40  # one pixel per 5 minutes of a day
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A card's last day as two SVG polylines: memory in use (not the queue's plus
+    the queue's) and utilisation, each 0-100 % from bottom to top."""
+
+    memory: str
+    util: str
+    points: int
+
+
+def charts(
+    points: Iterable[GpuPoint], now: float, span: float = 86400.0
+) -> dict[tuple[str, int], Chart]:
+    """`GpuPoint`s → a chart per (node, gpu)."""
+    start = now - span
+    mem: dict[tuple[str, int], list[str]] = {}
+    util: dict[tuple[str, int], list[str]] = {}
+    for p in points:
+        if p.time < start:
+            continue
+        key = (p.node, p.gpu)
+        x = round((p.time - start) / span * CHART_W, 1)
+        used = (p.foreign_mb + p.queue_mb) / p.mem_total_mb * 100 if p.mem_total_mb else 0.0
+        mem.setdefault(key, []).append(f"{x},{_y(used)}")
+        if p.util_percent is not None:
+            util.setdefault(key, []).append(f"{x},{_y(p.util_percent)}")
+    return {k: Chart(_to_now(v), _to_now(util.get(k, [])), len(v)) for k, v in mem.items()}
+
+
+def _to_now(xy: list[str]) -> str:
+    """The line carries its last value on to the right edge (now): a fresh card's
+    single point still shows as a level."""
+    if not xy:
+        return ""
+    return " ".join([*xy, f"{CHART_W},{xy[-1].split(',')[1]}"])
+
+
+def _y(percent: float) -> float:
+    return round(CHART_H - min(100.0, max(0.0, percent)) / 100 * CHART_H, 1)
