@@ -72,8 +72,11 @@ def web(nvq: Nvq) -> Iterator[Web]:
         stop_web(w)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # Module scope, not session: while Playwright's sync API is open its event loop
+    # counts as running in this thread, and a later test in the same worker that
+    # starts its own loop (anyio.run) would be refused.
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("no system chromium (apt-get install chromium): the page tests need a browser")
