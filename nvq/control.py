@@ -174,6 +174,23 @@ class BusyAssign(msgspec.Struct, tag="busy_assign", frozen=True):
     forbid: bool  # for the asking user's own busy nodes
 
 
+class ClusterStatus(msgspec.Struct, tag="cluster_status", frozen=True):
+    name: str | None = None  # None: every cluster
+
+
+class ClusterScale(msgspec.Struct, tag="cluster_scale", frozen=True):
+    name: str
+    pilots: int | None  # keep exactly this many; None: back to automatic scaling
+
+
+class ClusterDrain(msgspec.Struct, tag="cluster_drain", frozen=True):
+    name: str
+
+
+class ClusterRetry(msgspec.Struct, tag="cluster_retry", frozen=True):
+    name: str
+
+
 Request = (
     Submit
     | JobArtifacts
@@ -205,6 +222,10 @@ Request = (
     | Resume
     | Lanes
     | Lane
+    | ClusterStatus
+    | ClusterScale
+    | ClusterDrain
+    | ClusterRetry
 )
 
 
@@ -362,6 +383,26 @@ class BusyView(msgspec.Struct, kw_only=True):
 class BusyAssignment(msgspec.Struct, kw_only=True):
     user: str
     busy_assign: bool
+
+
+class ClusterPilot(msgspec.Struct, kw_only=True):
+    node: str  # hpc/81234
+    job_id: str
+    state: str  # Slurm's: PENDING, RUNNING, ...
+    reason: str | None  # why Slurm holds it back
+    time_left: float | None  # seconds its allocation has left
+    host: str | None  # the compute node, once it runs
+
+
+class ClusterView(msgspec.Struct, kw_only=True):
+    name: str
+    login: str  # host:port of the login node
+    connected: bool
+    error: str | None  # why the login node cannot be reached
+    target: int | None  # `cluster scale N` (0 after `drain`); None: automatic
+    refused: str | None  # Slurm's refusal, while no more pilots are requested
+    demand: int  # pilots the waiting jobs would fill
+    pilots: list[ClusterPilot]
 
 
 request_decoder = msgspec.msgpack.Decoder(Request)

@@ -61,6 +61,14 @@ def test_scancel_of_a_running_pilot_reassigns_its_job(
         job = nvq.submit("--gpus", gpus, "--timeout", "5m", "--", "sleep", "300")
         first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
         assert first.startswith("hpc/")
+        # Where it runs and the time its allocation has left (`time = "10m"`).
+        [pilot] = [n for n in nvq.json("queue", "nodes") if n["name"] == first]
+        assert (pilot["cluster"], pilot["host"]) == ("hpc", slurm_cluster.host)
+        assert 0 < pilot["time_left"] <= 600
+        row = next(line for line in nvq.ok("queue", "nodes").out.splitlines() if first in line)
+        assert f"up ({slurm_cluster.host}, " in row and " left)" in row
+        [status] = nvq.json("cluster", "status", "hpc")
+        assert [(p["node"], p["state"]) for p in status["pilots"]] == [(first, "RUNNING")]
 
         slurm_cluster.run("scancel", first.removeprefix("hpc/"))
         again = nvq.wait_for(
@@ -99,6 +107,14 @@ def test_refused_pilot_raises_one_alert_and_no_retry_storm(
         assert "nvq cluster retry hpc" in str(alert["message"])
         assert nvq.show(job["id"])["state"] == "pending"
         assert slurm_cluster.run("squeue", "-h", "-o", "%i").stdout.strip() == ""
+        [status] = nvq.json("cluster", "status", "hpc")
+        assert "Invalid partition name specified" in status["refused"]
+        assert "requests stopped: " in nvq.ok("cluster", "status").out
+
+        # `cluster retry` asks Slurm again: the same refusal is the same open alert.
+        assert nvq.json("cluster", "retry", "hpc")["refused"] is None
+        wait_until("the refusal again", lambda: nvq.json("cluster", "status")[0]["refused"])
+        assert len(refused()) == 1
     finally:
         nvq.shutdown()
 
@@ -169,9 +185,33 @@ def test_requested_pilot_shows_slurms_reason_and_goes_when_not_needed(
         wait_until("a requested pilot", lambda: any(n.startswith("hpc/") for n in nodes(nvq)))
         [(name, state)] = nodes(nvq).items()
         assert state == "requested: PENDING (BeginTime)"
+        row = next(line for line in nvq.ok("queue", "nodes").out.splitlines() if name in line)
+        assert row.split()[:4] == [name, "requested:", "PENDING", "(BeginTime)"]
 
         nvq.ok("job", "cancel", str(job["id"]))  # nothing waits any more
         wait_until("the pilot to go", lambda: not nodes(nvq))
         slurm_cluster.wait_state(name.removeprefix("hpc/"), "")
+    finally:
+        nvq.shutdown()
+
+
+def test_scale_keeps_pilots_and_drain_releases_them(
+    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+) -> None:
+    nvq = make_nvq(tmp_path)
+    try:
+        write_cluster_queue_config(
+            nvq, slurm_cluster, slurm_login, tmp_path, idle_release=toml_str("10m")
+        )
+        assert nvq.json("cluster", "scale", "hpc", "1")["target"] == 1
+        wait_until("a pilot with no job for it", lambda: "up" in nodes(nvq).values())
+        [name] = nodes(nvq)
+
+        assert nvq.json("cluster", "drain", "hpc")["target"] == 0
+        wait_until("the pilot to go", lambda: not nodes(nvq))
+        slurm_cluster.wait_state(name.removeprefix("hpc/"), "")
+        assert "pilots draining" in nvq.ok("cluster", "status", "hpc").out
+        assert nvq.json("cluster", "scale", "hpc", "auto")["target"] is None
+        assert "no cluster named 'nosuch'" in nvq.run("cluster", "status", "nosuch").err
     finally:
         nvq.shutdown()

@@ -11,7 +11,7 @@ from typing import Any
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.handlers import busy, jobs, lanes, nodes, ops, policy, submit
+from nvq.daemon.handlers import busy, clusters, jobs, lanes, nodes, ops, policy, submit
 
 # The request parameter is each handler's own request type: Any here, so the table
 # can hold them all (the lookup by type guarantees the match).
@@ -47,4 +47,8 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Resume: policy.resume,
     c.Lanes: lanes.lanes_request,
     c.Lane: lanes.lane_request,
+    c.ClusterStatus: clusters.cluster_status,
+    c.ClusterScale: clusters.cluster_scale,
+    c.ClusterDrain: clusters.cluster_drain,
+    c.ClusterRetry: clusters.cluster_retry,
 }
