@@ -7,6 +7,7 @@ cards from NVQ_FAKE_GPUS."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -45,11 +46,13 @@ async def first_frame(login: SlurmLogin, job_id: str) -> Hello:
             chan: RunnerChannel = await login.open_pilot(job_id)
             try:
                 frames = FrameReader()
-                while data := await chan.read(65536):
-                    for payload in frames.feed(data):
-                        msg = decode_runner_payload(payload)
-                        assert isinstance(msg, Hello)
-                        return msg
+                # The runner not listening yet ends the channel at once: attach again.
+                with contextlib.suppress(anyio.EndOfStream):
+                    while True:
+                        for payload in frames.feed(await chan.receive()):
+                            msg = decode_runner_payload(payload)
+                            assert isinstance(msg, Hello)
+                            return msg
             finally:
                 await chan.aclose()
             await anyio.sleep(0.2)

@@ -4,6 +4,7 @@ test_clusters_login (one fake GRES GPU where the test cluster has them)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -87,11 +88,13 @@ async def hello_through(open_channel: PilotOpener) -> Hello:
             chan = await open_channel()
             try:
                 frames = FrameReader()
-                while data := await chan.read(65536):
-                    for payload in frames.feed(data):
-                        msg = decode_runner_payload(payload)
-                        assert isinstance(msg, Hello)
-                        return msg
+                # The runner not listening yet ends the channel at once: attach again.
+                with contextlib.suppress(anyio.EndOfStream):
+                    while True:
+                        for payload in frames.feed(await chan.receive()):
+                            msg = decode_runner_payload(payload)
+                            assert isinstance(msg, Hello)
+                            return msg
             finally:
                 await chan.aclose()
             await anyio.sleep(0.2)
