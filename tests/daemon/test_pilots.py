@@ -155,7 +155,13 @@ def test_untimed_job_leaves_a_pilot_before_its_end_for_a_new_one(
             vacate_before=toml_str("110s"),
         )
         gpus = "1" if slurm_cluster.gpus else "0"
-        job = nvq.submit("--gpus", gpus, "--", "sleep", "300")
+        # Each attempt counts itself in a checkpoint under $NVQ_ARTIFACTS, and says so.
+        ledger = tmp_path / "ledger"
+        body = (
+            'ck="$NVQ_ARTIFACTS/attempts"; n=$(cat "$ck" 2>/dev/null || echo 0); '
+            f'echo $((n+1)) > "$ck"; echo "$NVQ_NODE $((n+1))" >> {ledger}; sleep 300'
+        )
+        job = nvq.submit("--gpus", gpus, "--", body)
         first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
         again = nvq.wait_for(
             job["id"],
@@ -163,6 +169,9 @@ def test_untimed_job_leaves_a_pilot_before_its_end_for_a_new_one(
             timeout=120,
         )
         assert again["node"].startswith("hpc/")
+        wait_until("the second attempt", lambda: len(ledger.read_text().splitlines()) >= 2)
+        # The second attempt started from the first one's checkpoint.
+        assert ledger.read_text().splitlines()[:2] == [f"{first} 1", f"{again['node']} 2"]
         # The first move; a busy machine may already have seen the next pilot's end too.
         moved = next(e for e in nvq.events() if e["kind"] == "job_preempted")
         assert (moved["job_id"], moved["node"]) == (job["id"], first)
