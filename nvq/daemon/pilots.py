@@ -29,6 +29,7 @@ from nvq.clusters.pilots import PilotManager, PilotOpener
 from nvq.clusters.scaling import WaitingJob, fits_shape, vacate_due
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
+from nvq.daemon.apply import apply
 from nvq.daemon.errors import RequestError
 from nvq.daemon.link import NodeEvents, run_link
 from nvq.daemon.nodes import NodeRuntime
@@ -36,6 +37,7 @@ from nvq.daemon.pilot_ids import PilotIds
 from nvq.daemon.placing import time_limit
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
+from nvq.domain import reassign
 from nvq.model import Job, JobState, NewEvent, NodeView, Tx
 
 log = logging.getLogger("nvq.clusters")
@@ -236,7 +238,10 @@ class DaemonPilots:
                         )
                     ]
                 )
-                await self.machines.reassign_down(node, tx, time.time())
+                said = f"pilot {name}: {why}"
+                now = time.time()
+                jobs = list(state.jobs.values())
+                await apply(state, jobs, lambda j: reassign.reassign(j, name, said, now), tx=tx)
         async with state.lock:
             # Kills owed to the allocation have nothing left to kill.
             owed = [key for key, reap in state.reaps.items() if reap.node == name]
@@ -266,7 +271,11 @@ class DaemonPilots:
                 if cluster is None or not vacate_due(left, cluster):
                     continue
                 async with self.state.lock:
-                    untimed = [j for j in self.state.jobs_on(name) if time_limit(j) is None]
+                    untimed = [
+                        j
+                        for j in self.state.jobs_on(name)
+                        if j.state is JobState.RUNNING and time_limit(j) is None
+                    ]
                     if untimed:
                         await self.machines.preempt(
                             untimed, f"the Slurm allocation of {name} ends in {left or 0:.0f}s"

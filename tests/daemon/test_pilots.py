@@ -79,6 +79,8 @@ def test_scancel_of_a_running_pilot_reassigns_its_job(
         assert again["node"].startswith("hpc/")
         reassigned = [e for e in nvq.events() if e["kind"] == "job_reassigned"]
         assert [(e["job_id"], e["node"]) for e in reassigned] == [(job["id"], first)]
+        # Whichever noticed first: the link (node_grace) or squeue (the allocation ended).
+        assert first in reassigned[0]["data"]["reason"]
     finally:
         nvq.shutdown()
 
