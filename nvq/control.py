@@ -202,6 +202,23 @@ class GpuHistory(msgspec.Struct, tag="gpu_history", frozen=True):
     step: float = 60.0
 
 
+class ClusterStatus(msgspec.Struct, tag="cluster_status", frozen=True):
+    name: str | None = None  # None: every cluster
+
+
+class ClusterScale(msgspec.Struct, tag="cluster_scale", frozen=True):
+    name: str
+    pilots: int | None  # keep exactly this many; None: back to automatic scaling
+
+
+class ClusterDrain(msgspec.Struct, tag="cluster_drain", frozen=True):
+    name: str
+
+
+class ClusterRetry(msgspec.Struct, tag="cluster_retry", frozen=True):
+    name: str
+
+
 Request = (
     Submit
     | GpuHistory
@@ -236,6 +253,10 @@ Request = (
     | Resume
     | Lanes
     | Lane
+    | ClusterStatus
+    | ClusterScale
+    | ClusterDrain
+    | ClusterRetry
 )
 
 
@@ -417,6 +438,7 @@ class BusyAssignment(msgspec.Struct, kw_only=True):
 # A subscription's chunk: the events of one commit (or a page of the backlog).
 event_batch_decoder = msgspec.msgpack.Decoder(list[Event])
 
+
 class GpuPoint(msgspec.Struct, kw_only=True):
     """One card at one time: its memory split (foreign: not the queue's; reserved:
     what queue jobs asked for) and utilisation, averaged over the step."""
@@ -429,6 +451,26 @@ class GpuPoint(msgspec.Struct, kw_only=True):
     queue_mb: int
     reserved_mb: int
     util_percent: int | None
+
+
+class ClusterPilot(msgspec.Struct, kw_only=True):
+    node: str  # hpc/81234
+    job_id: str
+    state: str  # Slurm's: PENDING, RUNNING, ...
+    reason: str | None  # why Slurm holds it back
+    time_left: float | None  # seconds its allocation has left
+    host: str | None  # the compute node, once it runs
+
+
+class ClusterView(msgspec.Struct, kw_only=True):
+    name: str
+    login: str  # host:port of the login node
+    connected: bool
+    error: str | None  # why the login node cannot be reached
+    target: int | None  # `cluster scale N` (0 after `drain`); None: automatic
+    refused: str | None  # Slurm's refusal, while no more pilots are requested
+    demand: int  # pilots the waiting jobs would fill
+    pilots: list[ClusterPilot]
 
 
 request_decoder = msgspec.msgpack.Decoder(Request)

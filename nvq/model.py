@@ -180,6 +180,10 @@ class NodeView(msgspec.Struct, kw_only=True):
     cpu_jobs: int = 0
     error: str | None = None
     gpus: list[GpuView] = []
+    # A Slurm pilot's (absent for other nodes): its cluster and the time its allocation
+    # has left, in seconds (None: unlimited).
+    cluster: str | msgspec.UnsetType = msgspec.UNSET
+    time_left: float | msgspec.UnsetType | None = msgspec.UNSET
 
 
 # ---------------------------------------------------------------- transactions

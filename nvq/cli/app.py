@@ -23,6 +23,7 @@ keeper_app = typer.Typer(
     help="Keep the daemon running (a supervisor or systemd).", no_args_is_help=True
 )
 project_app = typer.Typer(help="Try a job here before queueing it.", no_args_is_help=True)
+cluster_app = typer.Typer(help="Slurm clusters: pilots, scaling.", no_args_is_help=True)
 
 # The order here is the order `nvq --help` lists them in.
 app.add_typer(job_app, name="job")
@@ -30,6 +31,7 @@ app.add_typer(queue_app, name="queue")
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(node_app, name="node")
 app.add_typer(project_app, name="project")
+app.add_typer(cluster_app, name="cluster")
 queue_app.add_typer(keeper_app, name="keeper")
 
 # The groups `nvq GROUP COMMAND` may be narrowed to (see nvq.cli.main).

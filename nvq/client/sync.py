@@ -248,6 +248,22 @@ class Client:
         days kept), averaged over `step` seconds, from `since` (default: 24 hours ago)."""
         return self._call(c.GpuHistory(since=since, node=node, step=step), list[c.GpuPoint])
 
+    def clusters(self, name: str | None = None) -> list[c.ClusterView]:
+        """Slurm clusters and their pilots (one cluster with `name`)."""
+        return self._call(c.ClusterStatus(name=name), list[c.ClusterView])
+
+    def cluster_scale(self, name: str, pilots: int | None) -> c.ClusterView:
+        """Keep exactly `pilots` pilots; None: back to automatic scaling."""
+        return self._call(c.ClusterScale(name=name, pilots=pilots), c.ClusterView)
+
+    def cluster_drain(self, name: str) -> c.ClusterView:
+        """Request no pilots and release each one once idle."""
+        return self._call(c.ClusterDrain(name=name), c.ClusterView)
+
+    def cluster_retry(self, name: str) -> c.ClusterView:
+        """Request pilots again after Slurm refused one."""
+        return self._call(c.ClusterRetry(name=name), c.ClusterView)
+
     def events(
         self, since: int = 0, *, limit: int | None = None, job: int | None = None
     ) -> list[Event]:

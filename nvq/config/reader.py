@@ -9,7 +9,7 @@ import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nvq.config.types import (
     BackupConfig,
@@ -23,6 +23,9 @@ from nvq.config.types import (
     UserConfig,
 )
 from nvq.values import duration_value, env_value, show, size_value
+
+if TYPE_CHECKING:
+    from nvq.clusters.config import ClusterConfig
 
 # Node names appear in lanes (`node:gpu`), --node prefixes and file names, so keep them
 # to characters that need no quoting anywhere.
@@ -162,7 +165,7 @@ class _Parser:
     # -- sections ------------------------------------------------------------------
 
     def config(self, data: dict[str, Any]) -> Config:
-        top = self.table(data, "", {"queue", "nodes", "remote", "notify", "users"})
+        top = self.table(data, "", {"queue", "nodes", "remote", "notify", "users", "clusters"})
         queue_raw = top.get("queue", {})
         backup = BackupConfig()
         if isinstance(queue_raw, dict) and "backup" in queue_raw:
@@ -179,7 +182,17 @@ class _Parser:
             backup=backup,
             notify=self.notify(top.get("notify", {})),
             users=self.users(top.get("users", {})),
+            clusters=self.clusters(top.get("clusters", []), queue, nodes),
         )
+
+    def clusters(
+        self, value: Any, queue: QueueConfig, nodes: list[NodeConfig]
+    ) -> list[ClusterConfig]:
+        # Imported here: nvq.clusters imports this package (ConfigError, NodeConfig).
+        from nvq.clusters.config import parse_clusters
+
+        taken = [n.name for n in nodes] + ([queue.local_node_name] if queue.local_node else [])
+        return parse_clusters(value, self.path, taken)
 
     def queue(self, value: Any) -> QueueConfig:
         fields: dict[str, _Convert] = {

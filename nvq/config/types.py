@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from nvq.clusters.config import ClusterConfig
 
 
 class ConfigError(Exception):
@@ -109,3 +113,4 @@ class Config(msgspec.Struct, kw_only=True, frozen=True):
     backup: BackupConfig = BackupConfig()  # `[queue.backup]` in the file
     notify: NotifyConfig = NotifyConfig()
     users: dict[str, UserConfig] = {}
+    clusters: list[ClusterConfig] = []  # [[clusters]]: Slurm clusters, through pilot jobs

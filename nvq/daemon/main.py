@@ -62,6 +62,10 @@ async def serve(home: Path) -> None:
     state = State(config, store, home, hooks=ops)
     machines = Machines(state, Artifacts(state))
     runner_events = RunnerEvents(state, machines)
+    if config.clusters:
+        from nvq.daemon.pilots import DaemonPilots
+
+        state.pilots = DaemonPilots(state, machines, runner_events)
     try:
         await state.load()
         await machines.load()
@@ -72,6 +76,8 @@ async def serve(home: Path) -> None:
             tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
             tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
             tg.start_soon(keep_history, state)  # the Nodes page's chart
+            if state.pilots is not None:
+                tg.start_soon(state.pilots.run)  # [[clusters]]: one pilot manager each
             for node in state.nodes.values():
                 opener = (
                     _local_opener(config, node, home)

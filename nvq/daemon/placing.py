@@ -33,6 +33,8 @@ async def placement_loop(state: State, machines: Machines) -> None:
             await place_once(state, machines)
         except Exception:
             log.exception("placement pass failed")
+        if state.pilots is not None:
+            state.pilots.after_placement()
 
 
 async def place_once(state: State, machines: Machines) -> None:
@@ -137,6 +139,7 @@ def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
                 running_jobs=len(on_node),
                 **node_matching(node, on_node),
                 **machines.slot_fields(node),
+                **(state.pilots.slot_fields(node.name) if state.pilots is not None else {}),
             )
         )
     return slots
@@ -145,6 +148,8 @@ def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
 def _may_fit_unknown_node(state: State, job: Job) -> bool:
     """A node that never reported its cards might hold anything: a job is only
     unschedulable once every node it could go to is known."""
+    if state.pilots is not None and state.pilots.may_fit(job):
+        return True  # a pilot Slurm starts on request could take it
     prefix = job.node_request or ""
     return any(
         n.hello is None and not n.ignored and n.name.startswith(prefix)
@@ -179,8 +184,16 @@ def to_pending(job: Job, **extra: Any) -> PendingJob:
         cuda=parse_cuda(job.cuda) if job.cuda else None,
         memory_mb=job.memory_mb,
         gpu=lane_gpu,
+        time_limit=time_limit(job),
         **extra,
     )
+
+
+def time_limit(job: Job) -> float | None:
+    """The time a job may run (--timeout, --max-runtime): what a Slurm pilot's
+    remaining walltime must hold."""
+    limits = [t for t in (job.timeout, job.max_runtime) if t is not None]
+    return min(limits) if limits else None
 
 
 def lane_statuses(state: State, dep_status: dict[int, deps.DepStatus]) -> list[lanes.LaneStatus]:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
@@ -29,6 +29,9 @@ from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, Reap, Tx
 from nvq.store import Store
 from nvq_runner import protocol as p
+
+if TYPE_CHECKING:
+    from nvq.daemon.pilots import DaemonPilots
 
 log = logging.getLogger("nvq.daemon")
 
@@ -68,6 +71,7 @@ class State:
         self.reservation: Reservation | None = None  # a starving head's node
         self.subscribers = Subscribers()  # the live event stream's readers
         self.pass_facts: PassFacts | None = None  # what the last placement pass saw
+        self.pilots: DaemonPilots | None = None  # [[clusters]]: Slurm pilots as nodes
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -112,10 +116,16 @@ class State:
         """Nodes gone from config.toml will never report again: their running jobs go
         back to the queue (or are lost), with an alert naming the cause, and the kills
         owed to them are dropped (no link will ever carry them)."""
+        # A cluster's pilots come back as nodes once their manager finds them running.
+        clusters = {c.name for c in self.config.clusters}
+
+        def gone(node: str) -> bool:
+            return node not in self.nodes and node.partition("/")[0] not in clusters
+
         removed = sorted(
-            {j.node for j in self.jobs.values() if j.node is not None} - self.nodes.keys()
+            {j.node for j in self.jobs.values() if j.node is not None and gone(j.node)}
         )
-        tx = Tx(drop_reaps=[key for key, r in self.reaps.items() if r.node not in self.nodes])
+        tx = Tx(drop_reaps=[key for key, r in self.reaps.items() if gone(r.node)])
         now = time.time()
         for name in removed:
             log.warning("node %s is no longer in config.toml: settling its jobs", name)

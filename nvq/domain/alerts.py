@@ -30,6 +30,7 @@ ALERT_KINDS: dict[str, str] = {
     "job_reassigned": "info",
     "job_preempted": "info",
     "artifacts_quota": "error",  # a sync refused: checkpoints are no longer kept
+    "cluster_refused": "error",  # Slurm refused a pilot: no more requests until retry
 }
 
 DETAIL_LIMIT = 4000  # characters of stderr kept on an alert (the job keeps its own tail)
@@ -58,6 +59,15 @@ def derive(events: list[NewEvent], jobs: Mapping[int, Job]) -> list[NewAlert]:
 
 def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
     data = ev.data
+    if ev.job_id is None and ev.kind == "cluster_refused":
+        # Once per message: the same refusal after a restart or retry is the same alert.
+        return NewAlert(
+            kind=ev.kind,
+            severity=severity,
+            key=f"{ev.kind}:cluster:{ev.node}:{data.get('message')}",
+            message=str(data.get("message")),
+            node=ev.node,
+        )
     if ev.job_id is None:
         # node_down: once per outage, named by when the node was last heard from.
         since = data.get("last_seen")

@@ -58,6 +58,11 @@ class NodeSlot(msgspec.Struct, frozen=True):
     memory_free_mb: int | None = None  # host RAM not yet promised to queue jobs; None = unchecked
     busy: bool = False  # its owner is using it: only the owner's jobs, and only if no idle node
     owner: str | None = None
+    # A Slurm pilot: a job's time limit plus the margin must fit in the time left, and
+    # jobs without one go there only when the cluster allows untimed jobs.
+    time_left: float | None = None  # None: the node has no end
+    untimed_ok: bool = True
+    time_margin: float = 0.0
 
 
 class PendingJob(msgspec.Struct, frozen=True):
@@ -73,6 +78,7 @@ class PendingJob(msgspec.Struct, frozen=True):
     gpu: int | None = None
     user: str = ""  # who submitted it: a busy node takes its owner's jobs only
     forbid_busy: bool = False  # the user forbade their jobs on their own busy node
+    time_limit: float | None = None  # --timeout / --max-runtime: what a pilot must hold
 
 
 class Placement(msgspec.Struct, frozen=True):
@@ -247,6 +253,7 @@ class _Profile:
             if state[i].accepting
             and (job.cuda is None or _new_enough(slots[i].cuda, job.cuda, unknown=False))
             and (not slots[i].busy or _owner_may(slots[i], job))
+            and _time_fits(slots[i], job.time_limit)
         }
         # best_card[n−1]: the largest size every one of some node's n best cards can hold
         # when empty, over eligible nodes — to tell "not now" from "never".
@@ -287,18 +294,28 @@ class _Pass:
         # Accepting nodes, least loaded first; kept sorted as decisions change loads.
         self.order = sorted(node.key for node in self.state if node.accepting)
         self.profiles: dict[
-            tuple[str | None, tuple[int, int] | None, int, int | None, tuple[str, bool] | None],
+            tuple[
+                str | None,
+                tuple[int, int] | None,
+                int,
+                int | None,
+                tuple[str, bool] | None,
+                float | None,
+            ],
             _Profile,
         ] = {}
         # Who submitted a job matters only while some node is busy: keep profiles shared.
         self.any_busy = any(slot.busy for slot in slots)
+        # Time limits matter only where some node's time is limited: keep profiles shared.
+        self.any_timed = any(s.time_left is not None or not s.untimed_ok for s in slots)
 
     def run(self, pending: Sequence[PendingJob]) -> PlacementResult:
         placements: list[Placement] = []
         unschedulable: list[Unschedulable] = []
         for job in sorted(pending, key=lambda j: (-j.priority, j.created_at, j.id)):
             who = (job.user, job.forbid_busy) if self.any_busy else None
-            key = (job.node, job.cuda, job.memory_mb, job.gpu, who)
+            timed = job.time_limit if self.any_timed else None
+            key = (job.node, job.cuda, job.memory_mb, job.gpu, who, timed)
             profile = self.profiles.get(key)
             if profile is None:
                 profile = self.profiles[key] = _Profile(
@@ -393,6 +410,14 @@ class _Pass:
                 f"{job.gpus} cards on {where} hold {format_mib(best)} each {after}"
             )
         return None
+
+
+def _time_fits(slot: NodeSlot, limit: float | None) -> bool:
+    if slot.time_left is None:
+        return limit is not None or slot.untimed_ok
+    if limit is None:  # untimed: not where it would have to leave at once
+        return slot.untimed_ok and slot.time_left > slot.time_margin
+    return limit + slot.time_margin <= slot.time_left
 
 
 def _owner_may(slot: NodeSlot, job: PendingJob) -> bool:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from nvq.clusters.config import ClusterConfig
+from tests.cluster import Nvq
 from tests.harness.slurm import SlurmCluster, SlurmUnavailable
 from tests.harness.sshd import ClientKey, SshdNode, sshd_available
 
@@ -88,3 +90,51 @@ def cluster_config(
     }
     fields.update(overrides)
     return ClusterConfig(**fields)  # type: ignore[arg-type]
+
+
+def toml_str(value: object) -> str:
+    return json.dumps(str(value))  # a JSON string is a TOML basic string
+
+
+def write_cluster_queue_config(
+    nvq: Nvq, slurm: SlurmCluster, login: SshdNode, tmp_path: Path, **settings: str
+) -> None:
+    """A queue with no node of its own and one cluster; `settings` replace entries of
+    the `[[clusters]]` table (values as TOML text)."""
+    gpus = tmp_path / "pilot-gpus.toml"
+    gpus.write_text(FAKE_GPUS)
+    table = {
+        "name": toml_str("hpc"),
+        "host": toml_str(login.host),
+        "port": str(login.port),
+        "user": toml_str(login.user),
+        "identity": toml_str(login.identity),
+        "known_hosts": toml_str(login.known_hosts),
+        "gpus_per_pilot": str(min(1, slurm.gpus)),
+        "time": toml_str("10m"),
+        "vacate_before": toml_str("1m"),
+        "scale_after": toml_str("0s"),
+        "idle_release": toml_str("2s"),
+        "python": toml_str(sys.executable),
+        "home": toml_str(tmp_path / "pilots"),
+        **settings,
+    }
+    nvq.write_config(
+        "\n".join(
+            [
+                "[queue]",
+                "local_node = false",
+                'node_grace = "2s"',
+                'ssh_keepalive = "0.5s"',
+                'ssh_connect_timeout = "3s"',
+                "",
+                "[[clusters]]",
+                *(f"{key} = {value}" for key, value in table.items()),
+                "[clusters.env]",
+                f"NVQ_FAKE_GPUS = {toml_str(gpus)}",
+                'NVQ_GPU_BACKEND = "fake"',
+                'NVQ_SAMPLE_INTERVAL = "0.5"',
+                "",
+            ]
+        )
+    )

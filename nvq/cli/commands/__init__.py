@@ -6,8 +6,29 @@ from __future__ import annotations
 
 import typer
 
-from nvq.cli.app import app, daemon_app, job_app, keeper_app, node_app, project_app, queue_app
-from nvq.cli.commands import busy, daemon, job, keeper, lane, node, ops, policy, queue, submit
+from nvq.cli.app import (
+    app,
+    cluster_app,
+    daemon_app,
+    job_app,
+    keeper_app,
+    node_app,
+    project_app,
+    queue_app,
+)
+from nvq.cli.commands import (
+    busy,
+    cluster,
+    daemon,
+    job,
+    keeper,
+    lane,
+    node,
+    ops,
+    policy,
+    queue,
+    submit,
+)
 from nvq.cli.commands.web import on_web
 
 __all__ = ["app"]
@@ -26,3 +47,4 @@ daemon_app.registered_callback = daemon.on_daemon.registered_callback
 _attach(keeper_app, keeper.on_keeper)
 _attach(project_app, ops.on_project)
 _attach(app, on_web)
+_attach(cluster_app, cluster.on_cluster)

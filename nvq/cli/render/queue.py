@@ -16,13 +16,14 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
     rows = []
     proc_rows = []
     for n in nodes:
+        state = _pilot_state(n) if isinstance(n.cluster, str) else n.state
         if not n.gpus:
-            rows.append([n.name, n.state, "-", "(no GPUs)", "", "", "", ""])
+            rows.append([n.name, state, "-", "(no GPUs)", "", "", "", ""])
         for g in n.gpus:
             rows.append(
                 [
                     n.name,
-                    n.state,
+                    state,
                     str(g.index),
                     clip(g.name, 22),
                     f"{format_mib(g.mem_used_mb)}/{format_mib(g.mem_total_mb)}",
@@ -45,6 +46,17 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
     if procs:
         out += "\n\n" + table(["GPU", "PID", "USER", "MEM", "OWNER"], proc_rows)
     return out
+
+
+def _pilot_state(n: NodeView) -> str:
+    """A Slurm pilot's state with where it runs and the time its allocation has left."""
+    if n.state.startswith("requested"):
+        return n.state
+    extra = [n.host or ""]
+    if isinstance(n.time_left, float | int):
+        extra.append(f"{format_duration(n.time_left)} left")
+    shown = ", ".join(e for e in extra if e)
+    return f"{n.state} ({shown})" if shown else n.state
 
 
 def status_text(doc: QueueStatus) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.handlers import busy, jobs, lanes, nodes, ops, policy, submit, why
+from nvq.daemon.handlers import busy, clusters, jobs, lanes, nodes, ops, policy, submit, why
 from nvq.daemon.handlers.history import gpu_history
 
 # The request parameter is each handler's own request type: Any here, so the table
@@ -50,4 +50,8 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Lane: lanes.lane_request,
     c.GpuHistory: gpu_history,
     c.Why: why.why,
+    c.ClusterStatus: clusters.cluster_status,
+    c.ClusterScale: clusters.cluster_scale,
+    c.ClusterDrain: clusters.cluster_drain,
+    c.ClusterRetry: clusters.cluster_retry,
 }

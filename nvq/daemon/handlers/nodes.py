@@ -57,6 +57,8 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
                 else [],
             )
         )
+    if state.pilots is not None:
+        views = state.pilots.node_views(views)
     return views
 
 

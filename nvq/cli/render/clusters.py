@@ -1,0 +1,35 @@
+"""Slurm clusters as text: each cluster's state and its pilots."""
+
+from __future__ import annotations
+
+from nvq.cli.render.table import table
+from nvq.control import ClusterView
+from nvq.values import format_duration
+
+
+def cluster_text(view: ClusterView) -> str:
+    mode = "automatic" if view.target is None else f"kept at {view.target}"
+    if view.target == 0:
+        mode = "draining"
+    login = "connected" if view.connected else f"unreachable: {view.error or 'connecting'}"
+    lines = [
+        f"cluster {view.name}: login {view.login} {login}; pilots {mode}; "
+        f"waiting jobs would fill {view.demand}"
+    ]
+    if view.refused:
+        lines.append(f"  requests stopped: {view.refused}")
+    rows = [
+        [
+            p.node,
+            p.state + (f" ({p.reason})" if p.reason else ""),
+            p.host or "-",
+            format_duration(p.time_left) if p.time_left is not None else "-",
+        ]
+        for p in view.pilots
+    ]
+    lines.append(table(["PILOT", "STATE", "HOST", "LEFT"], rows) if rows else "  no pilots")
+    return "\n".join(lines)
+
+
+def clusters_text(views: list[ClusterView]) -> str:
+    return "\n\n".join(cluster_text(v) for v in views)

@@ -1,0 +1,54 @@
+"""Requests about Slurm clusters: their pilots, and a person's say in how many."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
+from nvq.daemon.pilots import DaemonPilots
+
+
+def _pilots(ctx: Context) -> DaemonPilots:
+    if ctx.state.pilots is None:
+        raise RequestError("no [[clusters]] in config.toml")
+    return ctx.state.pilots
+
+
+async def cluster_status(ctx: Context, req: c.ClusterStatus, user: str) -> tuple[Any, int]:
+    pilots = _pilots(ctx)
+    if req.name is not None:
+        return [pilots.manager(req.name).view()], 0
+    return [pilots.manager(name).view() for name in sorted(pilots.managers)], 0
+
+
+def _drain_pilots(ctx: Context, cluster: str, drained: bool) -> None:
+    """A drained cluster's pilots take no new jobs, so they fall idle and go."""
+    for node in ctx.state.nodes.values():
+        if node.name.startswith(f"{cluster}/"):
+            node.drained = drained
+    ctx.state.kick()
+
+
+async def cluster_scale(ctx: Context, req: c.ClusterScale, user: str) -> tuple[Any, int]:
+    if req.pilots is not None and req.pilots < 0:
+        raise RequestError(f"cannot keep {req.pilots} pilots")
+    manager = _pilots(ctx).manager(req.name)
+    manager.scale(req.pilots)
+    if req.pilots != 0:
+        _drain_pilots(ctx, req.name, False)
+    return manager.view(), 0
+
+
+async def cluster_drain(ctx: Context, req: c.ClusterDrain, user: str) -> tuple[Any, int]:
+    manager = _pilots(ctx).manager(req.name)
+    manager.drain()
+    _drain_pilots(ctx, req.name, True)
+    return manager.view(), 0
+
+
+async def cluster_retry(ctx: Context, req: c.ClusterRetry, user: str) -> tuple[Any, int]:
+    manager = _pilots(ctx).manager(req.name)
+    manager.retry()
+    return manager.view(), 0

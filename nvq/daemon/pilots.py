@@ -1,0 +1,282 @@
+"""The daemon's side of Slurm clusters: one `PilotManager` per `[[clusters]]` entry,
+and the hooks through which its pilots become nodes.
+
+* A running pilot is a node named `<cluster>/<job id>` whose link opens an `srun
+  --overlap` step through the login connection; placement sees the time its
+  allocation has left (`slot_fields`) and puts a job there only if the job's time
+  limit fits (untimed jobs only with `allow_untimed`).
+* A requested pilot shows in `queue nodes` with Slurm's pending reason.
+* Untimed jobs leave a pilot `vacate_before` its end: they are preempted like jobs
+  on a machine that went away, keeping their checkpoints.
+* A pilot Slurm ended (scancel, walltime, preemption) is a node that went down: its
+  jobs are reassigned at once. One released while idle just disappears.
+* Ids of submitted pilots live in `$NVQ_HOME/pilots.json` (see `PilotIds`), so a
+  restarted daemon adopts them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+
+from nvq.clusters.config import ClusterConfig
+from nvq.clusters.pilots import PilotManager, PilotOpener
+from nvq.clusters.scaling import WaitingJob, fits_shape, vacate_due
+from nvq.clusters.slurm import PilotStatus
+from nvq.config import NodeConfig
+from nvq.daemon.apply import apply
+from nvq.daemon.errors import RequestError
+from nvq.daemon.link import NodeEvents, run_link
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.pilot_ids import PilotIds
+from nvq.daemon.placing import time_limit
+from nvq.daemon.reassign import Machines
+from nvq.daemon.state import State
+from nvq.domain import reassign
+from nvq.model import Job, JobState, NewEvent, NodeView, Tx
+
+log = logging.getLogger("nvq.clusters")
+TICK = 1.0  # seconds between checks for untimed jobs that must leave a pilot
+
+
+def cluster_name(node: str) -> str | None:
+    """`hpc` for the pilot node `hpc/81234`; None for any other node."""
+    name, sep, _ = node.partition("/")
+    return name if sep else None
+
+
+class DaemonPilots:
+    def __init__(self, state: State, machines: Machines, events: NodeEvents) -> None:
+        self.state = state
+        self.machines = machines
+        self.events = events
+        self.clusters = {c.name: c for c in state.config.clusters}
+        self.managers: dict[str, PilotManager] = {}
+        self.status: dict[str, tuple[PilotStatus, float]] = {}  # node → (status, seen at)
+        self.idle: dict[str, float] = {}
+        self.scopes: dict[str, anyio.CancelScope] = {}
+        self.ids = PilotIds(state.home / "pilots.json")
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._waiting: frozenset[int] = frozenset()  # pending jobs at the last kick
+
+    # ---------------------------------------------------------- daemon side
+
+    async def run(self) -> None:
+        if not self.clusters:
+            return
+        known = self.ids.load()
+        queue = self.state.config.queue
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            for cluster in self.clusters.values():
+                manager = PilotManager(
+                    cluster,
+                    self,
+                    known=set(known.get(cluster.name, [])),
+                    connect_timeout=queue.ssh_connect_timeout,
+                    keepalive=queue.ssh_keepalive,
+                )
+                self.managers[cluster.name] = manager
+                tg.start_soon(manager.run)
+            tg.start_soon(self._vacate_loop)
+
+    def manager(self, name: str) -> PilotManager:
+        manager = self.managers.get(name)
+        if manager is None:
+            known = ", ".join(self.clusters) or "none configured"
+            raise RequestError(f"no cluster named {name!r} (clusters: {known})")
+        return manager
+
+    def after_placement(self) -> None:
+        """After every placement pass: note pilots that just became idle (a job ended),
+        and let the managers look when a job started waiting."""
+        was_idle = set(self.idle)
+        for name in list(self.status):
+            self.idle_since(name)
+        waiting = frozenset(j.id for j in self.state.jobs.values() if j.state is JobState.PENDING)
+        # Only news wakes a manager (each pass is an squeue over SSH); its own poll
+        # catches jobs that reach scale_after.
+        if set(self.idle) - was_idle or waiting - self._waiting:
+            for manager in self.managers.values():
+                manager.kick()
+        self._waiting = waiting
+
+    def time_left(self, node: str) -> float | None:
+        seen = self.status.get(node)
+        if seen is None or seen[0].time_left is None:
+            return None
+        status, at = seen
+        assert status.time_left is not None
+        return max(0.0, status.time_left - (time.time() - at))
+
+    def slot_fields(self, node: str) -> dict[str, Any]:
+        """Placement's view of a pilot's walltime (nothing for other nodes)."""
+        cluster = self.clusters.get(cluster_name(node) or "")
+        if cluster is None or node not in self.status:
+            return {}
+        return {
+            "time_left": self.time_left(node),
+            "untimed_ok": cluster.allow_untimed,
+            "time_margin": cluster.vacate_before,
+        }
+
+    def may_fit(self, job: Job) -> bool:
+        """Could a pilot of some cluster take the job (so it is not unschedulable)?"""
+        waiting = self._waiting_job(job)
+        return any(
+            fits_shape(waiting, c)
+            for c in self.clusters.values()
+            if job.node_request is None or c.name.startswith(job.node_request.split("/")[0])
+        )
+
+    def node_views(self, views: list[NodeView]) -> list[NodeView]:
+        """`queue nodes` with each pilot's compute host and time left, and the pilots
+        Slurm has not started yet, with its reason."""
+        out = []
+        for view in views:
+            seen = self.status.get(view.name)
+            if seen is not None:
+                view = msgspec.structs.replace(
+                    view,
+                    host=seen[0].host or view.host,
+                    cluster=cluster_name(view.name) or msgspec.UNSET,
+                    time_left=self.time_left(view.name),
+                )
+            out.append(view)
+        for node, (status, _) in sorted(self.status.items()):
+            if status.phase != "requested":
+                continue
+            reason = f" ({status.reason})" if status.reason else ""
+            cluster = self.clusters.get(cluster_name(node) or "")
+            out.append(
+                NodeView(
+                    name=node,
+                    host=cluster.host if cluster else None,
+                    state=f"requested: {status.state}{reason}",
+                    last_seen=None,
+                    cluster=cluster_name(node) or msgspec.UNSET,
+                )
+            )
+        return out
+
+    # ---------------------------------------------------------- PilotHooks
+
+    def _waiting_job(self, job: Job) -> WaitingJob:
+        return WaitingJob(
+            id=job.id,
+            gpus=job.gpus_requested,
+            memory_mb=job.memory_mb or None,
+            timeout=time_limit(job),
+            waiting_since=job.rank or job.created_at,
+        )
+
+    def waiting_jobs(self, cluster: ClusterConfig) -> list[WaitingJob]:
+        return [
+            self._waiting_job(job)
+            for job in self.state.jobs.values()
+            if job.state is JobState.PENDING
+            and not job.lane
+            and not job.after
+            and not job.after_any
+            and (job.node_request is None or job.node_request.startswith(cluster.name))
+        ]
+
+    def idle_since(self, name: str) -> float | None:
+        node = self.state.nodes.get(name)
+        if node is None or node.state != "up" or self.state.jobs_on(name):
+            self.idle.pop(name, None)
+            return None
+        return self.idle.setdefault(name, time.time())
+
+    async def pilot_started(self, node: NodeConfig, open_channel: PilotOpener) -> None:
+        runtime = NodeRuntime(name=node.name, config=node, allow=None)
+        # An adopted pilot resumes where its journal was applied (exactly once).
+        record = (await self.state.store.nodes()).get(node.name)
+        if record is not None:
+            runtime.journal_id = record.journal_id
+            runtime.applied_seq = record.applied_seq
+            runtime.drained = record.drained
+            runtime.last_seen = record.last_seen
+        self.state.nodes[node.name] = runtime
+        assert self._tg is not None
+
+        async def link() -> None:
+            with anyio.CancelScope() as scope:
+                self.scopes[node.name] = scope
+                await run_link(self.events, runtime, open_channel)
+
+        self._tg.start_soon(link)
+        log.info("pilot %s is running: attaching", node.name)
+
+    async def pilot_status(self, name: str, status: PilotStatus) -> None:
+        self.status[name] = (status, time.time())
+
+    async def pilot_ended(self, name: str, why: str) -> None:
+        self.status.pop(name, None)
+        self.idle.pop(name, None)
+        cluster, _, job_id = name.partition("/")
+        self.ids.forget(cluster, job_id)
+        scope = self.scopes.pop(name, None)
+        if scope is not None:
+            scope.cancel()
+        state = self.state
+        node = state.nodes.get(name) or NodeRuntime(name=name, config=None)
+        if state.jobs_on(name):
+            # Its jobs go back to the queue with their checkpoints, like any down node's.
+            await self.events.on_disconnected(node, why)
+            async with state.lock:
+                node.state = "down"
+                tx = Tx(
+                    events=[
+                        NewEvent(
+                            "node_down", None, name, {"error": why, "last_seen": node.last_seen}
+                        )
+                    ]
+                )
+                said = f"pilot {name}: {why}"
+                now = time.time()
+                jobs = list(state.jobs.values())
+                await apply(state, jobs, lambda j: reassign.reassign(j, name, said, now), tx=tx)
+        async with state.lock:
+            # Kills owed to the allocation have nothing left to kill.
+            owed = [key for key, reap in state.reaps.items() if reap.node == name]
+            if owed:
+                await state.commit(Tx(drop_reaps=owed))
+        state.nodes.pop(name, None)
+        log.info("pilot %s ended: %s", name, why)
+        state.kick()
+
+    async def submitted(self, cluster: ClusterConfig, job_id: str) -> None:
+        self.ids.add(cluster.name, job_id)
+
+    async def alert(self, cluster: ClusterConfig, message: str) -> None:
+        async with self.state.lock:
+            await self.state.commit(
+                Tx(events=[NewEvent("cluster_refused", None, cluster.name, {"message": message})])
+            )
+
+    # ---------------------------------------------------------- walltime
+
+    async def _vacate_loop(self) -> None:
+        while True:
+            await anyio.sleep(TICK)
+            for name in list(self.status):
+                cluster = self.clusters.get(cluster_name(name) or "")
+                left = self.time_left(name)
+                if cluster is None or not vacate_due(left, cluster):
+                    continue
+                async with self.state.lock:
+                    untimed = [
+                        j
+                        for j in self.state.jobs_on(name)
+                        if j.state is JobState.RUNNING and time_limit(j) is None
+                    ]
+                    if untimed:
+                        await self.machines.preempt(
+                            untimed, f"the Slurm allocation of {name} ends in {left or 0:.0f}s"
+                        )
