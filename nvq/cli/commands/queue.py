@@ -1,4 +1,5 @@
-"""`nvq queue status|nodes|drain|resume|ignore|unignore|events`: the queue as a whole."""
+"""`nvq queue [status|nodes|drain|resume|ignore|unignore|events]`: the queue as a whole;
+bare, the terminal UI."""
 
 from __future__ import annotations
 
@@ -10,8 +11,19 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.render.output import emit
 from nvq.cli.render.queue import events_table, nodes_table, status_text
 from nvq.client import Client
+from nvq.home import default_root
 
 on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
+
+
+@on_queue.callback()
+def queue_main(ctx: typer.Context) -> int:
+    """Open the terminal UI: nodes, jobs, logs and events, live."""
+    if ctx.invoked_subcommand is not None:
+        return 0
+    from nvq.tui import run  # Textual loads only when the UI opens
+
+    return run(default_root())
 
 
 @on_queue.command("status")
