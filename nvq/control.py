@@ -91,6 +91,17 @@ class Events(msgspec.Struct, tag="events", frozen=True):
     job_id: int | None = None
 
 
+class Subscribe(msgspec.Struct, tag="subscribe", frozen=True):
+    """The live event stream: every event with id > `since` (-1: only events from now
+    on), then each new one as it is committed, until the client hangs up. Each `Chunk`
+    holds a msgpack `list[Event]` (one commit, or a page of the backlog). A reader that
+    falls too far behind gets a final `Done` with an error and `data` =
+    `{"fell_behind": <last id sent>}`: subscribe again from there."""
+
+    since: int = 0
+    job_id: int | None = None  # only this job's events
+
+
 class StopDaemon(msgspec.Struct, tag="stop", frozen=True):
     pass
 
@@ -195,6 +206,7 @@ Request = (
     | NodeFlag
     | Bootstrap
     | Events
+    | Subscribe
     | StopDaemon
     | Ping
     | Requeue
@@ -363,6 +375,9 @@ class BusyAssignment(msgspec.Struct, kw_only=True):
     user: str
     busy_assign: bool
 
+
+# A subscription's chunk: the events of one commit (or a page of the backlog).
+event_batch_decoder = msgspec.msgpack.Decoder(list[Event])
 
 request_decoder = msgspec.msgpack.Decoder(Request)
 reply_decoder = msgspec.msgpack.Decoder(Reply)

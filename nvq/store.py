@@ -157,6 +157,24 @@ _JOB_PLACEHOLDERS = ", ".join("?" for _ in _JOB_FIELDS)
 _JOB_UPDATE = ", ".join(f"{name} = ?" for name in _JOB_FIELDS if name != "id")
 
 
+def _recorded_events(
+    rows: list[tuple[float, str, int | None, str | None, str]], last_id: int
+) -> list[Event]:
+    """The rows just inserted into `events`, as `Store.events` would read them back."""
+    first = last_id - len(rows) + 1
+    return [
+        Event(
+            id=first + i,
+            time=t,
+            kind=kind,
+            job_id=job_id,
+            node=node,
+            data=msgspec.json.decode(data),
+        )
+        for i, (t, kind, job_id, node, data) in enumerate(rows)
+    ]
+
+
 class NodeRecord(msgspec.Struct):
     name: str
     journal_id: str
@@ -172,6 +190,7 @@ class Store:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
+        self.last_events: list[Event] = []
 
     @classmethod
     async def open(cls, path: Path) -> Store:
@@ -215,10 +234,12 @@ class Store:
     # ------------------------------------------------------------ writes
 
     async def commit(self, tx: Tx) -> list[Job]:
-        """Apply `tx` in one transaction; returns the inserted jobs with their ids."""
-        return await self._db._execute(self._commit_sync, tx)
+        """Apply `tx` in one transaction; returns the inserted jobs with their ids. The
+        events it recorded, with their ids, are in `last_events` until the next commit."""
+        inserted, self.last_events = await self._db._execute(self._commit_sync, tx)
+        return inserted
 
-    def _commit_sync(self, tx: Tx) -> list[Job]:
+    def _commit_sync(self, tx: Tx) -> tuple[list[Job], list[Event]]:
         # Runs on aiosqlite's thread: one hop for the whole transaction instead of
         # one per statement keeps a transition to a single round trip.
         conn: sqlite3.Connection = self._db._conn
@@ -227,6 +248,7 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             events: list[tuple[float, str, int | None, str | None, str]] = []
+            recorded: list[Event] = []
             if tx.new_jobs:
                 # Ids are taken here, under the write lock, so a batch (an array of
                 # 10,000) is one executemany instead of one INSERT per row. A job
@@ -255,6 +277,9 @@ class Store:
                     "INSERT INTO events (time, kind, job_id, node, data) VALUES (?, ?, ?, ?, ?)",
                     events,
                 )
+                # One writer, one statement: the rows took consecutive ids ending here.
+                last_id = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+                recorded = _recorded_events(events, last_id)
             if tx.node_seq is not None:
                 conn.execute(
                     "INSERT INTO nodes (name, journal_id, applied_seq) VALUES (?, ?, ?) "
@@ -288,7 +313,7 @@ class Store:
             for job in inserted:
                 job.id = 0
             raise
-        return inserted
+        return inserted, recorded
 
     async def sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(connection)` on the database thread: for modules with their own tables

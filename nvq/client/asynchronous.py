@@ -16,7 +16,7 @@ from nvq import control as c
 from nvq.client.autostart import start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.client.spec import job_spec
-from nvq.client.sync import _ids, answer_of, frame, typed
+from nvq.client.sync import _ids, answer_of, fell_behind, frame, typed
 from nvq.home import Home, default_root
 from nvq.model import Event, Job, JobSpec, NodeView
 from nvq_runner.protocol import FrameReader
@@ -213,6 +213,27 @@ class AsyncClient:
     ) -> list[Event]:
         """The event log after event id `since`."""
         return await self._call(c.Events(since=since, limit=limit, job_id=job), list[Event])
+
+    async def subscribe(
+        self, since: int = 0, *, job: int | None = None, resume: bool = True
+    ) -> AsyncIterator[Event]:
+        """Every event after id `since`, then each one as the daemon commits it, for as
+        long as the caller iterates (-1: only events from the first iteration on). With
+        `resume`, a stream the daemon dropped for falling behind is picked up again
+        from the last event."""
+        while True:
+            request = c.Subscribe(since=since, job_id=job)
+            async for reply in self.exchange(request):
+                if isinstance(reply, c.Chunk):
+                    for event in c.event_batch_decoder.decode(reply.data):
+                        since = event.id
+                        yield event
+                    continue
+                again = fell_behind(reply)
+                if again is None or not resume:
+                    answer_of(reply)
+                    return
+                since = again
 
     async def alerts(self, *, include_acked: bool = False) -> list[c.Alert]:
         return await self._call(c.Alerts(include_acked=include_acked), list[c.Alert])

@@ -43,6 +43,15 @@ def answer_of(reply: c.Reply) -> c.Done:
     return reply
 
 
+def fell_behind(reply: c.Reply) -> int | None:
+    """The id to subscribe again from, when a subscription's `Done` says it fell behind."""
+    if isinstance(reply, c.Done) and isinstance(reply.data, dict):
+        last = reply.data.get("fell_behind")
+        if isinstance(last, int):
+            return last
+    return None
+
+
 class Client:
     """Talks to the daemon of `home` (default `$NVQ_HOME`, else ~/.nvq), starting it when
     none runs unless `autostart=False`. Every method raises `ClientError` when the daemon
@@ -230,6 +239,27 @@ class Client:
     ) -> list[Event]:
         """The event log after event id `since`."""
         return self._call(c.Events(since=since, limit=limit, job_id=job), list[Event])
+
+    def subscribe(
+        self, since: int = 0, *, job: int | None = None, resume: bool = True
+    ) -> Iterator[Event]:
+        """Every event after id `since`, then each one as the daemon commits it, for as
+        long as the caller iterates (-1: only events from the first iteration on). With
+        `resume`, a stream the daemon dropped for falling behind is picked up again
+        from the last event."""
+        while True:
+            request = c.Subscribe(since=since, job_id=job)
+            for reply in self.exchange(request):
+                if isinstance(reply, c.Chunk):
+                    for event in c.event_batch_decoder.decode(reply.data):
+                        since = event.id
+                        yield event
+                    continue
+                again = fell_behind(reply)
+                if again is None or not resume:
+                    answer_of(reply)
+                    return
+                since = again
 
     def alerts(self, *, include_acked: bool = False) -> list[c.Alert]:
         return self._call(c.Alerts(include_acked=include_acked), list[c.Alert])

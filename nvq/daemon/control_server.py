@@ -7,6 +7,7 @@ import logging
 import pwd
 import socket
 import struct
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.handlers import HANDLERS
+from nvq.daemon.handlers.events import FellBehind, subscribe
 from nvq.daemon.handlers.logs import open_logs
 from nvq_runner.protocol import FrameError, FrameReader
 
@@ -72,6 +74,9 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
             if isinstance(request, c.Logs):
                 await _stream_logs(ctx, stream, request)
                 return
+            if isinstance(request, c.Subscribe):
+                await _send_chunks(stream, await subscribe(ctx.state, request))
+                return
             data, code = await _answer(ctx, request, user)
             reply = c.Done(data=data, exit_code=code)
         except RequestError as exc:
@@ -96,6 +101,11 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
     except RequestError as exc:
         await stream.send(_frame(c.Done(error=str(exc), exit_code=1)))
         return
+    await _send_chunks(stream, chunks)
+
+
+async def _send_chunks(stream: SocketStream, chunks: AsyncIterator[bytes]) -> None:
+    """Each payload as a `Chunk`, then `Done`; stops early when the client goes away."""
     async with anyio.create_task_group() as tg:
 
         async def watch_client() -> None:
@@ -111,6 +121,9 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
             async for data in chunks:
                 await stream.send(_frame(c.Chunk(data)))
             await stream.send(_frame(c.Done()))
+        except FellBehind as exc:
+            resume = {"fell_behind": exc.last_id}
+            await stream.send(_frame(c.Done(data=resume, error=str(exc), exit_code=1)))
         except RequestError as exc:
             await stream.send(_frame(c.Done(error=str(exc), exit_code=1)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):

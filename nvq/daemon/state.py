@@ -21,6 +21,7 @@ from nvq.config import Config
 from nvq.daemon.errors import RequestError
 from nvq.daemon.frames import kill_msg, start_msg
 from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.subscribers import Subscribers
 from nvq.domain.placement import PendingJob
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, Reap, Tx
@@ -63,6 +64,7 @@ class State:
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node
+        self.subscribers = Subscribers()  # the live event stream's readers
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -130,6 +132,7 @@ class State:
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
         self.hooks.committed(tx)
+        self.subscribers.publish(self.store.last_events)
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
 import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.render.output import emit
-from nvq.cli.render.queue import events_table, nodes_table, status_text
+from nvq.cli.render.queue import event_line, events_table, nodes_table, status_text
 from nvq.client import Client
 from nvq.home import default_root
 
@@ -91,9 +92,18 @@ def queue_events(
     since: int = typer.Option(0, "--since", help="Events after this id."),
     limit: int = typer.Option(None, "--limit", help="At most N events."),
     job: int = typer.Option(None, "--job", help="Only this job's events."),
+    follow: bool = typer.Option(
+        False, "-f", "--follow", help="Then print each new event as it happens, until Ctrl-C."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """The event log, for catching up on what happened."""
+    if follow:
+        # One line (with --json: one JSON document) per event, as each is committed.
+        for event in Client().subscribe(since, job=job):
+            line = msgspec.json.encode(event).decode() if as_json else event_line(event)
+            print(line, flush=True)
+        return 0
     events = Client().events(since, limit=limit, job=job)
     emit(events, as_json, events_table(events))
     return 0

@@ -67,6 +67,14 @@ def status_text(doc: QueueStatus) -> str:
     return "\n".join(parts)
 
 
+def event_line(e: Event) -> str:
+    """One event as `queue events --follow` prints it, as it happens."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
+    job = str(e.job_id) if e.job_id is not None else "-"
+    data = ", ".join(f"{k}={v}" for k, v in e.data.items())
+    return f"{e.id:>6}  {when}  {e.kind:<20} job {job:<6} node {e.node or '-':<12} {data}".rstrip()
+
+
 def events_table(events: list[Event]) -> str:
     rows = [
         [

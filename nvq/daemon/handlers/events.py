@@ -1,0 +1,72 @@
+"""The live event stream (`Subscribe`): the store's backlog after `since`, then each
+commit's events as `State.commit` hands them to the fan-out (`nvq.daemon.subscribers`).
+
+Streamed like `nvq logs`: the control server sends each yielded payload as a `Chunk`."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+
+from nvq import control as c
+from nvq.daemon.errors import RequestError
+from nvq.daemon.state import State
+from nvq.daemon.subscribers import Subscriber
+from nvq.model import Event
+
+BACKLOG_PAGE = 1000  # events per chunk while catching up from the store
+
+
+class FellBehind(RequestError):
+    """The subscriber's buffer overflowed: it must subscribe again from `last_id`."""
+
+    def __init__(self, last_id: int) -> None:
+        super().__init__(f"the event stream fell behind; subscribe again from event {last_id}")
+        self.last_id = last_id
+
+
+def _last_event_id(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT MAX(id) FROM events").fetchone()
+    return int(row[0] or 0)
+
+
+async def subscribe(state: State, req: c.Subscribe) -> AsyncIterator[bytes]:
+    """msgpack `list[Event]` payloads, oldest first, each event once, for as long as
+    the caller iterates. Raises `FellBehind` when the reader is too slow. The reader
+    counts from the moment of this call (for `since` -1), not of the first read."""
+    # Registered before the backlog is read: a commit in between is then both in the
+    # store and in the buffer, and the id check in `_stream` sends it once.
+    sub = state.subscribers.add()
+    try:
+        since = req.since if req.since >= 0 else await state.store.sync(_last_event_id)
+    except BaseException:
+        state.subscribers.remove(sub)
+        raise
+    return _stream(state, sub, since, req.job_id)
+
+
+async def _stream(
+    state: State, sub: Subscriber, last: int, job_id: int | None
+) -> AsyncIterator[bytes]:
+    try:
+        while True:
+            page = await state.store.events(since=last, job_id=job_id, limit=BACKLOG_PAGE)
+            if page:
+                last = page[-1].id
+                yield c.encoder.encode(page)
+            if len(page) < BACKLOG_PAGE:
+                break
+        while True:
+            fresh = await sub.take()
+            if sub.overflowed:
+                raise FellBehind(last)
+            batch = _after(fresh, last, job_id)
+            if batch:
+                last = batch[-1].id
+                yield c.encoder.encode(batch)
+    finally:
+        state.subscribers.remove(sub)
+
+
+def _after(events: list[Event], last: int, job_id: int | None) -> list[Event]:
+    return [e for e in events if e.id > last and (job_id is None or e.job_id == job_id)]
