@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
-import anyio
 import msgspec
 
 from nvq.client import ClientError
@@ -20,19 +19,9 @@ NODE_KINDS = ("node_", "job_started", "job_dispatched", "job_exit", "job_lost", 
 
 
 async def event_stream(client: AsyncClient, since: int) -> AsyncIterator[Event]:
-    """Every event after `since`, as the daemon commits it. Uses the daemon's push
-    subscription; a daemon without one is read with `events(since)` at a short pause,
-    which only older daemons need."""
-    subscribe = getattr(client, "subscribe", None)
-    if subscribe is not None:
-        async for event in subscribe(since):
-            yield event
-        return
-    while True:
-        for event in await client.events(since):
-            since = max(since, event.id)
-            yield event
-        await anyio.sleep(0.25)
+    """Every event after `since`, pushed by the daemon as it commits them."""
+    async for event in client.subscribe(since):
+        yield event
 
 
 @dataclass
