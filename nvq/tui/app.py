@@ -9,6 +9,7 @@ import asyncio
 import codecs
 import time
 
+from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -28,13 +29,13 @@ from nvq.tui.latest import latest_event_id
 from nvq.tui.tables import JobsTable, NodesTable
 
 CSS = """
-#top { height: 12; }
+#top { height: 30%; max-height: 14; }
 #nodes { width: 3fr; }
 #events { width: 2fr; border-left: solid $accent; }
 #filter { height: 3; }
-#jobs { height: 1fr; }
+#jobs { height: 1fr; min-height: 5; }
 #detail { height: auto; max-height: 3; background: $boost; }
-#logs { height: 12; border-top: solid $accent; }
+#logs { height: 25%; border-top: solid $accent; }
 #status { height: 1; }
 """
 EVENT_LINES = 500
@@ -101,8 +102,9 @@ class QueueApp(App[None]):
     def say(self, text: str, *, error: bool = False) -> None:
         """A line in the status bar (and a toast): action results and daemon errors."""
         self.status_text = text
-        self.query_one("#status", Static).update(text)
-        self.notify(text, severity="error" if error else "information", timeout=4)
+        # Text, not markup: a daemon's message or a job name may hold "[...]"
+        self.query_one("#status", Static).update(Text(text, style="bold red" if error else ""))
+        self.notify(text, severity="error" if error else "information", timeout=4, markup=False)
 
     # ------------------------------------------------------------ start and feed
 
@@ -161,8 +163,9 @@ class QueueApp(App[None]):
             self.jobs_table.apply(jobs, gone)
             if self._following in batch.job_ids:
                 await self._show_detail(self._following)
-        if batch.nodes:
-            self.nodes_table.show(await self.client.nodes())
+        # Every batch: the cards' figures come from samples, which are not events, so
+        # any activity is the moment to redraw the few node rows.
+        self.nodes_table.show(await self.client.nodes())
 
     # ------------------------------------------------------------ selection and logs
 
@@ -176,7 +179,7 @@ class QueueApp(App[None]):
 
     async def _show_detail(self, id: int) -> None:
         doc = await self.client.show(id)
-        self.query_one("#detail", Static).update(detail_line(doc, doc.why))
+        self.query_one("#detail", Static).update(Text(detail_line(doc, doc.why)))
 
     async def _follow_logs(self, id: int) -> None:
         log = self.query_one("#logs", Log)

@@ -14,8 +14,6 @@ from nvq.model import Event, Job
 
 # Jobs refetched one by one up to this many per batch; beyond it one listing is cheaper.
 SINGLE_FETCH_LIMIT = 32
-# Events that change what the nodes panel shows (job starts and ends move memory).
-NODE_KINDS = ("node_", "job_started", "job_dispatched", "job_exit", "job_lost", "job_cancel")
 
 
 async def event_stream(client: AsyncClient, since: int) -> AsyncIterator[Event]:
@@ -29,7 +27,6 @@ class Batch:
     """What a run of events asks the panels to refresh."""
 
     job_ids: set[int] = field(default_factory=set)
-    nodes: bool = False
     all_jobs: bool = False  # a purge: ids are not named, reload the list
     events: list[Event] = field(default_factory=list)
 
@@ -39,8 +36,6 @@ class Batch:
             self.job_ids.add(event.job_id)
         if event.kind == "jobs_purged":
             self.all_jobs = True
-        if event.kind.startswith(NODE_KINDS):
-            self.nodes = True
 
     def __bool__(self) -> bool:
         return bool(self.events)
