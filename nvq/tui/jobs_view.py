@@ -5,6 +5,7 @@ one event."""
 
 from __future__ import annotations
 
+import bisect
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -92,12 +93,13 @@ def row(job: Job) -> tuple[str, ...]:
 @dataclass
 class Changes:
     """What the table must do for one batch: rows to add, to redraw, to remove, and
-    whether the order of the rows changed (then it sorts once)."""
+    whether rows moved (then the table takes the view's `order` once)."""
 
     added: list[Job] = field(default_factory=list)
     updated: list[Job] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
     reorder: bool = False
+    moved_from: int = 0  # with reorder: rows before this position kept their place
 
 
 class JobsView:
@@ -107,6 +109,9 @@ class JobsView:
         self.jobs: dict[int, Job] = {}
         self.shown: set[int] = set()
         self.filter = JobFilter()
+        # the shown jobs as (order_key, id), kept sorted: a change moves one entry
+        self.order: list[tuple[tuple[int, float], int]] = []
+        self._keys: dict[int, tuple[int, float]] = {}
 
     def load(self, jobs: Iterable[Job]) -> list[Job]:
         """The first full list: the rows to show, in order."""
@@ -117,15 +122,38 @@ class JobsView:
     def visible(self) -> list[Job]:
         rows = sorted((j for j in self.jobs.values() if self.filter.matches(j)), key=order_key)
         self.shown = {j.id for j in rows}
+        self._keys = {j.id: order_key(j) for j in rows}
+        self.order = sorted((k, id) for id, k in self._keys.items())
         return rows
+
+    def order_ids(self) -> list[int]:
+        return [id for _, id in self.order]
+
+    def _place(self, job: Job) -> int:
+        """Put a shown job in the order; its position."""
+        key = self._keys[job.id] = order_key(job)
+        i = bisect.bisect_left(self.order, (key, job.id))
+        self.order.insert(i, (key, job.id))
+        return i
+
+    def _unplace(self, id: int) -> int:
+        """Take a job out of the order; where it was (the end when it was not there)."""
+        key = self._keys.pop(id, None)
+        if key is not None:
+            i = bisect.bisect_left(self.order, (key, id))
+            if i < len(self.order) and self.order[i] == (key, id):
+                del self.order[i]
+                return i
+        return len(self.order)
 
     def set_filter(self, text: str) -> list[Job]:
         self.filter = JobFilter.parse(text)
         return self.visible()
 
-    def apply(self, jobs: Iterable[Job], gone: Iterable[int] = ()) -> Changes:
+    def apply(self, jobs: list[Job], gone: Iterable[int] = ()) -> Changes:
         """Fold changed jobs (and forgotten ids) in; say what the table must do."""
         out = Changes()
+        moved = len(self.order) + len(jobs)  # the first position whose row changed
         for job in jobs:
             before = self.jobs.get(job.id)
             self.jobs[job.id] = job
@@ -133,28 +161,35 @@ class JobsView:
             if job.id in self.shown and show:
                 out.updated.append(job)
                 if before is None or order_key(before) != order_key(job):
-                    out.reorder = True
+                    moved = min(moved, self._unplace(job.id), self._place(job))
             elif show:
                 self.shown.add(job.id)
                 out.added.append(job)
-                out.reorder = True
+                moved = min(moved, self._place(job))
             elif job.id in self.shown:
-                self.shown.discard(job.id)
-                out.removed.append(job.id)
+                self._hide(job.id, out)
         for id in gone:
             self.jobs.pop(id, None)
             if id in self.shown:
-                self.shown.discard(id)
-                out.removed.append(id)
-        for id in self._trim():
-            if id in self.shown:
-                self.shown.discard(id)
-                out.removed.append(id)
+                self._hide(id, out)
+        if any(j.state.finished for j in jobs):
+            for id in self._trim():
+                if id in self.shown:
+                    self._hide(id, out)
+        # a row appended after every other one needs no other row moved
+        out.reorder = moved < len(self.order) - len(out.added) or bool(out.removed)
+        out.moved_from = 0 if out.removed else moved
         # a job both added and trimmed in one batch must not be added
         dropped = set(out.removed)
-        out.added = [j for j in out.added if j.id not in dropped]
+        # in order: when nothing else moved they are appended as they come
+        out.added = sorted((j for j in out.added if j.id not in dropped), key=order_key)
         out.updated = [j for j in out.updated if j.id not in dropped]
         return out
+
+    def _hide(self, id: int, out: Changes) -> None:
+        self.shown.discard(id)
+        self._unplace(id)
+        out.removed.append(id)
 
     def _trim(self) -> list[int]:
         """Forget the oldest finished jobs beyond RECENT_KEPT."""
