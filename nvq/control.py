@@ -13,6 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from nvq.domain.attempts import Attempt
+from nvq.domain.waiting import NodeFit
 from nvq.model import Event, Job, JobSpec, NodeView
 
 
@@ -63,6 +64,7 @@ class Logs(msgspec.Struct, tag="logs", frozen=True):
     lines: int = 50
     follow: bool = False
     stream: Literal["stdout", "stderr"] = "stdout"
+    attempt: int | None = None  # that attempt's log (None: the latest)
 
 
 class Status(msgspec.Struct, tag="status", frozen=True):
@@ -100,6 +102,12 @@ class Subscribe(msgspec.Struct, tag="subscribe", frozen=True):
 
     since: int = 0
     job_id: int | None = None  # only this job's events
+
+
+class Why(msgspec.Struct, tag="why", frozen=True):
+    """Per node, whether the job could start there now and which constraint fails."""
+
+    id: int
 
 
 class StopDaemon(msgspec.Struct, tag="stop", frozen=True):
@@ -207,6 +215,7 @@ Request = (
     | Bootstrap
     | Events
     | Subscribe
+    | Why
     | StopDaemon
     | Ping
     | Requeue
@@ -249,6 +258,25 @@ class JobDetail(Job, kw_only=True):
     attempts: list[Attempt] = msgspec.field(default_factory=list)
     why: str | None = None
     logs: str | Unset | None = UNSET  # only when asked for (ShowJob.logs)
+    # A waiting job's `reason` is its reason code (nvq.domain.waiting); this, the words.
+    reason_detail: str | Unset | None = UNSET
+
+
+class JobRow(Job, kw_only=True):
+    """A job in `ListJobs`: a waiting (pending, held, paused) one carries its reason
+    code in `reason` and the words in `reason_detail`."""
+
+    reason_detail: str | Unset | None = UNSET
+
+
+class WhyReport(msgspec.Struct, kw_only=True):
+    """`Why`: the job's reason, then every node with each constraint checked."""
+
+    id: int
+    state: str
+    reason: str | None
+    reason_detail: str | None
+    nodes: list[NodeFit]
 
 
 class WaitResult(msgspec.Struct, kw_only=True):

@@ -62,6 +62,32 @@ class JobDir:
     def log(self, stream: str) -> Path:
         return self.stderr if stream == "stderr" else self.stdout
 
+    def attempt_log(self, stream: str, attempt: int | None) -> Path | None:
+        """The log of one attempt (None: the latest): `stdout.log` holds the latest
+        attempt run here, `attempts/<n>/` the earlier ones; None when this node has no
+        log of that attempt."""
+        live = self.log(stream)
+        if attempt is None:
+            return live
+        kept = self.path / "attempts" / str(attempt) / live.name
+        if kept.exists():
+            return kept
+        rec = self.read_record()
+        return live if rec is None or rec.attempt == attempt else None
+
+    def keep_previous_logs(self, attempt: int) -> None:
+        """Before attempt `attempt` starts here: move the logs of the one before it
+        (if it ran on this node) to `attempts/<n>/`, so a new attempt does not
+        overwrite them."""
+        rec = self.read_record()
+        if rec is None or rec.attempt == attempt:
+            return
+        kept = self.path / "attempts" / str(rec.attempt)
+        kept.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for log in (self.stdout, self.stderr):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(log, kept / log.name)
+
     # ---------------------------------------------------------- attempt record
 
     def read_record(self) -> AttemptRecord | None:

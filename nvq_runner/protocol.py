@@ -273,6 +273,7 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
     # At most this many bytes of the existing log (0: no cap); a cut answer starts
     # with the line "[nvq: output cut to the last 8 MiB]".
     max_bytes: int = 8 * 1024 * 1024
+    attempt: int | None = None  # that attempt's log (None: the latest run on the node)
 
 
 class Unfollow(msgspec.Struct, tag="unfollow", frozen=True):

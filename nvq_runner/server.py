@@ -241,10 +241,17 @@ class Runner:
         if not d.path.is_dir():
             conn.send(LogData(req=msg.req, eof=True, error=f"no job {msg.job_id} on this node"))
             return
+        path = d.attempt_log(msg.stream, msg.attempt)
+        if path is None:
+            error = f"no log of attempt {msg.attempt} of job {msg.job_id} on this node"
+            conn.send(LogData(req=msg.req, eof=True, error=error))
+            return
         run = self.jobs.running.get(msg.job_id)
+        if run is not None and msg.attempt not in (None, run.rec.attempt):
+            run = None  # an earlier attempt's log: it grows no more
         ended = run.ended if (run is not None and msg.follow) else None
         task = asyncio.create_task(
-            tail(d.log(msg.stream), msg.req, msg.lines, ended, conn.send_log, msg.max_bytes)
+            tail(path, msg.req, msg.lines, ended, conn.send_log, msg.max_bytes)
         )
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))

@@ -150,7 +150,8 @@ def test_node_down_and_back(mesh: Any, tmp_path: Path) -> None:
     time.sleep(0.5)
     # Down past node_grace: back to the queue (pinned to n1, it waits for n1 to return).
     waiting = nvq.show(job["id"])
-    assert waiting["state"] == "pending" and waiting["reason"].startswith("reassigned")
+    assert waiting["state"] == "pending" and "reassigned" in waiting["reason_detail"]
+    assert waiting["reason"] == "NodeDown"
     nodes[1].start()
     code, (done,) = nvq.wait(job["id"], timeout=60)
     # The attempt that ran on while n1 was away reported its exit: that is the

@@ -107,16 +107,20 @@ class AsyncClient:
         states: Sequence[str] | None = None,
         limit: int | None = None,
         array: int | None = None,
-    ) -> list[Job]:
+    ) -> list[c.JobRow]:
         """Jobs by id: only pending and running with `active`, the newest `limit`."""
         listed = c.ListJobs(
             active=active, states=list(states) if states else None, limit=limit, array=array
         )
-        return await self._call(listed, list[Job])
+        return await self._call(listed, list[c.JobRow])
 
     async def show(self, id: int, *, logs: int = 0) -> c.JobDetail:
         """One job with its events, attempts, why it waits, and `logs` lines of output."""
         return await self._call(c.ShowJob(id=id, logs=logs), c.JobDetail)
+
+    async def why(self, id: int) -> c.WhyReport:
+        """Why it waits: its reason, and per node each constraint with the numbers."""
+        return await self._call(c.Why(id=id), c.WhyReport)
 
     async def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.WaitResult:
         """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""
@@ -130,10 +134,13 @@ class AsyncClient:
         lines: int = 50,
         follow: bool = False,
         stream: Literal["stdout", "stderr"] = "stdout",
+        attempt: int | None = None,
     ) -> AsyncIterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
-        the job ends."""
-        async for reply in self.exchange(c.Logs(id=id, lines=lines, follow=follow, stream=stream)):
+        the job ends. `attempt`: that attempt's output (default: the latest)."""
+        async for reply in self.exchange(
+            c.Logs(id=id, lines=lines, follow=follow, stream=stream, attempt=attempt)
+        ):
             if isinstance(reply, c.Chunk):
                 yield reply.data
             else:

@@ -96,7 +96,12 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
     """Chunks until the log ends; stops early when the CLI goes away (Ctrl-C)."""
     try:
         chunks = await open_logs(
-            ctx.state, req.id, lines=req.lines, follow=req.follow, stream=req.stream
+            ctx.state,
+            req.id,
+            lines=req.lines,
+            follow=req.follow,
+            stream=req.stream,
+            attempt=req.attempt,
         )
     except RequestError as exc:
         await stream.send(_frame(c.Done(error=str(exc), exit_code=1)))

@@ -16,9 +16,11 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views
+from nvq.daemon.waits import PassFacts, node_facts, reason_of
 from nvq.domain import arrays, deps, lanes, ordering, starvation, transitions
 from nvq.domain.matching import memory_free, node_cuda, parse_cuda
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult
+from nvq.domain.waiting import Waiting
 from nvq.model import Job, JobState, Tx
 
 log = logging.getLogger("nvq.daemon")
@@ -45,6 +47,7 @@ async def place_once(state: State, machines: Machines) -> None:
             if j.state is JobState.PENDING and j.id not in unplaceable
         ]
         if not candidates:
+            state.pass_facts = PassFacts(unplaceable=unplaceable)
             return
         with_deps = [j for j in candidates if j.after or j.after_any]
         dep_status: dict[int, deps.DepStatus] = {}
@@ -68,6 +71,8 @@ async def place_once(state: State, machines: Machines) -> None:
             job = state.jobs[decision.job_id]
             record(tx, transitions.dispatch(job, node=decision.node, gpus=decision.gpus, now=now))
         note_lane_blocks(state, slots, pending, result)
+        state.pass_facts = pass_facts(state, machines, slots, pending, result, dep_status)
+        state.pass_facts.unplaceable = unplaceable
         for bad in result.unschedulable:
             if _may_fit_unknown_node(state, state.jobs[bad.job_id]):
                 continue
@@ -279,6 +284,46 @@ def note_lane_blocks(
 
 
 # ------------------------------------------------------------ explaining
+
+
+def pass_facts(
+    state: State,
+    machines: Machines,
+    slots: Sequence[NodeSlot],
+    pending: Sequence[PendingJob],
+    result: PlacementResult,
+    dep_status: dict[int, deps.DepStatus],
+) -> PassFacts:
+    """What this pass saw, kept for explaining why the jobs it left wait."""
+    by_name = {s.name: s for s in slots}
+    queue = state.config.queue
+    return PassFacts(
+        nodes=[
+            node_facts(
+                n.name,
+                n.state,
+                ready=n.reconciled and n.sample is not None,
+                drained=n.drained,
+                fenced=machines.fenced(n.name),
+                slot=by_name.get(n.name),
+            )
+            for n in state.nodes.values()
+            if not n.ignored
+        ],
+        considered={p.id for p in pending},
+        placed={p.job_id for p in result.placements},
+        dep_status=dep_status,
+        reservation=state.reservation,
+        lane_paused=dict(state.lane_paused),
+        headroom_mb=queue.headroom_mb,
+        max_cpu_jobs=queue.max_cpu_jobs_per_node,
+    )
+
+
+def waiting_of(state: State, machines: Machines, job: Job) -> Waiting | None:
+    """Why a pending, held or paused job is not running (None for other states)."""
+    pending = pending_of(state, machines, job) if job.state is JobState.PENDING else None
+    return reason_of(state.pass_facts, job, pending, state.jobs)
 
 
 async def explain(state: State, job: Job) -> str | None:

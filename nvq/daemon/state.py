@@ -22,6 +22,7 @@ from nvq.daemon.errors import RequestError
 from nvq.daemon.frames import kill_msg, start_msg
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
+from nvq.daemon.waits import PassFacts
 from nvq.domain.placement import PendingJob
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, Reap, Tx
@@ -65,6 +66,7 @@ class State:
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node
         self.subscribers = Subscribers()  # the live event stream's readers
+        self.pass_facts: PassFacts | None = None  # what the last placement pass saw
 
     async def load(self) -> None:
         queue = self.config.queue

@@ -1,4 +1,4 @@
-"""`nvq job ls|show|logs|wait|cancel|release|note|result`: reading and managing jobs
+"""`nvq job ls|show|why|logs|wait|cancel|release|note|result`: reading and managing jobs
 one request each (submit, the policy commands and artifacts have their own modules)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration
 from nvq.cli.render.jobs import job_detail, jobs_table, outcome
 from nvq.cli.render.output import emit
+from nvq.cli.render.why import why_text
 from nvq.client import Client
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
@@ -46,17 +47,32 @@ def job_show(
     return 0
 
 
+@on_job.command("why")
+def job_why(job_id: int = typer.Argument(..., help="Job id."), as_json: bool = JsonOpt) -> int:
+    """Why a job waits, node by node.
+
+    For each node: whether the job could start there now, and if not which constraint
+    fails (cards, memory per card, CUDA, host memory, pin, drained, busy, lane, a
+    pending kill), with the numbers."""
+    report = Client().why(job_id)
+    emit(report, as_json, why_text(report))
+    return 0
+
+
 @on_job.command("logs")
 def job_logs(
     job_id: int = typer.Argument(..., help="Job id."),
     lines: int = typer.Option(50, "-n", "--lines", help="Last N lines (-1 for all)."),
     follow: bool = typer.Option(False, "-f", "--follow", help="Keep printing until it ends."),
     stderr: bool = typer.Option(False, "--stderr", help="Its stderr instead of stdout."),
+    attempt: int = typer.Option(
+        None, "--attempt", help="Output of attempt N (see `job show`); default: the latest."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """A job's output."""
     stream: Literal["stdout", "stderr"] = "stderr" if stderr else "stdout"
-    chunks = Client().logs(job_id, lines=lines, follow=follow, stream=stream)
+    chunks = Client().logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt)
     if as_json:
         text = b"".join(chunks).decode(errors="replace")
         emit({"id": job_id, "stream": stream, "text": text}, True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 
 from nvq.cli.render.table import ago, clip, table
 from nvq.control import JobDetail
@@ -18,8 +19,12 @@ def runtime(job: Job, now: float | None = None) -> str:
     return format_duration(max(0.0, end - job.started_at))
 
 
+WAITING = frozenset({"pending", "held", "paused"})
+
+
 def job_where(job: Job) -> str:
-    if not job.node:
+    # A waiting job's node is where an earlier attempt ran, not where it is.
+    if not job.node or job.state in WAITING:
         return "-"
     return f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else f"{job.node}:cpu"
 
@@ -33,25 +38,42 @@ def lines(jobs: list[Job], said: str) -> str:
     return "\n".join(f"job {j.id} {said}" for j in jobs) or "(no jobs)"
 
 
-def jobs_table(jobs: list[Job]) -> str:
-    rows = [
-        [
+def waiting_reason(job: Job) -> tuple[str, str] | None:
+    """(reason code, words) of a waiting job, when the daemon said why it waits."""
+    detail = getattr(job, "reason_detail", None)
+    if job.state not in WAITING or not isinstance(detail, str) or job.reason is None:
+        return None
+    return job.reason, detail
+
+
+def jobs_table(jobs: Sequence[Job]) -> str:
+    reasons = {j.id: waiting_reason(j) for j in jobs}
+    rows = []
+    for j in jobs:
+        why = reasons[j.id]
+        row = [
             str(j.id),
             j.state,
             clip(j.name, 24),
             job_where(j),
             format_mib(j.vram_mb) if j.vram_mb else "-",
             runtime(j),
-            clip(j.progress or j.reason, 40),
+            clip(why[1] if why else (j.progress or j.reason), 40),
         ]
-        for j in jobs
-    ]
-    return table(["ID", "STATE", "NAME", "WHERE", "VRAM", "RUNTIME", "PROGRESS"], rows)
+        if any(reasons.values()):
+            row.insert(6, why[0] if why else "")
+        rows.append(row)
+    header = ["ID", "STATE", "NAME", "WHERE", "VRAM", "RUNTIME", "PROGRESS"]
+    if any(reasons.values()):
+        header.insert(6, "REASON")
+    return table(header, rows)
 
 
 def job_detail(doc: JobDetail) -> str:
+    why = waiting_reason(doc)
     out = [
         f"job {doc.id}  {doc.name}  [{doc.state}]",
+        *([f"  waits       {why[0]}: {why[1]}"] if why else []),
         f"  command     {doc.command}",
         f"  submitter   {doc.submitter} (user {doc.user})",
         f"  request     gpus={doc.gpus_requested} vram={format_mib(doc.vram_mb)}"
@@ -66,7 +88,7 @@ def job_detail(doc: JobDetail) -> str:
     ]
     if doc.exit_code is not None:
         out.append(f"  exit code   {doc.exit_code}")
-    if doc.reason:
+    if doc.reason and not why:
         out.append(f"  reason      {doc.reason}")
     if doc.progress:
         out.append(f"  progress    {doc.progress}")

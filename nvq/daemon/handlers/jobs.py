@@ -14,6 +14,7 @@ from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.handlers.logs import tail_text
+from nvq.daemon.handlers.why import with_reason
 from nvq.daemon.placing import explain
 from nvq.domain import attempts
 from nvq.model import Job, JobState, NewEvent, Tx
@@ -25,9 +26,9 @@ async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> tuple[Any, int]
         members = await state.store.array_members(req.array)
         if not members:
             raise RequestError(f"no array with id {req.array}")
-        return [state.live(m) for m in members], 0
+        return [with_reason(ctx, state.live(m)) for m in members], 0
     if req.active:
-        return sorted(state.jobs.values(), key=lambda j: j.id), 0
+        return [with_reason(ctx, j) for j in sorted(state.jobs.values(), key=lambda j: j.id)], 0
     wanted = None
     if req.states:
         template = "{}; states are " + ", ".join(s.value for s in JobState)
@@ -37,19 +38,23 @@ async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> tuple[Any, int]
     jobs = await state.store.jobs(states=wanted, limit=limit, newest_first=limit is not None)
     if limit is not None:
         jobs.reverse()
-    return [state.live(j) for j in jobs], 0
+    return [with_reason(ctx, state.live(j)) for j in jobs], 0
 
 
 async def show(ctx: Context, req: c.ShowJob, user: str) -> tuple[Any, int]:
     state = ctx.state
     job = state.live(await state.get_job(req.id))
-    doc: dict[str, Any] = msgspec.to_builtins(job)
+    shown = with_reason(ctx, job)
+    doc: dict[str, Any] = msgspec.to_builtins(shown)
+    reason_detail = doc.pop("reason_detail", None)
     events = await state.store.events(job_id=req.id)
     doc["events"] = msgspec.to_builtins(events)
     doc["attempts"] = msgspec.to_builtins(attempts.derive(events))
     doc["why"] = await explain(state, job)
     if req.logs:
         doc["logs"] = await tail_text(state, job, req.logs)
+    if isinstance(shown, c.JobRow):
+        doc["reason_detail"] = reason_detail
     return doc, 0
 
 

@@ -12,6 +12,7 @@ import anyio
 from nvq.daemon.errors import RequestError
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
+from nvq.domain import attempts
 from nvq.model import Job
 from nvq_runner import protocol as p
 
@@ -19,11 +20,20 @@ _requests = itertools.count(1)  # names each log stream on its node's link
 
 
 async def open_logs(
-    state: State, job_id: int, *, lines: int, follow: bool, stream: str
+    state: State,
+    job_id: int,
+    *,
+    lines: int,
+    follow: bool,
+    stream: str,
+    attempt: int | None = None,
 ) -> AsyncIterator[bytes]:
-    """The job's log, chunk by chunk; raises `RequestError` before the first chunk
-    when there is nothing to read, or after it when the node goes away."""
+    """The job's log (of one attempt; None: the latest), chunk by chunk; raises
+    `RequestError` before the first chunk when there is nothing to read, or after it
+    when the node goes away."""
     job = await state.get_job(job_id)
+    if attempt is not None and attempt != job.attempt:
+        return await _open_earlier(state, job, attempt, lines=lines, stream=stream)
     while follow and job.node is None and not job.state.finished:
         # `logs -f` on a job still waiting for a card follows it from its start.
         changed = state.changed
@@ -31,9 +41,36 @@ async def open_logs(
         job = await state.get_job(job_id)
     if job.node is None:
         raise RequestError(f"job {job_id} has not started yet: it has no logs")
-    node = state.nodes.get(job.node)
+    return _tail(state, job.node, job_id, lines=lines, follow=follow, stream=stream, attempt=None)
+
+
+async def _open_earlier(
+    state: State, job: Job, attempt: int, *, lines: int, stream: str
+) -> AsyncIterator[bytes]:
+    """An earlier attempt's log, from the node it ran on (it grows no more)."""
+    ran = {a.attempt: a for a in attempts.derive(await state.store.events(job_id=job.id))}
+    past = ran.get(attempt)
+    if past is None or past.node is None:
+        known = ", ".join(str(n) for n, a in sorted(ran.items()) if a.node) or "none"
+        raise RequestError(f"job {job.id} has no attempt {attempt} (attempts: {known})")
+    return _tail(
+        state, past.node, job.id, lines=lines, follow=False, stream=stream, attempt=attempt
+    )
+
+
+def _tail(
+    state: State,
+    node_name: str,
+    job_id: int,
+    *,
+    lines: int,
+    follow: bool,
+    stream: str,
+    attempt: int | None,
+) -> AsyncIterator[bytes]:
+    node = state.nodes.get(node_name)
     if node is None or node.send is None or node.state != "up":
-        raise RequestError(f"node {job.node} of job {job_id} is not reachable now")
+        raise RequestError(f"node {node_name} of job {job_id} is not reachable now")
     req = next(_requests)
     send, receive = anyio.create_memory_object_stream[p.LogData](1000)
 
@@ -44,7 +81,15 @@ async def open_logs(
             pass
 
     node.log_streams[req] = deliver
-    node.post(p.Tail(req=req, job_id=job_id, stream=stream, lines=lines, follow=follow))  # type: ignore[arg-type]
+    tail = p.Tail(
+        req=req,
+        job_id=job_id,
+        stream=stream,  # type: ignore[arg-type]
+        lines=lines,
+        follow=follow,
+        attempt=attempt,
+    )
+    node.post(tail)
     return _drain(node, req, receive)
 
 

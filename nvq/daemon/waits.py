@@ -1,0 +1,160 @@
+"""Why each waiting job waits, from the facts the last placement pass decided on.
+
+The pass records what it saw (`PassFacts`: the nodes, which jobs its dependency, lane
+and `%K` rules let through, what it placed); a job's reason is derived from them when
+`job ls`, `job show` or `job why` asks, and remembered per request shape until the next
+pass, so a 10,000-job array costs one per-node analysis, not 10,000."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from nvq.domain import deps, lanes
+from nvq.domain import waiting as w
+from nvq.domain.placement import NodeSlot, PendingJob
+from nvq.domain.starvation import Reservation
+from nvq.model import Job, JobState
+
+_passes = itertools.count(1)
+
+
+@dataclass
+class PassFacts:
+    """What one placement pass saw and decided."""
+
+    nodes: list[w.NodeFacts] = field(default_factory=list)
+    considered: set[int] = field(default_factory=set)  # ready jobs it tried to place
+    placed: set[int] = field(default_factory=set)
+    dep_status: dict[int, deps.DepStatus] = field(default_factory=dict)
+    unplaceable: set[int] = field(default_factory=set)  # old attempt still stopping
+    reservation: Reservation | None = None
+    lane_paused: dict[str, bool] = field(default_factory=dict)
+    headroom_mb: int = 0
+    max_cpu_jobs: int = 0
+    number: int = field(default_factory=lambda: next(_passes))
+    # Filled on demand, until the next pass replaces these facts.
+    by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
+    lanes: dict[str, lanes.LaneStatus] | None = None
+
+
+def node_facts(
+    name: str, state: str, *, ready: bool, drained: bool, fenced: bool, slot: NodeSlot | None
+) -> w.NodeFacts:
+    """A node as the analysis sees it: up but not yet reconciled (or without a first
+    sample) counts as still connecting, since placement will not use it yet."""
+    shown = "connecting" if state == "up" and not ready else state
+    return w.NodeFacts(name=name, state=shown, drained=drained, fenced=fenced, slot=slot)
+
+
+def analyze_all(facts: PassFacts, job: PendingJob, lane_block: str | None) -> list[w.NodeFit]:
+    return [
+        w.analyze(
+            job,
+            node,
+            headroom_mb=facts.headroom_mb,
+            max_cpu_jobs=facts.max_cpu_jobs,
+            lane_block=lane_block,
+        )
+        for node in facts.nodes
+    ]
+
+
+def reason_of(
+    facts: PassFacts | None,
+    job: Job,
+    pending: PendingJob | None,
+    live: dict[int, Job],
+) -> w.Waiting | None:
+    """Why `job` (pending, held or paused) is not running; None for other states or
+    before the first pass. `pending` is the job as placement sees it."""
+    if job.state is JobState.PAUSED:
+        return w.Waiting(w.PAUSED, job.reason or "paused")
+    if job.state is JobState.HELD:
+        detail = (job.reason or "a prerequisite ended badly").removeprefix("held: ")
+        return w.Waiting(w.HELD, f"{detail}; `nvq job release {job.id}` runs it anyway")
+    if job.state is not JobState.PENDING or facts is None or pending is None:
+        return None
+    if job.id in facts.unplaceable:
+        return w.Waiting(w.STOPPING, "its previous attempt is still being stopped or synced")
+    status = facts.dep_status.get(job.id)
+    if isinstance(status, deps.Waiting):
+        on = live.get(status.on)
+        kind = "complete" if status.on in job.after else "end"
+        state = f" ({on.state})" if on is not None else ""
+        return w.Waiting(w.DEPENDENCY, f"waits for job {status.on}{state} to {kind}")
+    lane_block = lane_block_of(facts, job, live)
+    if lane_block is not None:
+        return w.Waiting(w.LANE, lane_block)
+    if job.id not in facts.considered and job.array_limit is not None:
+        running = sum(
+            1 for j in live.values() if j.array_id == job.array_id and j.state is JobState.RUNNING
+        )
+        if running >= job.array_limit:
+            detail = f"array {job.array_id}: {running} of at most {job.array_limit} running"
+            return w.Waiting(w.ARRAY_LIMIT, detail)
+    cached = facts.by_shape.get(_shape(pending))
+    if cached is None:
+        reserved = facts.reservation
+        cached = w.summarize(
+            pending,
+            analyze_all(facts, pending, None),
+            reserved_for=(reserved.job_id, reserved.node) if reserved else None,
+        )
+        facts.by_shape[_shape(pending)] = cached
+    return cached
+
+
+def _shape(job: PendingJob) -> PendingJob:
+    # Everything but who and when: jobs alike in what they ask wait for the same reason
+    # (the starvation check compares ids, so the holder of a reservation keeps its own).
+    return PendingJob(
+        id=0,
+        priority=0,
+        created_at=0.0,
+        gpus=job.gpus,
+        vram_mb=job.vram_mb,
+        node=job.node,
+        cuda=job.cuda,
+        memory_mb=job.memory_mb,
+        gpu=job.gpu,
+        user=job.user,
+        forbid_busy=job.forbid_busy,
+    )
+
+
+def lane_statuses(facts: PassFacts, live: dict[int, Job]) -> dict[str, lanes.LaneStatus]:
+    if facts.lanes is None:
+        by_lane: dict[str, list[Job]] = defaultdict(list)
+        for j in live.values():
+            if j.lane is not None:
+                by_lane[j.lane].append(j)
+        facts.lanes = {
+            lane: lanes.lane_status(
+                lane, jobs, paused=facts.lane_paused.get(lane, False), dep_status=facts.dep_status
+            )
+            for lane, jobs in by_lane.items()
+        }
+    return facts.lanes
+
+
+def lane_block_of(facts: PassFacts, job: Job, live: dict[int, Job]) -> str | None:
+    """Why the job's lane does not let it start, or None when it is the lane's head
+    and the lane may move (cards permitting), or it is in no lane."""
+    if job.lane is None:
+        return None
+    st = lane_statuses(facts, live).get(job.lane)
+    if st is None:
+        return None
+    pos = st.queue.index(job.id) + 1 if job.id in st.queue else 0
+    where = f"lane {job.lane}, position {pos} of {len(st.queue)}"
+    if st.running is not None:
+        return f"{where}; job {st.running} runs on the lane now"
+    if st.next == job.id:
+        return None
+    if st.blocked is not None:
+        return f"{where}; blocked: {st.blocked}"
+    if st.queue and st.queue[0] != job.id:
+        return f"{where}; job {st.queue[0]} goes first"
+    return f"{where}; the lane is paused"

@@ -1,0 +1,229 @@
+"""Why a waiting job waits: per node, which of its constraints fail now (with the
+numbers), and the one reason `job ls` shows for it. Pure: from the same snapshot the
+placement pass decided on (`NodeSlot`s, `PendingJob`), no I/O, no clock.
+
+Reasons, as `job ls` prints them in its REASON column:
+`Priority` (it fits now; jobs ahead of it go first), `Resources` (no node has room),
+`Dependency`, `ArrayLimit`, `Lane`, `NodeDrained`/`NodeDown`/`NodeConnecting` (every
+node it may use is), `Busy` (their owners are active), `Starvation` (room is kept for
+a job that has waited too long), `Stopping` (its previous attempt is still being
+stopped or its files synced), `Paused`, `Held`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from nvq.domain.placement import NodeSlot, PendingJob
+from nvq.units import format_mib
+
+PRIORITY = "Priority"
+RESOURCES = "Resources"
+DEPENDENCY = "Dependency"
+ARRAY_LIMIT = "ArrayLimit"
+LANE = "Lane"
+NODE_DRAINED = "NodeDrained"
+NODE_DOWN = "NodeDown"
+NODE_CONNECTING = "NodeConnecting"
+BUSY = "Busy"
+STARVATION = "Starvation"
+STOPPING = "Stopping"
+PAUSED = "Paused"
+HELD = "Held"
+
+
+class Waiting(msgspec.Struct, frozen=True):
+    reason: str  # one of the names above
+    detail: str  # in words, with numbers
+
+
+class NodeFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """One node as the placement pass saw it, with what `NodeSlot.accepting` folds
+    together kept apart."""
+
+    name: str
+    state: str  # "up" | "down" | "connecting"
+    drained: bool = False
+    fenced: bool = False  # an attempt owed a kill may still hold its cards
+    slot: NodeSlot | None = None  # None: it never reported its cards
+
+
+class Check(msgspec.Struct, frozen=True):
+    constraint: str  # pin, state, drained, fenced, busy, cuda, host memory, cards,
+    # memory per card, cpu slots, lane
+    ok: bool
+    detail: str
+
+
+class NodeFit(msgspec.Struct, frozen=True):
+    node: str
+    fits: bool  # every check passes: the job could start there now
+    checks: list[Check]
+    best_free_mb: int = -1  # the most GPU memory its `gpus`-th best card has free
+
+
+def card_free(slot: NodeSlot, headroom_mb: int) -> dict[int, int]:
+    """Free MiB per schedulable card, as placement computes it."""
+    return {
+        g.index: g.total_mb - g.foreign_mb - g.queue_mb - headroom_mb
+        for g in slot.gpus
+        if g.schedulable
+    }
+
+
+def pinned(job: PendingJob, name: str) -> bool:
+    """Whether the job may go to this node at all (its --node prefix or lane)."""
+    if job.gpu is not None:
+        return name == job.node
+    return job.node is None or name.startswith(job.node)
+
+
+def analyze(
+    job: PendingJob,
+    facts: NodeFacts,
+    *,
+    headroom_mb: int,
+    max_cpu_jobs: int,
+    lane_block: str | None = None,
+) -> NodeFit:
+    """Every constraint of `job` on this node, each with what it needs and what the
+    node has; `lane_block` is why the job's lane does not move, if it does not."""
+    name = facts.name
+    if not pinned(job, name):
+        pin = f"lane {job.node}:{job.gpu}" if job.gpu is not None else f"--node {job.node!r}"
+        return NodeFit(name, False, [Check("pin", False, f"{pin} does not match {name}")])
+    checks: list[Check] = []
+    if job.node is not None:
+        checks.append(Check("pin", True, f"matches {name}"))
+    checks.append(Check("state", facts.state == "up", f"node is {facts.state}"))
+    if facts.drained:
+        checks.append(Check("drained", False, "drained: it takes no new jobs"))
+    if facts.fenced:
+        checks.append(
+            Check("fenced", False, "a pending kill: an old attempt may still hold its cards")
+        )
+    if lane_block is not None:
+        checks.append(Check("lane", False, lane_block))
+    slot = facts.slot
+    best = -1
+    if slot is None:
+        checks.append(Check("cards", False, "it has not reported its cards yet"))
+    else:
+        if slot.busy:
+            may = slot.owner is not None and job.user == slot.owner and not job.forbid_busy
+            who = slot.owner or "its owner"
+            checks.append(Check("busy", may, f"{who} is using it: only {who}'s own jobs go there"))
+        if job.cuda is not None:
+            need = f"{job.cuda[0]}.{job.cuda[1]}"
+            if slot.cuda is None:
+                checks.append(Check("cuda", False, f"driver CUDA unknown, needs >= {need}"))
+            else:
+                have = f"{slot.cuda[0]}.{slot.cuda[1]}"
+                ok = slot.cuda >= job.cuda
+                checks.append(Check("cuda", ok, f"driver supports CUDA {have}, needs >= {need}"))
+        if job.memory_mb and slot.memory_free_mb is not None:
+            ok = slot.memory_free_mb >= job.memory_mb
+            free, need_mem = format_mib(slot.memory_free_mb), format_mib(job.memory_mb)
+            checks.append(Check("host memory", ok, f"{free} free, needs {need_mem}"))
+        fit, best = _cards(job, slot, headroom_mb, max_cpu_jobs)
+        checks.extend(fit)
+    return NodeFit(name, all(c.ok for c in checks), checks, best)
+
+
+def _cards(
+    job: PendingJob, slot: NodeSlot, headroom_mb: int, max_cpu_jobs: int
+) -> tuple[list[Check], int]:
+    if job.gpus == 0 and job.gpu is None:
+        ok = slot.cpu_jobs < max_cpu_jobs
+        detail = f"runs {slot.cpu_jobs} CPU-only jobs, at most {max_cpu_jobs}"
+        return [Check("cpu slots", ok, detail)], -1
+    free = card_free(slot, headroom_mb)
+    need = format_mib(job.vram_mb)
+    if job.gpu is not None:
+        if job.gpu not in free:
+            return [Check("cards", False, f"{slot.name}:{job.gpu} is not a schedulable GPU")], -1
+        have = free[job.gpu]
+        detail = f"{slot.name}:{job.gpu} has {format_mib(max(have, 0))} free, needs {need}"
+        return [Check("memory per card", have >= job.vram_mb, detail)], have
+    if len(free) < job.gpus:
+        detail = f"has {len(free)} schedulable GPUs, needs {job.gpus}"
+        return [Check("cards", False, detail)], -1
+    ranked = sorted(free.items(), key=lambda kv: (-kv[1], kv[0]))
+    index, have = ranked[job.gpus - 1]
+    if job.gpus == 1:
+        detail = f"{slot.name}:{index} has {format_mib(max(have, 0))} free, needs {need}"
+    else:
+        room = sum(1 for _, f in ranked if f >= job.vram_mb)
+        detail = f"{room} of {len(free)} GPUs have {need} free, needs {job.gpus}"
+    cards = Check("cards", True, f"has {len(free)} schedulable GPUs, needs {job.gpus}")
+    return [cards, Check("memory per card", have >= job.vram_mb, detail)], have
+
+
+def summarize(
+    job: PendingJob, fits: Sequence[NodeFit], *, reserved_for: tuple[int, str] | None = None
+) -> Waiting:
+    """The one reason for a job the pass did not start, from its per-node analysis.
+    `reserved_for`: (job id, node) of a starvation reservation, if one is held."""
+    candidates = [f for f in fits if not _elsewhere(f)]
+    fitting = [f for f in candidates if f.fits]
+    if fitting:
+        if reserved_for is not None and reserved_for[0] != job.id:
+            held_for, node = reserved_for
+            if all(f.node == node for f in fitting):
+                return Waiting(
+                    STARVATION, f"starvation reservation for job {held_for} on node {node}"
+                )
+        where = ", ".join(f.node for f in fitting[:3])
+        return Waiting(PRIORITY, f"fits on {where}; jobs ahead of it are placed first")
+    if not candidates:
+        return Waiting(RESOURCES, "no node matches its request")
+    blocking = [_first_failure(f) for f in candidates]
+    kinds = {c.constraint for c in blocking}
+    pin = job.node is not None or job.gpu is not None
+    if pin and kinds <= {"state", "drained", "cards"}:
+        states = [c.detail for c in blocking if c.constraint == "state"]
+        if any("connecting" in s for s in states) or any(
+            c.detail.startswith("it has not reported") for c in blocking
+        ):
+            return Waiting(NODE_CONNECTING, _nodes_say(candidates, blocking))
+        if states:
+            return Waiting(NODE_DOWN, _nodes_say(candidates, blocking))
+        if "drained" in kinds:
+            return Waiting(NODE_DRAINED, _nodes_say(candidates, blocking))
+    if kinds == {"busy"}:
+        return Waiting(BUSY, _nodes_say(candidates, blocking))
+    if kinds == {"lane"}:
+        return Waiting(LANE, blocking[0].detail)
+    return Waiting(RESOURCES, _best_candidate(candidates))
+
+
+def _elsewhere(fit: NodeFit) -> bool:
+    """The job may not go to this node at all (its --node or lane names another)."""
+    return fit.checks[0].constraint == "pin" and not fit.checks[0].ok
+
+
+def _first_failure(fit: NodeFit) -> Check:
+    return next(c for c in fit.checks if not c.ok)
+
+
+def _nodes_say(fits: Sequence[NodeFit], failures: Sequence[Check]) -> str:
+    shown = [f"{f.node}: {c.detail}" for f, c in zip(fits, failures, strict=True)][:3]
+    more = len(fits) - len(shown)
+    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _best_candidate(fits: Sequence[NodeFit]) -> str:
+    """The node that came closest: the most GPU memory on offer among those that fail
+    only for memory per card, else the first node's first failing check."""
+    by_memory = [
+        f
+        for f in fits
+        if all(c.ok or c.constraint == "memory per card" for c in f.checks)
+    ]
+    if by_memory:
+        best = max(by_memory, key=lambda f: (f.best_free_mb, f.node))
+        detail = next(c.detail for c in best.checks if c.constraint == "memory per card")
+        return f"best candidate: {detail}"
+    return _nodes_say(fits, [_first_failure(f) for f in fits])

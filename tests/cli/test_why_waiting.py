@@ -1,0 +1,61 @@
+"""What a user sees of why jobs wait: the REASON column of `job ls`, the top of
+`job show`, `job why` node by node, and no stale WHERE after a pause."""
+
+from __future__ import annotations
+
+from tests.cluster import Nvq
+
+
+def test_ls_show_and_why_say_why_a_job_waits(nvq: Nvq) -> None:
+    big = nvq.submit("--gpus", "2", "--vram", "20GiB", "--", "sleep", "60")
+    nvq.wait_for(big["id"], lambda j: j["state"] == "running")
+    waits = nvq.submit("--vram", "20GiB", "--", "true")
+    shown = nvq.wait_for(waits["id"], lambda j: j["reason"] == "Resources")
+    assert shown["reason_detail"] == "best candidate: local:0 has 3.5GiB free, needs 20GiB"
+    table = nvq.ok("job", "ls").out.splitlines()
+    assert table[0].split() == [
+        "ID",
+        "STATE",
+        "NAME",
+        "WHERE",
+        "VRAM",
+        "RUNTIME",
+        "REASON",
+        "PROGRESS",
+    ]
+    row = next(line for line in table if line.startswith(str(waits["id"])))
+    assert "Resources" in row and "best candidate: local:0 has 3.5GiB" in row
+    text = nvq.ok("job", "show", str(waits["id"])).out.splitlines()
+    assert (
+        text[1] == "  waits       Resources: best candidate: local:0 has 3.5GiB free, needs 20GiB"
+    )
+    why = nvq.ok("job", "why", str(waits["id"])).out.splitlines()
+    assert why == [
+        f"job {waits['id']} is pending: Resources: best candidate: local:0 has 3.5GiB free, "
+        "needs 20GiB",
+        "  local  memory per card: local:0 has 3.5GiB free, needs 20GiB",
+    ]
+    doc = nvq.json("job", "why", str(waits["id"]))
+    assert [c["constraint"] for c in doc["nodes"][0]["checks"]] == [
+        "state",
+        "cards",
+        "memory per card",
+    ]
+    assert "not waiting" in nvq.ok("job", "why", str(big["id"])).out
+
+
+def test_a_resumed_job_shows_no_stale_where(nvq: Nvq) -> None:
+    big = nvq.submit("--gpus", "2", "--vram", "20GiB", "--", "sleep", "60")
+    nvq.wait_for(big["id"], lambda j: j["state"] == "running")
+    nvq.ok("job", "pause", str(big["id"]))
+    nvq.wait_for(big["id"], lambda j: j["state"] == "paused")
+    other = nvq.submit("--vram", "20GiB", "--", "sleep", "60")
+    nvq.wait_for(other["id"], lambda j: j["state"] == "running")
+    nvq.ok("job", "resume", str(big["id"]))
+    nvq.wait_for(big["id"], lambda j: j["reason"] == "Resources")
+    row = next(
+        line.split()
+        for line in nvq.ok("job", "ls").out.splitlines()
+        if line.startswith(str(big["id"]))
+    )
+    assert row[1:4] == ["pending", "sleep", "-"]
