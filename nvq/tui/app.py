@@ -53,7 +53,7 @@ def event_line(event: Event) -> str:
 
 
 def detail_line(job: Job, why: str | None) -> str:
-    said = why or waiting_reason(job) or job.progress or job.reason or ""
+    said = waiting_reason(job) or why or job.progress or job.reason or ""
     head = f"job {job.id} {job.name} [{job.state}] {job_where(job)}"
     note = f"  note: {job.note}" if job.note else ""
     return f"{head}  {said}{note}".rstrip()

@@ -10,6 +10,7 @@ import msgspec
 
 from nvq.client import ClientError
 from nvq.client.asynchronous import AsyncClient
+from nvq.control import JobRow
 from nvq.model import Event, Job
 
 # Jobs refetched one by one up to this many per batch; beyond it one listing is cheaper.
@@ -42,10 +43,11 @@ class Batch:
 
 
 def as_job(doc: Job) -> Job:
-    """A plain Job from a reply that may carry more (JobDetail's events, attempts)."""
-    if type(doc) is Job:
+    """A job as `jobs()` lists it (a JobRow, with its reason's words) from a reply that
+    may carry more (JobDetail's events and attempts, which the panel does not keep)."""
+    if type(doc) is JobRow:
         return doc
-    return msgspec.convert(msgspec.to_builtins(doc), Job)
+    return msgspec.convert(msgspec.to_builtins(doc), JobRow)
 
 
 async def initial_jobs(client: AsyncClient, recent: int) -> list[Job]:

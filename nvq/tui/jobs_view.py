@@ -63,8 +63,8 @@ class JobFilter:
 def waiting_reason(job: Job) -> str:
     """Why a waiting job waits, in one line: the placement pass's reason and its detail
     where the daemon gives one."""
-    detail = getattr(job, "reason_detail", None)  # sent by daemons that explain waits
-    parts = [p for p in (job.reason, detail) if p]
+    detail = getattr(job, "reason_detail", None)  # JobRow and JobDetail carry it
+    parts = [p for p in (job.reason, detail) if isinstance(p, str) and p]
     return ": ".join(parts)
 
 

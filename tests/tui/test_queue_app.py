@@ -114,3 +114,29 @@ def test_daemon_refusal_is_shown_not_raised(nvq: Nvq) -> None:
             assert app.is_running
 
     run(main)
+
+
+def test_a_waiting_job_shows_why_and_a_node_drains_from_the_ui(nvq: Nvq) -> None:
+    for name in ("big-0", "big-1"):
+        nvq.submit("--name", name, "--vram", "20GiB", "--", "sleep", "60")
+    waiter = nvq.submit("--name", "waiter", "--vram", "20GiB", "--", "sleep", "60")
+
+    async def main() -> None:
+        app = QueueApp(AsyncClient(nvq.home))
+        async with app.run_test(size=SIZE) as pilot:
+            await until(
+                pilot,
+                lambda: (row_of(app, waiter["id"]) or [""])[-1].startswith("Resources"),
+                "the waiting job's reason",
+            )
+            await until(pilot, lambda: app.nodes_table.row_count > 0, "the nodes")
+            app.nodes_table.focus()
+            await pilot.press("d")
+            await pilot.pause()
+            assert type(app.screen).__name__ == "ConfirmScreen"
+            await pilot.press("y")
+            await until(pilot, lambda: "draining" in app.status_text, "the drain")
+            await until(pilot, lambda: "[draining]" in str(app.nodes_table.get_row_at(0)[0]), "it")
+
+    run(main)
+    assert nvq.json("queue", "nodes")[0]["drained"] is True
