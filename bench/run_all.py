@@ -18,6 +18,7 @@ BENCHES: list[list[str]] = [
     ["scale.py", "--nodes", "64", "--pending", "10000", "--window", "20"],
     ["recovery.py", "--jobs", "500"],
     ["nvidb_compare.py"],
+    ["tui_latency.py", "--jobs", "10000", "--runs", "20"],
 ]
 
 
