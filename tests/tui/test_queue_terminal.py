@@ -87,3 +87,10 @@ def test_queue_opens_the_ui_in_a_terminal_and_shows_a_job(nvq: Nvq, tmux: Tmux) 
     assert "moth-job" in screen and "in-tmux" not in screen, screen
     assert str(later["id"]) in screen and job["id"] != later["id"]
     tmux("send-keys", "-t", "tui", "q")
+
+
+def test_bare_queue_without_a_terminal_prints_its_help(nvq: Nvq) -> None:
+    r = nvq.run("queue")
+    assert r.code == 2
+    assert r.out.startswith("Usage: nvq queue [OPTIONS] [COMMAND] [ARGS]...")
+    assert "  status " in r.out and "events" in r.out

@@ -3,6 +3,7 @@ bare, the terminal UI."""
 
 from __future__ import annotations
 
+import sys
 from typing import Literal
 
 import msgspec
@@ -22,6 +23,10 @@ def queue_main(ctx: typer.Context) -> int:
     """Open the terminal UI: nodes, jobs, logs and events, live."""
     if ctx.invoked_subcommand is not None:
         return 0
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # a script or a pipe gets what a bare group always printed, not a screen
+        print(ctx.get_help())
+        return 2
     from nvq.tui import run  # Textual loads only when the UI opens
 
     return run(default_root())
