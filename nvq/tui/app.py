@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import time
+from collections.abc import Awaitable
 
 from rich.text import Text
 from textual import on
@@ -42,6 +43,7 @@ EVENT_LINES = 500
 LOG_LINES = 2000
 TAIL_LINES = 200
 RECONNECT_PAUSE = 1.0
+LIVE_FILTER_JOBS = 2000
 
 
 def event_line(event: Event) -> str:
@@ -136,7 +138,7 @@ class QueueApp(App[None]):
                     since = max(since, event.id)
                     self._batch.add(event)
                     self._wake.set()
-            except ClientError as exc:
+            except Exception as exc:  # the stream must outlive any one failure
                 self.say(f"event stream: {exc} (reconnecting)", error=True)
             await asyncio.sleep(RECONNECT_PAUSE)
 
@@ -149,7 +151,7 @@ class QueueApp(App[None]):
             batch, self._batch = self._batch, Batch()
             try:
                 await self._apply(batch)
-            except ClientError as exc:
+            except Exception as exc:  # shown; the next batch refetches what it names
                 self.say(str(exc), error=True)
 
     async def _apply(self, batch: Batch) -> None:
@@ -161,8 +163,9 @@ class QueueApp(App[None]):
         elif batch.job_ids:
             jobs, gone = await changed_jobs(self.client, batch.job_ids)
             self.jobs_table.apply(jobs, gone)
-            if self._following in batch.job_ids:
-                await self._show_detail(self._following)
+            for job in jobs:
+                if job.id == self._following:
+                    self.query_one("#detail", Static).update(Text(detail_line(job, None)))
         # Every batch: the cards' figures come from samples, which are not events, so
         # any activity is the moment to redraw the few node rows.
         self.nodes_table.show(await self.client.nodes())
@@ -194,10 +197,13 @@ class QueueApp(App[None]):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, message: Input.Changed) -> None:
-        self.jobs_table.set_filter(message.value)
+        # a filter rebuilds the table: per key while it is small, else on Enter
+        if len(self.jobs_table.view.jobs) <= LIVE_FILTER_JOBS:
+            self.jobs_table.set_filter(message.value)
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, message: Input.Submitted) -> None:
+        self.jobs_table.set_filter(message.value)
         self.jobs_table.focus()
 
     # ------------------------------------------------------------ actions
@@ -247,12 +253,12 @@ class QueueApp(App[None]):
         else:
             self._act(actions.node_flag(self.client, node, name), "")
 
-    def _act(self, call: object, said: str) -> None:
+    def _act(self, call: Awaitable[object], said: str) -> None:
         self.run_worker(self._run_action(call, said), group="actions", exit_on_error=False)
 
-    async def _run_action(self, call: object, said: str) -> None:
+    async def _run_action(self, call: Awaitable[object], said: str) -> None:
         try:
-            result = await call  # type: ignore[misc]
+            result = await call
         except ClientError as exc:
             self.say(str(exc), error=True)
             return
