@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nvq import opsdb
 from nvq.home import AlreadyRunning, Home
+from nvq.store import meta
 
 NAME_RE = re.compile(r"queue-\d{8}-\d{6}(-\d+)?\.db")
 LAST_BACKUP = "last_backup_at"
@@ -118,7 +118,7 @@ def snapshot(conn: sqlite3.Connection, dest: Path) -> dict[str, Any]:
     finally:
         tmp.unlink(missing_ok=True)
     now = time.time()
-    opsdb.set_meta(conn, LAST_BACKUP, repr(now))
+    meta.set_meta(conn, LAST_BACKUP, repr(now))
     return {
         "path": str(dest),
         "bytes": dest.stat().st_size,
@@ -129,7 +129,7 @@ def snapshot(conn: sqlite3.Connection, dest: Path) -> dict[str, Any]:
 
 
 def last_backup_at(conn: sqlite3.Connection) -> float | None:
-    value = opsdb.get_meta(conn, LAST_BACKUP)
+    value = meta.get_meta(conn, LAST_BACKUP)
     return float(value) if value else None
 
 

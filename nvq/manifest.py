@@ -19,6 +19,10 @@ lane = "box406:0"
 after = [12, 13]
 ```
 
+Every `job submit` option has its key (`nvq.domain.validate.SUBMIT_FIELDS`): also
+`node`, `note`, `priority`, `tags`, `after_any`, `array`, `max_runtime` and
+`no_reassign`.
+
 `parse` turns the `[job]` table into JobSpec field values; `merge` lays the command
 line over it (a flag given on the command line wins; `env` merges key by key).
 """
@@ -33,8 +37,9 @@ from typing import Any
 
 import msgspec
 
+from nvq.domain.validate import SUBMIT_FIELDS, SpecError, validate_spec
 from nvq.model import JobSpec
-from nvq.units import parse_duration, parse_size
+from nvq.values import duration_value, env_value, ids_value, show, size_value
 
 
 class ManifestError(Exception):
@@ -47,48 +52,40 @@ def _fail(source: str, key: str, problem: str) -> ManifestError:
 
 def _string(v: Any, source: str, key: str) -> str:
     if not isinstance(v, str) or not v:
-        raise _fail(source, key, f"expected a non-empty string, got {v!r}")
+        raise _fail(source, key, f"expected a non-empty string, got {show(v)}")
     return v
 
 
 def _boolean(v: Any, source: str, key: str) -> bool:
     if not isinstance(v, bool):
-        raise _fail(source, key, f"expected true or false, got {v!r}")
+        raise _fail(source, key, f"expected true or false, got {show(v)}")
     return v
 
 
 def _count(v: Any, source: str, key: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise _fail(source, key, f"expected an integer >= 0, got {v!r}")
+        raise _fail(source, key, f"expected an integer >= 0, got {show(v)}")
     return v
 
 
 def _int(v: Any, source: str, key: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise _fail(source, key, f"expected an integer, got {v!r}")
+        raise _fail(source, key, f"expected an integer, got {show(v)}")
     return v
 
 
 def _size(v: Any, source: str, key: str) -> int:
-    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-        return v
-    if isinstance(v, str):
-        try:
-            return parse_size(v)
-        except ValueError as exc:
-            raise _fail(source, key, str(exc)) from None
-    raise _fail(source, key, f'expected a size like "20GiB", got {v!r}')
+    try:
+        return size_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _duration(v: Any, source: str, key: str) -> float:
-    if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return parse_duration(v)
-        except ValueError as exc:
-            raise _fail(source, key, str(exc)) from None
-    raise _fail(source, key, f'expected a duration like "2h" or seconds, got {v!r}')
+    try:
+        return duration_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _command(v: Any, source: str, key: str) -> str:
@@ -98,110 +95,69 @@ def _command(v: Any, source: str, key: str) -> str:
 
 
 def _env(v: Any, source: str, key: str) -> dict[str, str]:
-    if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
-        raise _fail(source, key, 'expected a table of strings, like { HF_HOME = "/scratch" }')
-    return dict(v)
+    try:
+        return env_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _ids(v: Any, source: str, key: str) -> list[int]:
-    items = v if isinstance(v, list) else [v]
-    out: list[int] = []
-    for item in items:
-        if isinstance(item, str):
-            try:
-                out.extend(int(p) for p in item.replace(" ", "").split(",") if p)
-            except ValueError:
-                raise _fail(source, key, f"expected job ids, got {v!r}") from None
-        elif isinstance(item, int) and not isinstance(item, bool) and item > 0:
-            out.append(item)
-        else:
-            raise _fail(source, key, f"expected job ids, got {v!r}")
-    return out
+    try:
+        return ids_value(v)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc)) from None
 
 
 def _strings(v: Any, source: str, key: str) -> list[str]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _fail(source, key, f"expected a list of strings, got {v!r}")
+        raise _fail(source, key, f"expected a list of strings, got {show(v)}")
     return list(v)
-
-
-def _cuda(v: Any, source: str, key: str) -> str:
-    from nvq.domain.matching import parse_cuda
-
-    text = _string(v, source, key)
-    try:
-        parse_cuda(text)
-    except ValueError as exc:
-        raise _fail(source, key, str(exc)) from None
-    return text
-
-
-def _lane(v: Any, source: str, key: str) -> str:
-    from nvq.domain.lanes import LaneError, parse_lane
-
-    text = _string(v, source, key)
-    try:
-        parse_lane(text)
-    except (ValueError, LaneError) as exc:
-        raise _fail(source, key, str(exc)) from None
-    return text
 
 
 _Conv = Callable[[Any, str, str], Any]
 
-# manifest key → (JobSpec field, validator)
-KEYS: dict[str, tuple[str, _Conv]] = {
-    "name": ("name", _string),
-    "command": ("command", _command),
-    "vram": ("vram_mb", _size),
-    "gpus": ("gpus", _count),
-    "cuda": ("cuda", _cuda),
-    "memory": ("memory_mb", _size),
-    "timeout": ("timeout", _duration),
-    "retries": ("retries", _count),
-    "env": ("env", _env),
-    "workdir": ("workdir", _string),
-    "email_on_success": ("email_on_success", _boolean),
-    "email_on_failure": ("email_on_failure", _boolean),
-    "lane": ("lane", _lane),
-    "after": ("after", _ids),
-    "after_any": ("after_any", _ids),
-    "node": ("node", _string),
-    "note": ("note", _string),
-    "priority": ("priority", _int),
-    "tags": ("tags", _strings),
+# JobSpec field → how its manifest value is read. Every field of SUBMIT_FIELDS has
+# one (a field added to JobSpec without one fails at import, in every test).
+_READERS: dict[str, _Conv] = {
+    "command": _command,
+    "name": _string,
+    "gpus": _count,
+    "vram_mb": _size,
+    "node": _string,
+    "priority": _int,
+    "timeout": _duration,
+    "env": _env,
+    "workdir": _string,
+    "tags": _strings,
+    "note": _string,
+    "after": _ids,
+    "after_any": _ids,
+    "retries": _count,
+    "cuda": _string,
+    "memory_mb": _size,
+    "lane": _string,
+    "array": _string,
+    "email_on_success": _boolean,
+    "email_on_failure": _boolean,
+    "max_runtime": _duration,
+    "no_reassign": _boolean,
 }
 
-_SPEC_FIELDS = frozenset(f.name for f in msgspec.structs.fields(JobSpec))
+# manifest key → (JobSpec field, reader): the same fields `job submit` takes.
+KEYS: dict[str, tuple[str, _Conv]] = {f.key: (f.field, _READERS[f.field]) for f in SUBMIT_FIELDS}
+_KEY_OF = {f.field: f.key for f in SUBMIT_FIELDS}
 
 # `job submit` parameter → the JobSpec field it sets (to know what the command line
 # gave explicitly, and so overrides).
 PARAM_FIELDS: dict[str, str] = {
-    "command": "command",
+    **{f.param: f.field for f in SUBMIT_FIELDS},
     "script": "command",
-    "name": "name",
-    "vram": "vram_mb",
-    "gpus": "gpus",
-    "node": "node",
-    "note": "note",
-    "priority": "priority",
-    "timeout": "timeout",
-    "env": "env",
-    "workdir": "workdir",
-    "tag": "tags",
-    "after": "after",
-    "after_any": "after_any",
-    "retries": "retries",
-    "cuda": "cuda",
-    "memory": "memory_mb",
-    "lane": "lane",
-    "email_on_success": "email_on_success",
-    "email_on_failure": "email_on_failure",
 }
 
 
 def parse(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """The `[job]` table → JobSpec field values. Unknown keys are errors naming them."""
+    """The `[job]` table → JobSpec field values, checked as a submission is (the
+    command may come from the command line instead). Errors name the key."""
     for key in data:
         if key != "job":
             raise ManifestError(f"{source}: {key}: unknown key (a manifest has one [job] table)")
@@ -212,10 +168,12 @@ def parse(data: dict[str, Any], source: str) -> dict[str, Any]:
     for key, value in job.items():
         if key not in KEYS:
             raise _fail(source, key, f"unknown key (known keys: {', '.join(KEYS)})")
-        field, convert = KEYS[key]
-        if field not in _SPEC_FIELDS:
-            raise _fail(source, key, "not supported by this version of nvq")
-        out[field] = convert(value, source, key)
+        field, read = KEYS[key]
+        out[field] = read(value, source, key)
+    try:
+        validate_spec(msgspec.structs.replace(JobSpec(command="true"), **out))
+    except SpecError as exc:
+        raise _fail(source, _KEY_OF.get(exc.field, exc.field), exc.problem) from None
     return out
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 from types import FrameType
 
-from .gpu_fake import load_dir
+from .gpu.fake import load_dir
 
 
 def _cards() -> list[int]:

@@ -7,7 +7,7 @@ import pytest
 
 from tests.cluster import Nvq, make_nvq
 
-pytest_plugins = ["tests.harness.fixtures"]
+pytest_plugins = ["tests.harness.fixtures", "tests.harness.slurm_fixtures"]
 
 
 @pytest.fixture

@@ -46,6 +46,25 @@ def test_submit_from_a_manifest_with_flags_overriding(nvq: Nvq, tmp_path: Path) 
     assert other["command"] == "true" and other["gpus_requested"] == 0
 
 
+def test_a_manifest_takes_every_submit_option(nvq: Nvq, tmp_path: Path) -> None:
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(
+        "[job]\n"
+        'command = "echo {}"\n'
+        'array = "0-1"\n'
+        "no_reassign = true\n"
+        'max_runtime = "1h"\n'
+        "priority = 3\n"
+        'tags = ["sweep"]\n'
+        'note = "from a file"\n'
+    )
+    nvq.submit("--manifest", str(manifest))
+    jobs = nvq.json("job", "ls")
+    assert sorted(j["array_index"] for j in jobs) == [0, 1]
+    for j in jobs:
+        assert j["no_reassign"] is True and j["max_runtime"] == 3600
+        assert j["priority"] == 3 and j["tags"] == ["sweep"] and j["note"] == "from a file"
+
 def test_manifest_errors_name_the_key_and_change_nothing(nvq: Nvq, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     for text, expected in (
@@ -53,6 +72,8 @@ def test_manifest_errors_name_the_key_and_change_nothing(nvq: Nvq, tmp_path: Pat
         ('[job]\ncommand = "true"\nvram = "2GB"\n', f"nvq: {bad}: job.vram: "),
         ('[job]\ncommand = "true"\ngpus = -1\n', f"nvq: {bad}: job.gpus: expected an integer >= 0"),
         ('[job]\ncommand = "true"\ncuda = "new"\n', f"nvq: {bad}: job.cuda: "),
+        ('[job]\ncommand = "true"\nafter = "0,-3"\n', f"nvq: {bad}: job.after: "),
+        ('[job]\ncommand = "true"\ntimeout = 0\n', f"nvq: {bad}: job.timeout: "),
         ('[job]\ncommand = "true"\n[extra]\n', f"nvq: {bad}: extra: unknown key"),
         ("[job\n", f"nvq: {bad}: invalid TOML"),
     ):

@@ -1,5 +1,5 @@
 """Flag values → what a request needs, each failure one line naming the flag (exit 2).
-The value parsers themselves live in nvq.units; these wrappers only say which flag."""
+The value parsers themselves live in nvq.values; these wrappers only say which flag."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from click.core import ParameterSource
 
 from nvq.client import ClientError
 from nvq.model import JobSpec
-from nvq.units import parse_duration, parse_size
+from nvq.values import parse_duration, parse_size
 
 
 class CliError(ClientError):
@@ -36,7 +36,7 @@ def duration(value: str | None, flag: str) -> float | None:
     if value is None:
         return None
     try:
-        return parse_duration(value)
+        return parse_duration(value, allow_zero=True)
     except ValueError as exc:
         raise CliError(f"{flag}: {exc}", 2) from None
 
@@ -73,7 +73,7 @@ def ended_before(text: str | None) -> float | None:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
         try:
-            return time.time() - parse_duration(text)
+            return time.time() - parse_duration(text, allow_zero=True)
         except ValueError:
             raise CliError(
                 f"--before {text!r}: expected a date (2025-01-31), a date-time or an age (7d)", 2

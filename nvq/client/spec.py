@@ -13,15 +13,15 @@ from nvq.model import JobSpec
 
 
 def _size(text: str) -> int:
-    from nvq.units import parse_size
+    from nvq.values import parse_size
 
     return parse_size(text)
 
 
 def _duration(text: str) -> float:
-    from nvq.units import parse_duration
+    from nvq.values import parse_duration
 
-    return parse_duration(text)
+    return parse_duration(text, allow_zero=True)
 
 
 # option → (JobSpec field, parser of its text form)

@@ -4,7 +4,7 @@ a CLI call is one short exchange and should not pay for an event loop's start-up
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -249,7 +249,7 @@ class Client:
 
     def subscribe(
         self, since: int = 0, *, job: int | None = None, resume: bool = True
-    ) -> Iterator[Event]:
+    ) -> Generator[Event, None, None]:
         """Every event after id `since`, then each one as the daemon commits it, for as
         long as the caller iterates (-1: only events from the first iteration on). With
         `resume`, a stream the daemon dropped for falling behind is picked up again

@@ -93,7 +93,7 @@ class SftpFiles:
     async def put(self, local: Path, remote: str) -> None:
         await self.sftp.makedirs(str(PurePosixPath(remote).parent), exist_ok=True)
         await self.sftp.put(str(local), remote)
-        st = local.stat()
+        st = await anyio.Path(local).stat()
         await self.sftp.utime(remote, (st.st_atime, st.st_mtime))
 
     async def close(self) -> None:

@@ -55,9 +55,9 @@ async def _read_request(stream: SocketStream) -> c.Request:
 async def serve_control(
     ctx: Context, path: Path, *, task_status: Any = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    path.unlink(missing_ok=True)
+    await anyio.Path(path).unlink(missing_ok=True)
     listener = await anyio.create_unix_listener(path)
-    path.chmod(0o600)
+    await anyio.Path(path).chmod(0o600)
     task_status.started()
     async with listener:
         await listener.serve(lambda stream: _handle(ctx, stream))

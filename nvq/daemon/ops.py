@@ -10,13 +10,14 @@ from typing import Any
 
 import anyio
 
-from nvq import backup, keeper, opsdb
+from nvq import backup, keeper
 from nvq.config import Config
 from nvq.domain import alerts
 from nvq.model import Tx
 from nvq.notify import plan
 from nvq.notify.notifier import Notifier
 from nvq.store import Store
+from nvq.store import alerts as alert_table
 
 log = logging.getLogger("nvq.daemon")
 
@@ -55,12 +56,12 @@ class Ops:
 
     # ------------------------------------------------------------ requests
 
-    async def alerts(self, include_acked: bool) -> list[opsdb.Alert]:
-        return await self.store.sync(lambda conn: opsdb.alerts(conn, include_acked=include_acked))
+    async def alerts(self, include_acked: bool) -> list[alert_table.Alert]:
+        return await self.store.sync(lambda conn: alert_table.alerts(conn, include_acked=include_acked))
 
-    async def ack(self, ids: list[int] | None, by: str) -> list[opsdb.Alert]:
+    async def ack(self, ids: list[int] | None, by: str) -> list[alert_table.Alert]:
         now = time.time()
-        return await self.store.sync(lambda conn: opsdb.ack(conn, ids, by, now))
+        return await self.store.sync(lambda conn: alert_table.ack(conn, ids, by, now))
 
     async def backup(self, path: str | None, *, rotate: bool = False) -> dict[str, Any]:
         async with self._backup_lock:
@@ -99,7 +100,7 @@ class Ops:
 
     async def status(self) -> dict[str, Any]:
         open_alerts = await self.alerts(include_acked=False)
-        health = await self.store.sync(opsdb.channel_health)
+        health = await self.store.sync(alert_table.channel_health)
         last = await self.store.sync(backup.last_backup_at)
         return {
             "alerts": open_alerts,

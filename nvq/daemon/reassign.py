@@ -16,7 +16,6 @@ from typing import Any
 
 import anyio
 
-from nvq import machines_db
 from nvq.daemon.apply import apply
 from nvq.daemon.artifacts import Artifacts, SyncRefused
 from nvq.daemon.errors import RequestError
@@ -24,6 +23,7 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import reassign
 from nvq.model import Job, JobState, NewEvent, Tx
+from nvq.store import busy as busy_table
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.machines")
@@ -40,12 +40,12 @@ class Machines:
         self._due: set[int] = set()  # jobs with a periodic sync queued or running
 
     async def load(self) -> None:
-        modes = await self.state.store.sync(machines_db.busy_modes)
+        modes = await self.state.store.sync(busy_table.busy_modes)
         for name, mode in modes.items():
             node = self.state.nodes.get(name)
             if node is not None:
                 node.busy_mode = mode
-        self.forbidden = await self.state.store.sync(machines_db.forbidden)
+        self.forbidden = await self.state.store.sync(busy_table.forbidden)
 
     # ------------------------------------------------------------ placement inputs
 
@@ -121,12 +121,12 @@ class Machines:
             await self._busy_changed(node, was)
 
     async def set_busy_mode(self, name: str, mode: str) -> dict[str, Any]:
-        if mode not in machines_db.BUSY_MODES:
+        if mode not in busy_table.BUSY_MODES:
             raise RequestError(f"busy mode {mode!r}: expected on, off or auto")
         async with self.state.lock:
             node = self.state.find_node(name)
             was = self.busy(node)
-            await self.state.store.sync(lambda c: machines_db.set_busy_mode(c, node.name, mode))
+            await self.state.store.sync(lambda c: busy_table.set_busy_mode(c, node.name, mode))
             node.busy_mode = mode
             await self.state.commit(
                 Tx(events=[NewEvent("node_busy_mode", None, node.name, {"mode": mode})])
@@ -146,7 +146,7 @@ class Machines:
 
     async def set_forbid(self, user: str, forbid: bool) -> dict[str, Any]:
         async with self.state.lock:
-            await self.state.store.sync(lambda c: machines_db.set_forbidden(c, user, forbid))
+            await self.state.store.sync(lambda c: busy_table.set_forbidden(c, user, forbid))
             if forbid:
                 self.forbidden.add(user)
             else:

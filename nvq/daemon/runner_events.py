@@ -156,17 +156,7 @@ class RunnerEvents:
                 if isinstance(ev, p.JobStarted):
                     outcome = transitions.started(job, ev, node.name)
                 elif isinstance(ev, p.JobExited):
-                    reap = self.state.reaps.get((ev.job_id, ev.attempt))
-                    live = self.state.jobs.get(ev.job_id)  # not a reaping snapshot: the job now
-                    if (
-                        reap is not None
-                        and live is not None
-                        and reassign.unreassign(live, reap, node.name)
-                    ):
-                        # The attempt finished while its node was away and the job has
-                        # not started again anywhere: its result stands.
-                        job = msgspec.structs.replace(live, state=JobState.RUNNING, node=node.name)
-                    outcome = transitions.exited(job, ev, node.name)
+                    outcome = await self._exited(node, job, ev)
                 elif isinstance(ev, p.JobLost):
                     outcome = transitions.lost(job, ev, node.name)
                 else:
@@ -178,6 +168,7 @@ class RunnerEvents:
             if not isinstance(ev, p.JobStarted) and key in self.state.reaps:
                 tx.drop_reaps.append(key)
             await self.state.commit(tx)
+            self.state.post_kills(tx.add_reaps)
             node.applied_seq = ev.seq
             node.post(p.Ack(ev.seq))
             if not isinstance(ev, p.JobStarted):
@@ -187,6 +178,41 @@ class RunnerEvents:
                 await self._reconcile(node)
         if not isinstance(ev, p.JobStarted):
             self.state.kick()
+
+    async def _exited(self, node: NodeRuntime, job: Job, ev: p.JobExited) -> Outcome:
+        """What an attempt's exit does to its job, including an attempt the job was
+        taken from while its node was away (must hold the lock)."""
+        reap = self.state.reaps.get((ev.job_id, ev.attempt))
+        live = self.state.jobs.get(ev.job_id)  # not a reaping snapshot: the job now
+        if reap is None or live is None:
+            return transitions.exited(job, ev, node.name)
+        if reassign.unreassign(live, reap, node.name):
+            # The attempt finished while its node was away and the job has not started
+            # again anywhere: its result stands.
+            job = msgspec.structs.replace(live, state=JobState.RUNNING, node=node.name)
+            return reassign.overriding(transitions.exited(job, ev, node.name), "reassigned")
+        if reap.reason == "reassigned":
+            down_at = await self._reassigned_at(ev.job_id, ev.attempt)
+            outcome = reassign.ended_before_down(live, reap, ev, node.name, down_at)
+            if outcome.job is not None:
+                log.warning(
+                    "job %s: attempt %s on %s exited before the node was declared down; "
+                    "it ends the job and attempt %s is stopped",
+                    ev.job_id,
+                    ev.attempt,
+                    node.name,
+                    live.attempt,
+                )
+                return outcome
+        return transitions.exited(job, ev, node.name)
+
+    async def _reassigned_at(self, job_id: int, attempt: int) -> float | None:
+        """When the attempt was given back to the queue: the moment its node was
+        declared down (the same transaction as `node_down`)."""
+        for event in await self.state.store.events(job_id=job_id):
+            if event.kind == "job_reassigned" and event.data.get("attempt") == attempt:
+                return event.time
+        return None
 
     async def _reconcile(self, node: NodeRuntime) -> None:
         """After a (re)connect and the journal's replay: make the runner and the

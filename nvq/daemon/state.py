@@ -23,6 +23,7 @@ from nvq.daemon.frames import kill_msg, start_msg
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
 from nvq.daemon.waits import PassFacts
+from nvq.domain import reassign
 from nvq.domain.placement import PendingJob
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, Reap, Tx
@@ -99,12 +100,32 @@ class State:
             settled = await self.store.job(reap.job_id)
             if settled is not None:
                 self.reaping[(reap.job_id, reap.attempt)] = settled
+        await self._forget_removed_nodes()
         log.info(
             "loaded %d live jobs, %d pending reaps, %d nodes",
             len(self.jobs),
             len(self.reaps),
             len(self.nodes),
         )
+
+    async def _forget_removed_nodes(self) -> None:
+        """Nodes gone from config.toml will never report again: their running jobs go
+        back to the queue (or are lost), with an alert naming the cause, and the kills
+        owed to them are dropped (no link will ever carry them)."""
+        removed = sorted(
+            {j.node for j in self.jobs.values() if j.node is not None} - self.nodes.keys()
+        )
+        tx = Tx(drop_reaps=[key for key, r in self.reaps.items() if r.node not in self.nodes])
+        now = time.time()
+        for name in removed:
+            log.warning("node %s is no longer in config.toml: settling its jobs", name)
+            for job in self.jobs.values():
+                outcome = reassign.node_removed(job, name, self.nodes.keys(), now)
+                if outcome.job is not None:
+                    tx.jobs.append(outcome.job)
+                    tx.events.extend(outcome.events)
+        if tx:
+            await self.commit(tx)
 
     # ------------------------------------------------------------ wake-ups
 

@@ -37,6 +37,7 @@ class PassFacts:
     # Filled on demand, until the next pass replaces these facts.
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
     lanes: dict[str, lanes.LaneStatus] | None = None
+    arrays_running: dict[int, int] | None = None
 
 
 def node_facts(
@@ -88,27 +89,26 @@ def reason_of(
     if lane_block is not None:
         return w.Waiting(w.LANE, lane_block)
     if job.id not in facts.considered and job.array_limit is not None:
-        running = sum(
-            1 for j in live.values() if j.array_id == job.array_id and j.state is JobState.RUNNING
-        )
+        running = array_running(facts, live).get(job.array_id or 0, 0)
         if running >= job.array_limit:
             detail = f"array {job.array_id}: {running} of at most {job.array_limit} running"
             return w.Waiting(w.ARRAY_LIMIT, detail)
-    cached = facts.by_shape.get(_shape(pending))
+    reserved = facts.reservation
+    reserved_for = (reserved.job_id, reserved.node) if reserved else None
+    if reserved_for is not None and reserved_for[0] == job.id:
+        # The holder of the reservation is the one job its shape does not speak for.
+        return w.summarize(pending, analyze_all(facts, pending, None), reserved_for=reserved_for)
+    shape = _shape(pending)
+    cached = facts.by_shape.get(shape)
     if cached is None:
-        reserved = facts.reservation
-        cached = w.summarize(
-            pending,
-            analyze_all(facts, pending, None),
-            reserved_for=(reserved.job_id, reserved.node) if reserved else None,
-        )
-        facts.by_shape[_shape(pending)] = cached
+        fits = analyze_all(facts, pending, None)
+        cached = facts.by_shape[shape] = w.summarize(pending, fits, reserved_for=reserved_for)
     return cached
 
 
 def _shape(job: PendingJob) -> PendingJob:
-    # Everything but who and when: jobs alike in what they ask wait for the same reason
-    # (the starvation check compares ids, so the holder of a reservation keeps its own).
+    # Everything but which job and when: jobs alike in what they ask wait for the same
+    # reason.
     return PendingJob(
         id=0,
         priority=0,
@@ -122,6 +122,17 @@ def _shape(job: PendingJob) -> PendingJob:
         user=job.user,
         forbid_busy=job.forbid_busy,
     )
+
+
+def array_running(facts: PassFacts, live: dict[int, Job]) -> dict[int, int]:
+    """Running members per array (one sweep per pass, not one per waiting member)."""
+    if facts.arrays_running is None:
+        counts: dict[int, int] = defaultdict(int)
+        for j in live.values():
+            if j.array_id is not None and j.state is JobState.RUNNING:
+                counts[j.array_id] += 1
+        facts.arrays_running = dict(counts)
+    return facts.arrays_running
 
 
 def lane_statuses(facts: PassFacts, live: dict[int, Job]) -> dict[str, lanes.LaneStatus]:

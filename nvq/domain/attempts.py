@@ -24,6 +24,7 @@ _ENDINGS = {
     "job_cancelled": "cancelled",
     "job_paused": "paused",
     "launch_failed": "launch failed",
+    "attempt_superseded": "superseded",
 }
 
 
@@ -61,7 +62,8 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
             att.started_at = ev.time
         elif ev.kind == "job_exit_after_settle":
             att.exit_code = data.get("exit_code", att.exit_code)
-        elif ev.kind in _ENDINGS and att.outcome is None:
+        elif ev.kind in _ENDINGS and att.outcome in (None, data.get("overrides")):
+            # `overrides`: an exit heard after the queue had guessed this attempt's end.
             if ev.kind == "job_paused" and data.get("was") != "running":
                 continue  # a waiting job paused: no attempt ended
             att.outcome = _ENDINGS[ev.kind]

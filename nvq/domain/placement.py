@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from nvq.units import format_mib
+from nvq.values import format_mib
 
 
 class GpuSlot(msgspec.Struct, frozen=True):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap
-from nvq.units import format_mib
+from nvq.values import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
 
@@ -97,15 +97,21 @@ def _decode_result(raw: str | None) -> object:
 
 def exited(job: Job, ev: JobExited, node: str) -> Outcome:
     """The attempt's process ended. A job already settled (cancelled while running)
-    keeps its state and only gains the exit details."""
+    keeps its state and only gains the exit details; a `lost` one takes an exit of its
+    own making."""
     if job.attempt != ev.attempt or job.node != node:
         return Outcome()
-    details = {
+    details: dict[str, object] = {
         "attempt": ev.attempt,
         "exit_code": ev.exit_code,
         "signal": ev.signal,
         "reason": ev.reason,
     }
+    # Lost was the daemon's guess: an exit of the job's own making is the fact (not
+    # the kill the queue owed an attempt it gave up on), and the event log says so.
+    if job.state is JobState.LOST and ev.reason != "killed":
+        details["overrides"] = "lost"
+        job = msgspec.structs.replace(job, state=JobState.RUNNING, ended_at=None)
     common = {
         "ended_at": job.ended_at or ev.ended_at,
         "exit_code": ev.exit_code,

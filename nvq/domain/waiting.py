@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import msgspec
 
 from nvq.domain.placement import NodeSlot, PendingJob
-from nvq.units import format_mib
+from nvq.values import format_mib
 
 PRIORITY = "Priority"
 RESOURCES = "Resources"
@@ -218,9 +218,7 @@ def _best_candidate(fits: Sequence[NodeFit]) -> str:
     """The node that came closest: the most GPU memory on offer among those that fail
     only for memory per card, else the first node's first failing check."""
     by_memory = [
-        f
-        for f in fits
-        if all(c.ok or c.constraint == "memory per card" for c in f.checks)
+        f for f in fits if all(c.ok or c.constraint == "memory per card" for c in f.checks)
     ]
     if by_memory:
         best = max(by_memory, key=lambda f: (f.best_free_mb, f.node))

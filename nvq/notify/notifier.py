@@ -15,11 +15,11 @@ from pathlib import Path
 
 import anyio
 
-from nvq import opsdb
 from nvq.config import Config
 from nvq.notify.channels import DeliveryError, deliver
 from nvq.notify.plan import backoff
 from nvq.store import Store
+from nvq.store import alerts as alert_table
 
 log = logging.getLogger("nvq.notify")
 
@@ -39,7 +39,7 @@ class Notifier:
             self._wake = anyio.Event()
             try:
                 await self.drain()
-                next_try = await self.store.sync(opsdb.next_due)
+                next_try = await self.store.sync(alert_table.next_due)
             except Exception:
                 log.exception("notifier pass failed")
                 next_try = time.time() + self.config.notify.retry_initial
@@ -49,13 +49,13 @@ class Notifier:
 
     async def drain(self) -> None:
         while True:
-            rows = await self.store.sync(lambda conn: opsdb.due(conn, time.time()))
+            rows = await self.store.sync(lambda conn: alert_table.due(conn, time.time()))
             if not rows:
                 return
             for row in rows:
                 await self._deliver(row)
 
-    async def _deliver(self, row: opsdb.OutboxRow) -> None:
+    async def _deliver(self, row: alert_table.OutboxRow) -> None:
         try:
             await anyio.to_thread.run_sync(
                 deliver, row.channel, row.key, row.payload, self.config, self.home
@@ -67,11 +67,11 @@ class Notifier:
             error = f"{type(exc).__name__}: {exc}"
         else:
             done = time.time()
-            await self.store.sync(lambda conn: opsdb.mark_delivered(conn, row.id, done))
+            await self.store.sync(lambda conn: alert_table.mark_delivered(conn, row.id, done))
             log.info("delivered %s", row.key)
             return
         now = time.time()
         notify = self.config.notify
         retry_at = now + backoff(row.attempts + 1, notify.retry_initial, notify.retry_max)
-        await self.store.sync(lambda conn: opsdb.mark_failed(conn, row.id, error, now, retry_at))
+        await self.store.sync(lambda conn: alert_table.mark_failed(conn, row.id, error, now, retry_at))
         log.warning("delivering %s failed (attempt %d): %s", row.key, row.attempts + 1, error)

@@ -3,6 +3,8 @@ each passing and failing, and the reason `job ls` shows for each situation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nvq.domain import waiting as w
@@ -101,7 +103,7 @@ def test_pin_to_another_node_is_the_only_check() -> None:
         ({"fenced": True}, "fenced", "a pending kill: an old attempt may still hold its cards"),
     ],
 )
-def test_node_states(kw: dict[str, object], constraint: str, detail: str) -> None:
+def test_node_states(kw: dict[str, Any], constraint: str, detail: str) -> None:
     assert failing(fit(job(), facts(slot(), **kw))) == {constraint: detail}
 
 
@@ -208,7 +210,7 @@ def test_resources_without_a_memory_candidate_lists_what_fails() -> None:
         ({"state": "connecting"}, "NodeConnecting"),
     ],
 )
-def test_a_pinned_job_whose_nodes_are_unavailable(kw: dict[str, object], code: str) -> None:
+def test_a_pinned_job_whose_nodes_are_unavailable(kw: dict[str, Any], code: str) -> None:
     got = reason(job(node="gpu2"), facts(slot("gpu1")), facts(slot("gpu2"), **kw))
     assert got.reason == code and got.detail.startswith("gpu2: ")
 

@@ -54,9 +54,9 @@ async def running_daemon(
     if config:
         (home / "config.toml").write_text(config)
     store = await Store.open(Home(home).db)
-    config = load_config(home)
-    ops = Ops(config, store, home)
-    state = State(config, store, home, hooks=ops)
+    loaded = load_config(home)
+    ops = Ops(loaded, store, home)
+    state = State(loaded, store, home, hooks=ops)
     machines = Machines(state, Artifacts(state))
     events = RunnerEvents(state, machines)
     _contexts[id(state)] = Context(state, machines, ops)

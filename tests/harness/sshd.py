@@ -470,10 +470,26 @@ class SshdNode:
         return f"SshdNode({self.host}:{self.port}, dir={self.dir})"
 
 
+def clear_stale_shell_locks(max_age: float = 120.0) -> None:
+    """Every SSH session here runs the login user's shell start-up, which on machines
+    with pyenv runs `pyenv rehash` under a lock file. A session killed mid-rehash (as
+    node-failure tests do) leaves the lock behind, and every later SSH command waits
+    60 s for it. A lock older than any rehash is stale: remove it."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    lock = root / "shims" / ".pyenv-shim"
+    try:
+        if time.time() - lock.stat().st_mtime > max_age:
+            lock.unlink()
+            print(f"removed a stale pyenv lock {lock} left by a killed SSH session")
+    except OSError:
+        pass
+
+
 def start_sshd_nodes(
     tmp_path: Path, n: int, *, client_key: ClientKey | None = None, prefix: str = "node"
 ) -> list[SshdNode]:
     """Start `n` nodes under `tmp_path/<prefix>N` (N continues past existing ones)."""
+    clear_stale_shell_locks()
     key = client_key or make_client_key(tmp_path / "client")
     nodes: list[SshdNode] = []
     try:

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.test_runner_live import node
+from tests.runner.test_live import node
 
 __all__ = ["node", "umask_000"]
 

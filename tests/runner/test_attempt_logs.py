@@ -8,7 +8,7 @@ from pathlib import Path
 from nvq_runner.jobfiles import AttemptRecord, JobDir
 from nvq_runner.protocol import JobExited, LogData, Tail
 from tests.cluster import Nvq
-from tests.test_runner_live import Client, Node, job
+from tests.runner.test_live import Client, Node, job
 
 
 def record(attempt: int) -> AttemptRecord:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from nvq_runner.outframes import encode_frames
 from nvq_runner.protocol import MAX_FRAME, FrameReader, JobExited, LogData, decode_runner_payload
 from tests.cluster import Nvq
-from tests.test_runner_live import Node, job
+from tests.runner.test_live import Node, job
 
 
 def test_huge_result_stays_on_the_node(node: Node) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nvq_runner.protocol import Ack, JobExited, JobStarted, LaunchFailed
-from tests.test_runner_live import Node, job
+from tests.runner.test_live import Node, job
 
 
 @pytest.fixture

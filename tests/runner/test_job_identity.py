@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, Kill, LogData, Tail
-from tests.test_runner_live import Client, Node, job, stop_runner
+from tests.runner.test_live import Client, Node, job, stop_runner
 
 
 def output(c: Client, req: int, job_id: int) -> bytes:

@@ -8,7 +8,7 @@ import pytest
 
 from nvq_runner.logcap import cut_log, marker
 from nvq_runner.protocol import JobExited
-from tests.test_runner_live import Node, job
+from tests.runner.test_live import Node, job
 
 
 def test_cut_keeps_head_and_newest(tmp_path: Path) -> None:

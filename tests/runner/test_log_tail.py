@@ -7,7 +7,7 @@ from pathlib import Path
 from nvq_runner.protocol import JobExited, LogData, Tail
 from nvq_runner.tail import STEP, tail_start
 from tests.cluster import Nvq
-from tests.test_runner_live import Client, Node, job
+from tests.runner.test_live import Client, Node, job
 
 
 def read_tail(c: Client, req: int) -> bytes:

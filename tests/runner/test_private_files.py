@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from nvq_runner.protocol import ArtifactsManifest, ArtifactsQuery, JobExited
-from tests.test_runner_live import Node, job
+from tests.runner.test_live import Node, job
 
 
 def modes_under(root: os.PathLike[str]) -> dict[str, int]:

@@ -3,6 +3,7 @@ the queue host, blob cache on the node, working copy in the job's directory."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -25,7 +26,7 @@ def ship(store: BlobStore, cache: BlobCache, manifest_id: str, dest: Path) -> li
     while missing := cache.materialise(manifest, dest):
         for digest in missing:
             with store.open(digest) as handle:
-                cache.put_chunks(iter(lambda h=handle: h.read(65536), b""), digest)
+                cache.put_chunks(iter(functools.partial(handle.read, 65536), b""), digest)
         fetched += missing
     return fetched
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from nvq.cli.render.table import ago, clip, table
 from nvq.control import JobDetail
 from nvq.model import Job
-from nvq.units import format_duration, format_mib
+from nvq.values import format_duration, format_mib
 
 
 def runtime(job: Job, now: float | None = None) -> str:

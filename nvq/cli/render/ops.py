@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nvq.cli.render.table import ago, clip, table
 from nvq.control import Alert, Artifacts, LaneStatus, QueueStatus
-from nvq.units import format_mib
+from nvq.values import format_mib
 
 
 def alerts_table(alerts: list[Alert], detail: bool = False) -> str:

@@ -9,7 +9,7 @@ from nvq.cli.render.ops import status_lead, status_tail
 from nvq.cli.render.table import clip, table
 from nvq.control import QueueStatus
 from nvq.model import Event, NodeView
-from nvq.units import format_duration, format_mib
+from nvq.values import format_duration, format_mib
 
 
 def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from nvq.units import format_duration
+from nvq.values import format_duration
 
 
 def ago(t: float | None, now: float | None = None) -> str:

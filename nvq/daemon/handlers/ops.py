@@ -28,7 +28,7 @@ async def alerts(ctx: Context, req: c.Alerts, user: str) -> tuple[Any, int]:
 
 
 async def ack(ctx: Context, req: c.Ack, user: str) -> tuple[Any, int]:
-    # An unknown alert id: opsdb.ack names it before changing anything.
+    # An unknown alert id: the alerts table's ack names it before changing anything.
     with map_exceptions({LookupError: RequestError}):
         return await ctx.ops.ack(req.ids, by=user), 0
 

@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 
+import anyio
 import asyncssh
 
 from nvq.config import NodeConfig
@@ -65,7 +66,7 @@ async def connect_node(
     connection: `conn.close(); await conn.wait_closed()`.
     """
     known_hosts = known_hosts_path(node)
-    if not os.path.isfile(known_hosts):
+    if not await anyio.Path(known_hosts).is_file():
         raise HostKeyError(
             node,
             f"known_hosts file {known_hosts} does not exist, so the host key cannot be verified",
@@ -80,8 +81,8 @@ async def connect_node(
     if node.user:
         options["username"] = node.user
     if node.identity:
-        identity = os.path.expanduser(node.identity)
-        if not os.path.isfile(identity):
+        identity = os.path.expanduser(node.identity)  # noqa: ASYNC240 - no I/O, string work
+        if not await anyio.Path(identity).is_file():
             raise NodeUnreachable(node, f"identity file {identity} does not exist")
         options["client_keys"] = [identity]
     try:

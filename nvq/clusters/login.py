@@ -1,0 +1,128 @@
+"""The cluster's login node: one SSH connection, over which nvq submits, lists and
+cancels pilots and opens each pilot runner's channel (an `srun --overlap` step that
+runs the pilot's `attach` script).
+
+Failures of the connection are the transport's `NodeUnreachable` (the login node is
+a node that went down). A submission Slurm refuses raises `SubmitRefused` with
+Slurm's own message; squeue or scancel failing raises `SlurmError`.
+"""
+
+from __future__ import annotations
+
+import asyncssh
+
+from nvq.clusters import slurm
+from nvq.clusters.config import ClusterConfig
+from nvq.clusters.slurm import PilotStatus
+from nvq.config import NodeConfig
+from nvq.daemon.ssh import RunnerChannel, connect_node, open_runner_channel, run_command
+
+COMMAND_TIMEOUT = 60.0  # sbatch and squeue answer in well under a second unless slurmctld is stuck
+
+
+class SlurmError(Exception):
+    """A Slurm command failed; the message is Slurm's, on one line."""
+
+
+class SubmitRefused(SlurmError):
+    """sbatch refused the pilot (bad partition or account, over a limit): asking again
+    with the same config gets the same answer."""
+
+
+def login_node(cluster: ClusterConfig) -> NodeConfig:
+    """The login node as the SSH transport sees it (it names the cluster in errors)."""
+    return NodeConfig(
+        name=cluster.name,
+        host=cluster.host,
+        port=cluster.port,
+        user=cluster.user,
+        identity=cluster.identity,
+        known_hosts=cluster.known_hosts,
+        python=cluster.python,
+        env=dict(cluster.env),
+    )
+
+
+def pilot_node(cluster: ClusterConfig, job_id: str) -> NodeConfig:
+    """The pilot as a node: `hpc/81234`, its runner home in the allocation."""
+    return NodeConfig(
+        name=f"{cluster.name}/{job_id}",
+        host=cluster.host,
+        port=cluster.port,
+        user=cluster.user,
+        identity=cluster.identity,
+        known_hosts=cluster.known_hosts,
+        home=slurm.pilot_home(cluster, job_id),
+        python=cluster.python,
+        env=dict(cluster.env),
+    )
+
+
+async def connect_login(
+    cluster: ClusterConfig, *, connect_timeout: float = 10, keepalive_interval: float = 5
+) -> asyncssh.SSHClientConnection:
+    return await connect_node(
+        login_node(cluster),
+        connect_timeout=connect_timeout,
+        keepalive_interval=keepalive_interval,
+    )
+
+
+class SlurmLogin:
+    """Slurm commands for one cluster over an open login connection (owned by the caller)."""
+
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        conn: asyncssh.SSHClientConnection,
+        *,
+        timeout: float = COMMAND_TIMEOUT,
+    ) -> None:
+        self.cluster = cluster
+        self.conn = conn
+        self.timeout = timeout
+        self.node = login_node(cluster)
+
+    async def _run(self, command: str) -> tuple[int, str, str]:
+        return await run_command(self.conn, command, timeout=self.timeout, node=self.node)
+
+    async def submit(self) -> str:
+        """Submit one pilot; its Slurm job id."""
+        code, out, err = await self._run(slurm.sbatch_command(self.cluster))
+        if code != 0:
+            raise SubmitRefused(slurm.sbatch_error(err, code))
+        try:
+            return slurm.parse_sbatch(out)
+        except ValueError as exc:
+            raise SlurmError(str(exc)) from None
+
+    async def pilots(self) -> list[PilotStatus]:
+        """This cluster's pilots that Slurm still knows, pending, running or ending."""
+        code, out, err = await self._run(slurm.squeue_command(self.cluster))
+        if code != 0:
+            raise SlurmError(f"squeue failed: {_one_line(err) or f'exit status {code}'}")
+        try:
+            return slurm.parse_squeue(out)
+        except ValueError as exc:
+            raise SlurmError(str(exc)) from None
+
+    async def cancel(self, job_ids: list[str]) -> None:
+        if not job_ids:
+            return
+        code, _, err = await self._run(slurm.scancel_command(job_ids))
+        # scancel of a job that already ended is not an error worth raising.
+        if code != 0 and "Invalid job id" not in err:
+            raise SlurmError(f"scancel failed: {_one_line(err) or f'exit status {code}'}")
+
+    async def open_pilot(self, job_id: str) -> RunnerChannel:
+        """A channel to the pilot's runner (what a link's opener returns). It ends at
+        once, exit status 75, while the runner is not listening yet."""
+        return await open_runner_channel(
+            self.conn,
+            pilot_node(self.cluster, job_id),
+            command=slurm.attach_command(self.cluster, job_id),
+        )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]

@@ -1,0 +1,322 @@
+"""One task per cluster: keep the login connection, follow the pilots in squeue, and
+apply the scaling decision. The daemon plugs in through `PilotHooks`; this module
+knows nothing of the daemon's state.
+
+Each pass (on `kick()`, or every `poll` seconds, faster while a pilot waits to
+start) lists the cluster's pilots with squeue and then:
+
+* a pilot seen running for the first time becomes a node (`hooks.pilot_started`,
+  with an opener that attaches through srun); pilots of an earlier daemon life
+  (ids in `known`) are adopted the same way;
+* a pilot that left squeue, or stopped running, is a node that went away
+  (`hooks.pilot_ended`): its jobs are reassigned like any other down node's;
+* every pilot's state, pending reason and time left go to `hooks.pilot_status`;
+* `scaling.decide` says how many to submit and which to scancel. A submission Slurm
+  refuses raises one alert and blocks further requests until `retry()` (or a new
+  config, which makes a new manager).
+
+A login node that cannot be reached is retried with backoff. The pilots' links run
+over it, so they drop and their nodes go down the ordinary way (with the queue's
+node grace); their openers work again once the login connection is back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import anyio
+import asyncssh
+
+from nvq.clusters.config import ClusterConfig
+from nvq.clusters.login import (
+    SlurmError,
+    SlurmLogin,
+    SubmitRefused,
+    connect_login,
+    login_node,
+    pilot_node,
+)
+from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide
+from nvq.clusters.slurm import PilotStatus
+from nvq.config import NodeConfig
+from nvq.daemon.ssh import NodeUnreachable, RunnerChannel
+
+log = logging.getLogger("nvq.clusters")
+
+POLL_STEADY = 10.0  # seconds between squeue passes while nothing is about to change
+POLL_STARTING = 1.0  # while a pilot waits to start: its first job waits for it
+BACKOFF_MAX = 60.0
+# Said of a pilot that left squeue or stopped running (scancel, walltime, preemption).
+ENDED = "the Slurm allocation ended"
+RELEASED = "released: no job needed it"
+
+PilotOpener = Callable[[], Awaitable[RunnerChannel]]
+
+
+class PilotHooks(Protocol):
+    """What the manager needs from the daemon. Names are pilot node names, `hpc/81234`."""
+
+    def waiting_jobs(self, cluster: ClusterConfig) -> list[WaitingJob]:
+        """Pending jobs that no existing node (pilots included) can take now."""
+        ...
+
+    def idle_since(self, name: str) -> float | None:
+        """When the pilot's node last ran nothing (since it came up, if it never ran a
+        job); None while it runs jobs or is not connected yet."""
+        ...
+
+    async def pilot_started(self, node: NodeConfig, open_channel: PilotOpener) -> None:
+        """Add the node and start its link with `open_channel`."""
+        ...
+
+    async def pilot_status(self, name: str, status: PilotStatus) -> None:
+        """Slurm's view of the pilot: requested with its reason, or the time it has left."""
+        ...
+
+    async def pilot_ended(self, name: str, why: str) -> None:
+        """The allocation is gone (or going): stop the link and treat the node as down
+        now. Also said of a pilot that never started (cancelled while pending)."""
+        ...
+
+    async def submitted(self, cluster: ClusterConfig, job_id: str) -> None:
+        """Record the id (durably) so a restarted daemon adopts the pilot."""
+        ...
+
+    async def alert(self, cluster: ClusterConfig, message: str) -> None:
+        """One alert: Slurm refused a pilot (its message)."""
+        ...
+
+
+class PilotManager:
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        hooks: PilotHooks,
+        *,
+        known: set[str] | None = None,
+        connect_timeout: float = 10.0,
+        keepalive: float = 5.0,
+        poll: float = POLL_STEADY,
+        poll_starting: float = POLL_STARTING,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cluster = cluster
+        self.hooks = hooks
+        self.known: set[str] = set(known or ())  # pilot ids this queue submitted
+        self.started: set[str] = set()  # pilots handed to the daemon as nodes
+        self.ended: set[str] = set()  # pilots whose end the daemon was told of
+        self.statuses: dict[str, PilotStatus] = {}
+        self.target: int | None = None  # `nvq cluster scale N`; 0 = drain
+        self.refused: str | None = None  # Slurm's message while requests are blocked
+        self.last: ScaleDecision | None = None
+        self.login: SlurmLogin | None = None
+        self.error: str | None = None  # why the login node is unreachable
+        self._connect_timeout = connect_timeout
+        self._keepalive = keepalive
+        self._poll = poll
+        self._poll_starting = poll_starting
+        self._clock = clock
+        self._wake = anyio.Event()
+        self._idle: dict[str, float] = {}  # running pilots' idle_since, last pass
+
+    # ---------------------------------------------------------- commands
+
+    def kick(self) -> None:
+        """Run a pass now (a job started waiting, a node freed up, a command came)."""
+        self._wake.set()
+
+    def scale(self, n: int | None) -> None:
+        """Keep exactly `n` pilots (None: back to automatic scaling)."""
+        self.target = None if n is None else max(0, min(n, self.cluster.max_pilots))
+        self.kick()
+
+    def drain(self) -> None:
+        self.scale(0)
+
+    def retry(self) -> None:
+        """Lift the block a refused submission set."""
+        self.refused = None
+        self.kick()
+
+    def view(self) -> dict[str, Any]:
+        """`nvq cluster status NAME` as a document."""
+        return {
+            "name": self.cluster.name,
+            "login": f"{self.cluster.host}:{self.cluster.port}",
+            "connected": self.login is not None,
+            "error": self.error,
+            "target": self.target,
+            "refused": self.refused,
+            "demand": self.last.demand if self.last else 0,
+            "pilots": [
+                {
+                    "node": f"{self.cluster.name}/{s.job_id}",
+                    "job_id": s.job_id,
+                    "state": s.state,
+                    "reason": s.reason,
+                    "time_left": s.time_left,
+                    "host": s.host,
+                }
+                for s in self.statuses.values()
+            ],
+        }
+
+    # ---------------------------------------------------------- the task
+
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                conn = await connect_login(
+                    self.cluster,
+                    connect_timeout=self._connect_timeout,
+                    keepalive_interval=self._keepalive,
+                )
+            except NodeUnreachable as exc:
+                await self._unreachable(str(exc))
+            else:
+                failures = 0
+                try:
+                    await self._serve(conn)
+                except (NodeUnreachable, asyncssh.Error, OSError) as exc:
+                    await self._unreachable(str(exc))
+                finally:
+                    self.login = None
+                    conn.close()
+            await self._sleep(min(BACKOFF_MAX, 0.5 * 2**failures))
+            failures += 1
+
+    async def _serve(self, conn: asyncssh.SSHClientConnection) -> None:
+        self.login = SlurmLogin(self.cluster, conn)
+        self.error = None
+        while True:
+            await self.step()
+            await self._sleep(self._next_pass())
+
+    def _next_pass(self) -> float:
+        """Seconds to the next pass: sooner while a pilot waits to start, and no later
+        than the moment an idle pilot is due for release."""
+        # A pilot submitted in this pass is not in `statuses` yet: it is starting too.
+        starting = bool(self.known - self.statuses.keys()) or any(
+            s.phase == "requested" for s in self.statuses.values()
+        )
+        wait = self._poll_starting if starting else self._poll
+        if self.target is None:
+            now = self._clock()
+            for since in self._idle.values():
+                due = since + self.cluster.idle_release - now
+                wait = min(wait, max(self._poll_starting, due))
+        return wait
+
+    async def _sleep(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._wake.wait()
+        self._wake = anyio.Event()
+
+    async def _unreachable(self, why: str) -> None:
+        if self.error is None:
+            log.warning("cluster %s: login node unreachable: %s", self.cluster.name, why)
+        self.error = why
+
+    async def _ended(self, job_id: str, why: str) -> None:
+        self.started.discard(job_id)
+        if job_id not in self.ended:
+            self.ended.add(job_id)
+            await self.hooks.pilot_ended(f"{self.cluster.name}/{job_id}", why)
+
+    # ---------------------------------------------------------- one pass
+
+    async def step(self) -> ScaleDecision:
+        """List the pilots, follow their changes, apply one scaling decision."""
+        login = self.login
+        assert login is not None
+        try:
+            listed = await login.pilots()
+        except SlurmError as exc:
+            log.warning("cluster %s: %s", self.cluster.name, exc)
+            return self.last or ScaleDecision(0, [], 0)
+        mine = {s.job_id: s for s in listed if s.job_id in self.known}
+        for job_id in sorted(self.known - set(mine)):
+            await self._ended(job_id, ENDED)
+            self.known.discard(job_id)
+            self.ended.discard(job_id)
+        for job_id, status in mine.items():
+            name = f"{self.cluster.name}/{job_id}"
+            if status.phase == "running" and job_id not in self.started:
+                self.started.add(job_id)
+                await self.hooks.pilot_started(
+                    pilot_node(self.cluster, job_id), self._opener(job_id)
+                )
+            elif status.phase == "ending" and job_id in self.started:
+                await self._ended(job_id, ENDED)
+            await self.hooks.pilot_status(name, status)
+        self.statuses = mine
+
+        now = self._clock()
+        views = [
+            PilotView(
+                job_id=s.job_id,
+                phase=s.phase,
+                time_left=s.time_left,
+                idle_since=self.hooks.idle_since(f"{self.cluster.name}/{s.job_id}")
+                if s.phase == "running"
+                else None,
+            )
+            for s in mine.values()
+        ]
+        self._idle = {v.job_id: v.idle_since for v in views if v.idle_since is not None}
+        decision = decide(
+            views,
+            self.hooks.waiting_jobs(self.cluster),
+            self.cluster,
+            now,
+            target=self.target,
+            blocked=self.refused is not None,
+        )
+        self.last = decision
+        if decision.release:
+            log.info(
+                "cluster %s: releasing pilots %s", self.cluster.name, ", ".join(decision.release)
+            )
+            await login.cancel(decision.release)
+            # Gone for the daemon now, before Slurm ends its runner under a live link.
+            for job_id in decision.release:
+                await self._ended(job_id, RELEASED)
+        for _ in range(decision.request):
+            if not await self._submit(login):
+                break
+        return decision
+
+    async def _submit(self, login: SlurmLogin) -> bool:
+        try:
+            job_id = await login.submit()
+        except SubmitRefused as exc:
+            self.refused = str(exc)
+            log.error("cluster %s: sbatch refused: %s", self.cluster.name, exc)
+            await self.hooks.alert(
+                self.cluster,
+                f"cluster {self.cluster.name}: Slurm refused a pilot: {exc} "
+                f"(no more requests until the config changes or "
+                f"`nvq cluster retry {self.cluster.name}`)",
+            )
+            return False
+        except SlurmError as exc:
+            log.warning("cluster %s: %s", self.cluster.name, exc)
+            return False
+        self.known.add(job_id)
+        await self.hooks.submitted(self.cluster, job_id)
+        log.info("cluster %s: requested pilot %s", self.cluster.name, job_id)
+        return True
+
+    def _opener(self, job_id: str) -> PilotOpener:
+        async def open_channel() -> RunnerChannel:
+            # The connection of the moment: the login node may have been reconnected.
+            login = self.login
+            if login is None:
+                raise NodeUnreachable(login_node(self.cluster), self.error or "not connected")
+            return await login.open_pilot(job_id)
+
+        return open_channel

@@ -1,0 +1,57 @@
+"""`$NVQ_HOME/config.toml` → typed configuration, with errors that name the file, the key
+and what is wrong.
+
+Every error is a `ConfigError` with a one-line message `<file>: <key path>: <problem>`,
+e.g. `~/.nvq/config.toml: nodes[2].port: expected an integer from 1 to 65535, got "abc"`.
+`nodes[i]` counts the `[[nodes]]` tables from 0, in file order.
+
+```toml
+[queue]
+local_node = true            # run jobs on the queue host itself
+local_node_name = "local"
+local_gpus = [0, 1]          # allowlist; [] = CPU jobs only; absent = all cards
+headroom = "512MiB"          # or an integer number of MiB
+max_cpu_jobs_per_node = 4
+kill_grace = "10s"           # or a number of seconds
+node_grace = "2m"
+
+[[nodes]]
+name = "box406"              # letters, digits, '.', '_' and '-'
+host = "box406.lab"
+port = 22
+user = "me"
+identity = "~/.ssh/id_ed25519"
+gpus = [0, 1, 2, 3]
+env = { CUDA_CACHE_PATH = "/scratch/cuda" }
+
+[remote]                     # optional: forward every command to nvq on the queue host
+host = "queue.lab"
+```
+"""
+
+from nvq.config.reader import load_config, parse_config
+from nvq.config.types import (
+    BackupConfig,
+    Config,
+    ConfigError,
+    EmailChannel,
+    NodeConfig,
+    NotifyConfig,
+    QueueConfig,
+    RemoteConfig,
+    UserConfig,
+)
+
+__all__ = [
+    "BackupConfig",
+    "Config",
+    "ConfigError",
+    "EmailChannel",
+    "NodeConfig",
+    "NotifyConfig",
+    "QueueConfig",
+    "RemoteConfig",
+    "UserConfig",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,388 @@
+"""config.toml → `Config`: every key checked, every error one line naming the file
+and the key (see `nvq.config` for the format)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nvq.config.types import (
+    BackupConfig,
+    Config,
+    ConfigError,
+    EmailChannel,
+    NodeConfig,
+    NotifyConfig,
+    QueueConfig,
+    RemoteConfig,
+    UserConfig,
+)
+from nvq.values import duration_value, env_value, show, size_value
+
+# Node names appear in lanes (`node:gpu`), --node prefixes and file names, so keep them
+# to characters that need no quoting anywhere.
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+# A field's validator: (raw TOML value, key path) → the typed value.
+_Convert = Callable[[Any, str], Any]
+
+
+def load_config(home: Path) -> Config:
+    """Read `home/config.toml`; a missing file means all defaults."""
+    path = home / "config.toml"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config(path=path)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {_toml_error(str(exc))}") from exc
+    return parse_config(data, path)
+
+
+def parse_config(data: dict[str, Any], path: Path) -> Config:
+    """Validate parsed TOML; raise `ConfigError` on the first problem found."""
+    return _Parser(path).config(data)
+
+
+def _toml_error(message: str) -> str:
+    # tomllib (3.11) puts the position in the message: "Invalid value (at line 3, column 9)".
+    match = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", message)
+    if match:
+        return f"line {match.group(2)}, column {match.group(3)}: invalid TOML: {match.group(1)}"
+    return f"invalid TOML: {message}"
+
+
+class _Parser:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.path}: {key}: {problem}")
+
+    # -- leaf values ---------------------------------------------------------------
+
+    def table(self, value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table, got {show(value)}")
+        for name in value:
+            if name not in allowed:
+                where = f"{key}.{name}" if key else name
+                known = ", ".join(sorted(allowed))
+                raise self.fail(where, f"unknown key (known keys: {known})")
+        return value
+
+    def string(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"expected a non-empty string, got {show(value)}")
+        return value
+
+    def name(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        if not _NAME_RE.fullmatch(text):
+            raise self.fail(
+                key,
+                f"invalid node name {show(text)}: use letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit",
+            )
+        return text
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {show(value)}")
+        return value
+
+    def integer(self, value: Any, key: str, low: int, high: int | None = None) -> int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if not ok or value < low or (high is not None and value > high):
+            wanted = (
+                f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+            )
+            raise self.fail(key, f"expected {wanted}, got {show(value)}")
+        return int(value)
+
+    def size(self, value: Any, key: str) -> int:
+        try:
+            return size_value(value)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def duration(self, value: Any, key: str) -> float:
+        """A timeout or an interval: more than zero."""
+        try:
+            return duration_value(value)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def delay(self, value: Any, key: str) -> float:
+        """A wait before acting, where zero means at once."""
+        try:
+            return duration_value(value, allow_zero=True)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def gpu_list(self, value: Any, key: str) -> list[int]:
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list of GPU indices like [0, 1], got {show(value)}")
+        gpus = [self.integer(item, f"{key}[{i}]", 0) for i, item in enumerate(value)]
+        if len(set(gpus)) != len(gpus):
+            raise self.fail(key, f"GPU indices repeat in {show(value)}")
+        return gpus
+
+    def string_list(self, value: Any, key: str) -> list[str]:
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list of strings, got {show(value)}")
+        return [self.string(item, f"{key}[{i}]") for i, item in enumerate(value)]
+
+    def env(self, value: Any, key: str) -> dict[str, str]:
+        if isinstance(value, dict):
+            for name, item in value.items():
+                if not isinstance(item, str):
+                    raise self.fail(f"{key}.{name}", f"expected a string, got {show(item)}")
+        try:
+            return env_value(value)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def path_value(self, value: Any, key: str) -> str:
+        # A file on the queue host, so ~ means this user's home here.
+        return os.path.expanduser(self.string(value, key))
+
+    # -- sections ------------------------------------------------------------------
+
+    def config(self, data: dict[str, Any]) -> Config:
+        top = self.table(data, "", {"queue", "nodes", "remote", "notify", "users"})
+        queue_raw = top.get("queue", {})
+        backup = BackupConfig()
+        if isinstance(queue_raw, dict) and "backup" in queue_raw:
+            queue_raw = dict(queue_raw)
+            backup = self.backup(queue_raw.pop("backup"))
+        queue = self.queue(queue_raw)
+        nodes = self.nodes(top.get("nodes", []), queue)
+        remote = self.remote(top["remote"]) if "remote" in top else None
+        return Config(
+            path=self.path,
+            queue=queue,
+            nodes=nodes,
+            remote=remote,
+            backup=backup,
+            notify=self.notify(top.get("notify", {})),
+            users=self.users(top.get("users", {})),
+        )
+
+    def queue(self, value: Any) -> QueueConfig:
+        fields: dict[str, _Convert] = {
+            "local_node": self.boolean,
+            "local_node_name": self.name,
+            "local_home": self.string,
+            "local_gpus": self.gpu_list,
+            "local_env": self.env,
+            "headroom": self.size,
+            "max_cpu_jobs_per_node": lambda v, k: self.integer(v, k, 0),
+            "kill_grace": self.delay,  # 0: SIGKILL straight away
+            "node_grace": self.duration,
+            "ssh_keepalive": self.duration,
+            "ssh_connect_timeout": self.duration,
+            "admins": self.string_list,
+            "starvation_after": self.delay,  # 0: reserve as soon as the head cannot start
+            "artifact_sync": self.duration,
+            "artifacts_quota": self.size,
+            "busy_idle": self.duration,
+        }
+        table = self.table(value, "queue", set(fields))
+        out = {key: fields[key](item, f"queue.{key}") for key, item in table.items()}
+        if "headroom" in out:
+            out["headroom_mb"] = out.pop("headroom")
+        if "artifacts_quota" in out:
+            out["artifacts_quota_mb"] = out.pop("artifacts_quota")
+        return QueueConfig(**out)
+
+    def nodes(self, value: Any, queue: QueueConfig) -> list[NodeConfig]:
+        if not isinstance(value, list):
+            raise self.fail("nodes", f"expected [[nodes]] tables, got {show(value)}")
+        fields: dict[str, _Convert] = {
+            "name": self.name,
+            "host": self.string,
+            "port": lambda v, k: self.integer(v, k, 1, 65535),
+            "user": self.string,
+            "identity": self.path_value,
+            "known_hosts": self.path_value,
+            "home": self.string,  # a path on the node: ~ is expanded there, not here
+            "python": self.string,
+            "gpus": self.gpu_list,
+            "env": self.env,
+            "owner": self.string,
+        }
+        seen: dict[str, int] = {}
+        nodes = []
+        for i, item in enumerate(value):
+            prefix = f"nodes[{i}]"
+            table = self.table(item, prefix, set(fields))
+            for required in ("name", "host"):
+                if required not in table:
+                    raise self.fail(f"{prefix}.{required}", "missing (every node needs one)")
+            out = {key: fields[key](v, f"{prefix}.{key}") for key, v in table.items()}
+            name = out["name"]
+            if name in seen:
+                raise self.fail(
+                    f"{prefix}.name", f"{show(name)} is already the name of nodes[{seen[name]}]"
+                )
+            if queue.local_node and name == queue.local_node_name:
+                raise self.fail(
+                    f"{prefix}.name",
+                    f"{show(name)} is the local node's name (queue.local_node_name); "
+                    "pick another or set queue.local_node = false",
+                )
+            seen[name] = i
+            nodes.append(NodeConfig(**out))
+        return nodes
+
+    def remote(self, value: Any) -> RemoteConfig:
+        fields: dict[str, _Convert] = {
+            "host": self.string,
+            "port": lambda v, k: self.integer(v, k, 1, 65535),
+            "user": self.string,
+            "identity": self.path_value,
+            "known_hosts": self.path_value,
+            "nvq": self.string,
+            "home": self.string,
+        }
+        table = self.table(value, "remote", set(fields))
+        if "host" not in table:
+            raise self.fail("remote.host", "missing (the queue host to forward commands to)")
+        return RemoteConfig(**{key: fields[key](v, f"remote.{key}") for key, v in table.items()})
+
+    # -- operating the queue: backups, notifications, users ------------------------
+
+    def backup(self, value: Any) -> BackupConfig:
+        fields: dict[str, _Convert] = {
+            "enabled": self.boolean,
+            "interval_hours": self.positive_number,
+            "keep": lambda v, k: self.integer(v, k, 1),
+            "directory": self.path_value,
+        }
+        table = self.table(value, "queue.backup", set(fields))
+        return BackupConfig(
+            **{key: fields[key](v, f"queue.backup.{key}") for key, v in table.items()}
+        )
+
+    def positive_number(self, value: Any, key: str) -> float:
+        bad = isinstance(value, bool) or not isinstance(value, int | float)
+        if bad or not math.isfinite(value) or value <= 0:
+            raise self.fail(key, f"expected a positive number, got {show(value)}")
+        return float(value)
+
+    def choice(self, value: Any, key: str, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.fail(key, f"expected one of {', '.join(choices)}, got {show(value)}")
+        return str(value)
+
+    def email_address(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        if "@" not in text or any(c.isspace() for c in text):
+            raise self.fail(key, f"expected an e-mail address, got {show(text)}")
+        return text
+
+    def addresses(self, value: Any, key: str) -> list[str]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise self.fail(key, f"expected an address or a list of them, got {show(value)}")
+        return [self.email_address(item, f"{key}[{i}]") for i, item in enumerate(items)]
+
+    def notify(self, value: Any) -> NotifyConfig:
+        table = self.table(
+            value,
+            "notify",
+            {
+                "email",
+                "command",
+                "file",
+                "desktop",
+                "severity",
+                "email_on_success",
+                "email_on_failure",
+                "retry_initial",
+                "retry_max",
+            },
+        )
+        out: dict[str, Any] = {}
+        for key in ("email_on_success", "email_on_failure"):
+            if key in table:
+                out[key] = self.boolean(table[key], f"notify.{key}")
+        for key in ("retry_initial", "retry_max"):
+            if key in table:
+                out[key] = self.duration(table[key], f"notify.{key}")
+        initial = out.get("retry_initial", NotifyConfig().retry_initial)
+        if out.get("retry_max", initial) < initial:
+            raise self.fail("notify.retry_max", f"less than notify.retry_initial ({initial:g}s)")
+        if "severity" in table:
+            out["severity"] = self.choice(
+                table["severity"], "notify.severity", ("info", "warning", "error")
+            )
+        if "email" in table:
+            out["email"] = self.email(table["email"])
+        if "command" in table:
+            cmd = self.table(table["command"], "notify.command", {"run"})
+            if "run" not in cmd:
+                raise self.fail("notify.command.run", "missing (the program to run, as a list)")
+            run = cmd["run"]
+            if isinstance(run, str):
+                run = [run]
+            out["command"] = self.string_list(run, "notify.command.run")
+            if not out["command"]:
+                raise self.fail("notify.command.run", "expected at least the program")
+        if "file" in table:
+            f = self.table(table["file"], "notify.file", {"enabled", "path"})
+            if self.boolean(f.get("enabled", True), "notify.file.enabled"):
+                out["file"] = self.path_value(f["path"], "notify.file.path") if "path" in f else ""
+        if "desktop" in table:
+            d = self.table(table["desktop"], "notify.desktop", {"enabled"})
+            out["desktop"] = self.boolean(d.get("enabled", True), "notify.desktop.enabled")
+        return NotifyConfig(**out)
+
+    def email(self, value: Any) -> EmailChannel:
+        fields: dict[str, _Convert] = {
+            "host": self.string,
+            "port": lambda v, k: self.integer(v, k, 1, 65535),
+            "security": lambda v, k: self.choice(v, k, ("starttls", "tls", "none")),
+            "user": self.string,
+            "password_file": self.path_value,
+            "password_env": self.string,
+            "from": self.email_address,
+            "to": self.addresses,
+            "alerts": self.boolean,
+        }
+        table = self.table(value, "notify.email", set(fields))
+        for required in ("host", "from"):
+            if required not in table:
+                raise self.fail(f"notify.email.{required}", "missing (e-mail needs it)")
+        out = {key: fields[key](v, f"notify.email.{key}") for key, v in table.items()}
+        if "password_file" in out and "password_env" in out:
+            raise self.fail("notify.email.password_env", "give password_file or password_env")
+        out["sender"] = out.pop("from")
+        return EmailChannel(**out)
+
+    def users(self, value: Any) -> dict[str, UserConfig]:
+        if not isinstance(value, dict):
+            raise self.fail("users", f"expected [users.NAME] tables, got {show(value)}")
+        out: dict[str, UserConfig] = {}
+        for name, item in value.items():
+            table = self.table(item, f"users.{name}", {"email"})
+            email = (
+                self.email_address(table["email"], f"users.{name}.email")
+                if "email" in table
+                else None
+            )
+            out[name] = UserConfig(email=email)
+        return out

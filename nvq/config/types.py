@@ -1,0 +1,111 @@
+"""The typed configuration: what `nvq.config.reader` builds from config.toml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+
+class ConfigError(Exception):
+    """A malformed config: the message names the file, the key and the problem."""
+
+
+class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
+    name: str
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity: str | None = None  # private key file
+    known_hosts: str | None = None  # file; None means ~/.ssh/known_hosts
+    home: str = "~/.nvq"  # node-side state directory
+    python: str = "python3"  # interpreter on the node with nvq_runner importable
+    gpus: list[int] | None = None  # allowlist for new placements; [] = CPU jobs only
+    env: dict[str, str] = {}  # extra environment for the runner
+    owner: str | None = None
+
+
+class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
+    local_node: bool = True
+    local_node_name: str = "local"
+    local_home: str | None = None  # runner home of the local node; default $NVQ_HOME/node
+    local_gpus: list[int] | None = None
+    local_env: dict[str, str] = {}
+    headroom_mb: int = 512
+    max_cpu_jobs_per_node: int = 4
+    kill_grace: float = 10.0  # seconds between SIGTERM and SIGKILL
+    node_grace: float = 120.0  # seconds unreachable before node_down
+    # A dead or hung node is noticed after about 3 missed keepalives.
+    ssh_keepalive: float = 5.0
+    ssh_connect_timeout: float = 10.0
+    # Users who may pause, resume, cancel and re-prioritise anyone's jobs.
+    admins: list[str] = []
+    # A head-of-queue job waiting longer than this reserves a node (no starvation).
+    starvation_after: float = 600.0
+    # Machines that come and go (issue 5): how often a running job's $NVQ_ARTIFACTS
+    # is copied to the queue host, the most those copies may hold, and how long an
+    # owner's terminal may sit idle before their node stops counting as busy.
+    artifact_sync: float = 60.0
+    artifacts_quota_mb: int = 50 * 1024
+    busy_idle: float = 600.0
+
+
+class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[remote]`: the CLI forwards its argv over SSH to `nvq` on this queue host."""
+
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    nvq: str = "nvq"  # the command to run there
+    home: str | None = None  # $NVQ_HOME there, when not the default
+
+
+class BackupConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[queue.backup]`: the daemon snapshots queue.db every `interval_hours`."""
+
+    enabled: bool = False
+    interval_hours: float = 24.0
+    keep: int = 7  # newest snapshots kept in `directory`; older ones are deleted
+    directory: str | None = None  # default $NVQ_HOME/backups
+
+
+class EmailChannel(msgspec.Struct, kw_only=True, frozen=True):
+    host: str
+    port: int | None = None  # default: 465 with tls, 587 with starttls, 25 with none
+    security: str = "starttls"  # "starttls" | "tls" | "none"
+    user: str | None = None
+    password_file: str | None = None
+    password_env: str | None = None
+    sender: str  # `from` in the file
+    to: list[str] = []  # alerts go here; job e-mails fall back to it
+    alerts: bool = True  # e-mail alerts too (not only job outcomes)
+
+
+class NotifyConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[notify]`: where alerts and job outcomes are delivered (see nvq.notify)."""
+
+    email: EmailChannel | None = None
+    command: list[str] | None = None  # `[notify.command] run`: gets the alert JSON on stdin
+    file: str | None = None  # `[notify.file]`: JSON lines; "" = $NVQ_HOME/alerts.log, None = off
+    desktop: bool = False  # `[notify.desktop]`: notify-send, where present
+    severity: str = "warning"  # alerts at or above this are delivered
+    email_on_success: bool = False  # per-job defaults of --email-on-success/--email-on-failure
+    email_on_failure: bool = False
+    retry_initial: float = 10.0  # seconds before a failed delivery is retried, doubling
+    retry_max: float = 3600.0
+
+
+class UserConfig(msgspec.Struct, kw_only=True, frozen=True):
+    email: str | None = None
+
+
+class Config(msgspec.Struct, kw_only=True, frozen=True):
+    path: Path | None = None
+    queue: QueueConfig = QueueConfig()
+    nodes: list[NodeConfig] = []
+    remote: RemoteConfig | None = None
+    backup: BackupConfig = BackupConfig()  # `[queue.backup]` in the file
+    notify: NotifyConfig = NotifyConfig()
+    users: dict[str, UserConfig] = {}

@@ -1,0 +1,142 @@
+"""Every check a submission gets, in one place. Pure.
+
+`validate_spec` is the authority: the daemon runs it on every `Submit` whatever sent
+it, the CLI runs it first so a mistake fails before the daemon is asked, and a
+manifest is read into a JobSpec through it. It raises `SpecError` naming the
+`job submit` flag; the manifest puts its own key in front of `problem` instead.
+
+`SUBMIT_FIELDS` is the one list of what a submission can say: each JobSpec field
+with its flag and its manifest key, so the command line and manifest.toml accept
+the same things.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import msgspec
+
+from nvq.domain.arrays import parse_array
+from nvq.domain.lanes import parse_lane
+from nvq.domain.matching import parse_cuda
+from nvq.model import JobSpec
+from nvq.values import MAX_INT, MIN_INT, check_id, check_seconds
+
+
+class SubmitField(NamedTuple):
+    field: str  # the JobSpec field
+    flag: str  # the `job submit` option ("" for the command, given after --)
+    param: str  # the option's parameter name in `job submit`
+    key: str  # the key in manifest.toml's [job] table
+
+
+# Where a flag or key is not the field's name: sizes drop their unit, --tag repeats.
+_FLAG_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "tags": "tag"}
+_KEY_NAMES = {"vram_mb": "vram", "memory_mb": "memory"}
+# Set from the environment (NVQ_SUBMITTER), not by a flag or a manifest.
+_NOT_SUBMITTED = frozenset({"submitter"})
+
+
+def _submit_field(field: str) -> SubmitField:
+    if field == "command":
+        return SubmitField(field, "", "command", "command")
+    param = _FLAG_NAMES.get(field, field)
+    return SubmitField(field, "--" + param.replace("_", "-"), param, _KEY_NAMES.get(field, field))
+
+
+SUBMIT_FIELDS: tuple[SubmitField, ...] = tuple(
+    _submit_field(f.name)
+    for f in msgspec.structs.fields(JobSpec)
+    if f.name not in _NOT_SUBMITTED
+)
+_BY_FIELD = {f.field: f for f in SUBMIT_FIELDS}
+
+NO_COMMAND = "no command given: put it after --, or pass it as one string"
+
+
+class SpecError(ValueError):
+    """A submission that cannot be queued: `field` is the JobSpec field at fault,
+    `problem` what is wrong with it; the message names the flag."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        flag = _BY_FIELD[field].flag if field in _BY_FIELD else field
+        super().__init__(f"{flag}: {problem}" if flag else problem)
+
+
+def flag_of(field: str) -> str:
+    return _BY_FIELD[field].flag
+
+
+def _count(spec: JobSpec, field: str) -> None:
+    value = getattr(spec, field)
+    if value < 0:
+        raise SpecError(field, "must be 0 or more")
+    if value > MAX_INT:
+        raise SpecError(field, "too large")
+
+
+def _seconds(spec: JobSpec, field: str) -> None:
+    value = getattr(spec, field)
+    if value is not None:
+        problem = check_seconds(float(value))
+        if problem is not None:
+            raise SpecError(field, problem)
+
+
+def _text(spec: JobSpec, field: str) -> None:
+    """An optional string that reaches exec (a directory, a node prefix): not empty,
+    no NUL byte."""
+    value = getattr(spec, field)
+    if value is not None and (not value or "\0" in value):
+        raise SpecError(field, "must be a non-empty string without NUL bytes")
+
+
+def validate_spec(spec: JobSpec) -> JobSpec:
+    """`spec` if it can be queued as it is; else `SpecError` for the first problem."""
+    if not spec.command.strip():
+        raise SpecError("command", NO_COMMAND)
+    if "\0" in spec.command:
+        raise SpecError("command", "the command contains a NUL byte")
+    _count(spec, "gpus")
+    _count(spec, "vram_mb")
+    _count(spec, "memory_mb")
+    _count(spec, "retries")
+    if not MIN_INT <= spec.priority <= MAX_INT:
+        raise SpecError("priority", f"must be from {MIN_INT} to {MAX_INT}")
+    _seconds(spec, "timeout")
+    _seconds(spec, "max_runtime")
+    _text(spec, "node")
+    _text(spec, "workdir")
+    for name, value in spec.env.items():
+        if not name or "=" in name or "\0" in name:
+            raise SpecError("env", f"invalid variable name {name!r}")
+        if "\0" in value:
+            raise SpecError("env", f"the value of {name} contains a NUL byte")
+    for field in ("after", "after_any"):
+        for job_id in getattr(spec, field):
+            problem = check_id(job_id)
+            if problem is not None:
+                raise SpecError(field, problem)
+    if spec.cuda is not None:
+        try:
+            parse_cuda(spec.cuda)
+        except ValueError as exc:
+            raise SpecError("cuda", str(exc)) from None
+    if spec.lane is not None:
+        try:
+            parse_lane(spec.lane)
+        except ValueError as exc:
+            raise SpecError("lane", str(exc)) from None
+        if spec.node is not None:
+            raise SpecError("lane", "a lane names its node: give a lane or a node, not both")
+        if spec.gpus != 1:
+            raise SpecError("lane", "a lane job runs on exactly its lane's one GPU: leave gpus at 1")
+    if spec.array is not None:
+        try:
+            parse_array(spec.array)
+        except ValueError as exc:
+            # parse_array's message names the flag and the text already.
+            raise SpecError("array", str(exc).removeprefix("--array ")) from None
+    return spec

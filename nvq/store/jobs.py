@@ -1,0 +1,153 @@
+"""The `jobs` table: one row per job, its columns the fields of `nvq.model.Job` in
+order (lists, dicts and the tri-state booleans stored as JSON text)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from nvq.model import FINISHED_STATES, Job, JobState
+
+_JOB_FIELDS: tuple[str, ...] = tuple(f.name for f in msgspec.structs.fields(Job))
+_JSON_FIELDS = frozenset(
+    {
+        "env",
+        "tags",
+        "gpus",
+        "result",
+        "after",
+        "after_any",
+        "email_on_success",
+        "email_on_failure",
+        "no_reassign",
+    }
+)
+_json = msgspec.json.Encoder()
+
+JOB_COLUMNS = ", ".join(_JOB_FIELDS)
+_JOB_PLACEHOLDERS = ", ".join("?" for _ in _JOB_FIELDS)
+_JOB_UPDATE = ", ".join(f"{name} = ?" for name in _JOB_FIELDS if name != "id")
+
+
+def job_to_row(job: Job) -> list[Any]:
+    row: list[Any] = []
+    for name in _JOB_FIELDS:
+        value = getattr(job, name)
+        if name in _JSON_FIELDS:
+            value = _json.encode(value).decode()
+        elif name == "state":
+            value = str(value)
+        row.append(value)
+    return row
+
+
+def job_from_row(row: Sequence[Any]) -> Job:
+    values: dict[str, Any] = {}
+    for name, value in zip(_JOB_FIELDS, row, strict=True):
+        if name in _JSON_FIELDS:
+            value = msgspec.json.decode(value) if value is not None else None
+        elif name == "state":
+            value = JobState(value)
+        values[name] = value
+    return Job(**values)
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+# ---------------------------------------------------------------- writes
+
+
+def last_id(conn: sqlite3.Connection) -> int:
+    # AUTOINCREMENT never reuses an id, even of a purged job: continue from the
+    # sequence, not from MAX(id).
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def insert(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
+    conn.executemany(
+        f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_JOB_PLACEHOLDERS})",
+        [job_to_row(job) for job in jobs],
+    )
+
+
+def update(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
+    conn.executemany(
+        f"UPDATE jobs SET {_JOB_UPDATE} WHERE id = ?",
+        [[*job_to_row(job)[1:], job.id] for job in jobs],
+    )
+
+
+def delete(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
+    conn.executemany("DELETE FROM jobs WHERE id = ?", [(i,) for i in ids])
+
+
+# ---------------------------------------------------------------- reads
+
+
+def one(conn: sqlite3.Connection, job_id: int) -> Job | None:
+    row = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    return job_from_row(row) if row else None
+
+
+def select(
+    conn: sqlite3.Connection,
+    *,
+    states: Iterable[JobState] | None = None,
+    ids: Iterable[int] | None = None,
+    limit: int | None = None,
+    newest_first: bool = False,
+) -> list[Job]:
+    where: list[str] = []
+    args: list[Any] = []
+    if states is not None:
+        state_list = [str(s) for s in states]
+        where.append(f"state IN ({_marks(state_list)})")
+        args.extend(state_list)
+    if ids is not None:
+        id_list = list(ids)
+        where.append(f"id IN ({_marks(id_list)})")
+        args.extend(id_list)
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY id DESC" if newest_first else " ORDER BY id"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [job_from_row(r) for r in conn.execute(sql, args).fetchall()]
+
+
+def array_members(conn: sqlite3.Connection, array_id: int) -> list[Job]:
+    rows = conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM jobs WHERE array_id = ? ORDER BY id", (array_id,)
+    ).fetchall()
+    return [job_from_row(r) for r in rows]
+
+
+def states_of(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, JobState]:
+    id_list = list(ids)
+    if not id_list:
+        return {}
+    sql = f"SELECT id, state FROM jobs WHERE id IN ({_marks(id_list)})"
+    return {i: JobState(s) for i, s in conn.execute(sql, id_list).fetchall()}
+
+
+def state_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    rows = conn.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall()
+    return {state: n for state, n in rows}
+
+
+def finished_ids(conn: sqlite3.Connection, before: float | None) -> list[int]:
+    """Finished jobs (ended before `before`, if given): what `job purge` forgets."""
+    states = [str(s) for s in FINISHED_STATES]
+    sql = f"SELECT id FROM jobs WHERE state IN ({_marks(states)})"
+    args: list[Any] = list(states)
+    if before is not None:
+        sql += " AND COALESCE(ended_at, created_at) < ?"
+        args.append(before)
+    return [r[0] for r in conn.execute(sql, args).fetchall()]

@@ -1,0 +1,167 @@
+"""queue.db's schema: every migration, in order, and the step that applies them.
+
+Each entry of `MIGRATIONS` migrates from version i to i+1; the list only ever grows and
+no entry is ever edited, so a queue.db written by any earlier nvq opens here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+SCHEMA_VERSION = 4
+
+MIGRATIONS: list[str] = [
+    # 1: jobs, their events, nodes and the kills owed to them.
+    """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        state TEXT NOT NULL,
+        command TEXT NOT NULL,
+        user TEXT NOT NULL,
+        submitter TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        gpus_requested INTEGER NOT NULL,
+        vram_mb INTEGER NOT NULL,
+        node_request TEXT,
+        priority INTEGER NOT NULL,
+        timeout REAL,
+        env TEXT NOT NULL,
+        workdir TEXT,
+        tags TEXT NOT NULL,
+        note TEXT NOT NULL,
+        after TEXT NOT NULL,
+        after_any TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        node TEXT,
+        gpus TEXT NOT NULL,
+        pid INTEGER,
+        dispatched_at REAL,
+        started_at REAL,
+        ended_at REAL,
+        exit_code INTEGER,
+        signal INTEGER,
+        reason TEXT,
+        progress TEXT,
+        stderr_tail TEXT,
+        result TEXT
+    );
+    CREATE INDEX jobs_by_state ON jobs(state);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        time REAL NOT NULL,
+        kind TEXT NOT NULL,
+        job_id INTEGER,
+        node TEXT,
+        data TEXT NOT NULL
+    );
+    CREATE INDEX events_by_job ON events(job_id);
+    CREATE TABLE nodes (
+        name TEXT PRIMARY KEY,
+        journal_id TEXT NOT NULL DEFAULT '',
+        applied_seq INTEGER NOT NULL DEFAULT 0,
+        facts TEXT,
+        last_seen REAL,
+        drained INTEGER NOT NULL DEFAULT 0,
+        ignored INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE reaps (
+        job_id INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        PRIMARY KEY (job_id, attempt)
+    );
+    """,
+    # 2: scheduling policy — dispatch rank, retries, CUDA/memory needs, arrays, lanes.
+    """
+    ALTER TABLE jobs ADD COLUMN rank REAL NOT NULL DEFAULT 0;
+    UPDATE jobs SET rank = created_at;
+    ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN retried INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN cuda TEXT;
+    ALTER TABLE jobs ADD COLUMN memory_mb INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN array_id INTEGER;
+    ALTER TABLE jobs ADD COLUMN array_index INTEGER;
+    ALTER TABLE jobs ADD COLUMN array_limit INTEGER;
+    ALTER TABLE jobs ADD COLUMN lane TEXT;
+    ALTER TABLE jobs ADD COLUMN lane_pos REAL;
+    CREATE INDEX jobs_by_array ON jobs(array_id);
+    CREATE TABLE lanes (
+        name TEXT PRIMARY KEY,
+        paused INTEGER NOT NULL DEFAULT 0
+    );
+    """,
+    # 3: operating the queue — alerts, the notification outbox, meta (last backup),
+    # per-job e-mail preferences.
+    """
+    CREATE TABLE alerts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        time REAL NOT NULL,
+        kind TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        job_id INTEGER,
+        node TEXT,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        key TEXT NOT NULL UNIQUE,
+        message TEXT NOT NULL,
+        detail TEXT,
+        acked_at REAL,
+        acked_by TEXT
+    );
+    CREATE INDEX alerts_open ON alerts(acked_at);
+    CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        created_at REAL NOT NULL,
+        channel TEXT NOT NULL,
+        key TEXT NOT NULL UNIQUE,
+        payload TEXT NOT NULL,
+        delivered_at REAL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_try REAL NOT NULL,
+        last_error TEXT,
+        last_error_at REAL
+    );
+    CREATE INDEX outbox_due ON outbox(delivered_at, next_try);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    ALTER TABLE jobs ADD COLUMN email_on_success TEXT NOT NULL DEFAULT 'null';
+    ALTER TABLE jobs ADD COLUMN email_on_failure TEXT NOT NULL DEFAULT 'null'
+""",
+    # 4: machines that come and go — reassignment options per job, a node's busy mode
+    # set by hand, and the owners who forbade their own jobs on their busy nodes.
+    """
+ALTER TABLE jobs ADD COLUMN max_runtime REAL;
+ALTER TABLE jobs ADD COLUMN no_reassign TEXT NOT NULL DEFAULT 'false';
+CREATE TABLE node_busy (
+    name TEXT PRIMARY KEY,
+    mode TEXT NOT NULL
+);
+CREATE TABLE busy_forbid (
+    user TEXT PRIMARY KEY
+);
+""",
+]
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring the database up to `SCHEMA_VERSION`, one transaction per version."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
+    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    version = row[0] if row else 0
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"queue.db has schema version {version}, newer than this nvq knows "
+            f"({SCHEMA_VERSION}); upgrade nvq"
+        )
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[target - 1].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("DELETE FROM schema_version")
+            conn.execute("INSERT INTO schema_version VALUES (?)", (target,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise

@@ -1,0 +1,114 @@
+"""The NVML backend (pynvml, imported here only). Every NVML call may fail on its own
+(a card fallen off the bus, a call the driver does not support); such a failure
+costs that one figure, never the whole sample."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pynvml
+
+from .. import procfs
+from ..protocol import GpuInfo, GpuProcess, GpuSample
+from .base import GpuFacts
+
+log = logging.getLogger(__name__)
+_MIB = 1024 * 1024
+T = TypeVar("T")
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _try(what: str, call: Callable[..., T], *args: Any) -> T | None:
+    try:
+        return call(*args)
+    except pynvml.NVMLError as exc:
+        log.debug("NVML %s failed: %s", what, exc)
+        return None
+
+
+def cuda_version_text(version: int) -> str:
+    """NVML's integer CUDA version (13000, 12040) as "13.0", "12.4"."""
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+class NvmlBackend:
+    name = "nvml"
+
+    def __init__(self) -> None:
+        pynvml.nvmlInit()
+        self._handles: list[Any] = []
+        try:
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                self._handles.append(pynvml.nvmlDeviceGetHandleByIndex(i))
+        except pynvml.NVMLError:
+            pynvml.nvmlShutdown()
+            raise
+        self._facts = self._read_facts()
+
+    def _read_facts(self) -> GpuFacts:
+        driver = _try("driver version", pynvml.nvmlSystemGetDriverVersion)
+        cuda = _try("CUDA version", pynvml.nvmlSystemGetCudaDriverVersion_v2)
+        if cuda is None:
+            cuda = _try("CUDA version", pynvml.nvmlSystemGetCudaDriverVersion)
+        gpus = []
+        for index, h in enumerate(self._handles):
+            name = _try("name", pynvml.nvmlDeviceGetName, h)
+            uuid = _try("uuid", pynvml.nvmlDeviceGetUUID, h)
+            mem = _try("memory", pynvml.nvmlDeviceGetMemoryInfo, h)
+            gpus.append(
+                GpuInfo(
+                    index=index,
+                    name=_text(name) if name is not None else "unknown",
+                    uuid=_text(uuid) if uuid is not None else f"GPU-unknown-{index}",
+                    total_mb=int(mem.total) // _MIB if mem is not None else 0,
+                )
+            )
+        return GpuFacts(
+            cuda=cuda_version_text(cuda) if cuda else None,
+            driver=_text(driver) if driver is not None else None,
+            gpus=gpus,
+        )
+
+    def facts(self) -> GpuFacts:
+        return self._facts
+
+    def sample(self) -> list[GpuSample]:
+        out = []
+        for index, h in enumerate(self._handles):
+            mem = _try("memory", pynvml.nvmlDeviceGetMemoryInfo, h)
+            util = _try("utilisation", pynvml.nvmlDeviceGetUtilizationRates, h)
+            used: dict[int, int | None] = {}
+            for getter in (
+                pynvml.nvmlDeviceGetComputeRunningProcesses,
+                pynvml.nvmlDeviceGetGraphicsRunningProcesses,
+            ):
+                procs = _try("processes", getter, h) or []
+                for p in procs:
+                    mib = None if p.usedGpuMemory is None else int(p.usedGpuMemory) // _MIB
+                    # A process on both lists (CUDA + graphics) is counted once.
+                    old = used.get(p.pid)
+                    used[p.pid] = mib if old is None else max(old, mib or 0)
+            processes = [
+                GpuProcess(pid=pid, user=procfs.process_user(pid), used_mb=mib)
+                for pid, mib in sorted(used.items())
+            ]
+            total = self._facts.gpus[index].total_mb
+            out.append(
+                GpuSample(
+                    index=index,
+                    total_mb=int(mem.total) // _MIB if mem is not None else total,
+                    used_mb=int(mem.used) // _MIB if mem is not None else 0,
+                    util_percent=int(util.gpu) if util is not None else None,
+                    processes=processes,
+                    blind=any(p.used_mb is None for p in processes),
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        _try("shutdown", pynvml.nvmlShutdown)

@@ -1,0 +1,115 @@
+"""Outages through the real CLI on sshd nodes: an exit the runner recorded always wins
+over what the daemon guessed while the node was away, and a node removed from the
+config while its job runs leaves no job running forever."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster import Nvq, make_nvq, write_mesh_config
+
+ONE_CARD = 'cuda = "13.0"\n[[gpu]]\nname = "Fake L4"\nmemory = "24GiB"\n'
+
+
+@pytest.fixture
+def mesh(tmp_path: Path, sshd_nodes: Any) -> Any:
+    made: list[Nvq] = []
+
+    def build(n: int, **kwargs: Any) -> tuple[Nvq, list[Any]]:
+        nodes = sshd_nodes(n)
+        nvq = make_nvq(tmp_path / f"q{len(made)}")
+        write_mesh_config(nvq, nodes, **kwargs)
+        made.append(nvq)
+        return nvq, nodes
+
+    yield build
+    for nvq in made:
+        nvq.shutdown()
+
+
+def _until(pred: Any, timeout: float = 30, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_a_no_reassign_job_that_completed_while_its_node_was_away_completes(
+    mesh: Any, tmp_path: Path
+) -> None:
+    nvq, nodes = mesh(1, gpus=ONE_CARD)
+    gate = tmp_path / "gate"
+    body = (
+        f"while [ ! -e {gate} ]; do sleep 0.05; done; "
+        'echo \'{"acc": 0.9}\' > "$NVQ_JOB_DIR/result.json"'
+    )
+    job = nvq.submit("--no-reassign", "--", body)
+    nvq.wait_for(job["id"], lambda x: x["state"] == "running" and x["started_at"])
+    nodes[0].kill_all()
+    nvq.wait_for(job["id"], lambda x: x["state"] == "lost", timeout=30)
+    gate.touch()  # it finishes, well, while nobody can see it
+    time.sleep(0.5)
+    nodes[0].start()
+    done = nvq.wait_for(job["id"], lambda x: x["state"] != "lost", timeout=60)
+    assert done["state"] == "completed" and done["exit_code"] == 0
+    assert nvq.json("job", "result", str(job["id"]))["result"] == {"acc": 0.9}
+
+
+def test_an_attempt_that_ended_before_node_down_ends_the_job(mesh: Any, tmp_path: Path) -> None:
+    nvq, nodes = mesh(2, gpus=ONE_CARD)
+    ledger, gate, pid2 = tmp_path / "ledger", tmp_path / "gate", tmp_path / "pid2"
+    nvq.ok("queue", "drain", "n0")
+    body = (
+        f"echo $NVQ_ATTEMPT >> {ledger}; "
+        f'if [ "$NVQ_ATTEMPT" = 1 ]; then while [ ! -e {gate} ]; do sleep 0.05; done; '
+        f"echo ended >> {ledger}; else echo $$ > {pid2}; sleep 60; fi"
+    )
+    job = nvq.submit("--", body)
+    nvq.wait_for(job["id"], lambda x: x["state"] == "running" and x["node"] == "n1")
+    nvq.ok("queue", "resume", "n0")
+    nodes[1].pause()  # hung: attempt 1 ends, but nobody hears of it
+    gate.touch()
+    _until(lambda: "ended" in ledger.read_text(), what="attempt 1 to end")
+    time.sleep(0.5)
+    nodes[1].kill_all()
+    # Down past node_grace: attempt 2 starts on n0.
+    nvq.wait_for(job["id"], lambda x: x["state"] == "running" and x["node"] == "n0", timeout=60)
+    _until(lambda: pid2.exists() and pid2.read_text().strip() != "", what="attempt 2 to run")
+    nodes[1].start()
+    done = nvq.wait_for(job["id"], lambda x: x["state"] not in ("running", "pending"), timeout=60)
+    # Attempt 1 completed before the node was declared down: that is the outcome.
+    assert done["state"] == "completed" and done["exit_code"] == 0, done
+    assert [(a["attempt"], a["node"], a["outcome"]) for a in done["attempts"]] == [
+        (1, "n1", "completed"),
+        (2, "n0", "superseded"),
+    ]
+    why = [e["data"]["reason"] for e in done["events"] if e["kind"] == "attempt_superseded"]
+    assert why == ["attempt 1 on n1 exited before n1 was declared down: its outcome stands"]
+    _until(lambda: not _alive(int(pid2.read_text())), what="attempt 2 to be killed")
+    assert ledger.read_text().split() == ["1", "ended", "2"]  # no third attempt
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_job_on_a_node_removed_from_config_is_accounted_for(nvq: Nvq, sshd_nodes: Any) -> None:
+    nodes = sshd_nodes(2)
+    write_mesh_config(nvq, nodes)
+    job = nvq.submit("--node", "n1", "--gpus", "0", "--", "sleep", "60")
+    nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=60)
+    write_mesh_config(nvq, nodes[:1])
+    nvq.ok("daemon", "stop")
+    got = nvq.wait_for(job["id"], lambda j: j["state"] in ("lost", "pending"), timeout=60)
+    alerts = nvq.run("queue", "alerts", "--json").json()
+    assert any("n1" in a["message"] and "config" in a["message"] for a in alerts), (got, alerts)

@@ -1,0 +1,85 @@
+"""`validate_spec`, the one check every submission gets, and the one list of fields
+the command line and manifest.toml share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from nvq import manifest
+from nvq.domain.validate import SUBMIT_FIELDS, SpecError, flag_of, validate_spec
+from nvq.model import JobSpec
+
+
+def spec(**kw: Any) -> JobSpec:
+    return msgspec.structs.replace(JobSpec(command="python train.py"), **kw)
+
+
+def test_a_sound_submission_passes_unchanged() -> None:
+    good = spec(
+        gpus=2,
+        vram_mb=2048,
+        timeout=3600.0,
+        env={"A": "1", "B": "x=y"},
+        after=[1, 2**63 - 1],
+        cuda="12.4",
+        array="0-9%2",
+        priority=-(2**63),
+        max_runtime=60,
+    )
+    assert validate_spec(good) is good
+    assert validate_spec(spec(lane="box:0")).lane == "box:0"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"command": "  "}, "no command given: put it after --, or pass it as one string"),
+        ({"command": "echo \0"}, "the command contains a NUL byte"),
+        ({"gpus": -1}, "--gpus: must be 0 or more"),
+        ({"vram_mb": -1}, "--vram: must be 0 or more"),
+        ({"memory_mb": 2**63}, "--memory: too large"),
+        ({"retries": -2}, "--retries: must be 0 or more"),
+        (
+            {"priority": 2**63},
+            "--priority: must be from -9223372036854775808 to 9223372036854775807",
+        ),
+        ({"timeout": 0.0}, "--timeout: must be more than 0"),
+        ({"timeout": -5.0}, "--timeout: must not be negative"),
+        ({"timeout": float("nan")}, "--timeout: expected a number of seconds"),
+        ({"timeout": float("inf")}, "--timeout: more than 100 years"),
+        ({"max_runtime": 0.0}, "--max-runtime: must be more than 0"),
+        ({"node": ""}, "--node: must be a non-empty string without NUL bytes"),
+        ({"workdir": "/tmp/\0"}, "--workdir: must be a non-empty string without NUL bytes"),
+        ({"env": {"": "x"}}, "--env: invalid variable name ''"),
+        ({"env": {"A=B": "x"}}, "--env: invalid variable name 'A=B'"),
+        ({"env": {"A\0": "x"}}, "--env: invalid variable name 'A\\x00'"),
+        ({"env": {"A": "\0"}}, "--env: the value of A contains a NUL byte"),
+        ({"after": [0]}, "--after: job ids are positive integers below 2**63, got 0"),
+        ({"after_any": [5, -3]}, "--after-any: job ids are positive integers below 2**63, got -3"),
+        ({"after": [2**63]}, "--after: job ids are positive integers below 2**63"),
+        ({"cuda": "new"}, "--cuda: CUDA version 'new': expected MAJOR.MINOR, e.g. 13.0"),
+        ({"lane": "box"}, "--lane: lane 'box': expected NODE:GPU, e.g. box406:0"),
+        ({"lane": "box:0", "node": "box"}, "--lane: a lane names its node"),
+        ({"lane": "box:0", "gpus": 2}, "--lane: a lane job runs on exactly its lane's one GPU"),
+        ({"array": "9-0"}, "--array: '9-0': the end is before the start"),
+        ({"array": "x"}, "--array: 'x': expected START-END[:STEP][%MAX_RUNNING]"),
+    ],
+)
+def test_each_problem_is_one_line_naming_the_flag(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        validate_spec(spec(**changes))
+    assert str(info.value).startswith(message), str(info.value)
+    assert "\n" not in str(info.value)
+    assert isinstance(info.value, ValueError)
+    assert info.value.field in changes
+
+
+def test_every_submit_field_has_a_flag_and_a_manifest_key() -> None:
+    fields = {f.name for f in msgspec.structs.fields(JobSpec)} - {"submitter"}
+    assert {f.field for f in SUBMIT_FIELDS} == fields
+    assert {field for field, _ in manifest.KEYS.values()} == fields
+    assert flag_of("vram_mb") == "--vram" and flag_of("tags") == "--tag"
+    assert flag_of("after_any") == "--after-any" and flag_of("command") == ""

@@ -1,0 +1,90 @@
+"""pytest fixtures around `tests.harness.slurm`.
+
+* `slurm_cluster`: a fresh one-host Slurm cluster for the test, torn down after it,
+  pass or fail, with two fake GRES GPUs where device nodes can be made (else none:
+  `cluster.gpus` says which). The test is skipped, with the reason printed, only
+  where the daemons cannot start (packages missing, munged or slurmctld refusing).
+* `slurm_login`: an sshd node acting as the cluster's login node: Slurm commands run
+  over SSH there reach `slurm_cluster`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nvq.clusters.config import ClusterConfig
+from tests.harness.slurm import SlurmCluster, SlurmUnavailable
+from tests.harness.sshd import ClientKey, SshdNode, sshd_available
+
+
+@pytest.fixture
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    try:
+        try:
+            cluster = SlurmCluster.start(gpus=2)
+        except SlurmUnavailable as exc:
+            if "fake GPU" not in str(exc):
+                raise
+            print(f"Slurm without GRES: {exc}")
+            cluster = SlurmCluster.start()
+    except SlurmUnavailable as exc:
+        print(f"skipping: Slurm cannot start here: {exc}")
+        pytest.skip(f"Slurm cannot start here: {str(exc).splitlines()[0]}")
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def slurm_login(
+    tmp_path: Path, sshd_client_key: ClientKey, slurm_cluster: SlurmCluster
+) -> Iterator[SshdNode]:
+    if not sshd_available():
+        pytest.skip("OpenSSH sshd is not installed (.ci/run installs openssh-server)")
+    node = SshdNode(tmp_path / "login", sshd_client_key)
+    try:
+        slurm_cluster.login_node_env(node)
+        node.start()
+        yield node
+    finally:
+        node.close()
+
+
+# The pilot runner's cards (the fake backend), whatever Slurm hands out.
+FAKE_GPUS = """\
+cuda = "12.4"
+[[gpu]]
+name = "A100"
+memory = "80GiB"
+"""
+
+
+def cluster_config(
+    slurm: SlurmCluster, login: SshdNode, tmp_path: Path, **overrides: object
+) -> ClusterConfig:
+    """A `[[clusters]]` entry for the test cluster through `login`: one pilot GPU where
+    Slurm has fake GRES ones, this interpreter as the pilot's python, runner homes
+    under `tmp_path`."""
+    gpus = tmp_path / "gpus.toml"
+    gpus.write_text(FAKE_GPUS)
+    fields: dict[str, object] = {
+        "name": "hpc",
+        "host": login.host,
+        "port": login.port,
+        "user": login.user,
+        "identity": str(login.identity),
+        "known_hosts": str(login.known_hosts),
+        "gpus_per_pilot": min(1, slurm.gpus),
+        "time": 600.0,
+        "vacate_before": 60.0,
+        "python": sys.executable,
+        "env": {"NVQ_FAKE_GPUS": str(gpus)},
+        "home": str(tmp_path / "pilots"),
+    }
+    fields.update(overrides)
+    return ClusterConfig(**fields)  # type: ignore[arg-type]
