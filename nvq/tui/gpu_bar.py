@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from nvq.model import GpuView, NodeView
-from nvq.units import format_mib
+from nvq.values import format_mib
 
 # (glyph, style) per share, in the order they fill the bar from the left
 FOREIGN = ("█", "red")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from nvq.cli.render.jobs import job_where, runtime
 from nvq.cli.render.table import clip
 from nvq.model import Job, JobState
-from nvq.units import format_mib
+from nvq.values import format_mib
 
 COLUMNS = ("ID", "STATE", "USER", "NAME", "WHERE", "VRAM", "RUNTIME", "REASON / PROGRESS")
 WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
