@@ -19,6 +19,7 @@ BENCHES: list[list[str]] = [
     ["recovery.py", "--jobs", "500"],
     ["nvidb_compare.py"],
     ["web_latency.py", "--runs", "30"],
+    ["tui_latency.py", "--jobs", "10000", "--runs", "20"],
 ]
 
 

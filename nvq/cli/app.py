@@ -12,9 +12,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain click help: rich is installed (for the TUI) but the CLI's output is fixed
+    rich_markup_mode=None,
 )
 job_app = typer.Typer(help="Submit, watch and manage jobs.", no_args_is_help=True)
-queue_app = typer.Typer(help="The queue as a whole: status, nodes, events.", no_args_is_help=True)
+# Bare `nvq queue` opens the terminal UI (the callback in nvq.cli.commands.queue).
+queue_app = typer.Typer(
+    help="The queue as a whole: status, nodes, events.", invoke_without_command=True
+)
 daemon_app = typer.Typer(
     help="Run the daemon in the foreground (or `stop` it).", invoke_without_command=True
 )

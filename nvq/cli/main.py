@@ -32,7 +32,9 @@ def _app_for(args: list[str]) -> typer.Typer:
         return app
     narrow_group = typer.Typer(no_args_is_help=True)
     narrow_group.registered_commands = match
-    narrow = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    narrow = typer.Typer(
+        add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+    )
     narrow.add_typer(narrow_group, name=args[0])
     return narrow
 

@@ -44,6 +44,7 @@ _attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue)
 _attach(node_app, node.on_node)
 _attach(daemon_app, daemon.on_daemon)
 daemon_app.registered_callback = daemon.on_daemon.registered_callback
+queue_app.registered_callback = queue.on_queue.registered_callback
 _attach(keeper_app, keeper.on_keeper)
 _attach(project_app, ops.on_project)
 _attach(app, on_web)

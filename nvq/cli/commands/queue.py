@@ -1,7 +1,9 @@
-"""`nvq queue status|nodes|drain|resume|ignore|unignore|events`: the queue as a whole."""
+"""`nvq queue [status|nodes|drain|resume|ignore|unignore|events]`: the queue as a whole;
+bare, the terminal UI."""
 
 from __future__ import annotations
 
+import sys
 from typing import Literal
 
 import msgspec
@@ -11,8 +13,23 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.render.output import emit
 from nvq.cli.render.queue import event_line, events_table, nodes_table, status_text
 from nvq.client import Client
+from nvq.home import default_root
 
 on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
+
+
+@on_queue.callback()
+def queue_main(ctx: typer.Context) -> int:
+    """Open the terminal UI: nodes, jobs, logs and events, live."""
+    if ctx.invoked_subcommand is not None:
+        return 0
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # a script or a pipe gets what a bare group always printed, not a screen
+        print(ctx.get_help())
+        return 2
+    from nvq.tui import run  # Textual loads only when the UI opens
+
+    return run(default_root())
 
 
 @on_queue.command("status")

@@ -1,0 +1,76 @@
+"""The modal questions the UI asks: a yes/no before anything destructive, and a line
+of text (a job's note)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label
+
+CSS = """
+ConfirmScreen, TextScreen { align: center middle; }
+#dialog {
+    width: 64; height: auto; padding: 1 2;
+    border: thick $accent; background: $surface;
+}
+#dialog Horizontal { height: auto; margin-top: 1; }
+#dialog Button { margin-right: 2; }
+"""
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """ "Cancel job 12?" — y/Enter on Yes confirms, n/Escape refuses."""
+
+    DEFAULT_CSS = CSS
+    BINDINGS = [  # noqa: RUF012 (Textual's own class attribute)
+        Binding("y", "answer(True)", "yes"),
+        Binding("n,escape", "answer(False)", "no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(self.question, id="question")
+            with Horizontal():
+                yield Button("Yes (y)", id="yes", variant="error")
+                yield Button("No (n)", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()  # the safe answer is the default
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class TextScreen(ModalScreen[str | None]):
+    """One line of text; Enter keeps it, Escape drops it (None)."""
+
+    DEFAULT_CSS = CSS
+    BINDINGS = [Binding("escape", "drop", "cancel")]  # noqa: RUF012
+
+    def __init__(self, prompt: str, value: str = "") -> None:
+        super().__init__()
+        self.prompt = prompt
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(self.prompt)
+            yield Input(value=self.value, id="text")
+
+    def on_mount(self) -> None:
+        self.query_one("#text", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_drop(self) -> None:
+        self.dismiss(None)

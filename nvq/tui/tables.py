@@ -1,0 +1,132 @@
+"""The two tables of the UI: jobs (rows changed one by one as events arrive) and the
+nodes' cards. Keys pressed on a table act on its selected row; the app does the work."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
+
+from nvq.model import Job, NodeView
+from nvq.tui.gpu_bar import node_rows
+from nvq.tui.jobs_view import COLUMNS, JobsView, order_key, row
+
+try:  # DataTable's row index (see JobsTable._take_order)
+    from textual._two_way_dict import TwoWayDict
+except ImportError:  # a Textual that moved it: the table sorts instead
+    TwoWayDict = None  # type: ignore[assignment,misc]
+
+
+class JobsTable(DataTable[str]):
+    """One row per job, keyed by its id."""
+
+    BINDINGS = [  # noqa: RUF012 (Textual's own class attribute)
+        Binding("c", "app.job('cancel')", "cancel"),
+        Binding("p", "app.job('pause')", "pause"),
+        Binding("r", "app.job('resume')", "resume"),
+        Binding("R", "app.job('requeue')", "requeue"),
+        Binding("plus,equals_sign", "app.job('priority_up')", "prio+"),
+        Binding("minus", "app.job('priority_down')", "prio-"),
+        Binding("left_square_bracket", "app.job('lane_up')", "lane↑"),
+        Binding("right_square_bracket", "app.job('lane_down')", "lane↓"),
+        Binding("n", "app.job('note')", "note"),
+    ]
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+        self.view = JobsView()
+        self._row_keys: dict[int, RowKey] = {}
+
+    def on_mount(self) -> None:
+        for name in COLUMNS:
+            self.add_column(name, key=name)
+
+    def selected_id(self) -> int | None:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        return int(key.value) if key.value is not None else None
+
+    def show_all(self, jobs: list[Job]) -> None:
+        """Fill the table from scratch: at start and when the filter changes."""
+        keep = self.selected_id()
+        self.clear()
+        self._row_keys = {job.id: self.add_row(*row(job), key=str(job.id)) for job in jobs}
+        self._restore(keep)
+
+    def load(self, jobs: list[Job]) -> None:
+        self.show_all(self.view.load(jobs))
+
+    def set_filter(self, text: str) -> None:
+        self.show_all(self.view.set_filter(text))
+
+    def apply(self, jobs: list[Job], gone: list[int]) -> None:
+        """Fold a batch of changed jobs in, touching only their rows."""
+        keep = self.selected_id()
+        changes = self.view.apply(jobs, gone)
+        for id in changes.removed:
+            if self._row_keys.pop(id, None) is not None:
+                self.remove_row(str(id))
+        for job in changes.updated:
+            for name, value in zip(COLUMNS, row(job), strict=True):
+                self.update_cell(str(job.id), name, value)
+        for job in changes.added:
+            self._row_keys[job.id] = self.add_row(*row(job), key=str(job.id))
+        if changes.reorder:
+            self._take_order(changes.moved_from)
+        if changes.removed or changes.reorder:
+            self._restore(keep)
+
+    def _take_order(self, start: int) -> None:
+        """Lay the rows out in the view's order, from position `start` on. DataTable
+        can only append rows, or sort all of them through a Python key per row (a
+        tenth of a second per change at 10,000 rows); the view keeps its order sorted
+        already, so only the table's row index from `start` on is rewritten. Textual
+        keeps that index in a private attribute: where it is not there, sort."""
+        locations = getattr(self, "_row_locations", None)
+        if TwoWayDict is None or not isinstance(locations, TwoWayDict):
+            jobs = self.view.jobs
+            self.sort("ID", key=lambda id_cell: order_key(jobs[int(id_cell)]))
+            return
+        keys = self._row_keys
+        for i, (_, id) in enumerate(self.view.order[start:], start):
+            locations[keys[id]] = i
+        self._update_count += 1
+        self.refresh()
+
+    def _restore(self, id: int | None) -> None:
+        """Keep the cursor on the job it was on, wherever the job's row went."""
+        if id is not None and str(id) in self.rows:
+            self.move_cursor(row=self.get_row_index(str(id)), animate=False)
+
+
+class NodesTable(DataTable[str | Text]):
+    """One row per card (a node without cards: one row), with its memory bar."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("d", "app.node('drain')", "drain node"),
+        Binding("r", "app.node('resume')", "resume node"),
+    ]
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", **kwargs)  # type: ignore[arg-type]
+
+    def on_mount(self) -> None:
+        for name in ("NODE", "GPU", "MEMORY", "FREE", "UTIL", "JOBS"):
+            self.add_column(name, key=name)
+
+    def selected_node(self) -> str | None:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        return key.value.rpartition(":")[0] if key.value else None
+
+    def show(self, nodes: list[NodeView]) -> None:
+        """A handful of rows: redrawn whole whenever a node or its cards change."""
+        keep = self.cursor_row
+        self.clear()
+        for key, cells in node_rows(nodes):
+            self.add_row(*cells, key=key)
+        if self.row_count:
+            self.move_cursor(row=min(keep, self.row_count - 1), animate=False)
