@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from nvq.cli.app import JsonOpt
+from nvq.cli.dashes import KeepsRawArgs, check_before_dashes
 from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size, with_manifest
 from nvq.cli.render.jobs import outcome
 from nvq.cli.render.output import emit
@@ -23,6 +24,7 @@ on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
 @on_job.command(
     "submit",
+    cls=KeepsRawArgs,
     context_settings={"allow_interspersed_args": False},
 )
 def job_submit(
@@ -65,6 +67,7 @@ def job_submit(
     as_json: bool = JsonOpt,
 ) -> int:
     """Queue a job."""
+    check_before_dashes(ctx, command)
     if script is not None:
         if command:
             raise CliError("give either --script or a command, not both", 2)
