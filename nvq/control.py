@@ -108,6 +108,8 @@ class Requeue(msgspec.Struct, tag="requeue", frozen=True):
 
 class Purge(msgspec.Struct, tag="purge", frozen=True):
     before: float | None = None
+    dry_run: bool = False  # only say which jobs it would forget
+    ids: list[int] | None = None  # at most these (the ones a user confirmed)
 
 
 class Edit(msgspec.Struct, tag="edit", frozen=True):

@@ -116,7 +116,7 @@ def test_edit_keeps_identity_and_release_and_requeue_and_purge(nvq: Nvq) -> None
     # purge forgets finished jobs (none ended before 2001), then all of them
     assert nvq.json("job", "purge", "--before", "2001-01-01")["purged"] == 0
     assert nvq.run("job", "purge", "--before", "yesterday-ish").code == 2
-    purged = nvq.json("job", "purge")
+    purged = nvq.json("job", "purge", "--yes")
     assert set(purged["ids"]) == {first["id"], ok["id"], dep["id"]}
     assert nvq.run("job", "show", str(ok["id"])).code != 0
     assert nvq.submit("--", "true")["id"] > dep["id"]  # ids are never reused

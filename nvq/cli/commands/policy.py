@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from nvq.cli.app import JsonOpt
@@ -27,12 +29,44 @@ def job_requeue(
 @on_job.command("purge")
 def job_purge(
     before: str = typer.Option(None, "--before", help="Only jobs that ended before this date."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only print what it would delete."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Forget finished jobs (yours; an admin's purge forgets everyone's)."""
-    doc = Client().purge(before=ended_before(before))
+    """Forget finished jobs (yours; an admin's purge forgets everyone's).
+
+    Their artifacts go with them. It asks first on a terminal; elsewhere give --yes."""
+    client = Client()
+    when = ended_before(before)
+    found = client.purge(before=when, dry_run=True)
+    if dry_run:
+        emit({"would_purge": len(found.ids), "ids": found.ids}, as_json, purge_plan(found.ids))
+        return 0
+    if found.ids and not yes:
+        if not sys.stdin.isatty():
+            raise CliError(
+                f"{purge_plan(found.ids)}; not a terminal, so not asking: give --yes", 2
+            )
+        print(purge_plan(found.ids), file=sys.stderr)
+        if not typer.confirm("Delete them?", err=True):
+            raise CliError("nothing purged", 1)
+    doc = client.purge(before=when, ids=found.ids) if found.ids else found
     emit(doc, as_json, f"purged {doc.purged} finished jobs")
     return 0
+
+
+def purge_plan(ids: list[int]) -> str:
+    """`would purge 3 finished jobs and their artifacts: 4-5, 9`."""
+    if not ids:
+        return "no finished jobs to purge"
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    spans = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"would purge {len(ids)} finished jobs and their artifacts: {spans}"
 
 
 @on_job.command("edit")
