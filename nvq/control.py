@@ -369,3 +369,11 @@ class BusyAssignment(msgspec.Struct, kw_only=True):
 request_decoder = msgspec.msgpack.Decoder(Request)
 reply_decoder = msgspec.msgpack.Decoder(Reply)
 encoder = msgspec.msgpack.Encoder()
+
+
+class ArraySubmitted(msgspec.Struct, kw_only=True):
+    """`job submit --array`: the array (its id is its first member's) and its members."""
+
+    id: int
+    ids: list[int]
+    count: int

@@ -257,8 +257,9 @@ def test_array_members_limits_and_array_wide_commands(nvq: Nvq, tmp_path: Path) 
     body = f'echo "$NVQ_ARRAY_INDEX $NVQ_ARRAY_ID" > {out}/{{}}; sleep 0.5'
     first = nvq.submit("--gpus", "0", "--array", "0-8:2%2", "--", body)
     aid = first["id"]
-    assert first["array_id"] == aid and first["array_index"] == 0
+    assert first == {"id": aid, "ids": list(range(aid, aid + 5)), "count": 5}
     members = nvq.json("job", "ls", "--array", str(aid))
+    assert members[0]["array_id"] == aid and members[0]["array_index"] == 0
     assert [m["array_index"] for m in members] == [0, 2, 4, 6, 8]
     assert [m["id"] for m in members] == list(range(aid, aid + 5))
     code, jobs = nvq.wait(*(m["id"] for m in members), timeout=60)

@@ -17,7 +17,7 @@ from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size,
 from nvq.cli.render.jobs import outcome
 from nvq.cli.render.output import emit
 from nvq.client import Client
-from nvq.model import JobSpec
+from nvq.model import Job, JobSpec
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -106,6 +106,8 @@ def job_submit(
         spec = with_manifest(spec, manifest, ctx)
     client = Client()
     job = client.submit_spec(spec)
+    if job.array_id is not None:
+        return _submitted_array(client, job, wait=wait, as_json=as_json)
     if not wait:
         emit(job, as_json, f"submitted job {job.id} ({job.name})")
         return 0
@@ -114,6 +116,20 @@ def job_submit(
     done = client.wait(job.id)
     (final,) = done.jobs
     emit(final, as_json, outcome(final))
+    return done.exit_code
+
+
+def _submitted_array(client: Client, first: Job, *, wait: bool, as_json: bool) -> int:
+    from nvq.cli.sweeps import submitted, submitted_line
+
+    doc = submitted(client, first)
+    if not wait:
+        emit(doc, as_json, submitted_line(doc))
+        return 0
+    if not as_json:
+        print(f"{submitted_line(doc)}; waiting", file=sys.stderr)
+    done = client.wait(doc.ids)
+    emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
     return done.exit_code
 
 
