@@ -118,6 +118,13 @@ class Edit(msgspec.Struct, tag="edit", frozen=True):
     add_after: list[int] = []
 
 
+class EditJob(msgspec.Struct, tag="edit_job", frozen=True):
+    """`job edit ID --vram ...`: JobSpec field → its new value, checked as at submit."""
+
+    id: int
+    changes: dict[str, Any]
+
+
 class Priority(msgspec.Struct, tag="priority", frozen=True):
     ids: list[int]
     change: str | None = None  # "5" sets, "+1"/"-2" adjust
@@ -207,6 +214,7 @@ Request = (
     | Resume
     | Lanes
     | Lane
+    | EditJob
 )
 
 

@@ -191,6 +191,11 @@ class Client:
         request = c.Purge(before=before, dry_run=dry_run, ids=None if ids is None else list(ids))
         return self._call(request, c.Purged)
 
+    def edit_job(self, id: int, changes: dict[str, Any]) -> Job:
+        """Change what a job asks for: JobSpec field → new value (a running job: only
+        its name, note, tags and priority)."""
+        return self._call(c.EditJob(id=id, changes=changes), Job)
+
     def edit(
         self, id: int, *, drop_after: Sequence[int] = (), add_after: Sequence[int] = ()
     ) -> Job:
