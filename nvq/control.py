@@ -127,12 +127,21 @@ class Requeue(msgspec.Struct, tag="requeue", frozen=True):
 
 class Purge(msgspec.Struct, tag="purge", frozen=True):
     before: float | None = None
+    dry_run: bool = False  # only say which jobs it would forget
+    ids: list[int] | None = None  # at most these (the ones a user confirmed)
 
 
 class Edit(msgspec.Struct, tag="edit", frozen=True):
     id: int
     drop_after: list[int] = []
     add_after: list[int] = []
+
+
+class EditJob(msgspec.Struct, tag="edit_job", frozen=True):
+    """`job edit ID --vram ...`: JobSpec field → its new value, checked as at submit."""
+
+    id: int
+    changes: dict[str, Any]
 
 
 class Priority(msgspec.Struct, tag="priority", frozen=True):
@@ -257,6 +266,7 @@ Request = (
     | ClusterScale
     | ClusterDrain
     | ClusterRetry
+    | EditJob
 )
 
 
@@ -476,3 +486,11 @@ class ClusterView(msgspec.Struct, kw_only=True):
 request_decoder = msgspec.msgpack.Decoder(Request)
 reply_decoder = msgspec.msgpack.Decoder(Reply)
 encoder = msgspec.msgpack.Encoder()
+
+
+class ArraySubmitted(msgspec.Struct, kw_only=True):
+    """`job submit --array`: the array (its id is its first member's) and its members."""
+
+    id: int
+    ids: list[int]
+    count: int

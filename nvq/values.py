@@ -51,7 +51,16 @@ _DECIMAL_UNITS = {"kb": "KiB", "mb": "MiB", "gb": "GiB", "tb": "TiB"}
 
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _SIZE_RE = re.compile(rf"\s*({_NUMBER})\s*([a-zA-Z]*)\s*")
-_DURATION_PART_RE = re.compile(rf"({_NUMBER})\s*([dhms])\s*", re.IGNORECASE)
+# Longest spellings first, so "5 minutes" is not read as "5 m" followed by garbage.
+_DURATION_WORDS = {
+    "days": "d", "day": "d", "d": "d",
+    "hours": "h", "hour": "h", "hrs": "h", "hr": "h", "h": "h",
+    "minutes": "m", "minute": "m", "mins": "m", "min": "m", "m": "m",
+    "seconds": "s", "second": "s", "secs": "s", "sec": "s", "s": "s",
+}  # fmt: skip
+_DURATION_PART_RE = re.compile(
+    rf"({_NUMBER})\s*({'|'.join(_DURATION_WORDS)})(?![a-z])\s*", re.IGNORECASE
+)
 _DURATION_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 _ID_RE = re.compile(r"[0-9]+")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -123,7 +132,8 @@ def check_seconds(seconds: float, *, allow_zero: bool = False) -> str | None:
 
 
 def parse_duration(text: str, *, allow_zero: bool = False) -> float:
-    """`'1h30m'` → 5400.0 seconds; a bare number is seconds."""
+    """`'1h30m'` → 5400.0 seconds; a bare number is seconds. Units may be spelt out
+    (`'5 minutes'`, `'1 hour 30 min'`), as people write them when they quote the value."""
     error = ValueError(
         f"invalid duration {text!r}: expected seconds or a number with a unit, "
         "like 90s, 5m, 1h30m or 2d"
@@ -141,11 +151,12 @@ def parse_duration(text: str, *, allow_zero: bool = False) -> float:
             if part.start() != position:
                 raise error
             position = part.end()
-            rank = units.index(part.group(2).lower())
+            unit = _DURATION_WORDS[part.group(2).lower()]
+            rank = units.index(unit)
             if rank <= last_rank:  # "5m1h" or "1m1m" is more likely a typo than intent
                 raise error
             last_rank = rank
-            total += float(part.group(1)) * _DURATION_SECONDS[part.group(2).lower()]
+            total += float(part.group(1)) * _DURATION_SECONDS[unit]
         if position == 0 or position != len(stripped):
             raise error
     problem = check_seconds(total, allow_zero=allow_zero)

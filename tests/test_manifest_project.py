@@ -31,6 +31,8 @@ def test_submit_from_a_manifest_with_flags_overriding(nvq: Nvq, tmp_path: Path) 
     out = tmp_path / "greeting.txt"
     manifest = tmp_path / "manifest.toml"
     manifest.write_text(MANIFEST.format(out=out, workdir=tmp_path))
+    # email_on_failure needs a mail channel (never reached here: the job completes).
+    nvq.write_config('[notify.email]\nhost = "127.0.0.1"\nport = 9\nfrom = "nvq@lab"\n')
     job = nvq.submit("--manifest", str(manifest), "--name", "override", "--env", "OTHER=y")
     assert job["name"] == "override"
     assert job["vram_mb"] == 2048 and job["gpus_requested"] == 1

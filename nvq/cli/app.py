@@ -14,21 +14,36 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # plain click help: rich is installed (for the TUI) but the CLI's output is fixed
     rich_markup_mode=None,
+    suggest_commands=False,  # click suggests already: once is enough
 )
-job_app = typer.Typer(help="Submit, watch and manage jobs.", no_args_is_help=True)
+job_app = typer.Typer(
+    help="Submit, watch and manage jobs.", no_args_is_help=True, suggest_commands=False
+)
 # Bare `nvq queue` opens the terminal UI (the callback in nvq.cli.commands.queue).
 queue_app = typer.Typer(
-    help="The queue as a whole: status, nodes, events.", invoke_without_command=True
+    help="The queue as a whole: status, nodes, events.",
+    invoke_without_command=True,
+    suggest_commands=False,
 )
 daemon_app = typer.Typer(
-    help="Run the daemon in the foreground (or `stop` it).", invoke_without_command=True
+    help="Run the daemon in the foreground (or `stop` it).",
+    invoke_without_command=True,
+    suggest_commands=False,
 )
-node_app = typer.Typer(help="Nodes: install the runner.", no_args_is_help=True)
+node_app = typer.Typer(
+    help="Nodes: install the runner.", no_args_is_help=True, suggest_commands=False
+)
 keeper_app = typer.Typer(
-    help="Keep the daemon running (a supervisor or systemd).", no_args_is_help=True
+    help="Keep the daemon running (a supervisor or systemd).",
+    no_args_is_help=True,
+    suggest_commands=False,
 )
-project_app = typer.Typer(help="Try a job here before queueing it.", no_args_is_help=True)
-cluster_app = typer.Typer(help="Slurm clusters: pilots, scaling.", no_args_is_help=True)
+project_app = typer.Typer(
+    help="Try a job here before queueing it.", no_args_is_help=True, suggest_commands=False
+)
+cluster_app = typer.Typer(
+    help="Slurm clusters: pilots, scaling.", no_args_is_help=True, suggest_commands=False
+)
 
 # The order here is the order `nvq --help` lists them in.
 app.add_typer(job_app, name="job")

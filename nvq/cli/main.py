@@ -13,6 +13,7 @@ from click import exceptions as click_exc
 from nvq.cli.app import GROUPS
 from nvq.cli.commands import app
 from nvq.cli.render.output import emit
+from nvq.cli.sweeps import resolve_members
 from nvq.client import ClientError
 from nvq.home import default_root
 
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     if forwarded is not None:
         sys.exit(forwarded)
     try:
+        args = resolve_members(args)  # `7[3]`: member 3 of array 7, wherever an id goes
         result = _app_for(args)(args=args, prog_name="nvq", standalone_mode=False)
     except ClientError as exc:
         fail(str(exc), exc.exit_code, as_json)

@@ -165,9 +165,22 @@ class AsyncClient:
     async def requeue(self, ids: int | Sequence[int]) -> list[Job]:
         return await self._call(c.Requeue(ids=_ids(ids)), list[Job])
 
-    async def purge(self, *, before: float | None = None) -> c.Purged:
-        """Forget finished jobs (that ended before `before`, a Unix time)."""
-        return await self._call(c.Purge(before=before), c.Purged)
+    async def purge(
+        self,
+        *,
+        before: float | None = None,
+        dry_run: bool = False,
+        ids: Sequence[int] | None = None,
+    ) -> c.Purged:
+        """Forget finished jobs (that ended before `before`, a Unix time; only `ids`,
+        if given). `dry_run`: forget nothing, and say which jobs it would."""
+        request = c.Purge(before=before, dry_run=dry_run, ids=None if ids is None else list(ids))
+        return await self._call(request, c.Purged)
+
+    async def edit_job(self, id: int, changes: dict[str, Any]) -> Job:
+        """Change what a job asks for: JobSpec field → new value (a running job: only
+        its name, note, tags and priority)."""
+        return await self._call(c.EditJob(id=id, changes=changes), Job)
 
     async def edit(
         self, id: int, *, drop_after: Sequence[int] = (), add_after: Sequence[int] = ()

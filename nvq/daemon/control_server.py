@@ -80,7 +80,7 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
             data, code = await _answer(ctx, request, user)
             reply = c.Done(data=data, exit_code=code)
         except RequestError as exc:
-            reply = c.Done(error=str(exc), exit_code=1)
+            reply = c.Done(error=str(exc), exit_code=exc.exit_code)
         except Exception as exc:
             log.exception("request %r failed", request)
             reply = c.Done(error=f"internal error: {exc}", exit_code=1)

@@ -14,6 +14,15 @@ from nvq.domain.transitions import TransitionError
 class RequestError(Exception):
     """A CLI request that cannot be carried out; the message is shown as is."""
 
+    exit_code = 1
+
+
+class BadRequest(RequestError):
+    """A request that can never succeed as given (exit 2, like the CLI's own checks of
+    its flags): the user must change it."""
+
+    exit_code = 2
+
 
 # Refusals whose message is already written for the user. Not LookupError or
 # ValueError in general: raised by a bug, those must stay internal errors (logged).

@@ -12,7 +12,7 @@ the event: `alert_event("job_reassigned", job, node, "node n3 went down")`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from nvq.model import Job, NewAlert, NewEvent
 
@@ -117,6 +117,41 @@ def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
         attempt=attempt,
         detail=detail,
     )
+
+
+# What a job's completion settles: every way an earlier attempt of it went wrong.
+_SETTLED_BY_COMPLETION = (
+    "job_failed",
+    "job_timeout",
+    "job_lost",
+    "launch_failed",
+    "job_unschedulable",
+    "job_held",
+    "job_retried",
+)
+
+
+class Resolution(NamedTuple):
+    """Open alerts that are over: of these kinds, about this job or this node."""
+
+    kinds: tuple[str, ...]
+    job_id: int | None
+    node: str | None
+    why: str
+
+
+def resolutions(events: list[NewEvent]) -> list[Resolution]:
+    """The open alerts a transaction's events settle: a job that completes (after a
+    requeue or a retry) settles its failures; a node that is back settles its outage.
+    They stay in the history (`queue alerts --all`), out of the open list."""
+    out: list[Resolution] = []
+    for ev in events:
+        if ev.kind == "job_completed" and ev.job_id is not None:
+            why = f"resolved: job {ev.job_id} completed"
+            out.append(Resolution(_SETTLED_BY_COMPLETION, ev.job_id, None, why))
+        elif ev.kind == "node_up" and ev.node is not None:
+            out.append(Resolution(("node_down",), None, ev.node, f"resolved: {ev.node} is back"))
+    return out
 
 
 def _clip(text: str | None) -> str | None:

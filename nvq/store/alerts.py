@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from nvq.domain.alerts import Resolution
 from nvq.model import NewAlert, OutboxItem
 
 
@@ -73,6 +74,18 @@ def write(
             "INSERT OR IGNORE INTO outbox (created_at, channel, key, payload, next_try) "
             "VALUES (?, ?, ?, ?, ?)",
             (now, item.channel, item.key, _json.encode(payload).decode(), now),
+        )
+
+
+def resolve(conn: sqlite3.Connection, found: list[Resolution], now: float) -> None:
+    """Close the open alerts that are over (inside the transaction that ended them).
+    A resolved alert is an acknowledged one, acknowledged by what resolved it."""
+    for r in found:
+        column, value = ("job_id", r.job_id) if r.job_id is not None else ("node", r.node)
+        conn.execute(
+            f"UPDATE alerts SET acked_at = ?, acked_by = ? WHERE acked_at IS NULL "
+            f"AND {column} = ? AND kind IN ({', '.join('?' for _ in r.kinds)})",
+            (now, r.why, value, *r.kinds),
         )
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import aiosqlite
 import msgspec
 
+from nvq.domain.alerts import resolutions
 from nvq.model import Event, Job, JobState, Reap, Tx
 
 # Aliased: Store's read methods carry the tables' names.
@@ -188,6 +189,8 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
             lane_table.save(conn, tx.lanes)
         if tx.alerts or tx.outbox:
             alert_table.write(conn, tx.alerts, tx.outbox, now)
+        if tx.events:
+            alert_table.resolve(conn, resolutions(tx.events), now)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -245,5 +245,7 @@ def test_json_document_shapes(nvq: Nvq) -> None:
     runs["queue_nodes"] = nvq.run("queue", "nodes", "--json")
     runs["queue_events"] = nvq.run("queue", "events", "--json")
     runs["queue_alerts"] = nvq.run("queue", "alerts", "--json")
+    array = ["job", "submit", "--gpus", "0", "--array", "0-1", "--json", "--", "true"]
+    runs["job_submit_array"] = nvq.run(*array)
 
     check_all({JSON_DIR / f"{name}.json": shape_text(run) for name, run in runs.items()})

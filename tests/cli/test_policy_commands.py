@@ -43,6 +43,13 @@ def _until(pred: Any, timeout: float = 30, what: str = "condition") -> None:
         time.sleep(0.1)
 
 
+def _until_gpus(nvq: Nvq, count: int) -> None:
+    _until(
+        lambda: len(nvq.json("queue", "nodes")[0]["gpus"]) == count,
+        what=f"the node reporting {count} GPU(s)",
+    )
+
+
 def _start_order(nvq: Nvq, ids: list[int]) -> list[int]:
     code, jobs = nvq.wait(*ids, timeout=60)
     assert code == 0, jobs
@@ -109,7 +116,7 @@ def test_edit_keeps_identity_and_release_and_requeue_and_purge(nvq: Nvq) -> None
     # purge forgets finished jobs (none ended before 2001), then all of them
     assert nvq.json("job", "purge", "--before", "2001-01-01")["purged"] == 0
     assert nvq.run("job", "purge", "--before", "yesterday-ish").code == 2
-    purged = nvq.json("job", "purge")
+    purged = nvq.json("job", "purge", "--yes")
     assert set(purged["ids"]) == {first["id"], ok["id"], dep["id"]}
     assert nvq.run("job", "show", str(ok["id"])).code != 0
     assert nvq.submit("--", "true")["id"] > dep["id"]  # ids are never reused
@@ -205,20 +212,30 @@ def test_only_the_owner_or_an_admin_may_manage_a_job(nvq: Nvq) -> None:
 def test_cuda_and_memory_matching_and_unschedulable_reasons(nvq: Nvq) -> None:
     ok = nvq.submit("--cuda", "12.4", "--memory", "64MiB", "--", "true")
     assert nvq.wait(ok["id"])[0] == 0
+    # Once every node has reported, a request none could ever hold is refused at once.
     never = {
-        "cuda": nvq.submit("--cuda", "14.0", "--", "true"),
-        "memory": nvq.submit("--memory", "100000GiB", "--", "true"),
-        "gpus": nvq.submit("--gpus", "3", "--", "true"),
-        "vram": nvq.submit("--vram", "30GiB", "--", "true"),
+        "CUDA >= 14.0": ["--cuda", "14.0"],
+        "host memory": ["--memory", "100000GiB"],
+        "needs 3 GPUs": ["--gpus", "3"],
+        "GPU memory": ["--vram", "30GiB"],
     }
-    for what, job in never.items():
-        code, (done,) = nvq.wait(job["id"])
-        assert code == 1 and done["state"] == "failed", what
-        assert done["reason"].startswith("unschedulable"), done["reason"]
-    assert "CUDA >= 14.0" in nvq.show(never["cuda"]["id"])["reason"]
-    assert "host memory" in nvq.show(never["memory"]["id"])["reason"]
+    for why, flags in never.items():
+        refused = nvq.run("job", "submit", *flags, "--", "true")
+        assert refused.code == 2, why
+        assert refused.err.startswith("nvq: no node can ever run this job: "), refused.err
+        assert why in refused.err, refused.err
+    # One the node could hold when it was submitted, but no longer can, fails when it
+    # would be placed: unschedulable, with an event.
+    blocker = nvq.submit("--gpus", "0", "--", "sleep 30")
+    later = nvq.submit("--gpus", "2", "--after-any", str(blocker["id"]), "--", "true")
+    nvq.write_gpus('cuda = "13.0"\n[[gpu]]\nname = "Small"\nmemory = "16GiB"\n')
+    nvq.wait_for(blocker["id"], lambda j: j["state"] == "running")
+    _until_gpus(nvq, 1)
+    nvq.ok("job", "cancel", str(blocker["id"]))
+    code, (done,) = nvq.wait(later["id"])
+    assert code == 1 and done["reason"].startswith("unschedulable"), done["reason"]
     events = [e for e in nvq.events() if e["kind"] == "job_unschedulable"]
-    assert {e["job_id"] for e in events} == {j["id"] for j in never.values()}
+    assert [e["job_id"] for e in events] == [later["id"]]
     assert all(e["data"]["reason"] for e in events)
     bad = nvq.run("job", "submit", "--cuda", "thirteen", "--", "true")
     assert bad.code == 2 and "CUDA" in bad.err
@@ -240,8 +257,9 @@ def test_array_members_limits_and_array_wide_commands(nvq: Nvq, tmp_path: Path) 
     body = f'echo "$NVQ_ARRAY_INDEX $NVQ_ARRAY_ID" > {out}/{{}}; sleep 0.5'
     first = nvq.submit("--gpus", "0", "--array", "0-8:2%2", "--", body)
     aid = first["id"]
-    assert first["array_id"] == aid and first["array_index"] == 0
+    assert first == {"id": aid, "ids": list(range(aid, aid + 5)), "count": 5}
     members = nvq.json("job", "ls", "--array", str(aid))
+    assert members[0]["array_id"] == aid and members[0]["array_index"] == 0
     assert [m["array_index"] for m in members] == [0, 2, 4, 6, 8]
     assert [m["id"] for m in members] == list(range(aid, aid + 5))
     code, jobs = nvq.wait(*(m["id"] for m in members), timeout=60)

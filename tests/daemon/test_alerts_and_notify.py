@@ -71,9 +71,10 @@ def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Pat
     held = nvq.submit("--gpus", "0", "--after", str(failed["id"]), "--", "true")
     quiet = nvq.submit("--gpus", "0", "--", "sh", "-c", "echo only-stdout; exit 1")
     bad_dir = nvq.submit("--gpus", "0", "--workdir", str(tmp_path / "nope"), "--", "true")
-    huge = nvq.submit("--gpus", "9", "--", "true")
+    huge = nvq.run("job", "submit", "--gpus", "9", "--", "true")
+    assert huge.code == 2 and "needs 9 GPUs" in huge.err, "refused at submit, not alerted"
     ok = nvq.submit("--gpus", "0", "--", "true")
-    nvq.wait(failed["id"], quiet["id"], bad_dir["id"], huge["id"], ok["id"])
+    nvq.wait(failed["id"], quiet["id"], bad_dir["id"], ok["id"])
     nvq.wait_for(held["id"], lambda j: j["state"] == "held")
 
     r = nvq.run("queue", "alerts", "--json")
@@ -86,21 +87,20 @@ def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Pat
     assert alerts[quiet["id"]]["detail"] == "only-stdout", "stdout is the fallback"
     assert alerts[held["id"]]["kind"] == "job_held"
     assert alerts[bad_dir["id"]]["kind"] == "launch_failed"
-    assert alerts[huge["id"]]["kind"] == "job_unschedulable"
     assert ok["id"] not in alerts
-    assert len(r.json()) == 5
+    assert len(r.json()) == 4
 
     detail = nvq.run("queue", "alerts", "--detail")
     assert detail.code == 1 and "Traceback: boom" in detail.out
     status = nvq.ok("queue", "status").out
-    assert status.startswith("5 open alerts"), status
+    assert status.startswith("4 open alerts"), status
 
     # Never twice: a daemon restart (the runner replays unacknowledged events, the
     # placement pass sees the held job again) raises nothing new.
     nvq.ok("daemon", "stop")
     nvq.ok("queue", "status")
     time.sleep(1.0)
-    assert len(nvq.run("queue", "alerts", "--json").json()) == 5
+    assert len(nvq.run("queue", "alerts", "--json").json()) == 4
     lines = (nvq.home / "alerts.log").read_text().splitlines()
     assert sorted(json.loads(ln)["alert"]["job_id"] for ln in lines) == sorted(alerts)
 
@@ -109,13 +109,13 @@ def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Pat
     assert [a["id"] for a in acked] == [first] and acked[0]["acked_at"] is not None
     bad = nvq.run("queue", "ack", "999")
     assert bad.code != 0 and bad.err.strip() == "nvq: no alert with id 999"
-    assert len(nvq.run("queue", "alerts", "--json").json()) == 4
-    assert len(nvq.run("queue", "alerts", "--all", "--json").json()) == 5
+    assert len(nvq.run("queue", "alerts", "--json").json()) == 3
+    assert len(nvq.run("queue", "alerts", "--all", "--json").json()) == 4
     assert nvq.run("queue", "ack").code == 2
     nvq.ok("queue", "ack", "--all")
     r = nvq.run("queue", "alerts", "--json")
     assert r.code == 0 and r.json() == []
-    assert not nvq.ok("queue", "status").out.startswith("5 open")
+    assert not nvq.ok("queue", "status").out.startswith("4 open")
     kinds = [e["kind"] for e in nvq.events()]
     assert kinds.count("alerts_acked") == 2
 

@@ -171,10 +171,15 @@ def test_cancel_kills_a_running_job_and_frees_its_card(nvq: Nvq, tmp_path: Path)
 
 
 def test_cancel_pending_job_never_runs(nvq: Nvq) -> None:
-    job = nvq.submit("--gpus", "3", "--", "true")  # 3 GPUs: never fits here
-    # A request no node could ever hold fails at once as unschedulable...
-    done = nvq.wait_for(job["id"], lambda j: j["state"] != "pending")
-    assert done["state"] == "failed" and "unschedulable" in done["reason"]
+    # A request no node could ever hold is refused at submit once the node has reported
+    # its cards (3 GPUs: never fits here)...
+    deadline = time.monotonic() + 30
+    while not any(n["state"] == "up" for n in nvq.json("queue", "nodes")):
+        assert time.monotonic() < deadline, "the node never came up"
+        time.sleep(0.1)
+    refused = nvq.run("job", "submit", "--gpus", "3", "--", "true")
+    assert refused.code == 2 and "needs 3 GPUs" in refused.err
+    assert nvq.json("job", "ls") == []
     # ...and a pending one that only waits for room can be cancelled.
     nvq.write_gpus('cuda = "13.0"\n[[gpu]]\nname = "Small"\nmemory = "16GiB"\n')
     blocker = nvq.submit("--vram", "15G", "--", "sleep 30")

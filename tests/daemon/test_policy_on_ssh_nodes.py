@@ -22,9 +22,8 @@ def test_cuda_matching_and_lanes_across_nodes(mesh: Any, tmp_path: Path) -> None
     jobs = [nvq.submit("--cuda", "13.0", "--", "true") for _ in range(3)]
     code, done = nvq.wait(*(j["id"] for j in jobs))
     assert code == 0 and {j["node"] for j in done} == {"n1"}
-    pinned = nvq.submit("--node", "n0", "--cuda", "13.0", "--", "true")
-    code, (failed,) = nvq.wait(pinned["id"])
-    assert code == 1 and "unschedulable" in failed["reason"] and "12.2" in failed["reason"]
+    pinned = nvq.run("job", "submit", "--node", "n0", "--cuda", "13.0", "--", "true")
+    assert pinned.code == 2 and "12.2" in pinned.err, pinned.err
     big = nvq.submit("--vram", "20GiB", "--", "true")  # only n1's card can hold it
     assert nvq.wait(big["id"])[1][0]["node"] == "n1"
     ledger = tmp_path / "ledger"

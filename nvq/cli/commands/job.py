@@ -85,12 +85,20 @@ def job_logs(
 
 @on_job.command("wait")
 def job_wait(
-    job_ids: list[int] = typer.Argument(..., help="Job ids."),
+    job_ids: list[int] = typer.Argument(None, help="Job ids."),
     timeout: str = typer.Option(None, "--timeout", help="Give up after this long (exit 2)."),
+    array: int = typer.Option(None, "--array", help="Every member of this array."),
     as_json: bool = JsonOpt,
 ) -> int:
     """Block until jobs end: exit 0 all completed, 1 one ended badly, 2 timed out waiting."""
-    done = Client().wait(job_ids, timeout=duration(timeout, "--timeout"))
+    client = Client()
+    if array is not None:
+        from nvq.cli.sweeps import members
+
+        job_ids = [*(job_ids or []), *(j.id for j in members(client, array))]
+    if not job_ids:
+        raise CliError("give job ids, or --array ID", 2)
+    done = client.wait(job_ids, timeout=duration(timeout, "--timeout"))
     text = "\n".join(outcome(j) for j in done.jobs)
     if done.exit_code == 2:
         text += "\n(still going: --timeout ran out)"
@@ -141,14 +149,46 @@ def job_note(
 
 @on_job.command("result")
 def job_result(
-    job_id: int = typer.Argument(..., help="Job id."),
+    job_id: int = typer.Argument(None, help="Job id."),
     set_json: str = typer.Option(None, "--set", help="Store this JSON as the result."),
+    array: int = typer.Option(
+        None, "--array", help="Every member's index, parameters, state and result."
+    ),
+    as_csv: bool = typer.Option(False, "--csv", help="With --array: one CSV line a member."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """A job's result.json payload (or set one)."""
+    """A job's result.json payload (or set one).
+
+    With --array, every member's, as one table (--json, or --csv for a spreadsheet)."""
+    if array is not None or as_csv:
+        return _array_results(job_id, array, set_json=set_json, as_csv=as_csv, as_json=as_json)
+    if job_id is None:
+        raise CliError("give a job id, or --array ID", 2)
     value = Client().result(job_id, set_json=set_json)
     if as_json:
         emit({"id": job_id, "result": value}, True)
     else:
         print(msgspec.json.encode(value).decode() if value is not None else "(no result)")
+    return 0
+
+
+def _array_results(
+    job_id: int | None, array: int | None, *, set_json: str | None, as_csv: bool, as_json: bool
+) -> int:
+    from nvq.cli.sweeps import results, results_csv
+
+    if array is None or job_id is not None or set_json is not None:
+        raise CliError("--array ID takes no job id and no --set; --csv needs --array", 2)
+    if as_csv and as_json:
+        raise CliError("give --csv or --json, not both", 2)
+    rows = results(Client(), array)
+    if as_csv:
+        print(results_csv(rows))
+        return 0
+    text = "\n".join(
+        f"{r.id}\t[{r.index}]\t{r.state}\t"
+        + (msgspec.json.encode(r.result).decode() if r.result is not None else "(no result)")
+        for r in rows
+    )
+    emit({"array": array, "members": rows}, as_json, text)
     return 0

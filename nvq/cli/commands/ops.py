@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -84,6 +85,7 @@ def queue_restore(
 def project_test(
     manifest: Path = typer.Option(Path("manifest.toml"), "--manifest", help="The manifest."),
     skip_limits: bool = typer.Option(False, "--skip-limits", help="Do not apply its memory limit."),
+    keep: bool = typer.Option(False, "--keep", help="Keep its job directory (logs, result)."),
     as_json: bool = JsonOpt,
 ) -> int:
     """Run the manifest's job once, here, in the foreground, under its memory limit."""
@@ -95,6 +97,12 @@ def project_test(
     started = time.monotonic()
     result = run_test(fields, limits=not skip_limits, capture=as_json)
     result["seconds"] = round(time.monotonic() - started, 3)
+    if keep:
+        if not as_json:
+            print(f"kept its job directory: {result['job_dir']}", file=sys.stderr)
+    else:
+        shutil.rmtree(result["job_dir"], ignore_errors=True)
+        result["job_dir"] = None
     if as_json:
         emit(result, True)
     elif result["exit_code"] != 0:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import typer
 
 from nvq.cli.app import JsonOpt
-from nvq.cli.params import CliError, ended_before, ids
+from nvq.cli.params import CliError, duration, ended_before, env_pairs, ids, size
 from nvq.cli.render.jobs import lines
 from nvq.cli.render.output import emit
 from nvq.client import Client
+from nvq.domain.validate import flag_of
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -27,12 +31,44 @@ def job_requeue(
 @on_job.command("purge")
 def job_purge(
     before: str = typer.Option(None, "--before", help="Only jobs that ended before this date."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only print what it would delete."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Forget finished jobs (yours; an admin's purge forgets everyone's)."""
-    doc = Client().purge(before=ended_before(before))
+    """Forget finished jobs (yours; an admin's purge forgets everyone's).
+
+    Their artifacts go with them. It asks first on a terminal; elsewhere give --yes."""
+    client = Client()
+    when = ended_before(before)
+    found = client.purge(before=when, dry_run=True)
+    if dry_run:
+        emit({"would_purge": len(found.ids), "ids": found.ids}, as_json, purge_plan(found.ids))
+        return 0
+    if found.ids and not yes:
+        if not sys.stdin.isatty():
+            raise CliError(
+                f"{purge_plan(found.ids)}; not a terminal, so not asking: give --yes", 2
+            )
+        print(purge_plan(found.ids), file=sys.stderr)
+        if not typer.confirm("Delete them?", err=True):
+            raise CliError("nothing purged", 1)
+    doc = client.purge(before=when, ids=found.ids) if found.ids else found
     emit(doc, as_json, f"purged {doc.purged} finished jobs")
     return 0
+
+
+def purge_plan(ids: list[int]) -> str:
+    """`would purge 3 finished jobs and their artifacts: 4-5, 9`."""
+    if not ids:
+        return "no finished jobs to purge"
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    spans = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"would purge {len(ids)} finished jobs and their artifacts: {spans}"
 
 
 @on_job.command("edit")
@@ -40,13 +76,55 @@ def job_edit(
     job_id: int = typer.Argument(..., help="A waiting (pending, held or paused) job."),
     drop_after: str = typer.Option(None, "--drop-after", help="Stop waiting for these: 12,13."),
     add_after: str = typer.Option(None, "--add-after", help="Also wait for these to complete."),
+    node: str = typer.Option(None, "--node", help="Pin to a node (prefix match)."),
+    vram: str = typer.Option(None, "--vram", help="VRAM to reserve on each GPU."),
+    gpus: int = typer.Option(None, "--gpus", help="GPUs needed; 0 for a CPU-only job."),
+    memory: str = typer.Option(None, "--memory", help="Host RAM it needs (and its limit)."),
+    cuda: str = typer.Option(None, "--cuda", help="Minimum driver CUDA version."),
+    timeout: str = typer.Option(None, "--timeout", help="Kill it after this long."),
+    priority: int = typer.Option(None, "--priority", help="Higher runs first."),
+    name: str = typer.Option(None, "--name", "-n", help="A short label."),
+    note: str = typer.Option(None, "--note", help="What the job is for."),
+    tag: list[str] = typer.Option(None, "--tag", help="Its tags (replaces them), repeatable."),
+    env: list[str] = typer.Option(
+        None, "--env", help="KEY=VALUE (replaces its environment), repeatable."
+    ),
+    lane: str = typer.Option(None, "--lane", help="Move it to the tail of a lane: NODE:GPU."),
+    command: str = typer.Option(None, "--command", help="The command, as one string."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Change what a waiting job waits for; it keeps its id, note, place and submitter."""
+    """Change what a waiting job waits for; it keeps its id, note, place and submitter.
+
+    The options of submit change what it asks for, checked as at submit (an event
+    records each value before and after). A running job can change only --priority
+    --name --note --tag."""
     drop, add = ids(drop_after, "--drop-after"), ids(add_after, "--add-after")
-    if not drop and not add:
-        raise CliError("nothing to change: give --drop-after and/or --add-after", 2)
-    job = Client().edit(job_id, drop_after=drop, add_after=add)
+    given: dict[str, Any] = {
+        "node": node,
+        "vram_mb": None if vram is None else size(vram, "--vram"),
+        "gpus": gpus,
+        "memory_mb": None if memory is None else size(memory, "--memory"),
+        "cuda": cuda,
+        "timeout": duration(timeout, "--timeout"),
+        "priority": priority,
+        "name": name,
+        "note": note,
+        "tags": tag or None,
+        "env": env_pairs(env) if env else None,
+        "lane": lane,
+        "command": command,
+    }
+    changes = {k: v for k, v in given.items() if v is not None}
+    if not drop and not add and not changes:
+        raise CliError("nothing to change: give --drop-after/--add-after or what to change", 2)
+    client = Client()
+    job = client.edit(job_id, drop_after=drop, add_after=add) if drop or add else None
+    if changes:
+        job = client.edit_job(job_id, changes)
+        flags = ", ".join(flag_of(k) or "--command" for k in changes)
+        emit(job, as_json, f"job {job.id} {job.state}, changed {flags}")
+        return 0
+    assert job is not None
     waits = ",".join(map(str, job.after)) or "nothing"
     emit(job, as_json, f"job {job.id} {job.state}, waiting for {waits}")
     return 0

@@ -12,17 +12,19 @@ from typing import Any
 import typer
 
 from nvq.cli.app import JsonOpt
+from nvq.cli.dashes import KeepsRawArgs, check_before_dashes
 from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size, with_manifest
 from nvq.cli.render.jobs import outcome
 from nvq.cli.render.output import emit
 from nvq.client import Client
-from nvq.model import JobSpec
+from nvq.model import Job, JobSpec
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
 
 @on_job.command(
     "submit",
+    cls=KeepsRawArgs,
     context_settings={"allow_interspersed_args": False},
 )
 def job_submit(
@@ -65,6 +67,7 @@ def job_submit(
     as_json: bool = JsonOpt,
 ) -> int:
     """Queue a job."""
+    check_before_dashes(ctx, command)
     if script is not None:
         if command:
             raise CliError("give either --script or a command, not both", 2)
@@ -103,6 +106,8 @@ def job_submit(
         spec = with_manifest(spec, manifest, ctx)
     client = Client()
     job = client.submit_spec(spec)
+    if job.array_id is not None:
+        return _submitted_array(client, job, wait=wait, as_json=as_json)
     if not wait:
         emit(job, as_json, f"submitted job {job.id} ({job.name})")
         return 0
@@ -111,6 +116,20 @@ def job_submit(
     done = client.wait(job.id)
     (final,) = done.jobs
     emit(final, as_json, outcome(final))
+    return done.exit_code
+
+
+def _submitted_array(client: Client, first: Job, *, wait: bool, as_json: bool) -> int:
+    from nvq.cli.sweeps import submitted, submitted_line
+
+    doc = submitted(client, first)
+    if not wait:
+        emit(doc, as_json, submitted_line(doc))
+        return 0
+    if not as_json:
+        print(f"{submitted_line(doc)}; waiting", file=sys.stderr)
+    done = client.wait(doc.ids)
+    emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
     return done.exit_code
 
 

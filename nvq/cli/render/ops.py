@@ -35,6 +35,9 @@ def alerts_table(alerts: list[Alert], detail: bool = False) -> str:
     return "\n\n".join(blocks)
 
 
+STATUS_ALERTS = 3  # the newest open alerts `queue status` shows; `queue alerts` has all
+
+
 def status_lead(doc: QueueStatus) -> list[str]:
     """What `queue status` shows first: the open alerts."""
     open_alerts = doc.alerts
@@ -42,9 +45,10 @@ def status_lead(doc: QueueStatus) -> list[str]:
         return []
     n = len(open_alerts)
     lines = [f"{n} open alert{'s' * (n != 1)} (nvq queue alerts --detail; nvq queue ack ID):"]
-    lines += [f"  #{a.id} {a.severity}: {clip(a.message, 90)}" for a in open_alerts[:10]]
-    if n > 10:
-        lines.append(f"  … and {n - 10} more")
+    newest = sorted(open_alerts, key=lambda a: a.id, reverse=True)[:STATUS_ALERTS]
+    lines += [f"  #{a.id} {a.severity}: {clip(a.message, 90)}" for a in newest]
+    if n > STATUS_ALERTS:
+        lines.append(f"  … and {n - STATUS_ALERTS} older (nvq queue alerts)")
     return [*lines, ""]
 
 

@@ -13,6 +13,7 @@ from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.handlers import busy, clusters, jobs, lanes, nodes, ops, policy, submit, why
 from nvq.daemon.handlers.history import gpu_history
+from nvq.daemon.handlers.job_edit import edit_job
 
 # The request parameter is each handler's own request type: Any here, so the table
 # can hold them all (the lookup by type guarantees the match).
@@ -54,4 +55,5 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.ClusterScale: clusters.cluster_scale,
     c.ClusterDrain: clusters.cluster_drain,
     c.ClusterRetry: clusters.cluster_retry,
+    c.EditJob: edit_job,
 }

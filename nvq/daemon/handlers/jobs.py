@@ -121,9 +121,14 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> tuple[Any, int]:
     state = ctx.state
     async with state.lock:
         ids = await state.store.finished_ids(req.before)
+        if req.ids is not None:
+            chosen = set(req.ids)
+            ids = [i for i in ids if i in chosen]
         if ids and user not in state.config.queue.admins:
             mine = await state.store.jobs(ids=ids)
             ids = [j.id for j in mine if j.user == user]
+        if req.dry_run:
+            return {"purged": 0, "ids": ids}, 0
         if ids:
             data = {"count": len(ids), "by": user, "before": req.before}
             await state.commit(

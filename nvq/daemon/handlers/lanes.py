@@ -11,7 +11,7 @@ import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.errors import map_exceptions
+from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.placing import dependency_states, lane_statuses
 from nvq.daemon.state import State
 from nvq.domain import deps, lanes, permissions
@@ -22,6 +22,11 @@ def resolve(state: State, text: str) -> str:
     with map_exceptions():
         prefix, gpu = lanes.parse_lane(text)
     node = state.find_node(prefix)
+    # A node that has not reported its cards yet might have this one.
+    cards = {g.index for g in node.hello.gpus} if node.hello is not None else None
+    if cards is not None and gpu not in cards:
+        have = ", ".join(map(str, sorted(cards))) or "none"
+        raise RequestError(f"lane {text}: node {node.name} has no GPU {gpu} (GPUs: {have})")
     return lanes.lane_name(node.name, gpu)
 
 

@@ -12,6 +12,7 @@ from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.state import State
+from nvq.daemon.submit_checks import check_mail, check_runnable
 from nvq.domain import arrays, lanes, transitions
 from nvq.domain.matching import parse_cuda
 from nvq.model import Job, JobSpec, Tx
@@ -27,11 +28,13 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
         raise RequestError("--vram must not be negative")
     if spec.timeout is not None and spec.timeout <= 0:
         raise RequestError("--timeout must be positive")
+    check_mail(state, spec)
     job = transitions.new_job(spec, user=user, now=time.time())
     async with state.lock:
         for dep in {*spec.after, *spec.after_any}:
             await state.get_job(dep)
         new_jobs = await shape_submission(state, spec, job)
+        check_runnable(state, ctx.machines, new_jobs[0])
         inserted = await state.commit(Tx(new_jobs=new_jobs))
     state.kick()
     return inserted[0], 0

@@ -1,0 +1,41 @@
+"""`nvq job edit ID --vram ...`: change what a job asks for. A waiting job takes any
+change a submit would accept (and a job no node could ever run is refused, as at
+submit); a running one only its name, note, tags and priority."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from nvq import control as c
+from nvq.daemon.apply import apply, check_allowed
+from nvq.daemon.context import Context
+from nvq.daemon.errors import map_exceptions
+from nvq.daemon.handlers.submit import _into_lane
+from nvq.daemon.submit_checks import check_runnable
+from nvq.domain import job_edit
+from nvq.model import Job, JobState
+
+
+async def edit_job(ctx: Context, req: c.EditJob, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    async with state.lock:
+        job = await state.get_job(req.id)
+        check_allowed(state, [job], user, "edit")
+        with map_exceptions():
+            fields = job_edit.checked_changes(job, req.changes)
+        if fields.get("lane") is not None:
+            spec = job_edit.spec_of(msgspec.structs.replace(job, **fields))
+            placed = _into_lane(state, spec, job)
+            fields |= {"lane": placed.lane, "lane_pos": placed.lane_pos}
+        if job.state is not JobState.RUNNING:
+            check_runnable(state, ctx.machines, msgspec.structs.replace(job, **fields))
+
+        def change(one: Job) -> Any:
+            return job_edit.edit_fields(one, fields, by=user)
+
+        changed = await apply(state, [job], change)
+    state.kick()
+    return (changed[0] if changed else job), 0
+
