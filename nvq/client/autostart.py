@@ -3,6 +3,7 @@ for until its socket answers."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -12,12 +13,38 @@ from nvq.detach import spawn_detached
 from nvq.home import Home
 
 START_TIMEOUT = 20.0
+# sun_path holds 108 bytes with the terminating NUL.
+MAX_SOCKET_PATH = 107
+WENT_AWAY = "the daemon went away while answering ({})"
+
+
+def check_socket_path(path: Path) -> None:
+    """A home whose socket path a Unix socket cannot hold fails with the fix, not with
+    the kernel's "AF_UNIX path too long"."""
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH:
+        raise ClientError(
+            f"NVQ_HOME {path.parent} is too long for a Unix socket ({size} bytes, the limit "
+            f"is {MAX_SOCKET_PATH}): use a shorter NVQ_HOME",
+            2,
+        )
+
+
+def refused(path: Path) -> DaemonUnavailable:
+    return DaemonUnavailable(
+        f"permission denied on the queue's socket {path}: only its owner and the members "
+        "of its [queue] members_group may use this queue"
+    )
 
 
 def connect_unix(path: Path) -> socket.socket:
+    check_socket_path(path)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.connect(str(path))
+    except PermissionError:
+        s.close()
+        raise refused(path) from None
     except OSError:
         s.close()
         raise
@@ -32,8 +59,9 @@ def start_daemon(root: Path) -> None:
         load_config(root)
     except ConfigError as exc:
         raise ClientError(str(exc), 2) from None
-    root.mkdir(parents=True, exist_ok=True)
     home = Home(root)
+    check_socket_path(home.socket)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     proc = spawn_detached("nvq.daemon.main", root, home.log)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:

@@ -19,6 +19,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.handlers import HANDLERS
 from nvq.daemon.handlers.logs import open_logs
+from nvq.values import MAX_INT, MIN_INT
 from nvq_runner.protocol import FrameError, FrameReader
 
 log = logging.getLogger("nvq.control")
@@ -120,9 +121,23 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
             tg.cancel_scope.cancel()
 
 
+def _too_large(value: Any) -> bool:
+    """Any integer in a request that SQLite could not store (an id or a priority of
+    2^63): refused here rather than failing deep in the store."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not MIN_INT <= value <= MAX_INT
+    if isinstance(value, dict):
+        return any(_too_large(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_too_large(v) for v in value)
+    return False
+
+
 async def _answer(ctx: Context, request: c.Request, user: str) -> tuple[Any, int]:
     handler = HANDLERS.get(type(request))
     if handler is None:
         raise RequestError(f"unknown request {type(request).__name__}")
+    if _too_large(msgspec.to_builtins(request)):
+        raise RequestError(f"a number is too large: the largest nvq takes is {MAX_INT}")
     with map_exceptions():
         return await handler(ctx, request, user)
