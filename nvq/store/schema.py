@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -139,6 +139,15 @@ CREATE TABLE node_busy (
 CREATE TABLE busy_forbid (
     user TEXT PRIMARY KEY
 );
+""",
+    # 5: dispatch rank is a sequence (a job's id at insert), not its submit time:
+    # renumber every rank 1..N in its current order, so jobs keep their places and
+    # every later job (id > N) comes after them.
+    """
+CREATE TEMP TABLE rank_order (id INTEGER PRIMARY KEY, seq REAL NOT NULL);
+INSERT INTO rank_order SELECT id, ROW_NUMBER() OVER (ORDER BY rank, id) FROM jobs;
+UPDATE jobs SET rank = (SELECT seq FROM rank_order WHERE rank_order.id = jobs.id);
+DROP TABLE rank_order
 """,
 ]
 
