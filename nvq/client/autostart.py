@@ -3,31 +3,24 @@ for until its socket answers."""
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from pathlib import Path
 
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.detach import spawn_detached
-from nvq.home import Home
+from nvq.home import Home, socket_path_problem
 
 START_TIMEOUT = 20.0
-# sun_path holds 108 bytes with the terminating NUL.
-MAX_SOCKET_PATH = 107
 WENT_AWAY = "the daemon went away while answering ({})"
 
 
 def check_socket_path(path: Path) -> None:
     """A home whose socket path a Unix socket cannot hold fails with the fix, not with
     the kernel's "AF_UNIX path too long"."""
-    size = len(os.fsencode(path))
-    if size > MAX_SOCKET_PATH:
-        raise ClientError(
-            f"NVQ_HOME {path.parent} is too long for a Unix socket ({size} bytes, the limit "
-            f"is {MAX_SOCKET_PATH}): use a shorter NVQ_HOME",
-            2,
-        )
+    problem = socket_path_problem(path)
+    if problem is not None:
+        raise ClientError(problem, 2)
 
 
 def refused(path: Path) -> DaemonUnavailable:

@@ -3,7 +3,9 @@ with `Chunk`s (streams) and a final `Done`."""
 
 from __future__ import annotations
 
+import grp
 import logging
+import os
 import pwd
 import socket
 import struct
@@ -12,7 +14,7 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 from nvq import control as c
 from nvq.daemon.context import Context
@@ -51,12 +53,30 @@ async def _read_request(stream: SocketStream) -> c.Request:
             return c.request_decoder.decode(payloads[0])
 
 
-async def serve_control(
-    ctx: Context, path: Path, *, task_status: Any = anyio.TASK_STATUS_IGNORED
-) -> None:
+async def open_control_socket(path: Path, members_group: str | None) -> SocketListener:
+    """Bind the socket 0600 from its first moment (the umask is narrowed around bind:
+    a chmod after it would leave a window where anyone could connect), then open it
+    to `members_group` (group first, then mode) when the queue is shared."""
     path.unlink(missing_ok=True)
-    listener = await anyio.create_unix_listener(path)
-    path.chmod(0o600)
+    old = os.umask(0o177)
+    try:
+        listener = await anyio.create_unix_listener(path)
+    finally:
+        os.umask(old)
+    if members_group is not None:
+        os.chown(path, -1, grp.getgrnam(members_group).gr_gid)
+        path.chmod(0o660)
+    return listener
+
+
+async def serve_control(
+    ctx: Context,
+    path: Path,
+    members_group: str | None = None,
+    *,
+    task_status: Any = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    listener = await open_control_socket(path, members_group)
     task_status.started()
     async with listener:
         await listener.serve(lambda stream: _handle(ctx, stream))
