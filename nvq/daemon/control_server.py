@@ -3,6 +3,7 @@ with `Chunk`s (streams) and a final `Done`."""
 
 from __future__ import annotations
 
+import errno
 import grp
 import logging
 import os
@@ -25,6 +26,9 @@ from nvq.values import MAX_INT, MIN_INT
 from nvq_runner.protocol import FrameError, FrameReader
 
 log = logging.getLogger("nvq.control")
+# accept() failing for want of descriptors or memory: a lull, not the end of serving.
+_NO_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_RETRY = 0.1
 _HEADER = struct.Struct(">I")
 
 
@@ -78,8 +82,32 @@ async def serve_control(
 ) -> None:
     listener = await open_control_socket(path, members_group)
     task_status.started()
-    async with listener:
-        await listener.serve(lambda stream: _handle(ctx, stream))
+    async with listener, anyio.create_task_group() as tg:
+        short = False  # in a spell of running out of descriptors (logged once)
+        while True:
+            try:
+                stream = await listener.accept()
+            except anyio.BrokenResourceError as exc:
+                if not _out_of_descriptors(exc):
+                    raise
+                if not short:
+                    log.warning(
+                        "cannot accept connections: %s; refusing new ones until "
+                        "descriptors are free", exc.__cause__
+                    )
+                short = True
+                # The connection waits in the backlog; try again in a moment.
+                await anyio.sleep(ACCEPT_RETRY)
+                continue
+            if short:
+                log.info("accepting connections again")
+                short = False
+            tg.start_soon(_handle, ctx, stream)
+
+
+def _out_of_descriptors(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    return isinstance(cause, OSError) and cause.errno in _NO_DESCRIPTORS
 
 
 async def _handle(ctx: Context, stream: SocketStream) -> None:
