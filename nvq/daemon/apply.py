@@ -4,6 +4,9 @@ a placement pass asked for."""
 
 from __future__ import annotations
 
+import functools
+import os
+import pwd
 from collections.abc import Callable, Iterable
 
 from nvq.daemon.errors import map_exceptions
@@ -24,10 +27,24 @@ def record(tx: Tx, outcome: Outcome) -> None:
         tx.add_reaps.append(outcome.reap)
 
 
+@functools.cache
+def queue_owner() -> str:
+    """The OS user the daemon runs as: the queue's owner, always an admin."""
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def queue_admins(state: State) -> frozenset[str]:
+    return permissions.queue_admins(queue_owner(), state.config.queue.admins)
+
+
 def check_allowed(state: State, jobs: Iterable[Job], user: str, action: str) -> None:
     """Only a job's owner or a queue admin may change it."""
     with map_exceptions():
-        permissions.check(jobs, user, state.config.queue.admins, action)
+        permissions.check(jobs, user, queue_admins(state), action)
 
 
 async def apply(

@@ -18,10 +18,13 @@ import msgspec
 from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 from nvq import control as c
+from nvq.daemon.apply import queue_admins, queue_owner
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
-from nvq.daemon.handlers import HANDLERS
+from nvq.daemon.handlers import HANDLERS, permission
 from nvq.daemon.handlers.logs import open_logs
+from nvq.domain import permissions
+from nvq.domain.permissions import Rule
 from nvq.values import MAX_INT, MIN_INT
 from nvq_runner.protocol import FrameError, FrameReader
 
@@ -119,6 +122,7 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
         user = peer_user(stream)
         try:
             if isinstance(request, c.Logs):
+                await check_permission(ctx, request, user)
                 await _stream_logs(ctx, stream, request)
                 return
             data, code = await _answer(ctx, request, user)
@@ -181,11 +185,41 @@ def _too_large(value: Any) -> bool:
     return False
 
 
+async def check_permission(ctx: Context, request: c.Request, user: str) -> None:
+    """The one gate: `request`'s row of the permission table, for `user`."""
+    allowed = permission(request)
+    if isinstance(request, c.Submit):
+        with map_exceptions():
+            permissions.check_submit(user, queue_owner(), can_switch_user=os.geteuid() == 0)
+    if allowed.rule is Rule.ANYONE:
+        return
+    admins = queue_admins(ctx.state)
+    with map_exceptions():
+        if allowed.rule is Rule.ADMIN:
+            permissions.check_admin(user, admins, allowed.action)
+        elif user not in admins:
+            jobs = [await ctx.state.get_job(i) for i in await _named_ids(ctx, request)]
+            permissions.check(jobs, user, admins, allowed.action)
+
+
+async def _named_ids(ctx: Context, request: c.Request) -> list[int]:
+    """The jobs a job-level request would change (every member, for an array)."""
+    single = getattr(request, "id", None)
+    ids: list[int] = [single] if isinstance(single, int) else list(getattr(request, "ids", []))
+    if not getattr(request, "array", False):
+        return ids
+    members: list[int] = []
+    for array_id in ids:
+        members += [j.id for j in await ctx.state.store.array_members(array_id)]
+    return members
+
+
 async def _answer(ctx: Context, request: c.Request, user: str) -> tuple[Any, int]:
     handler = HANDLERS.get(type(request))
     if handler is None:
         raise RequestError(f"unknown request {type(request).__name__}")
     if _too_large(msgspec.to_builtins(request)):
         raise RequestError(f"a number is too large: the largest nvq takes is {MAX_INT}")
+    await check_permission(ctx, request, user)
     with map_exceptions():
         return await handler(ctx, request, user)
