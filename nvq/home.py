@@ -5,8 +5,10 @@ and one place holds the single-daemon lock."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import grp
 import os
+import pwd
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,17 @@ def socket_path_problem(path: Path) -> str | None:
         f"NVQ_HOME {path.parent} is too long for a Unix socket ({size} bytes, the limit "
         f"is {MAX_SOCKET_PATH}): use a shorter NVQ_HOME"
     )
+
+
+@functools.cache
+def queue_owner() -> str:
+    """The OS user this process runs as: for the daemon, the queue's owner (always
+    an admin, and the user whose jobs run as the runner itself)."""
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 class AlreadyRunning(Exception):

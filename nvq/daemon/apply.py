@@ -4,14 +4,12 @@ a placement pass asked for."""
 
 from __future__ import annotations
 
-import functools
-import os
-import pwd
 from collections.abc import Callable, Iterable
 
 from nvq.daemon.errors import map_exceptions
 from nvq.daemon.state import State
 from nvq.domain import permissions
+from nvq.home import queue_owner
 from nvq.model import Job, Outcome, Tx
 
 Transition = Callable[[Job], Outcome]
@@ -25,16 +23,6 @@ def record(tx: Tx, outcome: Outcome) -> None:
     tx.events.extend(outcome.events)
     if outcome.reap is not None:
         tx.add_reaps.append(outcome.reap)
-
-
-@functools.cache
-def queue_owner() -> str:
-    """The OS user the daemon runs as: the queue's owner, always an admin."""
-    uid = os.geteuid()
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
 
 
 def queue_admins(state: State) -> frozenset[str]:

@@ -18,13 +18,14 @@ import msgspec
 from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 from nvq import control as c
-from nvq.daemon.apply import queue_admins, queue_owner
+from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.handlers import HANDLERS, permission
 from nvq.daemon.handlers.logs import open_logs
 from nvq.domain import permissions
 from nvq.domain.permissions import Rule
+from nvq.home import queue_owner
 from nvq.values import MAX_INT, MIN_INT
 from nvq_runner.protocol import FrameError, FrameReader
 
