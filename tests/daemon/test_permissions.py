@@ -11,10 +11,10 @@ import anyio
 import pytest
 
 from nvq import control as c
-from nvq.daemon.apply import queue_owner
 from nvq.daemon.control_server import check_permission
 from nvq.daemon.errors import RequestError
 from nvq.daemon.handlers import HANDLERS, PERMISSIONS
+from nvq.home import queue_owner
 from nvq.model import JobSpec
 from tests.fakes import daemon as fake
 
