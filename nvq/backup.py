@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,16 @@ def default_name(now: float) -> str:
     return time.strftime("queue-%Y%m%d-%H%M%S.db", time.localtime(now))
 
 
-def target(path: str | None, directory: Path, now: float) -> Path:
+def target(
+    path: str | None, directory: Path, now: float, allowed: Sequence[Path] = ()
+) -> Path:
     """Where a backup goes: PATH as given, inside PATH when it is a directory, else a
-    time-stamped name in `directory`."""
+    time-stamped name in `directory`. A PATH must lie inside `directory` or one of
+    `allowed`: the daemon writes it with its owner's rights, so a path anywhere (an
+    ~/.ssh file) would let whoever asks write as the queue's owner."""
     if path is not None:
         p = Path(path).expanduser().absolute()
+        _check_inside(p, [directory, *allowed])
         if not p.is_dir():
             return p
         directory = p
@@ -45,6 +51,18 @@ def target(path: str | None, directory: Path, now: float) -> Path:
         n += 1
         name = default_name(now).removesuffix(".db") + f"-{n}.db"
     return directory / name
+
+
+def _check_inside(path: Path, roots: Sequence[Path]) -> None:
+    real = path.resolve()
+    for root in roots:
+        if real.is_relative_to(root.resolve()):
+            return
+    where = ", ".join(str(r) for r in roots)
+    raise BackupError(
+        f"{path} is outside the backup directories ({where}): add its directory to "
+        "[queue] backup_dirs to write backups there"
+    )
 
 
 def rotate(names: list[str], keep: int) -> list[str]:

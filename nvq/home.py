@@ -5,10 +5,44 @@ and one place holds the single-daemon lock."""
 from __future__ import annotations
 
 import fcntl
+import functools
+import grp
 import os
+import pwd
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+# What every file and directory nvq makes gets (0600 / 0700), whatever the caller's
+# umask: the queue's database, logs and backups are its owner's alone.
+PRIVATE_UMASK = 0o077
+
+
+# sun_path holds 108 bytes with the terminating NUL.
+MAX_SOCKET_PATH = 107
+
+
+def socket_path_problem(path: Path) -> str | None:
+    """Why a Unix socket cannot live at `path` (the fix included), or None."""
+    size = len(os.fsencode(path))
+    if size <= MAX_SOCKET_PATH:
+        return None
+    return (
+        f"NVQ_HOME {path.parent} is too long for a Unix socket ({size} bytes, the limit "
+        f"is {MAX_SOCKET_PATH}): use a shorter NVQ_HOME"
+    )
+
+
+@functools.cache
+def queue_owner() -> str:
+    """The OS user this process runs as: for the daemon, the queue's owner (always
+    an admin, and the user whose jobs run as the runner itself)."""
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 class AlreadyRunning(Exception):
@@ -68,6 +102,32 @@ class Home:
     @property
     def keeper_log(self) -> Path:
         return self.root / "keeper.log"
+
+    def make_private(self, members_group: str | None = None) -> None:
+        """Create the home 0700 (0710 and group-owned with `members_group`: members may
+        reach the socket inside, nothing else), narrow it if it exists and is ours, and
+        take group and other bits off the files nvq keeps at its top."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = self.root.stat()
+        if st.st_uid != os.getuid():
+            return  # not ours to change (a root daemon for a shared home, say)
+        mode = 0o700
+        if members_group is not None:
+            gid = grp.getgrnam(members_group).gr_gid
+            if st.st_gid != gid:
+                os.chown(self.root, -1, gid)
+            mode = 0o710
+        if stat.S_IMODE(st.st_mode) != mode:
+            self.root.chmod(mode)
+        for entry in self.root.iterdir():
+            try:
+                est = entry.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(est.st_mode) or est.st_uid != os.getuid() or entry == self.socket:
+                continue
+            if stat.S_IMODE(est.st_mode) & 0o077:
+                entry.chmod(stat.S_IMODE(est.st_mode) & 0o700)
 
     def take_lock(self) -> IO[str]:
         """One daemon per home: an flock held for the daemon's whole life."""

@@ -100,7 +100,7 @@ class Job(msgspec.Struct, kw_only=True):
     stderr_tail: str | None = None
     result: Any = None
     # scheduling policy (issue 4); appended so older rows and documents still decode
-    rank: float = 0.0  # dispatch order within a priority: lower first (submit time)
+    rank: float = 0.0  # dispatch order within a priority: lower first (a sequence)
     retries: int = 0
     retried: int = 0  # restarts used so far
     cuda: str | None = None

@@ -242,6 +242,9 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # Each of stdout.log and stderr.log is kept under this many bytes: past it, the
     # runner cuts the log's middle, keeping its first MiB and its newest output.
     max_log_size: int = DEFAULT_MAX_LOG_SIZE
+    # The OS user the job runs as ("": the runner's own). A runner that runs as root
+    # starts it through setpriv with that user's ids, groups and home.
+    user: str = ""
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 from pathlib import Path
 from typing import BinaryIO
@@ -21,6 +22,9 @@ class LaunchError(Exception):
 
 def job_env(msg: Start, d: JobDir) -> dict[str, str]:
     env = dict(os.environ)
+    if msg.user:
+        who = pwd.getpwnam(msg.user)
+        env.update(HOME=who.pw_dir, USER=who.pw_name, LOGNAME=who.pw_name)
     # CUDA numbers cards fastest-first by default; NVML (and so the queue)
     # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
@@ -59,13 +63,39 @@ def spawn(msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int) -> subproce
         group = memlimit.make_cgroup(f"nvq-{msg.job_id}-{msg.attempt}", msg.memory_mb)
     # O_APPEND: when the runner cuts a log's middle (logcap), the job's next write
     # goes to the new end instead of leaving a hole where the cut-off part was.
+    argv = ["/bin/sh", str(WRAPPER), str(d.path), f"{job_umask:04o}"]
+    if msg.user:
+        argv = as_user(msg.user, d) + argv
     with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
         return subprocess.Popen(
-            ["/bin/sh", str(WRAPPER), str(d.path), f"{job_umask:04o}"],
+            argv,
             cwd=workdir, env=job_env(msg, d), stdin=subprocess.DEVNULL,
             stdout=out, stderr=err, start_new_session=True, close_fds=True,
             preexec_fn=memlimit.preexec(msg.memory_mb, group),
         )
+
+
+def as_user(user: str, d: JobDir) -> list[str]:
+    """The prefix that runs the wrapper as `user` (exec, no fork: the pid stays the
+    session leader the runner watches), with the job's directory made theirs. The
+    runner itself keeps the logs (their descriptors are handed over)."""
+    try:
+        who = pwd.getpwnam(user)
+    except KeyError:
+        raise LaunchError(f"no user {user!r} on this node") from None
+    if who.pw_uid == os.geteuid():
+        return []
+    if os.geteuid() != 0:
+        raise LaunchError(f"the runner is not root, so it cannot run a job as {user}")
+    for path in (d.path, d.artifacts, d.status, d.script):
+        os.chown(path, who.pw_uid, who.pw_gid)
+    # The job reaches its own directory through the runner's (0700) ones: let anyone
+    # pass through them, still without listing them.
+    for parent in (d.path.parent, d.path.parent.parent):
+        mode = parent.stat().st_mode
+        if mode & 0o011 != 0o011:
+            parent.chmod((mode & 0o7777) | 0o011)
+    return ["setpriv", f"--reuid={who.pw_uid}", f"--regid={who.pw_gid}", "--init-groups", "--"]
 
 
 def _log_file(path: Path) -> BinaryIO:

@@ -11,6 +11,7 @@ from tests.cluster import Nvq
 
 
 def test_backup_lose_the_database_restore(nvq: Nvq, tmp_path: Path) -> None:
+    nvq.write_config(f'[queue]\nbackup_dirs = ["{tmp_path}"]\n')  # backups go here too
     jobs = [nvq.submit("--gpus", "0", "--name", f"j{i}", "--", "true") for i in range(5)]
     nvq.wait(*(j["id"] for j in jobs))
     held = nvq.submit("--gpus", "0", "--", "sleep", "30")  # running during the backup
@@ -87,3 +88,14 @@ def test_periodic_backups_rotate(nvq: Nvq, tmp_path: Path) -> None:
     assert all(
         sqlite3.connect(p).execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 1 for p in made
     )
+
+
+def test_a_backup_outside_the_backup_directories_is_refused(nvq: Nvq, tmp_path: Path) -> None:
+    # The daemon writes backups as the queue's owner: anywhere else (~/.ssh) is refused.
+    outside = tmp_path / "authorized_keys2"
+    r = nvq.run("queue", "backup", str(outside))
+    assert r.code == 1
+    assert r.err.startswith(f"nvq: {outside} is outside the backup directories (")
+    assert not outside.exists()
+    inside = nvq.json("queue", "backup", str(nvq.home / "backups" / "b.db"))
+    assert inside["path"] == str(nvq.home / "backups" / "b.db")

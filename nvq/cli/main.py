@@ -4,6 +4,7 @@ non-zero exit."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import NoReturn
 
@@ -15,7 +16,7 @@ from nvq.cli.commands import app
 from nvq.cli.render.output import emit
 from nvq.cli.sweeps import resolve_members
 from nvq.client import ClientError
-from nvq.home import default_root
+from nvq.home import PRIVATE_UMASK, default_root
 
 
 def _app_for(args: list[str]) -> typer.Typer:
@@ -54,6 +55,8 @@ def fail(message: str, code: int, as_json: bool) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Whatever this process writes (a daemon it starts, backups, snapshots) is private.
+    os.umask(PRIVATE_UMASK)
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(args)
     from nvq.config import ConfigError

@@ -13,7 +13,7 @@ import anyio.to_thread
 from anyio.abc import SocketStream
 
 from nvq import control as c
-from nvq.client.autostart import start_daemon
+from nvq.client.autostart import WENT_AWAY, check_socket_path, refused, start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.client.spec import job_spec
 from nvq.client.sync import _ids, answer_of, fell_behind, frame, typed
@@ -47,8 +47,11 @@ class AsyncClient:
 
     async def _connect(self) -> SocketStream:
         path = Home(self.root).socket
+        check_socket_path(path)
         try:
             return await anyio.connect_unix(path)
+        except PermissionError:
+            raise refused(path) from None
         except (FileNotFoundError, ConnectionRefusedError):
             if not self.autostart:
                 raise DaemonUnavailable("no daemon is running") from None
@@ -60,16 +63,18 @@ class AsyncClient:
 
     async def exchange(self, request: c.Request) -> AsyncIterator[c.Reply]:
         """Send `request`; yield every reply frame up to and including the `Done`."""
+        payload = frame(request)
         async with await self._connect() as stream:
-            await stream.send(frame(request))
+            try:
+                await stream.send(payload)
+            except (anyio.BrokenResourceError, OSError) as exc:
+                raise ClientError(WENT_AWAY.format(exc)) from None
             frames = FrameReader()
             while True:
                 try:
                     data = await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    raise ClientError(
-                        "the daemon closed the connection without answering"
-                    ) from None
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    raise ClientError(WENT_AWAY.format("it closed the connection")) from None
                 for payload in frames.feed(data):
                     reply = c.reply_decoder.decode(payload)
                     yield reply

@@ -9,15 +9,35 @@ from pathlib import Path
 
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.detach import spawn_detached
-from nvq.home import Home
+from nvq.home import Home, socket_path_problem
 
 START_TIMEOUT = 20.0
+WENT_AWAY = "the daemon went away while answering ({})"
+
+
+def check_socket_path(path: Path) -> None:
+    """A home whose socket path a Unix socket cannot hold fails with the fix, not with
+    the kernel's "AF_UNIX path too long"."""
+    problem = socket_path_problem(path)
+    if problem is not None:
+        raise ClientError(problem, 2)
+
+
+def refused(path: Path) -> DaemonUnavailable:
+    return DaemonUnavailable(
+        f"permission denied on the queue's socket {path}: only its owner and the members "
+        "of its [queue] members_group may use this queue"
+    )
 
 
 def connect_unix(path: Path) -> socket.socket:
+    check_socket_path(path)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.connect(str(path))
+    except PermissionError:
+        s.close()
+        raise refused(path) from None
     except OSError:
         s.close()
         raise
@@ -32,8 +52,9 @@ def start_daemon(root: Path) -> None:
         load_config(root)
     except ConfigError as exc:
         raise ClientError(str(exc), 2) from None
-    root.mkdir(parents=True, exist_ok=True)
     home = Home(root)
+    check_socket_path(home.socket)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     proc = spawn_detached("nvq.daemon.main", root, home.log)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:

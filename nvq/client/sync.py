@@ -12,11 +12,12 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from nvq import control as c
-from nvq.client.autostart import connect_unix, start_daemon
+from nvq.client.autostart import WENT_AWAY, connect_unix, start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.client.spec import job_spec
 from nvq.home import Home, default_root
 from nvq.model import Event, Job, JobSpec, NodeView
+from nvq.values import MAX_INT
 from nvq_runner.protocol import FrameReader
 
 T = TypeVar("T")
@@ -24,7 +25,10 @@ HEADER = struct.Struct(">I")
 
 
 def frame(request: c.Request) -> bytes:
-    payload = c.encoder.encode(request)
+    try:
+        payload = c.encoder.encode(request)
+    except OverflowError:
+        raise ClientError(f"a number is too large: the largest nvq takes is {MAX_INT}", 2) from None
     return HEADER.pack(len(payload)) + payload
 
 
@@ -90,14 +94,21 @@ class Client:
 
     def exchange(self, request: c.Request) -> Iterator[c.Reply]:
         """Send `request`; yield every reply frame up to and including the `Done`."""
+        payload = frame(request)
         sock = self._connect()
         try:
-            sock.sendall(frame(request))
+            try:
+                sock.sendall(payload)
+            except OSError as exc:
+                raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
             frames = FrameReader()
             while True:
-                data = sock.recv(1 << 16)
+                try:
+                    data = sock.recv(1 << 16)
+                except OSError as exc:  # reset: the daemon died mid-request
+                    raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
                 if not data:
-                    raise ClientError("the daemon closed the connection without answering")
+                    raise ClientError(WENT_AWAY.format("it closed the connection"))
                 for payload in frames.feed(data):
                     reply = c.reply_decoder.decode(payload)
                     yield reply

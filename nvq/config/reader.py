@@ -3,6 +3,7 @@ and the key (see `nvq.config` for the format)."""
 
 from __future__ import annotations
 
+import grp
 import math
 import os
 import re
@@ -158,6 +159,14 @@ class _Parser:
         except ValueError as exc:
             raise self.fail(key, str(exc)) from None
 
+    def group(self, value: Any, key: str) -> str:
+        name = self.string(value, key)
+        try:
+            grp.getgrnam(name)
+        except KeyError:
+            raise self.fail(key, f"no group {show(name)} on this host") from None
+        return name
+
     def path_value(self, value: Any, key: str) -> str:
         # A file on the queue host, so ~ means this user's home here.
         return os.path.expanduser(self.string(value, key))
@@ -208,6 +217,10 @@ class _Parser:
             "ssh_keepalive": self.duration,
             "ssh_connect_timeout": self.duration,
             "admins": self.string_list,
+            "members_group": self.group,
+            "backup_dirs": lambda v, k: [
+                self.path_value(item, f"{k}[{i}]") for i, item in enumerate(self.string_list(v, k))
+            ],
             "starvation_after": self.delay,  # 0: reserve as soon as the head cannot start
             "artifact_sync": self.duration,
             "artifacts_quota": self.size,

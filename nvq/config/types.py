@@ -42,8 +42,15 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     # A dead or hung node is noticed after about 3 missed keepalives.
     ssh_keepalive: float = 5.0
     ssh_connect_timeout: float = 10.0
-    # Users who may pause, resume, cancel and re-prioritise anyone's jobs.
+    # Users who may pause, resume, cancel and re-prioritise anyone's jobs, and run
+    # queue-wide operations; the OS user the daemon runs as always may.
     admins: list[str] = []
+    # The OS group whose members may use this queue (its socket becomes 0660 with that
+    # group); None: only the queue's owner can connect.
+    members_group: str | None = None
+    # Directories besides $NVQ_HOME/backups (and [queue.backup] directory) that
+    # `queue backup PATH` may write into.
+    backup_dirs: list[str] = []
     # A head-of-queue job waiting longer than this reserves a node (no starvation).
     starvation_after: float = 600.0
     # Machines that come and go (issue 5): how often a running job's $NVQ_ARTIFACTS

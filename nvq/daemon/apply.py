@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from nvq.daemon.errors import map_exceptions
 from nvq.daemon.state import State
 from nvq.domain import permissions
+from nvq.home import queue_owner
 from nvq.model import Job, Outcome, Tx
 
 Transition = Callable[[Job], Outcome]
@@ -24,10 +25,14 @@ def record(tx: Tx, outcome: Outcome) -> None:
         tx.add_reaps.append(outcome.reap)
 
 
+def queue_admins(state: State) -> frozenset[str]:
+    return permissions.queue_admins(queue_owner(), state.config.queue.admins)
+
+
 def check_allowed(state: State, jobs: Iterable[Job], user: str, action: str) -> None:
     """Only a job's owner or a queue admin may change it."""
     with map_exceptions():
-        permissions.check(jobs, user, state.config.queue.admins, action)
+        permissions.check(jobs, user, queue_admins(state), action)
 
 
 async def apply(

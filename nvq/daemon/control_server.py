@@ -3,7 +3,10 @@ with `Chunk`s (streams) and a final `Done`."""
 
 from __future__ import annotations
 
+import errno
+import grp
 import logging
+import os
 import pwd
 import socket
 import struct
@@ -13,17 +16,25 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 from nvq import control as c
+from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
-from nvq.daemon.handlers import HANDLERS
+from nvq.daemon.handlers import HANDLERS, permission
 from nvq.daemon.handlers.events import FellBehind, subscribe
 from nvq.daemon.handlers.logs import open_logs
+from nvq.domain import permissions
+from nvq.domain.permissions import Rule
+from nvq.home import queue_owner
+from nvq.values import MAX_INT, MIN_INT
 from nvq_runner.protocol import FrameError, FrameReader
 
 log = logging.getLogger("nvq.control")
+# accept() failing for want of descriptors or memory: a lull, not the end of serving.
+_NO_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_RETRY = 0.1
 _HEADER = struct.Struct(">I")
 
 
@@ -52,15 +63,58 @@ async def _read_request(stream: SocketStream) -> c.Request:
             return c.request_decoder.decode(payloads[0])
 
 
-async def serve_control(
-    ctx: Context, path: Path, *, task_status: Any = anyio.TASK_STATUS_IGNORED
-) -> None:
+async def open_control_socket(path: Path, members_group: str | None) -> SocketListener:
+    """Bind the socket 0600 from its first moment (the umask is narrowed around bind:
+    a chmod after it would leave a window where anyone could connect), then open it
+    to `members_group` (group first, then mode) when the queue is shared."""
     await anyio.Path(path).unlink(missing_ok=True)
-    listener = await anyio.create_unix_listener(path)
-    await anyio.Path(path).chmod(0o600)
+    old = os.umask(0o177)
+    try:
+        listener = await anyio.create_unix_listener(path)
+    finally:
+        os.umask(old)
+    if members_group is not None:
+        os.chown(path, -1, grp.getgrnam(members_group).gr_gid)
+        await anyio.Path(path).chmod(0o660)
+    return listener
+
+
+async def serve_control(
+    ctx: Context,
+    path: Path,
+    members_group: str | None = None,
+    *,
+    task_status: Any = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    listener = await open_control_socket(path, members_group)
     task_status.started()
-    async with listener:
-        await listener.serve(lambda stream: _handle(ctx, stream))
+    async with listener, anyio.create_task_group() as tg:
+        short = False  # in a spell of running out of descriptors (logged once)
+        while True:
+            try:
+                stream = await listener.accept()
+            except anyio.BrokenResourceError as exc:
+                if not _out_of_descriptors(exc):
+                    raise
+                if not short:
+                    log.warning(
+                        "cannot accept connections: %s; refusing new ones until "
+                        "descriptors are free",
+                        exc.__cause__,
+                    )
+                short = True
+                # The connection waits in the backlog; try again in a moment.
+                await anyio.sleep(ACCEPT_RETRY)
+                continue
+            if short:
+                log.info("accepting connections again")
+                short = False
+            tg.start_soon(_handle, ctx, stream)
+
+
+def _out_of_descriptors(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    return isinstance(cause, OSError) and cause.errno in _NO_DESCRIPTORS
 
 
 async def _handle(ctx: Context, stream: SocketStream) -> None:
@@ -72,6 +126,7 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
         user = peer_user(stream)
         try:
             if isinstance(request, c.Logs):
+                await check_permission(ctx, request, user)
                 await _stream_logs(ctx, stream, request)
                 return
             if isinstance(request, c.Subscribe):
@@ -138,9 +193,53 @@ async def _send_chunks(stream: SocketStream, chunks: AsyncIterator[bytes]) -> No
             tg.cancel_scope.cancel()
 
 
+def _too_large(value: Any) -> bool:
+    """Any integer in a request that SQLite could not store (an id or a priority of
+    2^63): refused here rather than failing deep in the store."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not MIN_INT <= value <= MAX_INT
+    if isinstance(value, dict):
+        return any(_too_large(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_too_large(v) for v in value)
+    return False
+
+
+async def check_permission(ctx: Context, request: c.Request, user: str) -> None:
+    """The one gate: `request`'s row of the permission table, for `user`."""
+    allowed = permission(request)
+    if isinstance(request, c.Submit):
+        with map_exceptions():
+            permissions.check_submit(user, queue_owner(), can_switch_user=os.geteuid() == 0)
+    if allowed.rule is Rule.ANYONE:
+        return
+    admins = queue_admins(ctx.state)
+    with map_exceptions():
+        if allowed.rule is Rule.ADMIN:
+            permissions.check_admin(user, admins, allowed.action)
+        elif user not in admins:
+            jobs = [await ctx.state.get_job(i) for i in await _named_ids(ctx, request)]
+            permissions.check(jobs, user, admins, allowed.action)
+
+
+async def _named_ids(ctx: Context, request: c.Request) -> list[int]:
+    """The jobs a job-level request would change (every member, for an array)."""
+    single = getattr(request, "id", None)
+    ids: list[int] = [single] if isinstance(single, int) else list(getattr(request, "ids", []))
+    if not getattr(request, "array", False):
+        return ids
+    members: list[int] = []
+    for array_id in ids:
+        members += [j.id for j in await ctx.state.store.array_members(array_id)]
+    return members
+
+
 async def _answer(ctx: Context, request: c.Request, user: str) -> tuple[Any, int]:
     handler = HANDLERS.get(type(request))
     if handler is None:
         raise RequestError(f"unknown request {type(request).__name__}")
+    if _too_large(msgspec.to_builtins(request)):
+        raise RequestError(f"a number is too large: the largest nvq takes is {MAX_INT}")
+    await check_permission(ctx, request, user)
     with map_exceptions():
         return await handler(ctx, request, user)

@@ -3,6 +3,7 @@ the job's record and the queue's settings."""
 
 from __future__ import annotations
 
+from nvq.home import queue_owner
 from nvq.model import Job, Reap
 from nvq_runner import protocol as p
 
@@ -21,6 +22,9 @@ def start_msg(job: Job, *, kill_grace: float) -> p.Start:
         timeout=job.timeout,
         kill_grace=kill_grace,
         memory_mb=job.memory_mb or None,
+        # Another user's job runs as them (the control server let the submit in only
+        # if the daemon can switch user); the queue owner's runs as the runner.
+        user="" if job.user == queue_owner() else job.user,
     )
 
 

@@ -28,7 +28,7 @@ from nvq.daemon.placing import placement_loop
 from nvq.daemon.reassign import Machines
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
-from nvq.home import AlreadyRunning, Home
+from nvq.home import PRIVATE_UMASK, AlreadyRunning, Home, socket_path_problem
 from nvq.store import Store
 
 log = logging.getLogger("nvq.daemon")
@@ -70,7 +70,12 @@ async def serve(home: Path) -> None:
         await state.load()
         await machines.load()
         async with anyio.create_task_group() as tg:
-            await tg.start(serve_control, Context(state, machines, ops), Home(home).socket)
+            await tg.start(
+                serve_control,
+                Context(state, machines, ops),
+                Home(home).socket,
+                config.queue.members_group,
+            )
             tg.start_soon(placement_loop, state, machines)
             tg.start_soon(machines.run)  # artifact syncs, --max-runtime
             tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
@@ -118,17 +123,24 @@ def setup_logging(home: Path, foreground: bool) -> None:
 
 
 def run(home: Path, *, foreground: bool = True) -> int:
-    home.mkdir(parents=True, exist_ok=True)
+    # First: every file and directory from here on is the owner's alone.
+    os.umask(PRIVATE_UMASK)
+    problem = socket_path_problem(Home(home).socket)
+    if problem is not None:
+        print(f"nvq: {problem}", file=sys.stderr)
+        return 2
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         lock = Home(home).take_lock()
     except AlreadyRunning as exc:
         print(f"nvq: {exc}", file=sys.stderr)
         return 3
     try:
-        load_config(home)  # fail fast, with the config's own message
+        config = load_config(home)  # fail fast, with the config's own message
     except ConfigError as exc:
         print(f"nvq: {exc}", file=sys.stderr)
         return 2
+    Home(home).make_private(config.queue.members_group)
     Home(home).pid_file.write_text(f"{os.getpid()}\n")
     setup_logging(home, foreground)
     try:

@@ -65,7 +65,8 @@ class Ops:
 
     async def backup(self, path: str | None, *, rotate: bool = False) -> dict[str, Any]:
         async with self._backup_lock:
-            dest = backup.target(path, self.backup_dir, time.time())
+            allowed = [Path(d) for d in self.config.queue.backup_dirs]
+            dest = backup.target(path, self.backup_dir, time.time(), allowed)
             doc = await self.store.sync(lambda conn: backup.snapshot(conn, dest))
             if rotate:
                 doc["deleted"] = self._rotate()

@@ -177,7 +177,7 @@ def to_pending(job: Job, **extra: Any) -> PendingJob:
     return PendingJob(
         id=job.id,
         priority=job.priority,
-        created_at=job.rank or job.created_at,
+        created_at=job.rank,  # placement's order key: the dispatch sequence
         gpus=1 if lane_gpu is not None else job.gpus_requested,
         vram_mb=job.vram_mb,
         node=lane_node if lane_node is not None else job.node_request,
@@ -266,7 +266,8 @@ def place_with_reservation(
     result, state.reservation = starvation.place_fairly(
         slots,
         pending,
-        waiting_since={p.id: jobs[p.id].rank or jobs[p.id].created_at for p in pending},
+        # How long a job has waited is wall time since it was submitted, not its rank.
+        waiting_since={p.id: jobs[p.id].created_at for p in pending},
         timeouts={p.id: jobs[p.id].timeout for p in pending},
         running=running,
         now=now,

@@ -1,7 +1,8 @@
 """The dispatch order and how a person changes it: pure.
 
 Pending jobs dispatch by priority (higher first), then rank (lower first; a job's
-rank is its submit time unless someone moved it), then id. `job priority ID 5` sets
+rank is a sequence number the store gives it at insert — its id — unless someone
+moved it; never the wall clock, which can step back), then id. `job priority ID 5` sets
 the priority, `+1` / `-2` adjust it, and `--up K` / `--down K` move a pending job K
 places in that order by giving it the priority and a rank between its new
 neighbours — so a move is one row changed, and every other job keeps its place.

@@ -1,12 +1,48 @@
-"""Who may change a job: its owner (the OS user who submitted it) or a queue admin.
-Pure; the daemon learns the asking user from the control socket's peer credentials."""
+"""Who may do what. Pure; the daemon learns the asking user from the control socket's
+peer credentials, and every request type has one `Permission` (the table is beside
+the handler table, in `nvq.daemon.handlers`).
+
+* anyone who can reach the socket may read, and submit;
+* a job's owner (the OS user who submitted it) or a queue admin may change a job;
+* only a queue admin may do what acts on the whole queue (drain, ack, stop, backup…).
+The queue's owner (the OS user the daemon runs as) is always an admin; `[queue]
+admins` adds others."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from nvq.domain.transitions import TransitionError
 from nvq.model import Job
+
+
+class Rule(enum.Enum):
+    ANYONE = "anyone"
+    OWNER = "owner of the job, or an admin"
+    ADMIN = "queue admin"
+
+
+@dataclass(frozen=True)
+class Permission:
+    rule: Rule
+    action: str = ""  # what the user tried, for the refusal: "stop the daemon"
+
+
+ANYONE = Permission(Rule.ANYONE)
+
+
+def owner(action: str) -> Permission:
+    return Permission(Rule.OWNER, action)
+
+
+def admin(action: str) -> Permission:
+    return Permission(Rule.ADMIN, action)
+
+
+def queue_admins(queue_owner: str, configured: Iterable[str]) -> frozenset[str]:
+    return frozenset({queue_owner, *configured})
 
 
 def may_manage(job: Job, user: str, admins: Iterable[str]) -> bool:
@@ -22,3 +58,21 @@ def check(jobs: Iterable[Job], user: str, admins: Iterable[str], action: str) ->
                 f"job {job.id} belongs to {job.user}: only its owner or a queue admin "
                 f"([queue] admins) may {action} it"
             )
+
+
+def check_admin(user: str, admins: Iterable[str], action: str) -> None:
+    if user not in set(admins):
+        raise TransitionError(
+            f"only a queue admin may {action} ([queue] admins, or the queue's owner); "
+            f"{user} is not one"
+        )
+
+
+def check_submit(user: str, queue_owner: str, can_switch_user: bool) -> None:
+    """A member's job runs as the member, never as the queue's owner: a daemon that
+    cannot switch user (not root) takes jobs from its owner only."""
+    if user != queue_owner and not can_switch_user:
+        raise TransitionError(
+            f"this queue runs as {queue_owner}, not root, so it cannot run a job as {user}: "
+            f"jobs of other users need a daemon started by root"
+        )

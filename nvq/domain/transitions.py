@@ -40,7 +40,9 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         note=spec.note,
         after=sorted(set(spec.after)),
         after_any=sorted(set(spec.after_any)),
-        rank=now,
+        # Numbered by the store at insert (its id): the order of submission, which a
+        # clock stepped back cannot change as `now` could.
+        rank=0.0,
         retries=spec.retries,
         cuda=spec.cuda,
         memory_mb=spec.memory_mb,

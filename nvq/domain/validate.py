@@ -53,6 +53,11 @@ _BY_FIELD = {f.field: f for f in SUBMIT_FIELDS}
 
 NO_COMMAND = "no command given: put it after --, or pass it as one string"
 
+# Variables the runner sets for every job (which cards, which job, where its files
+# are): a job's --env may not override them, or it could run on cards it was not given.
+RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES"})
+RESERVED_ENV_PREFIX = "NVQ_"
+
 
 class SpecError(ValueError):
     """A submission that cannot be queued: `field` is the JobSpec field at fault,
@@ -112,6 +117,8 @@ def validate_spec(spec: JobSpec) -> JobSpec:
     for name, value in spec.env.items():
         if not name or "=" in name or "\0" in name:
             raise SpecError("env", f"invalid variable name {name!r}")
+        if name in RESERVED_ENV or name.startswith(RESERVED_ENV_PREFIX):
+            raise SpecError("env", f"{name} is set by nvq for every job and cannot be overridden")
         if "\0" in value:
             raise SpecError("env", f"the value of {name} contains a NUL byte")
     for field in ("after", "after_any"):

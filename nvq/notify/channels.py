@@ -40,12 +40,19 @@ def deliver(channel: str, key: str, payload: dict[str, Any], config: Config, hom
         raise DeliveryError(f"channel {channel} is not configured any more")
 
 
+def header_text(text: str) -> str:
+    """`text` on one line of printable characters: a header cannot hold a newline
+    (EmailMessage refuses it, and the channel would fail on that message forever),
+    and a job's name is whatever its submitter typed."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+
+
 def subject(payload: dict[str, Any]) -> str:
     if payload["type"] == "alert":
         a = payload["alert"]
-        return f"[nvq] {a['severity']}: {a['message']}"[:200]
+        return header_text(f"[nvq] {a['severity']}: {a['message']}")[:200]
     j = payload["job"]
-    return f"[nvq] job {j['id']} ({j['name']}) {j['state']}"
+    return header_text(f"[nvq] job {j['id']} ({j['name']}) {j['state']}")
 
 
 def body(payload: dict[str, Any]) -> str:

@@ -167,6 +167,8 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
                 if not job.id:
                     base += 1
                     job.id = base
+                if not job.rank:  # the dispatch sequence: see nvq.domain.ordering
+                    job.rank = float(job.id)
                 base = max(base, job.id)
                 inserted.append(job)
                 rows.append((now, "job_submitted", job.id, None, "{}"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -155,6 +155,15 @@ CREATE TABLE gpu_history (
     PRIMARY KEY (node, gpu, time)
 );
 CREATE INDEX gpu_history_by_time ON gpu_history(time);
+""",
+    # 6: dispatch rank is a sequence (a job's id at insert), not its submit time:
+    # renumber every rank 1..N in its current order, so jobs keep their places and
+    # every later job (id > N) comes after them.
+    """
+CREATE TEMP TABLE rank_order (id INTEGER PRIMARY KEY, seq REAL NOT NULL);
+INSERT INTO rank_order SELECT id, ROW_NUMBER() OVER (ORDER BY rank, id) FROM jobs;
+UPDATE jobs SET rank = (SELECT seq FROM rank_order WHERE rank_order.id = jobs.id);
+DROP TABLE rank_order
 """,
 ]
 

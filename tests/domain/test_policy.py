@@ -383,4 +383,5 @@ def test_reorder_from_every_state(state: JobState) -> None:
 def test_new_job_carries_policy_fields() -> None:
     spec = JobSpec(command="x", retries=2, cuda="13.0", memory_mb=512)
     j = transitions.new_job(spec, user="ann", now=7.0)
-    assert (j.retries, j.cuda, j.memory_mb, j.rank) == (2, "13.0", 512, 7.0)
+    # rank 0: the store numbers it at insert, whatever the clock said.
+    assert (j.retries, j.cuda, j.memory_mb, j.rank) == (2, "13.0", 512, 0.0)

@@ -63,7 +63,7 @@ def test_a_transition_commits_whole_and_reads_back(tmp_path: Path) -> None:
 
     async def read() -> None:
         store = await Store.open(db)
-        assert (await store.job(1)) == new_job(id=1)
+        assert (await store.job(1)) == new_job(id=1, rank=1.0)  # ranked by its id
         assert [j.name for j in await store.jobs(newest_first=True)] == ["eval", "train"]
         assert await store.states_of([1, 2, 3]) == {1: JobState.PENDING, 2: JobState.PENDING}
         assert await store.state_counts() == {"pending": 2}

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Sequence
 
-from nvq.cli.render.table import ago, clip, table
+from nvq.cli.render.table import ago, clip, safe, table
 from nvq.control import JobDetail
 from nvq.model import Job
 from nvq.values import format_duration, format_mib
@@ -31,7 +31,7 @@ def job_where(job: Job) -> str:
 
 def outcome(job: Job) -> str:
     """`job 12 failed: exit 3`, as `job wait` and `job submit --wait` end."""
-    return f"job {job.id} {job.state}" + (f": {job.reason}" if job.reason else "")
+    return f"job {job.id} {job.state}" + (f": {safe(job.reason)}" if job.reason else "")
 
 
 def lines(jobs: list[Job], said: str) -> str:
@@ -72,12 +72,12 @@ def jobs_table(jobs: Sequence[Job]) -> str:
 def job_detail(doc: JobDetail) -> str:
     why = waiting_reason(doc)
     out = [
-        f"job {doc.id}  {doc.name}  [{doc.state}]",
-        *([f"  waits       {why[0]}: {why[1]}"] if why else []),
-        f"  command     {doc.command}",
-        f"  submitter   {doc.submitter} (user {doc.user})",
+        f"job {doc.id}  {safe(doc.name)}  [{doc.state}]",
+        *([f"  waits       {why[0]}: {safe(why[1])}"] if why else []),
+        f"  command     {safe(doc.command)}",
+        f"  submitter   {safe(doc.submitter)} (user {doc.user})",
         f"  request     gpus={doc.gpus_requested} vram={format_mib(doc.vram_mb)}"
-        + (f" node={doc.node_request}" if doc.node_request else "")
+        + (f" node={safe(doc.node_request)}" if doc.node_request else "")
         + (f" timeout={format_duration(doc.timeout)}" if doc.timeout else "")
         + f" priority={doc.priority}",
         f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else ""),
@@ -89,18 +89,20 @@ def job_detail(doc: JobDetail) -> str:
     if doc.exit_code is not None:
         out.append(f"  exit code   {doc.exit_code}")
     if doc.reason and not why:
-        out.append(f"  reason      {doc.reason}")
+        out.append(f"  reason      {safe(doc.reason)}")
     if doc.progress:
-        out.append(f"  progress    {doc.progress}")
+        out.append(f"  progress    {safe(doc.progress)}")
     if doc.note:
-        out.append("  note        " + doc.note.replace("\n", "\n              "))
+        # A note keeps its lines (indented under the label); nothing else raw.
+        note_lines = [safe(line) for line in doc.note.split("\n")]
+        out.append("  note        " + "\n              ".join(note_lines))
     if doc.tags:
-        out.append(f"  tags        {', '.join(doc.tags)}")
+        out.append(f"  tags        {safe(', '.join(doc.tags))}")
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
     if doc.stderr_tail and doc.state not in ("completed", "running"):
         out.append("  stderr tail:")
-        out.extend("    " + ln for ln in doc.stderr_tail.splitlines())
+        out.extend("    " + safe(ln) for ln in doc.stderr_tail.splitlines())
     if doc.attempts:
         out.append("  attempts:")
         for a in doc.attempts:
@@ -108,7 +110,7 @@ def job_detail(doc: JobDetail) -> str:
             if a.exit_code is not None:
                 how += f" (exit {a.exit_code})"
             if a.reason:
-                how += f": {a.reason}"
+                how += f": {safe(a.reason)}"
             gpus = ",".join(map(str, a.gpus)) or "-"
             out.append(
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
@@ -119,8 +121,8 @@ def job_detail(doc: JobDetail) -> str:
         for ev in doc.events:
             data = ", ".join(f"{k}={v}" for k, v in ev.data.items())
             node = f" @{ev.node}" if ev.node else ""
-            out.append(f"    #{ev.id:<6} {ago(ev.time):>10}  {ev.kind}{node}  {data}")
+            out.append(f"    #{ev.id:<6} {ago(ev.time):>10}  {ev.kind}{node}  {safe(data)}")
     if isinstance(doc.logs, str) and doc.logs:
         out.append("  logs:")
-        out.extend("    " + ln for ln in doc.logs.splitlines())
+        out.extend("    " + safe(ln) for ln in doc.logs.splitlines())
     return "\n".join(out)

@@ -3,8 +3,31 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 
 from nvq.values import format_duration
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def safe(text: str) -> str:
+    """`text` with every control character written as an escape (`\\x1b`, `\\n`):
+    a job's name or command comes from its submitter, and raw it could move the
+    cursor, recolour or fake lines of another user's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(_escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if ch == " " or unicodedata.category(ch)[0] not in "CZ":
+        return ch
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def ago(t: float | None, now: float | None = None) -> str:
@@ -26,5 +49,5 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 def clip(text: str | None, n: int) -> str:
     if not text:
         return ""
-    text = text.replace("\n", " ")
+    text = safe(text)
     return text if len(text) <= n else text[: n - 1] + "…"

@@ -14,6 +14,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.handlers import busy, clusters, jobs, lanes, nodes, ops, policy, submit, why
 from nvq.daemon.handlers.history import gpu_history
 from nvq.daemon.handlers.job_edit import edit_job
+from nvq.domain.permissions import ANYONE, Permission, admin, owner
 
 # The request parameter is each handler's own request type: Any here, so the table
 # can hold them all (the lookup by type guarantees the match).
@@ -57,3 +58,59 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.ClusterRetry: clusters.cluster_retry,
     c.EditJob: edit_job,
 }
+
+
+# Who may send each request (see nvq.domain.permissions), enforced by the control
+# server before the handler runs. A request that reads when it names nothing to
+# change (a note without text, a lane without an action) is anyone's; then its rule
+# is a function of the request.
+PermissionRule = Permission | Callable[[Any], Permission]
+
+PERMISSIONS: dict[type[c.Request], PermissionRule] = {
+    c.Ping: ANYONE,
+    c.Submit: ANYONE,
+    c.ListJobs: ANYONE,
+    c.ShowJob: ANYONE,
+    c.Wait: ANYONE,
+    c.Logs: ANYONE,
+    c.Status: ANYONE,
+    c.Nodes: ANYONE,
+    c.Events: ANYONE,
+    c.Alerts: ANYONE,
+    c.Lanes: ANYONE,
+    c.JobArtifacts: ANYONE,
+    c.Cancel: owner("cancel"),
+    c.Release: owner("release"),
+    c.Note: lambda r: ANYONE if r.text is None and r.append is None and not r.clear
+    else owner("change the note of"),
+    c.Result: lambda r: ANYONE if r.set_json is None else owner("set the result of"),
+    c.Requeue: owner("requeue"),
+    c.Edit: owner("edit"),
+    c.Priority: owner("re-prioritise"),
+    c.Pause: owner("pause"),
+    c.Resume: owner("resume"),
+    c.Lane: lambda r: ANYONE if r.action is None
+    else admin(f"{r.action} a lane") if r.action in ("pause", "resume")
+    else owner(f"{r.action} in a lane"),
+    c.NodeFlag: admin("drain, resume or ignore a node"),
+    c.Bootstrap: admin("bootstrap a node"),
+    c.BusyMode: lambda r: ANYONE if r.mode is None else admin("set a node's busy mode"),
+    c.BusyAssign: admin("forbid or allow jobs on busy nodes"),
+    c.Ack: admin("acknowledge alerts"),
+    c.Backup: admin("back up the queue"),
+    c.StopDaemon: admin("stop the daemon"),
+    c.Purge: admin("purge jobs"),
+    c.Subscribe: ANYONE,
+    c.Why: ANYONE,
+    c.GpuHistory: ANYONE,
+    c.ClusterStatus: ANYONE,
+    c.ClusterScale: admin("scale a cluster"),
+    c.ClusterDrain: admin("drain a cluster"),
+    c.ClusterRetry: admin("retry a cluster"),
+    c.EditJob: owner("edit"),
+}
+
+
+def permission(request: c.Request) -> Permission:
+    rule = PERMISSIONS[type(request)]
+    return rule if isinstance(rule, Permission) else rule(request)

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from nvq import control as c
+from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.placing import dependency_states, lane_statuses
@@ -206,7 +207,7 @@ def _renumber(state: State, name: str, order: list[int], user: str) -> list[Job]
     for job_id, pos in positions.items():
         job = state.jobs[job_id]
         if job.lane != name:
-            permissions.check([job], user, state.config.queue.admins, "assign")
+            permissions.check([job], user, queue_admins(state), "assign")
         if job.lane != name or job.lane_pos != pos:
             changed.append(msgspec.structs.replace(job, lane=name, lane_pos=pos, node_request=None))
     return changed

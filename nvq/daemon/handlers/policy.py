@@ -67,9 +67,14 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> tuple[Any, int]:
     state, now = ctx.state, time.time()
     async with state.lock:
         jobs = [await state.get_job(i) for i in req.ids]
+        # The back of the line is the next number of the dispatch sequence (a job
+        # submitted later gets it too, and its higher id puts it behind).
+        back = float(await state.store.next_job_id())
 
         def requeue_one(job: Job) -> Outcome:
             outcome = transitions.requeue(job, by=user, now=now)
+            if outcome.job is not None:
+                outcome.job.rank = back
             if outcome.job is not None and outcome.job.lane is not None:
                 outcome.job.lane_pos = lane_tail(state, outcome.job.lane)
             return outcome

@@ -15,19 +15,16 @@ from nvq.daemon.state import State
 from nvq.daemon.submit_checks import check_mail, check_runnable
 from nvq.domain import arrays, lanes, transitions
 from nvq.domain.matching import parse_cuda
+from nvq.domain.validate import SpecError, validate_spec
 from nvq.model import Job, JobSpec, Tx
 
 
 async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
     spec, state = req.spec, ctx.state
-    if not spec.command.strip():
-        raise RequestError("no command given: put it after --, or pass it as one string")
-    if spec.gpus < 0:
-        raise RequestError("--gpus must be 0 or more")
-    if spec.vram_mb < 0:
-        raise RequestError("--vram must not be negative")
-    if spec.timeout is not None and spec.timeout <= 0:
-        raise RequestError("--timeout must be positive")
+    # The authority: whatever sent the frame (not only the CLI), nothing unchecked
+    # reaches the store or a runner's exec.
+    with map_exceptions({SpecError: RequestError}):
+        validate_spec(spec)
     check_mail(state, spec)
     job = transitions.new_job(spec, user=user, now=time.time())
     async with state.lock:
