@@ -184,7 +184,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_only_the_owner_or_an_admin_may_manage_a_job(nvq: Nvq) -> None:
+def test_the_queue_owner_may_manage_anyones_job(nvq: Nvq) -> None:
+    # The OS user the daemon runs as is always an admin (others are refused: see
+    # tests/daemon/test_permissions.py and tests/daemon/test_members.py).
     _drained(nvq)
     job = nvq.submit("--", "true")
     nvq.ok("daemon", "stop")
@@ -193,17 +195,6 @@ def test_only_the_owner_or_an_admin_may_manage_a_job(nvq: Nvq) -> None:
     db.execute("UPDATE jobs SET user = 'alice' WHERE id = ?", (job["id"],))
     db.commit()
     db.close()
-    for args in (
-        ("job", "pause", str(job["id"])),
-        ("job", "cancel", str(job["id"])),
-        ("job", "priority", str(job["id"]), "+1"),
-    ):
-        r = nvq.run(*args)
-        assert r.code != 0 and "belongs to alice" in r.err, args
-    assert nvq.show(job["id"])["state"] == "pending"
-    nvq.ok("daemon", "stop")
-    me = os.environ.get("USER") or __import__("pwd").getpwuid(os.getuid()).pw_name
-    nvq.write_config(f'[queue]\nadmins = ["{me}"]\n')
     nvq.json("job", "priority", str(job["id"]), "+1")
     assert nvq.json("job", "pause", str(job["id"]))[0]["state"] == "paused"
     assert nvq.json("job", "cancel", str(job["id"]))[0]["state"] == "cancelled"

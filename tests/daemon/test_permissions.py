@@ -60,13 +60,21 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Backup(), "admin"),
     (c.StopDaemon(), "admin"),
     (c.Purge(), "admin"),
+    (c.Subscribe(), "anyone"),
+    (c.Why(id=1), "anyone"),
+    (c.GpuHistory(), "anyone"),
+    (c.ClusterStatus(), "anyone"),
+    (c.EditJob(id=1, changes={"name": "x"}), "owner"),
+    (c.ClusterScale(name="hpc", pilots=1), "admin"),
+    (c.ClusterDrain(name="hpc"), "admin"),
+    (c.ClusterRetry(name="hpc"), "admin"),
 ]
 
 
 def test_every_request_has_a_rule_and_a_case() -> None:
     every = set(typing.get_args(c.Request))
     assert every == set(PERMISSIONS)
-    assert set(HANDLERS) | {c.Logs} == every
+    assert set(HANDLERS) | {c.Logs, c.Subscribe} == every  # the two streams
     assert {type(req) for req, _ in CASES} == every
 
 
