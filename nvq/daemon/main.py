@@ -28,7 +28,7 @@ from nvq.daemon.reassign import Machines
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
 from nvq.home import AlreadyRunning, Home
-from nvq.store import Store
+from nvq.store import Store, StoreError
 
 log = logging.getLogger("nvq.daemon")
 
@@ -125,6 +125,12 @@ def run(home: Path, *, foreground: bool = True) -> int:
     setup_logging(home, foreground)
     try:
         anyio.run(serve, home)
+    except StoreError as exc:
+        log.error("%s", exc)
+        if not foreground:
+            # The last line of daemon.log: what the CLI that started us shows.
+            print(exc, file=sys.stderr, flush=True)
+        return 1
     finally:
         Home(home).pid_file.unlink(missing_ok=True)
         lock.close()

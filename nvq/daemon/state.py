@@ -9,6 +9,7 @@ always made on a picture that matches the database.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,7 +25,7 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.domain import reassign
 from nvq.domain.placement import PendingJob
 from nvq.domain.starvation import Reservation
-from nvq.model import Job, JobState, Reap, Tx
+from nvq.model import Job, JobState, NewAlert, Reap, Tx
 from nvq.store import Store
 from nvq_runner import protocol as p
 
@@ -64,6 +65,8 @@ class State:
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node
+        # node → job ids its runner knows that queue.db does not (see runner_events)
+        self.store_behind: dict[str, set[int]] = {}
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -147,10 +150,13 @@ class State:
     # ------------------------------------------------------------ changing
 
     async def commit(self, tx: Tx) -> list[Job]:
-        """Write `tx` in one transaction, then mirror it. Must hold the lock."""
+        """Write `tx` in one transaction, then mirror it. Must hold the lock. While
+        the disk is full this waits (and the mirror keeps the old picture)."""
+        self._name_attempts(tx)
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
         self.hooks.committed(tx)
+        await self._report_full_disk()
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job
@@ -172,6 +178,46 @@ class State:
             self.notify()
         return inserted
 
+    def _name_attempts(self, tx: Tx) -> None:
+        """A new attempt gets a random nonce, stored with it: with the queue id it
+        tells the runner this attempt from any other that had the same job id (a
+        queue restored from a backup numbers jobs again)."""
+        for job in tx.jobs:
+            old = self.jobs.get(job.id)
+            if job.state is JobState.RUNNING and old is not None and old.attempt != job.attempt:
+                job.nonce = secrets.token_hex(8)
+
+    async def _report_full_disk(self) -> None:
+        """Once writes go through again after a full disk, say that it happened."""
+        spell = self.store.disk_was_full
+        if spell is None:
+            return
+        self.store.disk_was_full = None
+        since, until = spell
+        when = time.strftime("%H:%M:%S", time.localtime(since))
+        alert = NewAlert(
+            kind="disk_full",
+            severity="error",
+            key=f"disk_full:{since}",
+            message=(
+                f"disk full on the queue host from {when} for {until - since:.0f}s: "
+                "changes waited and were recorded once space returned"
+            ),
+        )
+        await self.store.commit(Tx(alerts=[alert]))
+
+    def disk_full(self) -> str | None:
+        """What `queue status` says while writes wait for space, else None."""
+        since = self.store.disk_full_since
+        if since is None:
+            return None
+        when = time.strftime("%H:%M:%S", time.localtime(since))
+        waiting = self.store.writes_waiting
+        return (
+            f"disk full on the queue host since {when}: {waiting} change"
+            f"{'' if waiting == 1 else 's'} waiting for space"
+        )
+
     def post_kills(self, reaps: Iterable[Reap]) -> None:
         """Carry out committed reaps on nodes that are connected now; the others get
         theirs when they reconnect (reconcile)."""
@@ -181,10 +227,15 @@ class State:
                 node.post(self.kill_msg(reap))
 
     def kill_msg(self, reap: Reap) -> p.Kill:
-        return kill_msg(reap, kill_grace=self.config.queue.kill_grace)
+        key = (reap.job_id, reap.attempt)
+        job = self.reaping.get(key) or self.jobs.get(reap.job_id)
+        nonce = job.nonce if job is not None and job.attempt == reap.attempt else ""
+        return kill_msg(
+            reap, kill_grace=self.config.queue.kill_grace, queue_id=self.store.queue_id, nonce=nonce
+        )
 
     def start_msg(self, job: Job) -> p.Start:
-        return start_msg(job, kill_grace=self.config.queue.kill_grace)
+        return start_msg(job, queue=self.config.queue, queue_id=self.store.queue_id)
 
     # ------------------------------------------------------------ looking up
 

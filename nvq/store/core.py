@@ -9,6 +9,7 @@ connection's thread.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -16,15 +17,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
+import anyio
 import msgspec
 
 from nvq.model import Event, Job, JobState, Reap, Tx
-from nvq.store import alerts, events, jobs, lanes, nodes, schema
+from nvq.store import alerts, events, jobs, lanes, meta, nodes, schema, space
 from nvq.store.nodes import NodeRecord
 
 T = TypeVar("T")
 
 _json = msgspec.json.Encoder()
+log = logging.getLogger("nvq.store")
+
+QUEUE_ID = "queue_id"
+
+
+class StoreError(Exception):
+    """queue.db cannot be opened: one line for the user, naming the way out."""
 
 
 class Store:
@@ -32,18 +41,35 @@ class Store:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
+        self.queue_id = ""  # this queue's identity to the runners (the meta table)
+        # While writes fail for a full disk: since when, and how many wait.
+        self.disk_full_since: float | None = None
+        self.writes_waiting = 0
+        # The last spell of a full disk, (from, to), until the daemon reports it.
+        self.disk_was_full: tuple[float, float] | None = None
 
     @classmethod
     async def open(cls, path: Path) -> Store:
         db = await aiosqlite.connect(path, isolation_level=None)
-        await db.execute("PRAGMA journal_mode=WAL")
-        # FULL makes every commit durable (the WAL is fsynced): a transition the
-        # daemon acted on is never forgotten after a power cut.
-        await db.execute("PRAGMA synchronous=FULL")
-        await db.execute("PRAGMA foreign_keys=ON")
-        await db.execute("PRAGMA busy_timeout=5000")
-        store = cls(db)
-        await store.sync(schema.migrate)
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            # FULL makes every commit durable (the WAL is fsynced): a transition the
+            # daemon acted on is never forgotten after a power cut.
+            await db.execute("PRAGMA synchronous=FULL")
+            await db.execute("PRAGMA foreign_keys=ON")
+            await db.execute("PRAGMA busy_timeout=5000")
+            store = cls(db)
+            await store.sync(schema.migrate)
+            store.queue_id = await store.sync(_queue_id)
+        except (sqlite3.Error, OSError) as exc:
+            # The connection's thread would keep a failed daemon alive: end it first.
+            await db.close()
+            if space.not_a_database(exc):
+                raise StoreError(
+                    f"queue.db is not a database ({path}: {exc}): "
+                    "restore a backup with nvq queue restore"
+                ) from None
+            raise StoreError(f"cannot open queue.db ({path}): {exc}") from None
         return store
 
     async def close(self) -> None:
@@ -57,11 +83,53 @@ class Store:
 
     # ------------------------------------------------------------ writes
 
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`sync` for a write: while the disk is full it is tried again with back-off
+        (reads go on between tries), so the caller only goes on once it is durable."""
+        wait = space.FIRST_WAIT
+        counted = False
+        try:
+            while True:
+                try:
+                    result = await self.sync(fn)
+                except (sqlite3.OperationalError, OSError) as exc:
+                    if not space.is_disk_full(exc):
+                        raise
+                    if self.disk_full_since is None:
+                        self.disk_full_since = time.time()
+                        log.error("disk full on the queue host: writes wait for space (%s)", exc)
+                    if not counted:
+                        counted = True
+                        self.writes_waiting += 1
+                    await anyio.sleep(wait)
+                    wait = space.next_wait(wait)
+                    continue
+                if self.disk_full_since is not None:
+                    log.warning("the queue host has space again: waiting writes go on")
+                    self.disk_was_full = (self.disk_full_since, time.time())
+                    self.disk_full_since = None
+                return result
+        finally:
+            if counted:
+                self.writes_waiting -= 1
+
     async def commit(self, tx: Tx) -> list[Job]:
         """Apply `tx` in one transaction; returns the inserted jobs with their ids."""
         # One hop to the database thread for the whole transaction instead of one per
         # statement keeps a transition to a single round trip.
-        return await self.sync(lambda conn: _commit(conn, tx))
+        return await self.write(lambda conn: _commit(conn, tx))
+
+    async def raise_last_id(self, floor: int) -> bool:
+        """Ids of new jobs continue after `floor` (see `jobs.raise_last_id`)."""
+        return await self.write(lambda conn: jobs.raise_last_id(conn, floor))
+
+    async def last_job_id(self) -> int:
+        return await self.sync(jobs.last_id)
+
+    async def integrity(self) -> str:
+        """`PRAGMA integrity_check`: "ok", or what it found."""
+        rows = await self.sync(lambda conn: conn.execute("PRAGMA integrity_check").fetchall())
+        return "\n".join(str(r[0]) for r in rows)
 
     async def next_job_id(self) -> int:
         """The id the next inserted job gets (the daemon, the only writer, holds its
@@ -78,7 +146,7 @@ class Store:
         ignored: bool | None = None,
     ) -> None:
         """Node bookkeeping that is not a job transition (facts, flags, last seen)."""
-        await self.sync(
+        await self.write(
             lambda conn: nodes.save(
                 conn, name, facts=facts, last_seen=last_seen, drained=drained, ignored=ignored
             )
@@ -133,6 +201,10 @@ class Store:
         return await self.sync(nodes.reaps)
 
 
+def _queue_id(conn: sqlite3.Connection) -> str:
+    return meta.get_meta(conn, QUEUE_ID) or ""
+
+
 def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
     now = time.time()
     inserted: list[Job] = []
@@ -172,7 +244,9 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> list[Job]:
             alerts.write(conn, tx.alerts, tx.outbox, now)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # A full disk may have ended the transaction already.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         for job in inserted:
             job.id = 0
         raise

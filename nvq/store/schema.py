@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -139,6 +139,15 @@ CREATE TABLE node_busy (
 CREATE TABLE busy_forbid (
     user TEXT PRIMARY KEY
 );
+""",
+    # 5: who a queue and an attempt are to the runners — the queue's random id (kept
+    # in its backups), each attempt's nonce — and what a runner could not keep of a
+    # job's output.
+    """
+ALTER TABLE jobs ADD COLUMN nonce TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN result_error TEXT;
+ALTER TABLE jobs ADD COLUMN log_truncated TEXT NOT NULL DEFAULT 'false';
+INSERT OR IGNORE INTO meta (key, value) VALUES ('queue_id', lower(hex(randomblob(8))));
 """,
 ]
 
