@@ -206,18 +206,6 @@ class State:
         )
         await self.store.commit(Tx(alerts=[alert]))
 
-    def disk_full(self) -> str | None:
-        """What `queue status` says while writes wait for space, else None."""
-        since = self.store.disk_full_since
-        if since is None:
-            return None
-        when = time.strftime("%H:%M:%S", time.localtime(since))
-        waiting = self.store.writes_waiting
-        return (
-            f"disk full on the queue host since {when}: {waiting} change"
-            f"{'' if waiting == 1 else 's'} waiting for space"
-        )
-
     def post_kills(self, reaps: Iterable[Reap]) -> None:
         """Carry out committed reaps on nodes that are connected now; the others get
         theirs when they reconnect (reconcile)."""

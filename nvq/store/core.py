@@ -21,7 +21,7 @@ import anyio
 import msgspec
 
 from nvq.model import Event, Job, JobState, Reap, Tx
-from nvq.store import alerts, events, jobs, lanes, meta, nodes, schema, space
+from nvq.store import alerts, events, integrity, jobs, lanes, meta, nodes, schema, space
 from nvq.store.nodes import NodeRecord
 
 T = TypeVar("T")
@@ -128,8 +128,7 @@ class Store:
 
     async def integrity(self) -> str:
         """`PRAGMA integrity_check`: "ok", or what it found."""
-        rows = await self.sync(lambda conn: conn.execute("PRAGMA integrity_check").fetchall())
-        return "\n".join(str(r[0]) for r in rows)
+        return await self.sync(integrity.integrity_of)
 
     async def next_job_id(self) -> int:
         """The id the next inserted job gets (the daemon, the only writer, holds its

@@ -11,7 +11,7 @@ from typing import Any
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.handlers import busy, jobs, lanes, nodes, ops, policy, submit
+from nvq.daemon.handlers import busy, check, jobs, lanes, nodes, ops, policy, submit
 
 # The request parameter is each handler's own request type: Any here, so the table
 # can hold them all (the lookup by type guarantees the match).
@@ -35,6 +35,7 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Alerts: ops.alerts,
     c.Ack: ops.ack,
     c.Backup: ops.backup,
+    c.Check: check.check,
     c.StopDaemon: ops.stop_daemon,
     c.JobArtifacts: busy.job_artifacts,
     c.BusyMode: busy.busy_mode,
