@@ -20,6 +20,7 @@ from nvq.config import Config, ConfigError, load_config
 from nvq.daemon.artifacts import Artifacts
 from nvq.daemon.context import Context
 from nvq.daemon.control_server import serve_control
+from nvq.daemon.disk_space import watch_disk
 from nvq.daemon.link import ByteChannel, Opener, run_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.ops import Ops
@@ -70,6 +71,7 @@ async def serve(home: Path) -> None:
             tg.start_soon(machines.run)  # artifact syncs, --max-runtime
             tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
             tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
+            tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over
             for node in state.nodes.values():
                 opener = (
                     _local_opener(config, node, home)

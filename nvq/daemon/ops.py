@@ -102,12 +102,13 @@ class Ops:
         since = self.store.disk_full_since
         if since is None:
             return None
-        when = time.strftime("%H:%M:%S", time.localtime(since))
-        waiting = self.store.writes_waiting
-        return (
-            f"disk full on the queue host since {when}: {waiting} change"
-            f"{'' if waiting == 1 else 's'} waiting for space"
+        text = (
+            f"disk full on the queue host since {time.strftime('%H:%M:%S', time.localtime(since))}"
         )
+        waiting = self.store.writes_waiting
+        if waiting:
+            text += f": {waiting} change{'' if waiting == 1 else 's'} waiting for space"
+        return text
 
     async def status(self) -> dict[str, Any]:
         open_alerts = await self.alerts(include_acked=False)

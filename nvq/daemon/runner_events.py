@@ -202,7 +202,8 @@ class RunnerEvents:
             if await self._unknown(job, ev):
                 alert = store_behind.event_alert(node.name, node.journal_id, ev)
                 log.error("%s", alert.message)
-                tx.alerts = [alert]
+                if not isinstance(ev, p.JobStarted):
+                    tx.alerts = [alert]  # once per attempt, saying how it ended
                 self.state.store_behind.setdefault(node.name, set()).add(ev.job_id)
                 await self.state.store.raise_last_id(ev.job_id)
                 job = None

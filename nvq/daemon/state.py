@@ -156,7 +156,7 @@ class State:
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
         self.hooks.committed(tx)
-        await self._report_full_disk()
+        await self.report_full_disk()
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job
@@ -187,8 +187,9 @@ class State:
             if job.state is JobState.RUNNING and old is not None and old.attempt != job.attempt:
                 job.nonce = secrets.token_hex(8)
 
-    async def _report_full_disk(self) -> None:
-        """Once writes go through again after a full disk, say that it happened."""
+    async def report_full_disk(self) -> None:
+        """Once writes go through again after a full disk, say that it happened. Must
+        hold the lock."""
         spell = self.store.disk_was_full
         if spell is None:
             return
@@ -200,8 +201,8 @@ class State:
             severity="error",
             key=f"disk_full:{since}",
             message=(
-                f"disk full on the queue host from {when} for {until - since:.0f}s: "
-                "changes waited and were recorded once space returned"
+                f"disk full on the queue host from {when} for {until - since:.0f}s; "
+                "space is back and every change that waited for it is recorded"
             ),
         )
         await self.store.commit(Tx(alerts=[alert]))

@@ -40,7 +40,9 @@ def _what(ev: p.JournaledEvent) -> str:
 
 
 def event_alert(node: str, journal_id: str, ev: p.JournaledEvent) -> NewAlert:
-    """A journaled event about an attempt queue.db never dispatched (once per attempt)."""
+    """A journaled event about an attempt queue.db never dispatched. Raised for the
+    event that ends the attempt (once per attempt); a start is only logged, since an
+    attempt still running is killed as an orphan and reports its end."""
     return NewAlert(
         kind=KIND,
         severity="error",

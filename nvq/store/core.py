@@ -96,22 +96,34 @@ class Store:
                     if not space.is_disk_full(exc):
                         raise
                     if self.disk_full_since is None:
-                        self.disk_full_since = time.time()
-                        log.error("disk full on the queue host: writes wait for space (%s)", exc)
+                        log.error("queue.db cannot be written (%s): writes wait for space", exc)
+                    self.space_low()
                     if not counted:
                         counted = True
                         self.writes_waiting += 1
                     await anyio.sleep(wait)
                     wait = space.next_wait(wait)
                     continue
-                if self.disk_full_since is not None:
-                    log.warning("the queue host has space again: waiting writes go on")
-                    self.disk_was_full = (self.disk_full_since, time.time())
-                    self.disk_full_since = None
+                if counted:
+                    self.space_returned()  # this write waited and went through
                 return result
         finally:
             if counted:
                 self.writes_waiting -= 1
+
+    def space_low(self) -> None:
+        """The disk holding queue.db has (next to) no space left, whether or not a
+        write failed yet (a runner on the same disk cannot even report exits)."""
+        if self.disk_full_since is None:
+            self.disk_full_since = time.time()
+            log.error("disk full on the queue host")
+
+    def space_returned(self) -> None:
+        """Writes can go through again: the spell is over, to be reported once."""
+        if self.disk_full_since is not None:
+            log.warning("the queue host has space again: waiting writes go on")
+            self.disk_was_full = (self.disk_full_since, time.time())
+            self.disk_full_since = None
 
     async def commit(self, tx: Tx) -> list[Job]:
         """Apply `tx` in one transaction; returns the inserted jobs with their ids."""
