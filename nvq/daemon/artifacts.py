@@ -215,6 +215,9 @@ class Artifacts:
                         log.info("job %s: %s not pulled: %s", job.id, f.path, exc)
                         tmp.unlink(missing_ok=True)
                         continue
+                    if f.mode is not None:
+                        # SFTP writes with the queue host's umask: keep the job's modes.
+                        os.chmod(tmp, f.mode & 0o7777)
                     os.utime(tmp, ns=(f.mtime_ns, f.mtime_ns))
                     tmp.replace(target)
                     moved += f.size

@@ -44,7 +44,16 @@ async def open_logs(
             pass
 
     node.log_streams[req] = deliver
-    node.post(p.Tail(req=req, job_id=job_id, stream=stream, lines=lines, follow=follow))  # type: ignore[arg-type]
+    node.post(
+        p.Tail(
+            req=req,
+            job_id=job_id,
+            stream=stream,  # type: ignore[arg-type]
+            lines=lines,
+            follow=follow,
+            max_bytes=state.config.queue.max_log_tail,
+        )
+    )
     return _drain(node, req, receive)
 
 
