@@ -152,7 +152,7 @@ class State:
     async def commit(self, tx: Tx) -> list[Job]:
         """Write `tx` in one transaction, then mirror it. Must hold the lock. While
         the disk is full this waits (and the mirror keeps the old picture)."""
-        self._name_attempts(tx)
+        self._name_jobs(tx)
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
         self.hooks.committed(tx)
@@ -178,13 +178,13 @@ class State:
             self.notify()
         return inserted
 
-    def _name_attempts(self, tx: Tx) -> None:
-        """A new attempt gets a random nonce, stored with it: with the queue id it
-        tells the runner this attempt from any other that had the same job id (a
-        queue restored from a backup numbers jobs again)."""
-        for job in tx.jobs:
-            old = self.jobs.get(job.id)
-            if job.state is JobState.RUNNING and old is not None and old.attempt != job.attempt:
+    def _name_jobs(self, tx: Tx) -> None:
+        """A new job gets a random nonce, stored with it: with the queue id it tells
+        the runner this job from any other that had the same id (a queue restored
+        from a backup numbers jobs again). Its attempts share it, as they share the
+        job's directory on a node (checkpoints carry over from one to the next)."""
+        for job in tx.new_jobs:
+            if not job.nonce:
                 job.nonce = secrets.token_hex(8)
 
     async def report_full_disk(self) -> None:
@@ -216,9 +216,8 @@ class State:
                 node.post(self.kill_msg(reap))
 
     def kill_msg(self, reap: Reap) -> p.Kill:
-        key = (reap.job_id, reap.attempt)
-        job = self.reaping.get(key) or self.jobs.get(reap.job_id)
-        nonce = job.nonce if job is not None and job.attempt == reap.attempt else ""
+        job = self.reaping.get((reap.job_id, reap.attempt)) or self.jobs.get(reap.job_id)
+        nonce = job.nonce if job is not None else ""
         return kill_msg(
             reap, kill_grace=self.config.queue.kill_grace, queue_id=self.store.queue_id, nonce=nonce
         )
