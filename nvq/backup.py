@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nvq.home import AlreadyRunning, Home
-from nvq.store import meta
+from nvq.store import jobs, meta
 
 NAME_RE = re.compile(r"queue-\d{8}-\d{6}(-\d+)?\.db")
 LAST_BACKUP = "last_backup_at"
@@ -151,6 +151,20 @@ def last_backup_at(conn: sqlite3.Connection) -> float | None:
     return float(value) if value else None
 
 
+def _last_job_id(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _continue_ids(path: Path, last_id: int) -> None:
+    """Make the next job id of the database at `path` come after `last_id`."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        jobs.raise_last_id(db, last_id)
+    finally:
+        db.close()
+
+
 def restore(home: Path, source: Path) -> dict[str, Any]:
     """Put `source` in place of the home's queue.db. The daemon must be stopped: its lock
     is taken for the whole swap, so none can start half-way. The replaced database is
@@ -180,8 +194,14 @@ def restore(home: Path, source: Path) -> dict[str, Any]:
             old = sqlite3.connect(db)
             try:
                 old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                replaced_last_id = _last_job_id(old)
+            except sqlite3.DatabaseError:
+                replaced_last_id = 0  # a damaged queue.db: what a restore is for
             finally:
                 old.close()
+            # Job ids the replaced queue gave out are never given again: nodes may
+            # still hold those jobs' output under the same ids.
+            _continue_ids(tmp, replaced_last_id)
             os.replace(db, aside)
             kept = str(aside)
         for suffix in ("-wal", "-shm"):

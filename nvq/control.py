@@ -186,6 +186,12 @@ class Backup(msgspec.Struct, tag="backup", frozen=True):
     path: str | None = None  # absolute, on the queue host; None: the backup directory
 
 
+class Check(msgspec.Struct, tag="check", frozen=True):
+    """queue.db's integrity, and whether it knows what the nodes' journals know."""
+
+    wait: float = 10.0  # seconds to wait for connecting nodes to report
+
+
 # -- machines that come and go ---------------------------------------------------------
 
 
@@ -237,6 +243,7 @@ Request = (
     | Alerts
     | Ack
     | Backup
+    | Check
     | ListJobs
     | ShowJob
     | Cancel
@@ -369,6 +376,7 @@ class QueueStatus(msgspec.Struct, kw_only=True):
     notify: dict[str, ChannelHealth]
     last_backup_at: float | None
     keeper: dict[str, Any] | None  # None: no keeper installed
+    disk_full: str | None = None  # set while queue.db cannot be written for space
 
 
 class Pong(msgspec.Struct, kw_only=True):
@@ -397,6 +405,21 @@ class BackupMade(msgspec.Struct, kw_only=True):
     seconds: float
     at: float
     deleted: list[str] | Unset = UNSET  # periodic backups only: rotated out
+
+
+class NodeCheck(msgspec.Struct, kw_only=True):
+    """One node's journal against queue.db (`Check`)."""
+
+    missing: list[int]  # job ids the node knows and queue.db does not
+    state: str  # the node's state: a node that is not up could not be compared
+    journal_head: int | None  # the runner's last journaled seq when it said hello
+    applied_seq: int  # the last seq of it queue.db applied
+    lost_events: int  # journaled events before the hello that queue.db never applied
+
+
+class StoreCheck(msgspec.Struct, kw_only=True):
+    integrity: str  # "ok", or what `PRAGMA integrity_check` found
+    nodes: dict[str, NodeCheck]
 
 
 class LaneStatus(msgspec.Struct, kw_only=True):

@@ -116,6 +116,10 @@ class Job(msgspec.Struct, kw_only=True):
     # machines that come and go (issue 5); schema version 4
     max_runtime: float | None = None
     no_reassign: bool = False
+    # who the current attempt is to its runner, with the queue's id; schema version 5
+    nonce: str = ""
+    result_error: str | None = None  # why result.json was not kept inline
+    log_truncated: bool = False  # its output passed max_log_size and had its middle cut
 
 
 class Event(msgspec.Struct, kw_only=True):

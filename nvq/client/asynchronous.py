@@ -294,6 +294,10 @@ class AsyncClient:
         """A snapshot of queue.db at `path` (absolute, on the queue host)."""
         return await self._call(c.Backup(path=path), c.BackupMade)
 
+    async def check(self, *, wait: float = 10.0) -> c.StoreCheck:
+        """queue.db's integrity and the job ids nodes know that it does not."""
+        return await self._call(c.Check(wait=wait), c.StoreCheck)
+
     async def lanes(self) -> list[c.LaneStatus]:
         return await self._call(c.Lanes(), list[c.LaneStatus])
 

@@ -326,6 +326,10 @@ class Client:
         """A snapshot of queue.db at `path` (absolute, on the queue host)."""
         return self._call(c.Backup(path=path), c.BackupMade)
 
+    def check(self, *, wait: float = 10.0) -> c.StoreCheck:
+        """queue.db's integrity and the job ids nodes know that it does not."""
+        return self._call(c.Check(wait=wait), c.StoreCheck)
+
     def lanes(self) -> list[c.LaneStatus]:
         return self._call(c.Lanes(), list[c.LaneStatus])
 

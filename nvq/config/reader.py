@@ -122,6 +122,13 @@ class _Parser:
         except ValueError as exc:
             raise self.fail(key, str(exc)) from None
 
+    def bytes_size(self, value: Any, key: str) -> int:
+        """A size in bytes (written like any size: "1MiB", or a number of MiB)."""
+        size = self.size(value, key) * 1024 * 1024
+        if size <= 0:
+            raise self.fail(key, "must be more than 0")
+        return size
+
     def duration(self, value: Any, key: str) -> float:
         """A timeout or an interval: more than zero."""
         try:
@@ -225,6 +232,9 @@ class _Parser:
             "artifact_sync": self.duration,
             "artifacts_quota": self.size,
             "busy_idle": self.duration,
+            "max_result": self.bytes_size,
+            "max_log_size": self.bytes_size,
+            "max_log_tail": self.bytes_size,
         }
         table = self.table(value, "queue", set(fields))
         out = {key: fields[key](item, f"queue.{key}") for key, item in table.items()}

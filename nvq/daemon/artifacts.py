@@ -41,6 +41,7 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job, NewEvent, Tx
 from nvq_runner import protocol as p
+from nvq_runner.identity import dir_name
 
 log = logging.getLogger("nvq.artifacts")
 QUERY_TIMEOUT = 30.0
@@ -215,6 +216,9 @@ class Artifacts:
                         log.info("job %s: %s not pulled: %s", job.id, f.path, exc)
                         tmp.unlink(missing_ok=True)
                         continue
+                    if f.mode is not None:
+                        # SFTP writes with the queue host's umask: keep the job's modes.
+                        os.chmod(tmp, f.mode & 0o7777)
                     os.utime(tmp, ns=(f.mtime_ns, f.mtime_ns))
                     tmp.replace(target)
                     moved += f.size
@@ -263,7 +267,11 @@ class Artifacts:
             manifest = await self.query(node, job.id)
             if manifest is None or manifest.error or not manifest.root:
                 raise OSError(f"cannot list job {job.id}'s directory on {node.name}")
-            there = {f.path: f for f in manifest.files}
+            root = self._root_for(job, manifest.root)
+            # The runner lists the newest directory under this id, which is not this
+            # job's where it never ran: then nothing of it is there yet.
+            same = root == manifest.root
+            there = {f.path: f for f in manifest.files} if same else {}
             push = [
                 rel
                 for rel, st in have.items()
@@ -274,12 +282,12 @@ class Artifacts:
             files = await self._files(node)
             try:
                 for rel in push:
-                    await files.put(src / rel, f"{manifest.root}/{rel}")
+                    await files.put(src / rel, f"{root}/{rel}")
             finally:
                 await files.close()
             # SFTP sets times to the second: adopt the node's times for the pushed
             # files, so the first sync of the new attempt does not pull them back.
-            after = await self.query(node, job.id)
+            after = await self.query(node, job.id) if same else None
             if after is not None and not after.error:
                 for f in after.files:
                     st = have.get(f.path)
@@ -287,6 +295,15 @@ class Artifacts:
                         with contextlib.suppress(OSError):
                             os.utime(src / f.path, ns=(f.mtime_ns, f.mtime_ns))
             return len(push)
+
+    def _root_for(self, job: Job, listed: str) -> str:
+        """Job `job`'s artifacts directory on the node, beside the one the runner
+        listed (`<jobs>/<dir>/artifacts`): its directory is named by its identity."""
+        if not job.nonce:
+            return listed
+        jobs_root = PurePosixPath(listed).parent.parent
+        name = dir_name(job.id, self.state.store.queue_id, job.nonce)
+        return str(jobs_root / name / "artifacts")
 
     # ------------------------------------------------------------ listing, purge
 

@@ -20,6 +20,7 @@ from nvq.config import Config, ConfigError, load_config
 from nvq.daemon.artifacts import Artifacts
 from nvq.daemon.context import Context
 from nvq.daemon.control_server import serve_control
+from nvq.daemon.disk_space import watch_disk
 from nvq.daemon.gpu_history import keep_history
 from nvq.daemon.link import ByteChannel, Opener, run_link
 from nvq.daemon.nodes import NodeRuntime
@@ -29,7 +30,7 @@ from nvq.daemon.reassign import Machines
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
 from nvq.home import PRIVATE_UMASK, AlreadyRunning, Home, socket_path_problem
-from nvq.store import Store
+from nvq.store import Store, StoreError
 
 log = logging.getLogger("nvq.daemon")
 
@@ -83,6 +84,7 @@ async def serve(home: Path) -> None:
             tg.start_soon(keep_history, state)  # the Nodes page's chart
             if state.pilots is not None:
                 tg.start_soon(state.pilots.run)  # [[clusters]]: one pilot manager each
+            tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over
             for node in state.nodes.values():
                 opener = (
                     _local_opener(config, node, home)
@@ -145,6 +147,12 @@ def run(home: Path, *, foreground: bool = True) -> int:
     setup_logging(home, foreground)
     try:
         anyio.run(serve, home)
+    except StoreError as exc:
+        log.error("%s", exc)
+        if not foreground:
+            # The last line of daemon.log: what the CLI that started us shows.
+            print(exc, file=sys.stderr, flush=True)
+        return 1
     finally:
         Home(home).pid_file.unlink(missing_ok=True)
         lock.close()

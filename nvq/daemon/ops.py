@@ -99,6 +99,19 @@ class Ops:
                 log.error("periodic backup failed: %s", exc)
                 await anyio.sleep(min(3600.0, cfg.interval_hours * 3600))
 
+    def disk_full(self) -> str | None:
+        """What `queue status` says while writes wait for space on the queue host."""
+        since = self.store.disk_full_since
+        if since is None:
+            return None
+        text = (
+            f"disk full on the queue host since {time.strftime('%H:%M:%S', time.localtime(since))}"
+        )
+        waiting = self.store.writes_waiting
+        if waiting:
+            text += f": {waiting} change{'' if waiting == 1 else 's'} waiting for space"
+        return text
+
     async def status(self) -> dict[str, Any]:
         open_alerts = await self.alerts(include_acked=False)
         health = await self.store.sync(alert_table.channel_health)
@@ -108,4 +121,5 @@ class Ops:
             "notify": health,
             "last_backup_at": last,
             "keeper": keeper.state(self.home),
+            "disk_full": self.disk_full(),
         }

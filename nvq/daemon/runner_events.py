@@ -9,6 +9,7 @@ import time
 
 import msgspec
 
+from nvq.daemon import store_behind
 from nvq.daemon.apply import record
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
@@ -20,6 +21,8 @@ from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.daemon")
 
+_JOURNALED = (p.JobStarted, p.JobExited, p.JobLost, p.LaunchFailed)
+
 
 class RunnerEvents:
     """What every node link calls (`nvq.daemon.link`)."""
@@ -27,6 +30,10 @@ class RunnerEvents:
     def __init__(self, state: State, machines: Machines) -> None:
         self.state = state
         self.machines = machines
+        # Nodes whose replay of unacknowledged events is under way: it ends with the
+        # first frame after it that is not a journaled event (the runner writes Hello
+        # and the whole replay before anything else).
+        self._replaying: set[str] = set()
 
     def find_node(self, name: str) -> NodeRuntime:
         return self.state.find_node(name)
@@ -35,10 +42,12 @@ class RunnerEvents:
         node.send = send
         node.state = "connecting"
         node.reconciled = False
+        self._replaying.discard(node.name)
 
     async def on_disconnected(self, node: NodeRuntime, error: str | None) -> None:
         node.send = None
         node.reconciled = False
+        self._replaying.discard(node.name)
         node.sample = None
         if node.state == "up":
             log.warning("node %s disconnected: %s", node.name, error)
@@ -80,6 +89,8 @@ class RunnerEvents:
 
     async def on_message(self, node: NodeRuntime, msg: p.RunnerMsg) -> None:
         node.mark_seen()
+        if node.name in self._replaying and not isinstance(msg, (p.Hello, *_JOURNALED)):
+            await self._replayed(node)
         if isinstance(msg, p.Sample):
             self._on_sample(node, msg)
         elif isinstance(msg, p.LogData):
@@ -123,9 +134,9 @@ class RunnerEvents:
             await self.state.store.save_node(
                 node.name, facts=msgspec.to_builtins(hello), last_seen=node.last_seen
             )
-            await self.state.commit(
-                Tx(events=[NewEvent("node_up", None, node.name, {"hostname": hello.hostname})])
-            )
+            tx = Tx(events=[NewEvent("node_up", None, node.name, {"hostname": hello.hostname})])
+            await self._ids_seen(node, hello, tx)
+            await self.state.commit(tx)
             log.info(
                 "node %s up (runner %s, %d GPUs, journal %d, applied %d)",
                 node.name,
@@ -139,7 +150,42 @@ class RunnerEvents:
                 node.post(owner)
             if node.applied_seq >= hello.journal_head:
                 await self._reconcile(node)
+            else:
+                self._replaying.add(node.name)
         self.state.kick()
+
+    async def _ids_seen(self, node: NodeRuntime, hello: p.Hello, tx: Tx) -> None:
+        """Job ids continue after the highest any runner has seen, so a restored or
+        damaged queue.db never gives an old job's id (and output) to a new job. Ids it
+        never assigned are what it lost: alerted once, and kept for `queue check`.
+        Must hold the lock."""
+        known = await self.state.store.last_job_id()
+        alert = store_behind.hello_alert(node.name, hello, known)
+        if alert is None:
+            return
+        log.error("%s", alert.message)
+        self.state.store_behind.setdefault(node.name, set()).update(
+            range(known + 1, hello.max_job_id + 1)
+        )
+        await self.state.store.raise_last_id(hello.max_job_id)
+        tx.alerts = [*tx.alerts, alert]
+
+    async def _replayed(self, node: NodeRuntime) -> None:
+        """The runner's replay is over: whatever seq queue.db applied last (a restored
+        store may be behind or ahead of what the runner kept), the node is reconciled."""
+        async with self.state.lock:
+            self._replaying.discard(node.name)
+            if node.send is not None and not node.reconciled:
+                await self._reconcile(node)
+        self.state.kick()
+
+    async def _unknown(self, job: Job | None, ev: p.JournaledEvent) -> bool:
+        """True when queue.db never dispatched this attempt: it has no such job and
+        never had (a purged job keeps its events), or its job has not reached that
+        attempt (a job that took the id after a restore)."""
+        if job is not None:
+            return ev.attempt > job.attempt
+        return not await self.state.store.events(job_id=ev.job_id, limit=1)
 
     async def _on_journaled(self, node: NodeRuntime, ev: p.JournaledEvent) -> None:
         async with self.state.lock:
@@ -151,8 +197,17 @@ class RunnerEvents:
                 job = self.state.reaping.get((ev.job_id, ev.attempt))
             if job is None:
                 job = await self.state.store.job(ev.job_id)
+            tx = Tx(node_seq=NodeSeq(node.name, node.journal_id, ev.seq))
             outcome = Outcome()
-            if job is not None:
+            if await self._unknown(job, ev):
+                alert = store_behind.event_alert(node.name, node.journal_id, ev)
+                log.error("%s", alert.message)
+                if not isinstance(ev, p.JobStarted):
+                    tx.alerts = [alert]  # once per attempt, saying how it ended
+                self.state.store_behind.setdefault(node.name, set()).add(ev.job_id)
+                await self.state.store.raise_last_id(ev.job_id)
+                job = None
+            elif job is not None:
                 if isinstance(ev, p.JobStarted):
                     outcome = transitions.started(job, ev, node.name)
                 elif isinstance(ev, p.JobExited):
@@ -162,7 +217,6 @@ class RunnerEvents:
                 else:
                     outcome = transitions.launch_failed(job, ev, node.name)
             new = outcome.job
-            tx = Tx(node_seq=NodeSeq(node.name, node.journal_id, ev.seq))
             record(tx, outcome)
             key = (ev.job_id, ev.attempt)
             if not isinstance(ev, p.JobStarted) and key in self.state.reaps:

@@ -9,6 +9,7 @@ always made on a picture that matches the database.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +27,7 @@ from nvq.daemon.waits import PassFacts
 from nvq.domain import reassign
 from nvq.domain.placement import PendingJob
 from nvq.domain.starvation import Reservation
-from nvq.model import Job, JobState, Reap, Tx
+from nvq.model import Job, JobState, NewAlert, Reap, Tx
 from nvq.store import Store
 from nvq_runner import protocol as p
 
@@ -72,6 +73,8 @@ class State:
         self.subscribers = Subscribers()  # the live event stream's readers
         self.pass_facts: PassFacts | None = None  # what the last placement pass saw
         self.pilots: DaemonPilots | None = None  # [[clusters]]: Slurm pilots as nodes
+        # node → job ids its runner knows that queue.db does not (see runner_events)
+        self.store_behind: dict[str, set[int]] = {}
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -161,11 +164,14 @@ class State:
     # ------------------------------------------------------------ changing
 
     async def commit(self, tx: Tx) -> list[Job]:
-        """Write `tx` in one transaction, then mirror it. Must hold the lock."""
+        """Write `tx` in one transaction, then mirror it. Must hold the lock. While
+        the disk is full this waits (and the mirror keeps the old picture)."""
+        self._name_jobs(tx)
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
         self.hooks.committed(tx)
         self.subscribers.publish(self.store.last_events)
+        await self.report_full_disk()
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job
@@ -187,6 +193,35 @@ class State:
             self.notify()
         return inserted
 
+    def _name_jobs(self, tx: Tx) -> None:
+        """A new job gets a random nonce, stored with it: with the queue id it tells
+        the runner this job from any other that had the same id (a queue restored
+        from a backup numbers jobs again). Its attempts share it, as they share the
+        job's directory on a node (checkpoints carry over from one to the next)."""
+        for job in tx.new_jobs:
+            if not job.nonce:
+                job.nonce = secrets.token_hex(8)
+
+    async def report_full_disk(self) -> None:
+        """Once writes go through again after a full disk, say that it happened. Must
+        hold the lock."""
+        spell = self.store.disk_was_full
+        if spell is None:
+            return
+        self.store.disk_was_full = None
+        since, until = spell
+        when = time.strftime("%H:%M:%S", time.localtime(since))
+        alert = NewAlert(
+            kind="disk_full",
+            severity="error",
+            key=f"disk_full:{since}",
+            message=(
+                f"disk full on the queue host from {when} for {until - since:.0f}s; "
+                "space is back and every change that waited for it is recorded"
+            ),
+        )
+        await self.store.commit(Tx(alerts=[alert]))
+
     def post_kills(self, reaps: Iterable[Reap]) -> None:
         """Carry out committed reaps on nodes that are connected now; the others get
         theirs when they reconnect (reconcile)."""
@@ -196,10 +231,14 @@ class State:
                 node.post(self.kill_msg(reap))
 
     def kill_msg(self, reap: Reap) -> p.Kill:
-        return kill_msg(reap, kill_grace=self.config.queue.kill_grace)
+        job = self.reaping.get((reap.job_id, reap.attempt)) or self.jobs.get(reap.job_id)
+        nonce = job.nonce if job is not None else ""
+        return kill_msg(
+            reap, kill_grace=self.config.queue.kill_grace, queue_id=self.store.queue_id, nonce=nonce
+        )
 
     def start_msg(self, job: Job) -> p.Start:
-        return start_msg(job, kill_grace=self.config.queue.kill_grace)
+        return start_msg(job, queue=self.config.queue, queue_id=self.store.queue_id)
 
     # ------------------------------------------------------------ looking up
 

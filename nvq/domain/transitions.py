@@ -121,6 +121,8 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         "progress": ev.progress if ev.progress is not None else job.progress,
         "stderr_tail": ev.stderr_tail or None,
         "result": _decode_result(ev.result) if ev.result is not None else job.result,
+        "result_error": ev.result_error,
+        "log_truncated": ev.log_truncated,
     }
     if job.state.finished:
         settled = msgspec.structs.replace(job, **common)

@@ -9,6 +9,7 @@ connection's thread.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -16,23 +17,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
+import anyio
 import msgspec
 
 from nvq.domain.alerts import resolutions
 from nvq.model import Event, Job, JobState, Reap, Tx
-
-# Aliased: Store's read methods carry the tables' names.
-from nvq.store import alerts as alert_table
-from nvq.store import events as event_table
-from nvq.store import jobs as job_table
-from nvq.store import lanes as lane_table
-from nvq.store import nodes as node_table
-from nvq.store import schema
+from nvq.store import alerts, events, integrity, jobs, lanes, meta, nodes, schema, space
 from nvq.store.nodes import NodeRecord
 
 T = TypeVar("T")
 
 _json = msgspec.json.Encoder()
+log = logging.getLogger("nvq.store")
+
+QUEUE_ID = "queue_id"
+
+
+class StoreError(Exception):
+    """queue.db cannot be opened: one line for the user, naming the way out."""
 
 
 class Store:
@@ -40,25 +42,36 @@ class Store:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
-        self.last_events: list[Event] = []
+        self.last_events: list[Event] = []  # the last commit's, with their ids
+        self.queue_id = ""  # this queue's identity to the runners (the meta table)
+        # While writes fail for a full disk: since when, and how many wait.
+        self.disk_full_since: float | None = None
+        self.writes_waiting = 0
+        # The last spell of a full disk, (from, to), until the daemon reports it.
+        self.disk_was_full: tuple[float, float] | None = None
 
     @classmethod
     async def open(cls, path: Path) -> Store:
         db = await aiosqlite.connect(path, isolation_level=None)
-        await db.execute("PRAGMA journal_mode=WAL")
-        # FULL makes every commit durable (the WAL is fsynced): a transition the
-        # daemon acted on is never forgotten after a power cut.
-        await db.execute("PRAGMA synchronous=FULL")
-        await db.execute("PRAGMA foreign_keys=ON")
-        await db.execute("PRAGMA busy_timeout=5000")
-        store = cls(db)
         try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            # FULL makes every commit durable (the WAL is fsynced): a transition the
+            # daemon acted on is never forgotten after a power cut.
+            await db.execute("PRAGMA synchronous=FULL")
+            await db.execute("PRAGMA foreign_keys=ON")
+            await db.execute("PRAGMA busy_timeout=5000")
+            store = cls(db)
             await store.sync(schema.migrate)
-        except BaseException:
-            # aiosqlite's thread outlives an unclosed connection and keeps the
-            # process from exiting.
+            store.queue_id = await store.sync(_queue_id)
+        except (sqlite3.Error, OSError) as exc:
+            # The connection's thread would keep a failed daemon alive: end it first.
             await db.close()
-            raise
+            if space.not_a_database(exc):
+                raise StoreError(
+                    f"queue.db is not a database ({path}: {exc}): "
+                    "restore a backup with nvq queue restore"
+                ) from None
+            raise StoreError(f"cannot open queue.db ({path}): {exc}") from None
         return store
 
     async def close(self) -> None:
@@ -73,18 +86,71 @@ class Store:
 
     # ------------------------------------------------------------ writes
 
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`sync` for a write: while the disk is full it is tried again with back-off
+        (reads go on between tries), so the caller only goes on once it is durable."""
+        wait = space.FIRST_WAIT
+        counted = False
+        try:
+            while True:
+                try:
+                    result = await self.sync(fn)
+                except (sqlite3.OperationalError, OSError) as exc:
+                    if not space.is_disk_full(exc):
+                        raise
+                    if self.disk_full_since is None:
+                        log.error("queue.db cannot be written (%s): writes wait for space", exc)
+                    self.space_low()
+                    if not counted:
+                        counted = True
+                        self.writes_waiting += 1
+                    await anyio.sleep(wait)
+                    wait = space.next_wait(wait)
+                    continue
+                if counted:
+                    self.space_returned()  # this write waited and went through
+                return result
+        finally:
+            if counted:
+                self.writes_waiting -= 1
+
+    def space_low(self) -> None:
+        """The disk holding queue.db has (next to) no space left, whether or not a
+        write failed yet (a runner on the same disk cannot even report exits)."""
+        if self.disk_full_since is None:
+            self.disk_full_since = time.time()
+            log.error("disk full on the queue host")
+
+    def space_returned(self) -> None:
+        """Writes can go through again: the spell is over, to be reported once."""
+        if self.disk_full_since is not None:
+            log.warning("the queue host has space again: waiting writes go on")
+            self.disk_was_full = (self.disk_full_since, time.time())
+            self.disk_full_since = None
+
     async def commit(self, tx: Tx) -> list[Job]:
         """Apply `tx` in one transaction; returns the inserted jobs with their ids. The
         events it recorded, with their ids, are in `last_events` until the next commit."""
         # One hop to the database thread for the whole transaction instead of one per
         # statement keeps a transition to a single round trip.
-        inserted, self.last_events = await self.sync(lambda conn: _commit(conn, tx))
+        inserted, self.last_events = await self.write(lambda conn: _commit(conn, tx))
         return inserted
+
+    async def raise_last_id(self, floor: int) -> bool:
+        """Ids of new jobs continue after `floor` (see `jobs.raise_last_id`)."""
+        return await self.write(lambda conn: jobs.raise_last_id(conn, floor))
+
+    async def last_job_id(self) -> int:
+        return await self.sync(jobs.last_id)
+
+    async def integrity(self) -> str:
+        """`PRAGMA integrity_check`: "ok", or what it found."""
+        return await self.sync(integrity.integrity_of)
 
     async def next_job_id(self) -> int:
         """The id the next inserted job gets (the daemon, the only writer, holds its
         lock between asking and committing)."""
-        return await self.sync(job_table.last_id) + 1
+        return await self.sync(jobs.last_id) + 1
 
     async def save_node(
         self,
@@ -96,8 +162,8 @@ class Store:
         ignored: bool | None = None,
     ) -> None:
         """Node bookkeeping that is not a job transition (facts, flags, last seen)."""
-        await self.sync(
-            lambda conn: node_table.save(
+        await self.write(
+            lambda conn: nodes.save(
                 conn, name, facts=facts, last_seen=last_seen, drained=drained, ignored=ignored
             )
         )
@@ -105,7 +171,7 @@ class Store:
     # ------------------------------------------------------------ reads
 
     async def job(self, job_id: int) -> Job | None:
-        return await self.sync(lambda conn: job_table.one(conn, job_id))
+        return await self.sync(lambda conn: jobs.one(conn, job_id))
 
     async def jobs(
         self,
@@ -116,39 +182,43 @@ class Store:
         newest_first: bool = False,
     ) -> list[Job]:
         return await self.sync(
-            lambda conn: job_table.select(
+            lambda conn: jobs.select(
                 conn, states=states, ids=ids, limit=limit, newest_first=newest_first
             )
         )
 
     async def array_members(self, array_id: int) -> list[Job]:
-        return await self.sync(lambda conn: job_table.array_members(conn, array_id))
+        return await self.sync(lambda conn: jobs.array_members(conn, array_id))
 
     async def states_of(self, ids: Iterable[int]) -> dict[int, JobState]:
-        return await self.sync(lambda conn: job_table.states_of(conn, ids))
+        return await self.sync(lambda conn: jobs.states_of(conn, ids))
 
     async def state_counts(self) -> dict[str, int]:
-        return await self.sync(job_table.state_counts)
+        return await self.sync(jobs.state_counts)
 
     async def finished_ids(self, before: float | None) -> list[int]:
         """Finished jobs (ended before `before`, if given): what `job purge` forgets."""
-        return await self.sync(lambda conn: job_table.finished_ids(conn, before))
+        return await self.sync(lambda conn: jobs.finished_ids(conn, before))
 
     async def events(
         self, *, since: int = 0, job_id: int | None = None, limit: int | None = None
     ) -> list[Event]:
         return await self.sync(
-            lambda conn: event_table.select(conn, since=since, job_id=job_id, limit=limit)
+            lambda conn: events.select(conn, since=since, job_id=job_id, limit=limit)
         )
 
     async def lanes(self) -> dict[str, bool]:
-        return await self.sync(lane_table.paused)
+        return await self.sync(lanes.paused)
 
     async def nodes(self) -> dict[str, NodeRecord]:
-        return await self.sync(node_table.records)
+        return await self.sync(nodes.records)
 
     async def reaps(self) -> list[Reap]:
-        return await self.sync(node_table.reaps)
+        return await self.sync(nodes.reaps)
+
+
+def _queue_id(conn: sqlite3.Connection) -> str:
+    return meta.get_meta(conn, QUEUE_ID) or ""
 
 
 def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
@@ -157,45 +227,47 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
     recorded: list[Event] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
-        rows: list[event_table.EventRow] = []
+        rows: list[events.EventRow] = []
         if tx.new_jobs:
             # Ids are taken here, under the write lock, so a batch (an array of
             # 10,000) is one executemany instead of one INSERT per row. A job
             # that comes with an id (see `next_job_id`) keeps it.
-            base = job_table.last_id(conn)
+            base = jobs.last_id(conn)
             for job in tx.new_jobs:
                 if not job.id:
                     base += 1
                     job.id = base
+                base = max(base, job.id)
                 if not job.rank:  # the dispatch sequence: see nvq.domain.ordering
                     job.rank = float(job.id)
-                base = max(base, job.id)
                 inserted.append(job)
                 rows.append((now, "job_submitted", job.id, None, "{}"))
-            job_table.insert(conn, tx.new_jobs)
+            jobs.insert(conn, tx.new_jobs)
         if tx.jobs:
-            job_table.update(conn, tx.jobs)
+            jobs.update(conn, tx.jobs)
         for ev in tx.events:
             rows.append((now, ev.kind, ev.job_id, ev.node, _json.encode(ev.data).decode()))
         if rows:
-            recorded = event_table.insert(conn, rows)
+            recorded = events.insert(conn, rows)
         if tx.node_seq is not None:
-            node_table.set_seq(conn, tx.node_seq)
+            nodes.set_seq(conn, tx.node_seq)
         if tx.add_reaps:
-            node_table.add_reaps(conn, tx.add_reaps)
+            nodes.add_reaps(conn, tx.add_reaps)
         if tx.drop_reaps:
-            node_table.drop_reaps(conn, tx.drop_reaps)
+            nodes.drop_reaps(conn, tx.drop_reaps)
         if tx.delete_jobs:
-            job_table.delete(conn, tx.delete_jobs)
+            jobs.delete(conn, tx.delete_jobs)
         if tx.lanes:
-            lane_table.save(conn, tx.lanes)
+            lanes.save(conn, tx.lanes)
         if tx.alerts or tx.outbox:
-            alert_table.write(conn, tx.alerts, tx.outbox, now)
+            alerts.write(conn, tx.alerts, tx.outbox, now)
         if tx.events:
-            alert_table.resolve(conn, resolutions(tx.events), now)
+            alerts.resolve(conn, resolutions(tx.events), now)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # A full disk may have ended the transaction already.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         for job in inserted:
             job.id = 0
         raise

@@ -23,6 +23,7 @@ _JSON_FIELDS = frozenset(
         "email_on_success",
         "email_on_failure",
         "no_reassign",
+        "log_truncated",
     }
 )
 _json = msgspec.json.Encoder()
@@ -67,6 +68,24 @@ def last_id(conn: sqlite3.Connection) -> int:
     # sequence, not from MAX(id).
     row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
     return int(row[0]) if row else 0
+
+
+def raise_last_id(conn: sqlite3.Connection, floor: int) -> bool:
+    """Make the next inserted id come after `floor` (an id a node has seen that this
+    database never assigned, after a restore or a lost WAL). True when it moved."""
+    if floor <= last_id(conn):
+        return False
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        moved = conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'jobs'", (floor,))
+        if moved.rowcount == 0:
+            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('jobs', ?)", (floor,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return True
 
 
 def insert(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -164,6 +164,15 @@ CREATE TEMP TABLE rank_order (id INTEGER PRIMARY KEY, seq REAL NOT NULL);
 INSERT INTO rank_order SELECT id, ROW_NUMBER() OVER (ORDER BY rank, id) FROM jobs;
 UPDATE jobs SET rank = (SELECT seq FROM rank_order WHERE rank_order.id = jobs.id);
 DROP TABLE rank_order
+""",
+    # 7: who a queue and an attempt are to the runners — the queue's random id (kept
+    # in its backups), each attempt's nonce — and what a runner could not keep of a
+    # job's output.
+    """
+ALTER TABLE jobs ADD COLUMN nonce TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN result_error TEXT;
+ALTER TABLE jobs ADD COLUMN log_truncated TEXT NOT NULL DEFAULT 'false';
+INSERT OR IGNORE INTO meta (key, value) VALUES ('queue_id', lower(hex(randomblob(8))));
 """,
 ]
 

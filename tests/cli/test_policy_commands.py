@@ -158,7 +158,9 @@ def test_pause_resume_pending_and_running(nvq: Nvq, tmp_path: Path) -> None:
     )
     run = nvq.submit("--", body)
     live = nvq.wait_for(run["id"], lambda j: j["pid"] is not None)
-    artifacts = Path(nvq.node_home) / "jobs" / str(run["id"]) / "artifacts"
+    # The job's directory on the node is named by its identity: <queue>-<id>-<nonce>.
+    (job_dir,) = Path(nvq.node_home, "jobs").glob(f"*-{run['id']}-{run['nonce'][:8]}")
+    artifacts = job_dir / "artifacts"
     _until(lambda: (artifacts / "a.txt").exists(), what="artifact")
     stopped = nvq.json("job", "pause", str(run["id"]))[0]
     assert stopped["state"] == "paused"

@@ -68,6 +68,7 @@ CASES: list[tuple[c.Request, str]] = [
     (c.ClusterScale(name="hpc", pilots=1), "admin"),
     (c.ClusterDrain(name="hpc"), "admin"),
     (c.ClusterRetry(name="hpc"), "admin"),
+    (c.Check(), "admin"),
 ]
 
 

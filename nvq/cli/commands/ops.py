@@ -1,4 +1,4 @@
-"""Operating the queue: `queue alerts|ack|backup|restore` and `project test`."""
+"""Operating the queue: `queue alerts|ack|backup|check|restore` and `project test`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, manifest_fields
-from nvq.cli.render.ops import alerts_table
+from nvq.cli.render.ops import alerts_table, check_text
 from nvq.cli.render.output import emit
 from nvq.client import Client
 from nvq.home import default_root
@@ -60,6 +60,28 @@ def queue_backup(
         f"backup {doc.path}: {doc.jobs} jobs, {doc.bytes} bytes, checked, {doc.seconds}s",
     )
     return 0
+
+
+@on_queue.command("check")
+def queue_check(as_json: bool = JsonOpt) -> int:
+    """Check queue.db: SQLite's integrity check, and every job the nodes know is in it.
+    Exits 1 when anything is wrong."""
+    from nvq import control as c
+    from nvq.client.errors import DaemonUnavailable
+    from nvq.home import Home
+    from nvq.store.integrity import integrity_of_file
+
+    try:
+        report = Client().check()
+    except DaemonUnavailable as exc:
+        # No daemon (it cannot even start on a damaged file): the file alone, read-only.
+        print(f"nvq: {exc}; checking queue.db alone", file=sys.stderr)
+        report = c.StoreCheck(integrity=integrity_of_file(Home(default_root()).db), nodes={})
+    emit(report, as_json, check_text(report))
+    wrong = report.integrity != "ok" or any(
+        n.missing or n.lost_events for n in report.nodes.values()
+    )
+    return 1 if wrong else 0
 
 
 @on_queue.command("restore")

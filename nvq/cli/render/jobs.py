@@ -100,6 +100,10 @@ def job_detail(doc: JobDetail) -> str:
         out.append(f"  tags        {safe(', '.join(doc.tags))}")
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
+    if doc.result_error:
+        out.append(f"  result      not kept: {doc.result_error}")
+    if doc.log_truncated:
+        out.append("  output cut: over max_log_size (its first MiB and its end are kept)")
     if doc.stderr_tail and doc.state not in ("completed", "running"):
         out.append("  stderr tail:")
         out.extend("    " + safe(ln) for ln in doc.stderr_tail.splitlines())

@@ -4,7 +4,7 @@ lanes and stored artifacts."""
 from __future__ import annotations
 
 from nvq.cli.render.table import ago, clip, table
-from nvq.control import Alert, Artifacts, LaneStatus, QueueStatus
+from nvq.control import Alert, Artifacts, LaneStatus, QueueStatus, StoreCheck
 from nvq.values import format_mib
 
 
@@ -39,12 +39,16 @@ STATUS_ALERTS = 3  # the newest open alerts `queue status` shows; `queue alerts`
 
 
 def status_lead(doc: QueueStatus) -> list[str]:
-    """What `queue status` shows first: the open alerts."""
+    """What `queue status` shows first: a full disk, the open alerts."""
+    full = [doc.disk_full, ""] if doc.disk_full else []
     open_alerts = doc.alerts
     if not open_alerts:
-        return []
+        return full
     n = len(open_alerts)
-    lines = [f"{n} open alert{'s' * (n != 1)} (nvq queue alerts --detail; nvq queue ack ID):"]
+    lines = [
+        *full,
+        f"{n} open alert{'s' * (n != 1)} (nvq queue alerts --detail; nvq queue ack ID):",
+    ]
     newest = sorted(open_alerts, key=lambda a: a.id, reverse=True)[:STATUS_ALERTS]
     lines += [f"  #{a.id} {a.severity}: {clip(a.message, 90)}" for a in newest]
     if n > STATUS_ALERTS:
@@ -89,4 +93,24 @@ def files_table(doc: Artifacts) -> str:
     lines = [f"{f.path:<{width}}  {f.size:>12} B" for f in doc.files]
     total = format_mib(doc.bytes // (1024 * 1024)) if doc.bytes >= 1024 * 1024 else ""
     lines.append(f"{len(doc.files)} files, {doc.bytes} bytes {total}".rstrip())
+    return "\n".join(lines)
+
+
+def check_text(doc: StoreCheck) -> str:
+    """`queue check`: one line for queue.db, one per node."""
+    lines = [f"queue.db integrity: {doc.integrity}"]
+    for name, n in doc.nodes.items():
+        problems = []
+        if n.missing:
+            shown = ", ".join(str(i) for i in n.missing[:20])
+            more = f" and {len(n.missing) - 20} more" if len(n.missing) > 20 else ""
+            problems.append(f"knows jobs {shown}{more} that queue.db does not")
+        if n.lost_events:
+            problems.append(f"{n.lost_events} journal events queue.db never applied")
+        if problems:
+            lines.append(f"node {name}: " + "; ".join(problems))
+        elif n.journal_head is None:
+            lines.append(f"node {name}: not compared ({n.state})")
+        else:
+            lines.append(f"node {name}: agrees (journal {n.journal_head}, applied {n.applied_seq})")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from typing import Any
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.handlers import busy, clusters, jobs, lanes, nodes, ops, policy, submit, why
+from nvq.daemon.handlers import busy, check, clusters, jobs, lanes, nodes, ops, policy, submit, why
 from nvq.daemon.handlers.history import gpu_history
 from nvq.daemon.handlers.job_edit import edit_job
 from nvq.domain.permissions import ANYONE, Permission, admin, owner
@@ -38,6 +38,7 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Alerts: ops.alerts,
     c.Ack: ops.ack,
     c.Backup: ops.backup,
+    c.Check: check.check,
     c.StopDaemon: ops.stop_daemon,
     c.JobArtifacts: busy.job_artifacts,
     c.BusyMode: busy.busy_mode,
@@ -81,17 +82,24 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.JobArtifacts: ANYONE,
     c.Cancel: owner("cancel"),
     c.Release: owner("release"),
-    c.Note: lambda r: ANYONE if r.text is None and r.append is None and not r.clear
-    else owner("change the note of"),
+    c.Note: lambda r: (
+        ANYONE
+        if r.text is None and r.append is None and not r.clear
+        else owner("change the note of")
+    ),
     c.Result: lambda r: ANYONE if r.set_json is None else owner("set the result of"),
     c.Requeue: owner("requeue"),
     c.Edit: owner("edit"),
     c.Priority: owner("re-prioritise"),
     c.Pause: owner("pause"),
     c.Resume: owner("resume"),
-    c.Lane: lambda r: ANYONE if r.action is None
-    else admin(f"{r.action} a lane") if r.action in ("pause", "resume")
-    else owner(f"{r.action} in a lane"),
+    c.Lane: lambda r: (
+        ANYONE
+        if r.action is None
+        else admin(f"{r.action} a lane")
+        if r.action in ("pause", "resume")
+        else owner(f"{r.action} in a lane")
+    ),
     c.NodeFlag: admin("drain, resume or ignore a node"),
     c.Bootstrap: admin("bootstrap a node"),
     c.BusyMode: lambda r: ANYONE if r.mode is None else admin("set a node's busy mode"),
@@ -108,6 +116,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.ClusterDrain: admin("drain a cluster"),
     c.ClusterRetry: admin("retry a cluster"),
     c.EditJob: owner("edit"),
+    c.Check: admin("check the queue's store"),
 }
 
 

@@ -81,15 +81,17 @@ def _tail(
             pass
 
     node.log_streams[req] = deliver
-    tail = p.Tail(
-        req=req,
-        job_id=job_id,
-        stream=stream,  # type: ignore[arg-type]
-        lines=lines,
-        follow=follow,
-        attempt=attempt,
+    node.post(
+        p.Tail(
+            req=req,
+            job_id=job_id,
+            stream=stream,  # type: ignore[arg-type]
+            lines=lines,
+            follow=follow,
+            attempt=attempt,
+            max_bytes=state.config.queue.max_log_tail,
+        )
     )
-    node.post(tail)
     return _drain(node, req, receive)
 
 

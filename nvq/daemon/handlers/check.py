@@ -1,0 +1,53 @@
+"""`nvq queue check`: queue.db's own integrity, and whether it knows every job the
+nodes' journals know (a restored backup or a damaged WAL loses records silently
+otherwise)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.state import State
+
+
+def _settled(node: NodeRuntime) -> bool:
+    """Compared already, or not to be compared now (down, ignored)."""
+    return node.reconciled or node.ignored or node.state == "down"
+
+
+async def _wait_for_nodes(state: State, seconds: float) -> None:
+    """Nodes still connecting (a daemon that has just started) report first."""
+    with anyio.move_on_after(seconds):
+        while not all(_settled(n) for n in state.nodes.values()):
+            changed = state.changed
+            with anyio.move_on_after(0.2):  # a reconnect may not change any job
+                await changed.wait()
+
+
+def _node_check(state: State, node: NodeRuntime) -> c.NodeCheck:
+    head = node.hello.journal_head if node.hello is not None and node.reconciled else None
+    lost = max(0, head - node.applied_seq) if head is not None else 0
+    return c.NodeCheck(
+        missing=sorted(state.store_behind.get(node.name, ())),
+        state=node.shown_state,
+        journal_head=head,
+        applied_seq=node.applied_seq,
+        lost_events=lost,
+    )
+
+
+async def check(ctx: Context, req: c.Check, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    await _wait_for_nodes(state, max(0.0, min(req.wait, 60.0)))
+    report = c.StoreCheck(
+        integrity=await state.store.integrity(),
+        nodes={name: _node_check(state, node) for name, node in state.nodes.items()},
+    )
+    wrong = report.integrity != "ok" or any(
+        n.missing or n.lost_events for n in report.nodes.values()
+    )
+    return report, 1 if wrong else 0
