@@ -54,7 +54,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
     assert not (laptop.home / "queue.db").exists(), "the laptop opened no database"
 
     job = laptop.submit(
-        "--gpus", "0", "--name", "r", "--", "sh", "-c", "echo out; echo err >&2; exit 3"
+        "--gpus", "0", "--no-snapshot", "--name", "r", "--", "sh", "-c", "echo out; echo err >&2; exit 3"
     )
     there = laptop.run("job", "wait", str(job["id"]), "--json")
     here = host.run("job", "wait", str(job["id"]), "--json")
@@ -65,7 +65,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
         ("job", "logs", str(job["id"]), "--stderr"),
         ("job", "show", "999"),
         ("job", "show", "999", "--json"),
-        ("job", "submit", "--gpus", "-1", "--", "true"),
+        ("job", "submit", "--gpus", "-1", "--no-snapshot", "--", "true"),
         ("queue", "alerts", "--json"),
     ):
         there, here = laptop.run(*args), host.run(*args)
@@ -77,7 +77,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
     script = tmp_path / "laptop-only" / "job.sh"
     script.parent.mkdir()
     script.write_text("echo from-a-laptop-script\n")
-    sub = laptop.submit("--gpus", "0", "--script", str(script))
+    sub = laptop.submit("--gpus", "0", "--no-snapshot", "--script", str(script))
     assert sub["command"] == "echo from-a-laptop-script\n"
     code, _ = laptop.wait(sub["id"])
     assert code == 0
@@ -91,7 +91,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
 def test_logs_follow_streams_through_ssh(pair: tuple[Nvq, Nvq]) -> None:
     host, laptop = pair
     job = laptop.submit(
-        "--gpus", "0", "--", "sh", "-c", "for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.5; done"
+        "--gpus", "0", "--no-snapshot", "--", "sh", "-c", "for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.5; done"
     )
     laptop.wait_for(job["id"], lambda j: j["state"] == "running")
     proc = subprocess.Popen(

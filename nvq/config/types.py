@@ -23,6 +23,8 @@ class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     gpus: list[int] | None = None  # allowlist for new placements; [] = CPU jobs only
     env: dict[str, str] = {}  # extra environment for the runner
     owner: str | None = None
+    # directories this node sees as the queue host does (NFS): in-place jobs may run here
+    shared: list[str] = []
 
 
 class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -101,6 +103,14 @@ class UserConfig(msgspec.Struct, kw_only=True, frozen=True):
     email: str | None = None
 
 
+class SubmitConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[submit]`: what `nvq job submit` takes with a job by default."""
+
+    env_exclude: list[str] = []  # names or glob patterns never captured
+    max_snapshot: int = 512 * 1024 * 1024  # bytes
+    in_place: bool = False  # run in the submit directory itself, no snapshot
+
+
 class Config(msgspec.Struct, kw_only=True, frozen=True):
     path: Path | None = None
     queue: QueueConfig = QueueConfig()
@@ -109,3 +119,4 @@ class Config(msgspec.Struct, kw_only=True, frozen=True):
     backup: BackupConfig = BackupConfig()  # `[queue.backup]` in the file
     notify: NotifyConfig = NotifyConfig()
     users: dict[str, UserConfig] = {}
+    submit: SubmitConfig = SubmitConfig()

@@ -184,7 +184,7 @@ class State:
         return kill_msg(reap, kill_grace=self.config.queue.kill_grace)
 
     def start_msg(self, job: Job) -> p.Start:
-        return start_msg(job, kill_grace=self.config.queue.kill_grace)
+        return start_msg(job, kill_grace=self.config.queue.kill_grace, config=self.config)
 
     # ------------------------------------------------------------ looking up
 

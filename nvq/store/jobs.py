@@ -23,6 +23,10 @@ _JSON_FIELDS = frozenset(
         "email_on_success",
         "email_on_failure",
         "no_reassign",
+        "env_captured",
+        "in_place",
+        "setup_files",
+        "env_dropped",
     }
 )
 _json = msgspec.json.Encoder()

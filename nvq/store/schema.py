@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -139,6 +139,17 @@ CREATE TABLE node_busy (
 CREATE TABLE busy_forbid (
     user TEXT PRIMARY KEY
 );
+""",
+    # 5: the job's world — submit directory, captured environment, snapshot, setup.
+    """
+ALTER TABLE jobs ADD COLUMN cwd TEXT;
+ALTER TABLE jobs ADD COLUMN env_captured TEXT NOT NULL DEFAULT 'null';
+ALTER TABLE jobs ADD COLUMN manifest_id TEXT;
+ALTER TABLE jobs ADD COLUMN subdir TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN in_place TEXT NOT NULL DEFAULT 'false';
+ALTER TABLE jobs ADD COLUMN setup TEXT;
+ALTER TABLE jobs ADD COLUMN setup_files TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE jobs ADD COLUMN env_dropped TEXT NOT NULL DEFAULT '[]';
 """,
 ]
 

@@ -38,11 +38,14 @@ def job_ls(
 def job_show(
     job_id: int = typer.Argument(..., help="Job id."),
     logs: int = typer.Option(0, "--logs", help="Include the last N lines of its output."),
+    reveal: bool = typer.Option(
+        False, "--reveal", help="With --json: show secret-looking variables' values."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """One job in full, with its events."""
     doc = Client().show(job_id, logs=logs)
-    emit(doc, as_json, job_detail(doc))
+    emit(doc, as_json, job_detail(doc), reveal=reveal)
     return 0
 
 

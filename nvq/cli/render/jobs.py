@@ -6,6 +6,7 @@ import json
 import time
 
 from nvq.cli.render.table import ago, clip, table
+from nvq.cli.render.world import world_lines
 from nvq.control import JobDetail
 from nvq.model import Job
 from nvq.units import format_duration, format_mib
@@ -74,6 +75,7 @@ def job_detail(doc: JobDetail) -> str:
         out.append("  note        " + doc.note.replace("\n", "\n              "))
     if doc.tags:
         out.append(f"  tags        {', '.join(doc.tags)}")
+    out.extend(world_lines(doc))
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
     if doc.stderr_tail and doc.state not in ("completed", "running"):
