@@ -73,6 +73,8 @@ class PendingJob(msgspec.Struct, frozen=True):
     gpu: int | None = None
     user: str = ""  # who submitted it: a busy node takes its owner's jobs only
     forbid_busy: bool = False  # the user forbade their jobs on their own busy node
+    # Only these nodes (exact names): an in-place job's directory is only there.
+    nodes: tuple[str, ...] | None = None
 
 
 class Placement(msgspec.Struct, frozen=True):
@@ -215,6 +217,15 @@ class _Profile:
             self.qualifier += f" matching --node {prefix!r}"
             if not candidates:
                 self.reason = f"--node {prefix!r} matches no node (nodes: {_names(slots)})"
+        if job.nodes is not None and not self.reason:
+            allowed = set(job.nodes)
+            candidates = [i for i in candidates if slots[i].name in allowed]
+            self.qualifier += " that sees its directory (in place)"
+            if not candidates:
+                self.reason = (
+                    "runs in place, and no node sees its directory: it must exist on the "
+                    "queue host (local node) or lie under a [[nodes]] shared prefix"
+                )
         if job.cuda is not None and not self.reason:
             need = job.cuda
             # Unknown (None) might be new enough, so it cannot make the job impossible.
@@ -287,7 +298,10 @@ class _Pass:
         # Accepting nodes, least loaded first; kept sorted as decisions change loads.
         self.order = sorted(node.key for node in self.state if node.accepting)
         self.profiles: dict[
-            tuple[str | None, tuple[int, int] | None, int, int | None, tuple[str, bool] | None],
+            tuple[
+                str | None, tuple[int, int] | None, int, int | None, tuple[str, bool] | None,
+                tuple[str, ...] | None,
+            ],
             _Profile,
         ] = {}
         # Who submitted a job matters only while some node is busy: keep profiles shared.
@@ -298,7 +312,7 @@ class _Pass:
         unschedulable: list[Unschedulable] = []
         for job in sorted(pending, key=lambda j: (-j.priority, j.created_at, j.id)):
             who = (job.user, job.forbid_busy) if self.any_busy else None
-            key = (job.node, job.cuda, job.memory_mb, job.gpu, who)
+            key = (job.node, job.cuda, job.memory_mb, job.gpu, who, job.nodes)
             profile = self.profiles.get(key)
             if profile is None:
                 profile = self.profiles[key] = _Profile(

@@ -37,10 +37,11 @@ def test_relative_script_runs_the_code_as_it_was_at_submit(nvq: Nvq) -> None:
     assert nvq.cwd is not None
     project = make_project(nvq.cwd)
     nvq.env["VIRTUAL_ENV"] = str(project / ".venv")
-    blocker = nvq.submit("--gpus", "0", "--no-snapshot", "--", "sleep 2")
-    job = nvq.submit("--gpus", "0", "--after", str(blocker["id"]), "--",
+    blocker = nvq.submit("--gpus", "0", "--no-snapshot", "--", "sleep 600")
+    job = nvq.submit("--gpus", "0", "--after-any", str(blocker["id"]), "--",
                      sys.executable, "train.py")
     (project / "config.yaml").write_text("lr: 99\n")  # edited while the job waits
+    nvq.ok("job", "cancel", str(blocker["id"]))
     code, (done,) = nvq.wait(job["id"])
     assert code == 0, done
     out = logs(nvq, job["id"])
@@ -108,3 +109,36 @@ def test_a_sweep_stores_its_code_once(nvq: Nvq) -> None:
                and len(p.parent.name) == 2 and p.parent.parent.name == "objects"]
     # config.yaml, train.py, .gitignore and the manifest: no copy per job
     assert len(objects) == 4
+
+
+def test_in_place_runs_in_the_live_directory(nvq: Nvq) -> None:
+    assert nvq.cwd is not None
+    project = make_project(nvq.cwd)
+    blocker = nvq.submit("--gpus", "0", "--no-snapshot", "--", "sleep 600")
+    job = nvq.submit("--gpus", "0", "--in-place", "--after-any", str(blocker["id"]), "--",
+                     sys.executable, "train.py")
+    (project / "config.yaml").write_text("lr: live\n")
+    nvq.ok("job", "cancel", str(blocker["id"]))
+    assert nvq.wait(job["id"])[0] == 0
+    assert "config: lr: live" in logs(nvq, job["id"])
+    assert (project / "out.txt").read_text() == "written by the job\n"
+    shown = nvq.show(job["id"])
+    assert shown["in_place"] is True and shown["manifest_id"] is None
+
+
+def test_in_place_from_config_and_a_vanished_directory(nvq: Nvq) -> None:
+    assert nvq.cwd is not None
+    nvq.write_config("[submit]\nin_place = true\n")
+    project, gone = nvq.cwd, nvq.cwd / "scratch"
+    gone.mkdir()
+    blocker = nvq.submit("--gpus", "0", "--snapshot", "--", "sleep 600")
+    assert blocker["in_place"] is False
+    nvq.cwd = gone
+    job = nvq.submit("--gpus", "0", "--after-any", str(blocker["id"]), "--", "pwd")
+    assert job["in_place"] is True
+    nvq.cwd = project
+    gone.rmdir()
+    nvq.ok("job", "cancel", str(blocker["id"]))
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 1 and done["state"] == "failed", done
+    assert "sees its directory" in (done["reason"] or "")

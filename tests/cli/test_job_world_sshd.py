@@ -59,3 +59,26 @@ def test_relative_script_runs_on_an_sshd_node(remote: tuple[Nvq, SshdNode]) -> N
     assert "lr: 99" in logs(nvq, again["id"])  # a new snapshot, with the edit
     after = sorted(p.name for p in cache.rglob("*") if p.is_file())
     assert len(after) == len(before) + 2  # the edited config.yaml and the new manifest
+
+
+def test_in_place_goes_only_to_nodes_sharing_the_directory(
+    tmp_path: Path, sshd_nodes: Any,
+) -> None:
+    shared_node, other = sshd_nodes(2)
+    nvq = make_nvq(tmp_path / "q")
+    try:
+        write_mesh_config(nvq, [shared_node, other])
+        assert nvq.cwd is not None
+        config = (nvq.home / "config.toml").read_text()
+        config = config.replace('name = "n0"\n', f'name = "n0"\nshared = ["{tmp_path}"]\n')
+        nvq.write_config(config)
+        project = make_project(nvq.cwd)
+        ids = [nvq.submit("--gpus", "0", "--in-place", "--", sys.executable, "train.py")["id"]
+               for _ in range(3)]
+        code, done = nvq.wait(*ids)
+        assert code == 0, done
+        assert {job["node"] for job in done} == {"n0"}
+        assert (project / "out.txt").read_text() == "written by the job\n"
+        assert f"cwd: {project}" in logs(nvq, ids[0])
+    finally:
+        nvq.shutdown()
