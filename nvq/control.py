@@ -62,7 +62,7 @@ class Logs(msgspec.Struct, tag="logs", frozen=True):
     id: int
     lines: int = 50
     follow: bool = False
-    stream: Literal["stdout", "stderr"] = "stdout"
+    stream: Literal["stdout", "stderr", "setup"] = "stdout"
 
 
 class Status(msgspec.Struct, tag="status", frozen=True):

@@ -291,7 +291,7 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
 
     req: int
     job_id: int
-    stream: Literal["stdout", "stderr"] = "stdout"
+    stream: Literal["stdout", "stderr", "setup"] = "stdout"
     lines: int = 50
     follow: bool = False
     # At most this many bytes of the existing log (0: no cap); a cut answer starts

@@ -129,7 +129,7 @@ class AsyncClient:
         *,
         lines: int = 50,
         follow: bool = False,
-        stream: Literal["stdout", "stderr"] = "stdout",
+        stream: Literal["stdout", "stderr", "setup"] = "stdout",
     ) -> AsyncIterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
         the job ends."""

@@ -150,7 +150,7 @@ class Client:
         *,
         lines: int = 50,
         follow: bool = False,
-        stream: Literal["stdout", "stderr"] = "stdout",
+        stream: Literal["stdout", "stderr", "setup"] = "stdout",
     ) -> Iterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
         the job ends."""

@@ -55,10 +55,15 @@ def job_logs(
     lines: int = typer.Option(50, "-n", "--lines", help="Last N lines (-1 for all)."),
     follow: bool = typer.Option(False, "-f", "--follow", help="Keep printing until it ends."),
     stderr: bool = typer.Option(False, "--stderr", help="Its stderr instead of stdout."),
+    setup: bool = typer.Option(False, "--setup", help="What its --setup printed."),
     as_json: bool = JsonOpt,
 ) -> int:
     """A job's output."""
-    stream: Literal["stdout", "stderr"] = "stderr" if stderr else "stdout"
+    if stderr and setup:
+        raise CliError("give --stderr or --setup, not both", 2)
+    stream: Literal["stdout", "stderr", "setup"] = (
+        "setup" if setup else "stderr" if stderr else "stdout"
+    )
     chunks = Client().logs(job_id, lines=lines, follow=follow, stream=stream)
     if as_json:
         text = b"".join(chunks).decode(errors="replace")
