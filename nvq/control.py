@@ -158,6 +158,10 @@ class Backup(msgspec.Struct, tag="backup", frozen=True):
     path: str | None = None  # absolute, on the queue host; None: the backup directory
 
 
+class Gc(msgspec.Struct, tag="gc", frozen=True):
+    """Free the blob store's objects that no job (not yet purged) references."""
+
+
 # -- machines that come and go ---------------------------------------------------------
 
 
@@ -205,6 +209,7 @@ Request = (
     | Resume
     | Lanes
     | Lane
+    | Gc
 )
 
 
@@ -307,6 +312,15 @@ class Bootstrapped(msgspec.Struct, kw_only=True):
 class Purged(msgspec.Struct, kw_only=True):
     purged: int
     ids: list[int]
+
+
+class GcDone(msgspec.Struct, kw_only=True):
+    """`Gc`: what left the blob store and what it still holds."""
+
+    objects_freed: int
+    bytes_freed: int
+    objects_kept: int
+    bytes_kept: int
 
 
 class BackupMade(msgspec.Struct, kw_only=True):

@@ -221,6 +221,10 @@ class AsyncClient:
         """Acknowledge these alerts (None: every open one)."""
         return await self._call(c.Ack(ids=None if ids is None else list(ids)), list[c.Alert])
 
+    async def gc(self) -> c.GcDone:
+        """Free the queue host's snapshot blobs that no job in the queue references."""
+        return await self._call(c.Gc(), c.GcDone)
+
     async def backup(self, path: str | None = None) -> c.BackupMade:
         """A snapshot of queue.db at `path` (absolute, on the queue host)."""
         return await self._call(c.Backup(path=path), c.BackupMade)

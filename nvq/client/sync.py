@@ -238,6 +238,10 @@ class Client:
         """Acknowledge these alerts (None: every open one)."""
         return self._call(c.Ack(ids=None if ids is None else list(ids)), list[c.Alert])
 
+    def gc(self) -> c.GcDone:
+        """Free the queue host's snapshot blobs that no job in the queue references."""
+        return self._call(c.Gc(), c.GcDone)
+
     def backup(self, path: str | None = None) -> c.BackupMade:
         """A snapshot of queue.db at `path` (absolute, on the queue host)."""
         return self._call(c.Backup(path=path), c.BackupMade)

@@ -7,7 +7,19 @@ from __future__ import annotations
 import typer
 
 from nvq.cli.app import app, daemon_app, job_app, keeper_app, node_app, project_app, queue_app
-from nvq.cli.commands import busy, daemon, job, keeper, lane, node, ops, policy, queue, submit
+from nvq.cli.commands import (
+    busy,
+    daemon,
+    job,
+    keeper,
+    lane,
+    node,
+    ops,
+    policy,
+    queue,
+    submit,
+    world,
+)
 
 __all__ = ["app"]
 
@@ -17,8 +29,8 @@ def _attach(group: typer.Typer, *parts: typer.Typer) -> None:
         group.registered_commands += part.registered_commands
 
 
-_attach(job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job)
-_attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue)
+_attach(job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job, world.on_job)
+_attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue, world.on_queue)
 _attach(node_app, node.on_node)
 _attach(daemon_app, daemon.on_daemon)
 daemon_app.registered_callback = daemon.on_daemon.registered_callback

@@ -11,7 +11,7 @@ from typing import Any
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.handlers import busy, jobs, lanes, nodes, ops, policy, submit
+from nvq.daemon.handlers import busy, jobs, lanes, nodes, ops, policy, submit, world
 
 # The request parameter is each handler's own request type: Any here, so the table
 # can hold them all (the lookup by type guarantees the match).
@@ -47,4 +47,5 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Resume: policy.resume,
     c.Lanes: lanes.lanes_request,
     c.Lane: lanes.lane_request,
+    c.Gc: world.gc,
 }
