@@ -158,6 +158,14 @@ class Backup(msgspec.Struct, tag="backup", frozen=True):
     path: str | None = None  # absolute, on the queue host; None: the backup directory
 
 
+class Pull(msgspec.Struct, tag="pull", frozen=True):
+    """Copy a job's working directory (or `paths` in it) and its artifacts from its
+    node into a staging directory on the queue host (`Pulled.path`)."""
+
+    id: int
+    paths: list[str] = []
+
+
 class Gc(msgspec.Struct, tag="gc", frozen=True):
     """Free the blob store's objects that no job (not yet purged) references."""
 
@@ -210,6 +218,7 @@ Request = (
     | Lanes
     | Lane
     | Gc
+    | Pull
 )
 
 
@@ -312,6 +321,11 @@ class Bootstrapped(msgspec.Struct, kw_only=True):
 class Purged(msgspec.Struct, kw_only=True):
     purged: int
     ids: list[int]
+
+
+class Pulled(msgspec.Struct, kw_only=True):
+    path: str  # the staging directory on the queue host, for the CLI to move
+    node: str
 
 
 class GcDone(msgspec.Struct, kw_only=True):

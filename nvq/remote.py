@@ -169,6 +169,11 @@ def with_submit_world(argv: list[str], submit: SubmitConfig) -> list[str]:
     """A forwarded `job submit` takes this machine's directory and environment with
     it. Its snapshot cannot travel yet: refused unless the job needs none."""
     head, sep, tail = _split_dashdash(argv)
+    if head[:2] == ["job", "pull"]:
+        raise RemoteError(
+            "job pull over [remote] would leave the files on the queue host: run it "
+            "there (or with shared disks, read the job's directory directly) for now"
+        )
     if head[:2] != ["job", "submit"]:
         return argv
     needs_none = submit.in_place or any(

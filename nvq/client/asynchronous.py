@@ -221,6 +221,11 @@ class AsyncClient:
         """Acknowledge these alerts (None: every open one)."""
         return await self._call(c.Ack(ids=None if ids is None else list(ids)), list[c.Alert])
 
+    async def pull(self, id: int, paths: Sequence[str] = ()) -> c.Pulled:
+        """Copy job `id`'s working directory (or `paths` in it) and artifacts into a
+        staging directory on the queue host (`Pulled.path`), to be moved by the caller."""
+        return await self._call(c.Pull(id=id, paths=list(paths)), c.Pulled)
+
     async def gc(self) -> c.GcDone:
         """Free the queue host's snapshot blobs that no job in the queue references."""
         return await self._call(c.Gc(), c.GcDone)

@@ -142,3 +142,23 @@ def test_in_place_from_config_and_a_vanished_directory(nvq: Nvq) -> None:
     code, (done,) = nvq.wait(job["id"])
     assert code == 1 and done["state"] == "failed", done
     assert "sees its directory" in (done["reason"] or "")
+
+
+def test_pull_brings_back_outputs_and_artifacts(nvq: Nvq, tmp_path: Path) -> None:
+    assert nvq.cwd is not None
+    make_project(nvq.cwd)
+    job = nvq.submit("--gpus", "0", "--",
+                     f"{sys.executable} train.py && echo ckpt > $NVQ_ARTIFACTS/model.ckpt")
+    assert nvq.wait(job["id"])[0] == 0
+    doc = nvq.json("job", "pull", str(job["id"]), "--to", str(tmp_path / "back"))
+    assert doc["paths"] == ["artifacts", "work"]
+    back = tmp_path / "back"
+    assert (back / "work" / "out.txt").read_text() == "written by the job\n"
+    assert (back / "work" / "train.py").read_text() == TRAIN
+    assert (back / "artifacts" / "model.ckpt").read_text() == "ckpt\n"
+    (back / "work" / "train.py").write_text("edited after pull\n")  # ours to change
+    one = nvq.ok("job", "pull", str(job["id"]), "out.txt", "--to", str(tmp_path / "one"))
+    assert "pulled out.txt" in one.out
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["out.txt"]
+    again = nvq.run("job", "pull", str(job["id"]), "--to", str(back))
+    assert again.code == 1 and "already exists" in again.err

@@ -50,6 +50,13 @@ def test_relative_script_runs_on_an_sshd_node(remote: tuple[Nvq, SshdNode]) -> N
     text = nvq.ok("job", "show", str(job["id"])).out
     assert "not carried to n0: VIRTUAL_ENV=/nonexistent/proj/.venv (no such path there)" in text
 
+    pulled = nvq.json("job", "pull", str(job["id"]), "--to", str(node.home.parent / "back"))
+    assert pulled["node"] == "n0"
+    back = node.home.parent / "back"
+    assert (back / "work" / "out.txt").read_text() == "written by the job\n"
+    assert (back / "work" / "config.yaml").read_text() == "lr: 0.1\n"
+    assert (back / "artifacts").is_dir()
+
     # the second job of the same code fetches nothing new: the node's cache has it all
     cache = node.home / "cache" / "objects"
     before = sorted(p.name for p in cache.rglob("*") if p.is_file())

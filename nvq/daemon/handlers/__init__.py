@@ -48,4 +48,5 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Lanes: lanes.lanes_request,
     c.Lane: lanes.lane_request,
     c.Gc: world.gc,
+    c.Pull: world.pull,
 }

@@ -12,6 +12,8 @@ import anyio
 from nvq import control as c
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
+from nvq.daemon.pull import check_paths, pull_into_staging
 from nvq.daemon.state import State
 from nvq.world.blobs import GcReport
 
@@ -29,3 +31,20 @@ async def gc(ctx: Context, req: c.Gc, user: str) -> tuple[Any, int]:
         objects_freed=report.objects_freed, bytes_freed=report.bytes_freed,
         objects_kept=report.objects_kept, bytes_kept=report.bytes_kept,
     ), 0
+
+
+async def pull(ctx: Context, req: c.Pull, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    check_paths(req.paths)
+    job = await state.get_job(req.id)
+    if job.node is None:
+        raise RequestError(f"job {job.id} has not run yet: nothing to pull")
+    node = state.nodes.get(job.node)
+    if node is None or node.state != "up":
+        raise RequestError(f"job {job.id}'s node {job.node} is not reachable now")
+    listing = await ctx.machines.artifacts.query(node, job.id)
+    if listing is None or not listing.root:
+        why = listing.error if listing is not None and listing.error else "no answer"
+        raise RequestError(f"cannot find job {job.id}'s directory on {node.name}: {why}")
+    staging = await pull_into_staging(state.home, node, job, listing.root, req.paths)
+    return c.Pulled(path=str(staging), node=node.name), 0
