@@ -18,6 +18,8 @@ BENCHES: list[list[str]] = [
     ["scale.py", "--nodes", "64", "--pending", "10000", "--window", "20"],
     ["recovery.py", "--jobs", "500"],
     ["nvidb_compare.py"],
+    ["snapshot.py", "--mib", "200"],
+    ["world_dispatch.py", "--mib", "50"],
 ]
 
 
