@@ -23,10 +23,18 @@ from .protocol import BlobData, NeedBlobs, RunnerMsg
 
 BATCH_BYTES = 32 * 1024 * 1024
 BATCH_TIMEOUT = 600.0  # seconds for one batch to arrive
+# A link that drops mid-fetch is usually back within seconds: ask again on the new one
+# for this long before the job fails.
+RECONNECT_TRIES = 60
+RECONNECT_DELAY = 2.0
 
 
 class FetchError(Exception):
     """The blobs could not be fetched; the message is for the user."""
+
+
+class Disconnected(FetchError):
+    """No daemon connection (now, or any more during the fetch): worth retrying."""
 
 
 @dataclass(eq=False)
@@ -73,15 +81,24 @@ class BlobFetcher:
 
     async def fetch(self, job_id: int, hashes: list[str], sizes: Mapping[str, int]) -> None:
         for batch in batches(hashes, sizes):
-            await self._fetch_batch(job_id, batch)
+            for attempt in range(RECONNECT_TRIES):
+                try:
+                    await self._fetch_batch(job_id, [h for h in batch if not self.cache.has(h)])
+                    break
+                except Disconnected:
+                    if attempt == RECONNECT_TRIES - 1:
+                        raise
+                    await asyncio.sleep(RECONNECT_DELAY)
 
     async def _fetch_batch(self, job_id: int, hashes: list[str]) -> None:
+        if not hashes:
+            return
         req = next(self._ids)
         request = _Request(set(hashes), asyncio.get_running_loop().create_future())
         self._requests[req] = request
         try:
             if not self._send(NeedBlobs(req=req, job_id=job_id, hashes=hashes)):
-                raise FetchError("not connected to the queue host")
+                raise Disconnected("not connected to the queue host")
             try:
                 await asyncio.wait_for(asyncio.shield(request.done), BATCH_TIMEOUT)
             except TimeoutError:
@@ -135,5 +152,5 @@ class BlobFetcher:
             if not request.done.done():
                 request.close_temp()
                 request.done.set_exception(
-                    FetchError("the connection to the queue host dropped while "
-                               "fetching the snapshot"))
+                    Disconnected("the connection to the queue host dropped while "
+                                 "fetching the snapshot"))

@@ -24,7 +24,7 @@ def blob_store(home: Path) -> BlobStore:
     return BlobStore(home / "blobs")
 
 
-def _pieces(store: BlobStore, req: p.NeedBlobs) -> list[p.BlobData]:
+def pieces(store: BlobStore, req: p.NeedBlobs) -> list[p.BlobData]:
     frames: list[p.BlobData] = []
     for digest in req.hashes:
         if not is_hash(digest):
@@ -52,7 +52,7 @@ def _pieces(store: BlobStore, req: p.NeedBlobs) -> list[p.BlobData]:
 
 
 async def serve(node: NodeRuntime, home: Path, req: p.NeedBlobs) -> None:
-    frames = await anyio.to_thread.run_sync(_pieces, blob_store(home), req)
+    frames = await anyio.to_thread.run_sync(pieces, blob_store(home), req)
     for frame in frames:
         if not node.post(frame):
             log.warning("node %s: cannot queue snapshot blobs (link gone or full)", node.name)
