@@ -13,6 +13,7 @@ not follow), then the node's configured env, then `--env`. Whatever nvq sets
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Iterable, Mapping
 
 from nvq_runner.node_env import (
@@ -52,6 +53,7 @@ def capture(environ: Mapping[str, str], exclude: Iterable[str] = ()) -> dict[str
     return {k: v for k, v in sorted(environ.items()) if not _excluded(k, extra)}
 
 
+@functools.lru_cache(maxsize=4096)  # the same few names, job after job
 def is_secret(name: str) -> bool:
     upper = name.upper()
     return any(word in upper for word in SECRET_WORDS)
@@ -59,4 +61,6 @@ def is_secret(name: str) -> bool:
 
 def masked(env: Mapping[str, str]) -> dict[str, str]:
     """The environment as shown to people: values of secret-looking names hidden."""
+    if not any(map(is_secret, env)):
+        return dict(env)
     return {k: MASK if is_secret(k) else v for k, v in env.items()}

@@ -13,28 +13,36 @@ def emit(data: Any, as_json: bool, text: str | None = None, *, reveal: bool = Fa
     (hidden by default, see `hide_secrets`)."""
     if as_json:
         if not reveal:
-            data = hide_secrets(msgspec.to_builtins(data))
+            data = hide_secrets(data)
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
     elif text is not None:
         print(text)
 
 
-JOB_ENV_KEYS = ("env", "env_captured")
+def hide_secrets(data: Any) -> Any:
+    """`data` with the values of secret-looking variables (`*TOKEN*`, `*KEY*`…) in
+    every job's environments replaced by `***`; what holds no such job is returned
+    as it is (no copy: `job ls --json` of a long queue stays cheap)."""
+    from nvq.model import Job
+    from nvq.world.environment import is_secret, masked
 
-
-def hide_secrets(doc: Any) -> Any:
-    """A document with the values of secret-looking variables (`*TOKEN*`, `*KEY*`…)
-    of every job's environment replaced by `***`. A job is a mapping that has an
-    `env_captured` key."""
-    from nvq.world.environment import masked
-
-    if isinstance(doc, list):
-        return [hide_secrets(item) for item in doc]
-    if not isinstance(doc, dict):
-        return doc
-    out = {key: hide_secrets(value) for key, value in doc.items()}
-    if "env_captured" in out:
-        for key in JOB_ENV_KEYS:
-            if isinstance(out.get(key), dict):
-                out[key] = masked(out[key])
-    return out
+    if isinstance(data, Job):
+        fix = {
+            name: masked(env)
+            for name in ("env", "env_captured")
+            if (env := getattr(data, name)) and any(map(is_secret, env))
+        }
+        return msgspec.structs.replace(data, **fix) if fix else data
+    if isinstance(data, list):
+        items = [hide_secrets(item) for item in data]
+        return data if all(a is b for a, b in zip(items, data, strict=True)) else items
+    if isinstance(data, msgspec.Struct):
+        fix = {}
+        for name in data.__struct_fields__:
+            value = getattr(data, name)
+            if isinstance(value, (list, msgspec.Struct)):
+                hidden = hide_secrets(value)
+                if hidden is not value:
+                    fix[name] = hidden
+        return msgspec.structs.replace(data, **fix) if fix else data
+    return data
