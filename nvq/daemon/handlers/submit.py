@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from nvq import control as c
+from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.state import State
@@ -27,6 +28,11 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
         raise RequestError("--vram must not be negative")
     if spec.timeout is not None and spec.timeout <= 0:
         raise RequestError("--timeout must be positive")
+    if spec.manifest_id and not blob_store(state.home).has(spec.manifest_id):
+        raise RequestError(
+            f"the snapshot {spec.manifest_id[:12]} is not in the queue host's blob store "
+            "(submit from the queue host, or pass --no-snapshot)"
+        )
     job = transitions.new_job(spec, user=user, now=time.time())
     async with state.lock:
         for dep in {*spec.after, *spec.after_any}:
