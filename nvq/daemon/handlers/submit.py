@@ -16,6 +16,7 @@ from nvq.daemon.state import State
 from nvq.domain import arrays, lanes, transitions
 from nvq.domain.matching import parse_cuda
 from nvq.model import Job, JobSpec, Tx
+from nvq_runner.manifest_wire import is_hash
 
 
 async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
@@ -28,7 +29,9 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
         raise RequestError("--vram must not be negative")
     if spec.timeout is not None and spec.timeout <= 0:
         raise RequestError("--timeout must be positive")
-    if spec.manifest_id and not blob_store(state.home).has(spec.manifest_id):
+    if spec.manifest_id and not (
+        is_hash(spec.manifest_id) and blob_store(state.home).has(spec.manifest_id)
+    ):
         raise RequestError(
             f"the snapshot {spec.manifest_id[:12]} is not in the queue host's blob store "
             "(submit from the queue host, or pass --no-snapshot)"
