@@ -20,6 +20,8 @@ BENCHES: list[list[str]] = [
     ["nvidb_compare.py"],
     ["web_latency.py", "--runs", "30"],
     ["tui_latency.py", "--jobs", "10000", "--runs", "20"],
+    ["snapshot.py", "--mib", "200"],
+    ["world_dispatch.py", "--mib", "50"],
 ]
 
 

@@ -63,7 +63,7 @@ class Logs(msgspec.Struct, tag="logs", frozen=True):
     id: int
     lines: int = 50
     follow: bool = False
-    stream: Literal["stdout", "stderr"] = "stdout"
+    stream: Literal["stdout", "stderr", "setup"] = "stdout"
     attempt: int | None = None  # that attempt's log (None: the latest)
 
 
@@ -192,6 +192,18 @@ class Check(msgspec.Struct, tag="check", frozen=True):
     wait: float = 10.0  # seconds to wait for connecting nodes to report
 
 
+class Pull(msgspec.Struct, tag="pull", frozen=True):
+    """Copy a job's working directory (or `paths` in it) and its artifacts from its
+    node into a staging directory on the queue host (`Pulled.path`)."""
+
+    id: int
+    paths: list[str] = []
+
+
+class Gc(msgspec.Struct, tag="gc", frozen=True):
+    """Free the blob store's objects that no job (not yet purged) references."""
+
+
 # -- machines that come and go ---------------------------------------------------------
 
 
@@ -274,6 +286,8 @@ Request = (
     | ClusterDrain
     | ClusterRetry
     | EditJob
+    | Gc
+    | Pull
 )
 
 
@@ -396,6 +410,20 @@ class Bootstrapped(msgspec.Struct, kw_only=True):
 class Purged(msgspec.Struct, kw_only=True):
     purged: int
     ids: list[int]
+
+
+class Pulled(msgspec.Struct, kw_only=True):
+    path: str  # the staging directory on the queue host, for the CLI to move
+    node: str
+
+
+class GcDone(msgspec.Struct, kw_only=True):
+    """`Gc`: what left the blob store and what it still holds."""
+
+    objects_freed: int
+    bytes_freed: int
+    objects_kept: int
+    bytes_kept: int
 
 
 class BackupMade(msgspec.Struct, kw_only=True):

@@ -141,6 +141,9 @@ _READERS: dict[str, _Conv] = {
     "email_on_failure": _boolean,
     "max_runtime": _duration,
     "no_reassign": _boolean,
+    "in_place": _boolean,
+    "setup": _string,
+    "setup_files": _strings,
 }
 
 # manifest key → (JobSpec field, reader): the same fields `job submit` takes.

@@ -63,6 +63,14 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     # machines that come and go (issue 5)
     max_runtime: float | None = None  # on a borrowed node: back to the queue after this
     no_reassign: bool = False  # not safe to run twice: a down node makes it `lost`
+    # the job's world: where it was submitted from, and what it takes with it
+    cwd: str | None = None  # the submit directory (on the submitting machine)
+    env_captured: dict[str, str] | None = None  # the submitting shell's; None: not captured
+    manifest_id: str | None = None  # the snapshot of the submit directory, in the blob store
+    subdir: str = ""  # where in the snapshot the job starts
+    in_place: bool = False  # run in `cwd` itself (no snapshot): only where it exists
+    setup: str | None = None  # builds the job's environment once per node (--setup)
+    setup_files: list[str] = []  # patterns of the files whose content keys the setup
 
 
 class Job(msgspec.Struct, kw_only=True):
@@ -120,6 +128,16 @@ class Job(msgspec.Struct, kw_only=True):
     nonce: str = ""
     result_error: str | None = None  # why result.json was not kept inline
     log_truncated: bool = False  # its output passed max_log_size and had its middle cut
+    # the job's world (see JobSpec); schema version 8
+    cwd: str | None = None
+    env_captured: dict[str, str] | None = None
+    manifest_id: str | None = None
+    subdir: str = ""
+    in_place: bool = False
+    setup: str | None = None
+    setup_files: list[str] = []
+    # captured variables the node left out, in words ("VIRTUAL_ENV=/x (no such path there)")
+    env_dropped: list[str] = []
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nvq.config import RemoteConfig
+from nvq.config import RemoteConfig, SubmitConfig
 from nvq.home import Home
 
 LOCAL_FLAG = "--local"
@@ -158,7 +158,37 @@ def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
         return argv, None  # the common case, decided without parsing TOML
     from nvq.config import load_config
 
-    cfg = load_config(home).remote
+    config = load_config(home)
+    cfg = config.remote
     if cfg is None:
         return argv, None
-    return argv, forward(cfg, argv)
+    return argv, forward(cfg, with_submit_world(argv, config.submit))
+
+
+def with_submit_world(argv: list[str], submit: SubmitConfig) -> list[str]:
+    """A forwarded `job submit` takes this machine's directory and environment with
+    it. Its snapshot cannot travel yet: refused unless the job needs none."""
+    head, sep, tail = _split_dashdash(argv)
+    if head[:2] == ["job", "pull"]:
+        raise RemoteError(
+            "job pull over [remote] would leave the files on the queue host: run it "
+            "there (or with shared disks, read the job's directory directly) for now"
+        )
+    if head[:2] != ["job", "submit"]:
+        return argv
+    needs_none = submit.in_place or any(
+        arg in ("--no-snapshot", "--in-place") or arg.split("=", 1)[0] == "--workdir"
+        for arg in head
+    )
+    if not needs_none or "--snapshot" in head:
+        raise RemoteError(
+            "a submit over [remote] cannot take a snapshot of this directory yet: "
+            "use --in-place or --no-snapshot with [remote] for now"
+        )
+    extra = [f"--from-cwd={os.getcwd()}"]
+    if "--no-env" not in head:
+        from nvq.cli.submit_world import encode_env
+        from nvq.world.environment import capture
+
+        extra.append(f"--from-env={encode_env(capture(os.environ, submit.env_exclude))}")
+    return head[:2] + extra + head[2:] + sep + tail

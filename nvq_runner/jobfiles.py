@@ -60,6 +60,8 @@ class JobDir:
         self.tombstone = self.path / "killed"  # highest attempt killed before it started
 
     def log(self, stream: str) -> Path:
+        if stream == "setup":
+            return self.path / "setup.log"  # what the job's --setup printed (jobworld)
         return self.stderr if stream == "stderr" else self.stdout
 
     def attempt_log(self, stream: str, attempt: int | None) -> Path | None:

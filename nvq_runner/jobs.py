@@ -24,6 +24,7 @@ from pathlib import Path
 from . import logcap, memlimit, procfs
 from .adoption import is_wrapper, reopen
 from .jobfiles import AttemptRecord, JobDir
+from .jobworld import JobWorld, Prepared, PrepareError
 from .protocol import (
     ActiveJob,
     ExitReason,
@@ -56,11 +57,12 @@ class Running:
 class JobManager:
     def __init__(
         self, home: Path, emit: EventSink, changed: Callable[[], None] | None = None,
-        job_umask: int = 0o022,
+        job_umask: int = 0o022, world: JobWorld | None = None,
     ) -> None:
         self.root = home / "jobs"
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._job_umask = job_umask
+        self._world = world
         self._emit = emit
         self._changed = changed or (lambda: None)
         self.running: dict[int, Running] = {}
@@ -124,6 +126,10 @@ class JobManager:
             return
         old = self.running.get(msg.job_id)
         if old is None:
+            if self._world is not None and JobWorld.needed(msg):
+                self._starting[msg.job_id] = (d.path, msg.attempt)
+                self._loop.create_task(self._prepare_then_launch(self._world, msg, d))
+                return
             self._launch(msg, d)
             return
         # An older attempt still runs (the daemon gave up on it): end it first, so
@@ -143,18 +149,55 @@ class JobManager:
         if not self._seen(d, msg.attempt):
             self.start(msg)
 
-    def _launch(self, msg: Start, d: JobDir) -> None:
+    async def _prepare_then_launch(self, world: JobWorld, msg: Start, d: JobDir) -> None:
+        """Build the job's working copy, environment and setup off the loop's back,
+        then launch it, unless it was killed meanwhile (a Kill tombstones it)."""
+        error: str | None = None
+        prepared = Prepared()
+        try:
+            prepared = await world.prepare(msg, d)
+        except PrepareError as exc:
+            error = str(exc)
+        except Exception as exc:
+            log.exception("job %s: preparing its world failed", msg.job_id)
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if self._starting.get(msg.job_id) == (d.path, msg.attempt):
+                del self._starting[msg.job_id]
+        if self._seen(d, msg.attempt):
+            return
+        if error is not None:
+            self._fail_launch(msg, d, self._record_for(msg), error)
+            return
+        self._launch(msg, d, prepared)
+
+    def _record_for(self, msg: Start) -> AttemptRecord:
         now = time.time()
-        rec = AttemptRecord(
+        return AttemptRecord(
             job_id=msg.job_id, attempt=msg.attempt, started_at=now,
             kill_grace=msg.kill_grace, boot_id=self._boot_id,
             deadline=now + msg.timeout if msg.timeout is not None else None,
             max_result=msg.max_result, max_log_size=msg.max_log_size,
             queue_id=msg.queue_id, nonce=msg.nonce,
         )
+
+    def _fail_launch(self, msg: Start, d: JobDir, rec: AttemptRecord, error: str) -> None:
+        log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
+        self._dirs[msg.job_id] = d
+        self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
+                                            attempt=msg.attempt, error=error, at=time.time()))
+        rec.done = True
+        try:
+            d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            d.write_record(rec)
+        except OSError:
+            pass
+
+    def _launch(self, msg: Start, d: JobDir, prepared: Prepared | None = None) -> None:
+        rec = self._record_for(msg)
         self._dirs[msg.job_id] = d
         try:
-            popen = spawn(msg, d, rec, self._job_umask)
+            popen = spawn(msg, d, rec, self._job_umask, prepared)
         except (OSError, LaunchError, ValueError) as exc:
             if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 error = f"no space left on the node's disk ({d.path})"
@@ -171,6 +214,7 @@ class JobManager:
             except OSError:
                 pass
             return
+        dropped = list(prepared.dropped) if prepared is not None else []
         pid = popen.pid
         rec.pid = pid
         rec.start_ticks = procfs.start_ticks(pid)  # a zombie still has it; not yet reaped
@@ -191,7 +235,8 @@ class JobManager:
                       ended=self._loop.create_future())
         self._watch(run)
         self._emit(lambda seq: JobStarted(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
-                                          pid=pid, started_at=rec.started_at))
+                                          pid=pid, started_at=rec.started_at,
+                                          env_dropped=dropped))
         # Written after JobStarted is journaled: a record with a pid always means the
         # start was announced (see adopt_all for the record without one).
         self._save(run)

@@ -113,6 +113,8 @@ class JobStarted(msgspec.Struct, tag="started", frozen=True):
     attempt: int
     pid: int
     started_at: float
+    # captured variables this node left out of the job's environment, in words
+    env_dropped: list[str] = []
 
 
 ExitReason = Literal["exit", "timeout", "killed"]
@@ -199,6 +201,15 @@ class Busy(msgspec.Struct, tag="busy", frozen=True):
     idle: float | None = None  # seconds since the owner's most recent terminal input
 
 
+class NeedBlobs(msgspec.Struct, tag="need_blobs", frozen=True):
+    """The runner lacks these snapshot blobs (a manifest, or files of one) to build a
+    job's working copy; the daemon answers with `BlobData` frames under `req`."""
+
+    req: int
+    job_id: int
+    hashes: list[str]
+
+
 JournaledEvent = JobStarted | JobExited | JobLost | LaunchFailed
 RunnerMsg = (
     Hello
@@ -210,6 +221,7 @@ RunnerMsg = (
     | LogData
     | ArtifactsManifest
     | Busy
+    | NeedBlobs
 )
 
 
@@ -245,6 +257,18 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # The OS user the job runs as ("": the runner's own). A runner that runs as root
     # starts it through setpriv with that user's ids, groups and home.
     user: str = ""
+    # The job's world. `manifest_id`: the snapshot to materialise into
+    # $NVQ_JOB_DIR/work (the job starts in work/<subdir>). `env_mode` says what the
+    # job's environment starts from: "runner" the runner's own (nothing captured),
+    # "local" the captured environment as it was, "remote" the node's login
+    # environment plus the captured variables that make sense there.
+    manifest_id: str = ""
+    subdir: str = ""
+    env_mode: Literal["runner", "local", "remote"] = "runner"
+    env_captured: dict[str, str] = {}
+    node_env: dict[str, str] = {}  # [[nodes]] env, between the captured and `env`
+    setup: str = ""  # built once per node and key before the job (setup_env.py)
+    setup_files: list[str] = []  # patterns of the files keying the setup ([] default)
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):
@@ -270,7 +294,7 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
 
     req: int
     job_id: int
-    stream: Literal["stdout", "stderr"] = "stdout"
+    stream: Literal["stdout", "stderr", "setup"] = "stdout"
     lines: int = 50
     follow: bool = False
     # At most this many bytes of the existing log (0: no cap); a cut answer starts
@@ -302,7 +326,22 @@ class Owner(msgspec.Struct, tag="owner", frozen=True):
     idle: float = 600.0
 
 
-DaemonMsg = Start | Kill | Ack | Tail | Unfollow | Sync | ArtifactsQuery | Owner
+class BlobData(msgspec.Struct, tag="blob_data", frozen=True):
+    """A piece of blob `sha256` answering `NeedBlobs(req)`; `eof` ends that blob. The
+    answer ends with `done` (sha256 empty), or with `error` when the queue host
+    cannot serve it."""
+
+    req: int
+    sha256: str = ""
+    data: bytes = b""
+    eof: bool = False
+    done: bool = False
+    error: str | None = None
+
+
+DaemonMsg = (
+    Start | Kill | Ack | Tail | Unfollow | Sync | ArtifactsQuery | Owner | BlobData
+)
 
 
 # ---------------------------------------------------------------- framing

@@ -21,10 +21,13 @@ from pathlib import Path
 
 from . import __version__, owner, procfs
 from .artifacts import manifest
+from .blobcache import BlobCache
+from .blobfetch import BlobFetcher
 from .gpu import GpuBackend, GpuFacts, open_backend
 from .identity import QueueMemory
 from .jobfiles import JobDir
 from .jobs import JobManager
+from .jobworld import JobWorld
 from .journal import Journal
 from .outframes import encode_frames, fit_event
 from .protocol import (
@@ -32,6 +35,7 @@ from .protocol import (
     Ack,
     ArtifactsManifest,
     ArtifactsQuery,
+    BlobData,
     Busy,
     DaemonMsg,
     FrameError,
@@ -112,7 +116,9 @@ class Runner:
         self._held: list[JournaledEvent] = []  # made but not yet journaled, in seq order
         self._retry: asyncio.TimerHandle | None = None
         self.queue = QueueMemory(home)
-        self.jobs = JobManager(home, self._record, self._wake.set, job_umask)
+        self.fetcher = BlobFetcher(BlobCache(home / "cache"), self._send_now)
+        self.world = JobWorld(home, self.fetcher.cache, self.fetcher)
+        self.jobs = JobManager(home, self._record, self._wake.set, job_umask, self.world)
         self.owner: Owner | None = None  # set by the daemon on each connection
         self._busy: Busy | None = None  # last reported
 
@@ -147,6 +153,13 @@ class Runner:
             if self.conn is not None:
                 self.conn.send(event)
 
+    def _send_now(self, msg: RunnerMsg) -> bool:
+        """Send an unjournaled frame; False when no daemon is connected."""
+        if self.conn is None or self.conn.closed:
+            return False
+        self.conn.send(msg)
+        return not self.conn.closed
+
     def facts(self) -> GpuFacts:
         try:
             self._facts = self.backend.facts()
@@ -171,7 +184,7 @@ class Runner:
             boot_id=procfs.boot_id(),
             pid=os.getpid(),
             journal_id=self.journal.id,
-            features=["artifacts", "owner"],
+            features=["artifacts", "owner", "world"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
         )
@@ -208,6 +221,7 @@ class Runner:
             conn.close()
             if self.conn is conn:
                 self.conn = None
+                self.fetcher.connection_lost()
 
     def _dispatch(self, conn: Conn, msg: DaemonMsg) -> None:
         try:
@@ -229,6 +243,8 @@ class Runner:
                     self._wake.set()
                 case ArtifactsQuery():
                     asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
+                case BlobData():
+                    self.fetcher.on_data(msg)
                 case Owner():
                     self.owner = msg
                     self._busy = None  # report afresh on this connection

@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from . import memlimit
 from .jobfiles import AttemptRecord, JobDir
+from .jobworld import Prepared
 from .protocol import Start
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
@@ -20,15 +21,20 @@ class LaunchError(Exception):
     pass
 
 
-def job_env(msg: Start, d: JobDir) -> dict[str, str]:
-    env = dict(os.environ)
+def job_env(msg: Start, d: JobDir, base: dict[str, str] | None = None) -> dict[str, str]:
+    """`base`: the environment the job's world prepared (it holds `msg.env` already);
+    None: the runner's own plus `msg.env`."""
+    # CUDA numbers cards fastest-first by default; NVML (and so the queue)
+    # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
+    if base is not None:
+        env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", **base}
+    else:
+        env = dict(os.environ)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env.update(msg.env)
     if msg.user:
         who = pwd.getpwnam(msg.user)
         env.update(HOME=who.pw_dir, USER=who.pw_name, LOGNAME=who.pw_name)
-    # CUDA numbers cards fastest-first by default; NVML (and so the queue)
-    # numbers them by PCI bus. Make CUDA agree unless the job says otherwise.
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    env.update(msg.env)
     # Set last, so a job's own env can never move it to cards it was not given
     # or make it lie about its identity and files.
     env.update(
@@ -44,10 +50,14 @@ def job_env(msg: Start, d: JobDir) -> dict[str, str]:
     return env
 
 
-def spawn(msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int) -> subprocess.Popen[bytes]:
+def spawn(
+    msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int, prepared: Prepared | None = None,
+) -> subprocess.Popen[bytes]:
     d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
     d.artifacts.mkdir(mode=0o700, exist_ok=True)
     workdir = Path(msg.workdir).expanduser() if msg.workdir else d.path
+    if prepared is not None and prepared.workdir is not None:
+        workdir = prepared.workdir
     if not workdir.is_dir():
         raise LaunchError(f"workdir {workdir} is not a directory")
     d.clear_attempt_files()
@@ -69,7 +79,7 @@ def spawn(msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int) -> subproce
     with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
         return subprocess.Popen(
             argv,
-            cwd=workdir, env=job_env(msg, d), stdin=subprocess.DEVNULL,
+            cwd=workdir, env=job_env(msg, d, prepared.env if prepared else None), stdin=subprocess.DEVNULL,
             stdout=out, stderr=err, start_new_session=True, close_fds=True,
             preexec_fn=memlimit.preexec(msg.memory_mb, group),
         )

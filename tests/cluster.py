@@ -42,6 +42,9 @@ class Nvq:
     home: Path
     env: dict[str, str] = field(default_factory=dict)
     runner_home: Path | None = None  # set when the node is an sshd node
+    # where `nvq` is typed: the submit directory a job snapshots (empty unless a test
+    # puts a project there)
+    cwd: Path | None = None
 
     @property
     def gpus_file(self) -> Path:
@@ -64,6 +67,7 @@ class Nvq:
         proc = subprocess.run(
             [sys.executable, "-m", "nvq", *args],
             env=self.env,
+            cwd=self.cwd,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -152,7 +156,9 @@ def make_nvq(tmp: Path, *, gpus: str | None = DEFAULT_GPUS, sample_interval: flo
     env["NVQ_HOME"] = str(home)
     env["NVQ_SAMPLE_INTERVAL"] = str(sample_interval)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    nvq = Nvq(home=home, env=env)
+    project = tmp / "project"
+    project.mkdir(exist_ok=True)
+    nvq = Nvq(home=home, env=env, cwd=project)
     if gpus is None:
         env["NVQ_GPU_BACKEND"] = "none"
     else:

@@ -138,7 +138,7 @@ class AsyncClient:
         *,
         lines: int = 50,
         follow: bool = False,
-        stream: Literal["stdout", "stderr"] = "stdout",
+        stream: Literal["stdout", "stderr", "setup"] = "stdout",
         attempt: int | None = None,
     ) -> AsyncIterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
@@ -289,6 +289,15 @@ class AsyncClient:
     async def ack(self, ids: Sequence[int] | None = None) -> list[c.Alert]:
         """Acknowledge these alerts (None: every open one)."""
         return await self._call(c.Ack(ids=None if ids is None else list(ids)), list[c.Alert])
+
+    async def pull(self, id: int, paths: Sequence[str] = ()) -> c.Pulled:
+        """Copy job `id`'s working directory (or `paths` in it) and artifacts into a
+        staging directory on the queue host (`Pulled.path`), to be moved by the caller."""
+        return await self._call(c.Pull(id=id, paths=list(paths)), c.Pulled)
+
+    async def gc(self) -> c.GcDone:
+        """Free the queue host's snapshot blobs that no job in the queue references."""
+        return await self._call(c.Gc(), c.GcDone)
 
     async def backup(self, path: str | None = None) -> c.BackupMade:
         """A snapshot of queue.db at `path` (absolute, on the queue host)."""

@@ -174,7 +174,7 @@ class Client:
         *,
         lines: int = 50,
         follow: bool = False,
-        stream: Literal["stdout", "stderr"] = "stdout",
+        stream: Literal["stdout", "stderr", "setup"] = "stdout",
         attempt: int | None = None,
     ) -> Iterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
@@ -321,6 +321,15 @@ class Client:
     def ack(self, ids: Sequence[int] | None = None) -> list[c.Alert]:
         """Acknowledge these alerts (None: every open one)."""
         return self._call(c.Ack(ids=None if ids is None else list(ids)), list[c.Alert])
+
+    def pull(self, id: int, paths: Sequence[str] = ()) -> c.Pulled:
+        """Copy job `id`'s working directory (or `paths` in it) and artifacts into a
+        staging directory on the queue host (`Pulled.path`), to be moved by the caller."""
+        return self._call(c.Pull(id=id, paths=list(paths)), c.Pulled)
+
+    def gc(self) -> c.GcDone:
+        """Free the queue host's snapshot blobs that no job in the queue references."""
+        return self._call(c.Gc(), c.GcDone)
 
     def backup(self, path: str | None = None) -> c.BackupMade:
         """A snapshot of queue.db at `path` (absolute, on the queue host)."""

@@ -39,6 +39,7 @@ from nvq.config.types import (
     NotifyConfig,
     QueueConfig,
     RemoteConfig,
+    SubmitConfig,
     UserConfig,
 )
 
@@ -51,6 +52,7 @@ __all__ = [
     "NotifyConfig",
     "QueueConfig",
     "RemoteConfig",
+    "SubmitConfig",
     "UserConfig",
     "load_config",
     "parse_config",

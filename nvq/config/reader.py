@@ -21,6 +21,7 @@ from nvq.config.types import (
     NotifyConfig,
     QueueConfig,
     RemoteConfig,
+    SubmitConfig,
     UserConfig,
 )
 from nvq.values import duration_value, env_value, show, size_value
@@ -181,7 +182,9 @@ class _Parser:
     # -- sections ------------------------------------------------------------------
 
     def config(self, data: dict[str, Any]) -> Config:
-        top = self.table(data, "", {"queue", "nodes", "remote", "notify", "users", "clusters"})
+        top = self.table(
+            data, "", {"queue", "nodes", "remote", "notify", "users", "clusters", "submit"}
+        )
         queue_raw = top.get("queue", {})
         backup = BackupConfig()
         if isinstance(queue_raw, dict) and "backup" in queue_raw:
@@ -199,6 +202,7 @@ class _Parser:
             notify=self.notify(top.get("notify", {})),
             users=self.users(top.get("users", {})),
             clusters=self.clusters(top.get("clusters", []), queue, nodes),
+            submit=self.submit(top.get("submit", {})),
         )
 
     def clusters(
@@ -259,6 +263,7 @@ class _Parser:
             "gpus": self.gpu_list,
             "env": self.env,
             "owner": self.string,
+            "shared": self.shared_dirs,
         }
         seen: dict[str, int] = {}
         nodes = []
@@ -283,6 +288,25 @@ class _Parser:
             seen[name] = i
             nodes.append(NodeConfig(**out))
         return nodes
+
+    def shared_dirs(self, value: Any, key: str) -> list[str]:
+        dirs = self.string_list(value, key)
+        for item in dirs:
+            if not item.startswith("/"):
+                raise self.fail(key, f"{show(item)} is not an absolute path")
+        return [item.rstrip("/") or "/" for item in dirs]
+
+    def submit(self, value: Any) -> SubmitConfig:
+        fields: dict[str, _Convert] = {
+            "env_exclude": self.string_list,
+            "max_snapshot": self.size,
+            "in_place": self.boolean,
+        }
+        table = self.table(value, "submit", set(fields))
+        out = {key: fields[key](item, f"submit.{key}") for key, item in table.items()}
+        if "max_snapshot" in out:
+            out["max_snapshot"] = out["max_snapshot"] * 1024 * 1024
+        return SubmitConfig(**out)
 
     def remote(self, value: Any) -> RemoteConfig:
         fields: dict[str, _Convert] = {

@@ -27,6 +27,8 @@ class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     gpus: list[int] | None = None  # allowlist for new placements; [] = CPU jobs only
     env: dict[str, str] = {}  # extra environment for the runner
     owner: str | None = None
+    # directories this node sees as the queue host does (NFS): in-place jobs may run here
+    shared: list[str] = []
 
 
 class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -118,6 +120,14 @@ class UserConfig(msgspec.Struct, kw_only=True, frozen=True):
     email: str | None = None
 
 
+class SubmitConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[submit]`: what `nvq job submit` takes with a job by default."""
+
+    env_exclude: list[str] = []  # names or glob patterns never captured
+    max_snapshot: int = 512 * 1024 * 1024  # bytes
+    in_place: bool = False  # run in the submit directory itself, no snapshot
+
+
 class Config(msgspec.Struct, kw_only=True, frozen=True):
     path: Path | None = None
     queue: QueueConfig = QueueConfig()
@@ -127,3 +137,4 @@ class Config(msgspec.Struct, kw_only=True, frozen=True):
     notify: NotifyConfig = NotifyConfig()
     users: dict[str, UserConfig] = {}
     clusters: list[ClusterConfig] = []  # [[clusters]]: Slurm clusters, through pilot jobs
+    submit: SubmitConfig = SubmitConfig()

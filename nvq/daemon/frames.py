@@ -3,14 +3,36 @@ the job's record and the queue's settings."""
 
 from __future__ import annotations
 
-from nvq.config import QueueConfig
+from typing import Literal
+
+from nvq.config import Config
 from nvq.home import queue_owner
 from nvq.model import Job, Reap
 from nvq_runner import protocol as p
 
 
-def start_msg(job: Job, *, queue: QueueConfig, queue_id: str) -> p.Start:
+def is_local(config: Config, node: str) -> bool:
+    return config.queue.local_node and node == config.queue.local_node_name
+
+
+def node_env(config: Config, node: str) -> dict[str, str]:
+    """`[[nodes]] env` (the local node's `[queue] local_env`)."""
+    if is_local(config, node):
+        return dict(config.queue.local_env)
+    for cfg in config.nodes:
+        if cfg.name == node:
+            return dict(cfg.env)
+    return {}
+
+
+def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
     assert job.node is not None
+    queue = config.queue
+    mode: Literal["runner", "local", "remote"] = "runner"
+    extra: dict[str, str] = {}
+    if job.env_captured is not None:
+        mode = "local" if is_local(config, job.node) else "remote"
+        extra = node_env(config, job.node)
     return p.Start(
         job_id=job.id,
         attempt=job.attempt,
@@ -19,7 +41,8 @@ def start_msg(job: Job, *, queue: QueueConfig, queue_id: str) -> p.Start:
         command=job.command,
         gpus=list(job.gpus),
         env=dict(job.env),
-        workdir=job.workdir,
+        # an in-place job runs in its submit directory itself
+        workdir=job.cwd if job.in_place else job.workdir,
         timeout=job.timeout,
         kill_grace=queue.kill_grace,
         memory_mb=job.memory_mb or None,
@@ -31,6 +54,13 @@ def start_msg(job: Job, *, queue: QueueConfig, queue_id: str) -> p.Start:
         nonce=job.nonce,
         max_result=queue.max_result,
         max_log_size=queue.max_log_size,
+        manifest_id=job.manifest_id or "",
+        subdir=job.subdir,
+        env_mode=mode,
+        env_captured=dict(job.env_captured or {}),
+        node_env=extra,
+        setup=job.setup or "",
+        setup_files=list(job.setup_files),
     )
 
 

@@ -6,11 +6,13 @@ the decision itself (`nvq.domain.placement` with a reservation against starvatio
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from nvq.config import Config
 from nvq.daemon.apply import record
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.reassign import Machines
@@ -237,12 +239,28 @@ def pending_of(state: State, machines: Machines, job: Job) -> PendingJob:
     not rebuilt field by field on every pass."""
     # Who submitted it decides whether a busy node may take it.
     fields = machines.pending_fields(job)
+    if job.in_place:
+        fields = {**fields, "nodes": in_place_nodes(state.config, job.cwd)}
     cached = state.pending_cache.get(job.id)
     if cached is not None and cached[0] is job and cached[1] == fields:
         return cached[2]
     pending = to_pending(job, **fields)
     state.pending_cache[job.id] = (job, fields, pending)
     return pending
+
+
+def in_place_nodes(config: Config, cwd: str | None) -> tuple[str, ...]:
+    """The nodes where an in-place job's directory is the same directory: the local
+    node when it exists on the queue host, and nodes whose `shared` prefixes cover it."""
+    if cwd is None:
+        return ()
+    names: list[str] = []
+    if config.queue.local_node and os.path.isdir(cwd):
+        names.append(config.queue.local_node_name)
+    for node in config.nodes:
+        if any(cwd == p or cwd.startswith(p.rstrip("/") + "/") for p in node.shared):
+            names.append(node.name)
+    return tuple(names)
 
 
 # ------------------------------------------------------------ the decision
@@ -392,4 +410,7 @@ async def explain(state: State, job: Job) -> str | None:
             "longer than starvation_after, so smaller jobs may use that node only if "
             "their --timeout ends before then"
         )
+    if job.in_place:
+        seen_by = ", ".join(in_place_nodes(state.config, job.cwd)) or "no node"
+        return f"waiting for a node with room that sees {job.cwd} (in place): {seen_by}"
     return "waiting for a node with room"

@@ -9,7 +9,7 @@ import time
 
 import msgspec
 
-from nvq.daemon import store_behind
+from nvq.daemon import blobs, store_behind
 from nvq.daemon.apply import record
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
@@ -105,6 +105,8 @@ class RunnerEvents:
             self.machines.artifacts.on_manifest(msg)
         elif isinstance(msg, p.Busy):
             await self.machines.on_busy(node, msg)
+        elif isinstance(msg, p.NeedBlobs):
+            await blobs.serve(node, self.state.home, msg)
         else:
             await self._on_journaled(node, msg)
 

@@ -238,7 +238,7 @@ class State:
         )
 
     def start_msg(self, job: Job) -> p.Start:
-        return start_msg(job, queue=self.config.queue, queue_id=self.store.queue_id)
+        return start_msg(job, config=self.config, queue_id=self.store.queue_id)
 
     # ------------------------------------------------------------ looking up
 

@@ -79,6 +79,8 @@ class PendingJob(msgspec.Struct, frozen=True):
     user: str = ""  # who submitted it: a busy node takes its owner's jobs only
     forbid_busy: bool = False  # the user forbade their jobs on their own busy node
     time_limit: float | None = None  # --timeout / --max-runtime: what a pilot must hold
+    # Only these nodes (exact names): an in-place job's directory is only there.
+    nodes: tuple[str, ...] | None = None
 
 
 class Placement(msgspec.Struct, frozen=True):
@@ -221,6 +223,15 @@ class _Profile:
             self.qualifier += f" matching --node {prefix!r}"
             if not candidates:
                 self.reason = f"--node {prefix!r} matches no node (nodes: {_names(slots)})"
+        if job.nodes is not None and not self.reason:
+            allowed = set(job.nodes)
+            candidates = [i for i in candidates if slots[i].name in allowed]
+            self.qualifier += " that sees its directory (in place)"
+            if not candidates:
+                self.reason = (
+                    "runs in place, and no node sees its directory: it must exist on the "
+                    "queue host (local node) or lie under a [[nodes]] shared prefix"
+                )
         if job.cuda is not None and not self.reason:
             need = job.cuda
             # Unknown (None) might be new enough, so it cannot make the job impossible.
@@ -301,6 +312,7 @@ class _Pass:
                 int | None,
                 tuple[str, bool] | None,
                 float | None,
+                tuple[str, ...] | None,
             ],
             _Profile,
         ] = {}
@@ -315,7 +327,7 @@ class _Pass:
         for job in sorted(pending, key=lambda j: (-j.priority, j.created_at, j.id)):
             who = (job.user, job.forbid_busy) if self.any_busy else None
             timed = job.time_limit if self.any_timed else None
-            key = (job.node, job.cuda, job.memory_mb, job.gpu, who, timed)
+            key = (job.node, job.cuda, job.memory_mb, job.gpu, who, timed, job.nodes)
             profile = self.profiles.get(key)
             if profile is None:
                 profile = self.profiles[key] = _Profile(

@@ -50,6 +50,13 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         email_on_failure=spec.email_on_failure,
         max_runtime=spec.max_runtime,
         no_reassign=spec.no_reassign,
+        cwd=spec.cwd,
+        env_captured=None if spec.env_captured is None else dict(spec.env_captured),
+        manifest_id=spec.manifest_id,
+        subdir=spec.subdir,
+        in_place=spec.in_place,
+        setup=spec.setup,
+        setup_files=list(spec.setup_files),
     )
 
 
@@ -83,7 +90,9 @@ def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:
 def started(job: Job, ev: JobStarted, node: str) -> Outcome:
     if job.state is not JobState.RUNNING or job.attempt != ev.attempt or job.node != node:
         return Outcome()
-    new = msgspec.structs.replace(job, pid=ev.pid, started_at=ev.started_at)
+    new = msgspec.structs.replace(
+        job, pid=ev.pid, started_at=ev.started_at, env_dropped=list(ev.env_dropped)
+    )
     data = {"attempt": ev.attempt, "pid": ev.pid}
     return Outcome(new, [NewEvent("job_started", job.id, node, data)])
 

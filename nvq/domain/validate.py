@@ -33,8 +33,9 @@ class SubmitField(NamedTuple):
 # Where a flag or key is not the field's name: sizes drop their unit, --tag repeats.
 _FLAG_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "tags": "tag"}
 _KEY_NAMES = {"vram_mb": "vram", "memory_mb": "memory"}
-# Set from the environment (NVQ_SUBMITTER), not by a flag or a manifest.
-_NOT_SUBMITTED = frozenset({"submitter"})
+# Set from the environment (NVQ_SUBMITTER; the submitting shell's directory, its
+# variables and their snapshot), not by a flag or a manifest.
+_NOT_SUBMITTED = frozenset({"submitter", "cwd", "env_captured", "manifest_id", "subdir"})
 
 
 def _submit_field(field: str) -> SubmitField:

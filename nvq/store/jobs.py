@@ -24,6 +24,10 @@ _JSON_FIELDS = frozenset(
         "email_on_failure",
         "no_reassign",
         "log_truncated",
+        "env_captured",
+        "in_place",
+        "setup_files",
+        "env_dropped",
     }
 )
 _json = msgspec.json.Encoder()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -173,6 +173,17 @@ ALTER TABLE jobs ADD COLUMN nonce TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN result_error TEXT;
 ALTER TABLE jobs ADD COLUMN log_truncated TEXT NOT NULL DEFAULT 'false';
 INSERT OR IGNORE INTO meta (key, value) VALUES ('queue_id', lower(hex(randomblob(8))));
+""",
+    # 8: the job's world — submit directory, captured environment, snapshot, setup.
+    """
+ALTER TABLE jobs ADD COLUMN cwd TEXT;
+ALTER TABLE jobs ADD COLUMN env_captured TEXT NOT NULL DEFAULT 'null';
+ALTER TABLE jobs ADD COLUMN manifest_id TEXT;
+ALTER TABLE jobs ADD COLUMN subdir TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN in_place TEXT NOT NULL DEFAULT 'false';
+ALTER TABLE jobs ADD COLUMN setup TEXT;
+ALTER TABLE jobs ADD COLUMN setup_files TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE jobs ADD COLUMN env_dropped TEXT NOT NULL DEFAULT '[]';
 """,
 ]
 

@@ -13,8 +13,24 @@ not follow), then the node's configured env, then `--env`. Whatever nvq sets
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Iterable, Mapping
+
+from nvq_runner.node_env import (
+    NO_SUCH_PATH,
+    NODE_IDENTITY,
+    NODE_OWN,
+    PATH_LISTS,
+    Dropped,
+    NodeEnv,
+    local_env,
+    remote_env,
+)
+
+__all__ = [
+    "MASK", "NODE_IDENTITY", "NODE_OWN", "NO_SUCH_PATH", "PATH_LISTS", "Dropped",
+    "NodeEnv", "capture", "is_secret", "local_env", "masked", "remote_env",
+]
 
 SHELL_ONLY = frozenset({
     "PWD", "OLDPWD", "SHLVL", "_", "DISPLAY", "XDG_RUNTIME_DIR", "CUDA_VISIBLE_DEVICES",
@@ -22,15 +38,6 @@ SHELL_ONLY = frozenset({
 SHELL_ONLY_PREFIXES = ("SSH_", "WAYLAND_", "TERM", "NVQ_")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 MASK = "***"
-# colon-separated lists of directories, filtered entry by entry on a remote node
-PATH_LISTS = frozenset({
-    "PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LIBRARY_PATH", "CPATH", "MANPATH",
-    "PKG_CONFIG_PATH", "XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "INFOPATH",
-})
-NO_SUCH_PATH = "no such path there"
-# who and where the job is on a remote node: the node's login says, not the submitter's
-NODE_IDENTITY = frozenset({"HOME", "USER", "LOGNAME", "SHELL", "MAIL", "HOSTNAME", "HOST"})
-NODE_OWN = "the node's own"
 
 
 def _excluded(name: str, extra: Iterable[str]) -> bool:
@@ -46,6 +53,7 @@ def capture(environ: Mapping[str, str], exclude: Iterable[str] = ()) -> dict[str
     return {k: v for k, v in sorted(environ.items()) if not _excluded(k, extra)}
 
 
+@functools.lru_cache(maxsize=4096)  # the same few names, job after job
 def is_secret(name: str) -> bool:
     upper = name.upper()
     return any(word in upper for word in SECRET_WORDS)
@@ -53,99 +61,6 @@ def is_secret(name: str) -> bool:
 
 def masked(env: Mapping[str, str]) -> dict[str, str]:
     """The environment as shown to people: values of secret-looking names hidden."""
+    if not any(map(is_secret, env)):
+        return dict(env)
     return {k: MASK if is_secret(k) else v for k, v in env.items()}
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """A captured value (or one entry of a path list) left behind on a node."""
-
-    name: str
-    value: str
-    reason: str
-    entry: bool = False  # one entry of a path list, not the whole variable
-
-    def __str__(self) -> str:
-        if self.entry:
-            return f"{self.name} entry {self.value} ({self.reason})"
-        return f"{self.name}={self.value} ({self.reason})"
-
-
-@dataclass
-class NodeEnv:
-    env: dict[str, str]
-    dropped: list[Dropped] = field(default_factory=list)
-
-
-def _is_path_list(name: str, value: str) -> bool:
-    if name in PATH_LISTS:
-        return True
-    parts = [p for p in value.split(":") if p]
-    return len(parts) > 1 and all(p.startswith("/") for p in parts)
-
-
-def _carry(
-    name: str, value: str, login: Mapping[str, str], exists: Callable[[str], bool],
-) -> tuple[str | None, list[Dropped]]:
-    """The value to carry for one captured variable (None: drop it), and what was
-    left out of it."""
-    if _is_path_list(name, value):
-        kept: list[str] = []
-        dropped: list[Dropped] = []
-        for part in value.split(":"):
-            if part.startswith("/") and not exists(part):
-                dropped.append(Dropped(name, part, NO_SUCH_PATH, entry=True))
-            else:
-                kept.append(part)
-        if not any(kept):
-            return None, [Dropped(name, value, NO_SUCH_PATH)]
-        # the node's own entries stay reachable after the submitter's
-        for part in login.get(name, "").split(":"):
-            if part and part not in kept:
-                kept.append(part)
-        return ":".join(kept), dropped
-    if value.startswith("/") and not exists(value):
-        return None, [Dropped(name, value, NO_SUCH_PATH)]
-    return value, []
-
-
-def local_env(
-    captured: Mapping[str, str],
-    *,
-    node: Mapping[str, str] | None = None,
-    cli: Mapping[str, str] | None = None,
-    nvq: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The job's environment on the queue host's own node: the capture as it was."""
-    return {**captured, **(node or {}), **(cli or {}), **(nvq or {})}
-
-
-def remote_env(
-    captured: Mapping[str, str],
-    *,
-    login: Mapping[str, str],
-    path_exists: Callable[[str], bool],
-    node: Mapping[str, str] | None = None,
-    cli: Mapping[str, str] | None = None,
-    nvq: Mapping[str, str] | None = None,
-) -> NodeEnv:
-    """The job's environment on a remote node. `path_exists` answers for the node
-    (the runner passes `os.path.exists`); `login` is what `bash -lc env` gives there.
-    Who the job runs as (`HOME`, `USER`, `SHELL`…) comes from the login, not the
-    submitter, wherever the login names it."""
-    env = dict(login)
-    dropped: list[Dropped] = []
-    for name, value in captured.items():
-        if name in NODE_IDENTITY:
-            if name in login and login[name] != value:
-                dropped.append(Dropped(name, value, NODE_OWN))
-            if name in login:
-                continue
-        carried, lost = _carry(name, value, login, path_exists)
-        dropped += lost
-        if carried is not None:
-            env[name] = carried
-    env.update(node or {})
-    env.update(cli or {})
-    env.update(nvq or {})
-    return NodeEnv(env, dropped)

@@ -221,8 +221,14 @@ def shape_text(run: Run) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+STABLE_ENV = ("PATH", "HOME", "PYTHONDONTWRITEBYTECODE")
+
+
 def test_json_document_shapes(nvq: Nvq) -> None:
     """A completed, a failed, a running and a pending job, then every read document."""
+    # The jobs capture the submitting shell's environment: keep it the same everywhere.
+    nvq.env = {k: v for k, v in nvq.env.items() if k.startswith("NVQ_") or k in STABLE_ENV}
+    nvq.env["LANG"] = "C.UTF-8"  # else Python may add LC_CTYPE to a C locale
     runs: dict[str, Run] = {}
     runs["job_submit"] = nvq.run("job", "submit", "--json", "--", "true")
     done_id = runs["job_submit"].json()["id"]

@@ -53,7 +53,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
     assert not (laptop.home / "queue.db").exists(), "the laptop opened no database"
 
     job = laptop.submit(
-        "--gpus", "0", "--name", "r", "--", "sh", "-c", "echo out; echo err >&2; exit 3"
+        "--gpus", "0", "--no-snapshot", "--name", "r", "--", "sh", "-c", "echo out; echo err >&2; exit 3"
     )
     there = laptop.run("job", "wait", str(job["id"]), "--json")
     here = host.run("job", "wait", str(job["id"]), "--json")
@@ -64,7 +64,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
         ("job", "logs", str(job["id"]), "--stderr"),
         ("job", "show", "999"),
         ("job", "show", "999", "--json"),
-        ("job", "submit", "--gpus", "-1", "--", "true"),
+        ("job", "submit", "--gpus", "-1", "--no-snapshot", "--", "true"),
         ("queue", "alerts", "--json"),
     ):
         there, here = laptop.run(*args), host.run(*args)
@@ -76,7 +76,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
     script = tmp_path / "laptop-only" / "job.sh"
     script.parent.mkdir()
     script.write_text("echo from-a-laptop-script\n")
-    sub = laptop.submit("--gpus", "0", "--script", str(script))
+    sub = laptop.submit("--gpus", "0", "--no-snapshot", "--script", str(script))
     assert sub["command"] == "echo from-a-laptop-script\n"
     code, _ = laptop.wait(sub["id"])
     assert code == 0
@@ -91,7 +91,7 @@ def test_logs_follow_streams_through_ssh(pair: tuple[Nvq, Nvq], tmp_path: Path) 
     host, laptop = pair
     gate = tmp_path / "gate"  # the job ends only after the first line came through
     job = laptop.submit(
-        "--gpus", "0", "--", "sh", "-c",
+        "--gpus", "0", "--no-snapshot", "--", "sh", "-c",
         f"echo tick 1; while [ ! -e {gate} ]; do sleep 0.05; done; echo tick 2",
     )
     laptop.wait_for(job["id"], lambda j: j["state"] == "running")

@@ -43,7 +43,8 @@ def test_submit_runs_to_completion_with_its_environment(nvq: Nvq, tmp_path: Path
     job_dir = Path(env["NVQ_JOB_DIR"])
     assert env["NVQ_STATUS_FILE"] == str(job_dir / "status")
     assert Path(env["NVQ_ARTIFACTS"]).is_dir()
-    assert out.read_text().splitlines()[-1] == str(job_dir)  # runs in its job dir
+    # runs in the snapshot of its submit directory, inside its job dir
+    assert out.read_text().splitlines()[-1] == str(job_dir / "work")
     for field in (
         "id",
         "name",

@@ -28,6 +28,7 @@ from nvq.cli.commands import (
     policy,
     queue,
     submit,
+    world,
 )
 from nvq.cli.commands.web import on_web
 
@@ -39,8 +40,8 @@ def _attach(group: typer.Typer, *parts: typer.Typer) -> None:
         group.registered_commands += part.registered_commands
 
 
-_attach(job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job)
-_attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue)
+_attach(job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job, world.on_job)
+_attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue, world.on_queue)
 _attach(node_app, node.on_node)
 _attach(daemon_app, daemon.on_daemon)
 daemon_app.registered_callback = daemon.on_daemon.registered_callback

@@ -39,11 +39,14 @@ def job_ls(
 def job_show(
     job_id: int = typer.Argument(..., help="Job id."),
     logs: int = typer.Option(0, "--logs", help="Include the last N lines of its output."),
+    reveal: bool = typer.Option(
+        False, "--reveal", help="With --json: show secret-looking variables' values."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """One job in full, with its events."""
     doc = Client().show(job_id, logs=logs)
-    emit(doc, as_json, job_detail(doc))
+    emit(doc, as_json, job_detail(doc), reveal=reveal)
     return 0
 
 
@@ -68,10 +71,15 @@ def job_logs(
     attempt: int = typer.Option(
         None, "--attempt", help="Output of attempt N (see `job show`); default: the latest."
     ),
+    setup: bool = typer.Option(False, "--setup", help="What its --setup printed."),
     as_json: bool = JsonOpt,
 ) -> int:
     """A job's output."""
-    stream: Literal["stdout", "stderr"] = "stderr" if stderr else "stdout"
+    if stderr and setup:
+        raise CliError("give --stderr or --setup, not both", 2)
+    stream: Literal["stdout", "stderr", "setup"] = (
+        "setup" if setup else "stderr" if stderr else "stdout"
+    )
     chunks = Client().logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt)
     if as_json:
         text = b"".join(chunks).decode(errors="replace")

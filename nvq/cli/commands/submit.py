@@ -16,6 +16,7 @@ from nvq.cli.dashes import KeepsRawArgs, check_before_dashes
 from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size, with_manifest
 from nvq.cli.render.jobs import outcome
 from nvq.cli.render.output import emit
+from nvq.cli.submit_world import WorldOptions, submit_world
 from nvq.client import Client
 from nvq.model import Job, JobSpec
 
@@ -64,6 +65,24 @@ def job_submit(
     email_on_failure: bool = typer.Option(
         None, "--email-on-failure/--no-email-on-failure", help="E-mail me when it ends badly."
     ),
+    no_env: bool = typer.Option(
+        False, "--no-env", help="Take only --env values, not this shell's environment."
+    ),
+    no_snapshot: bool = typer.Option(
+        False, "--no-snapshot", help="Do not take a copy of this directory with the job."
+    ),
+    in_place: bool = typer.Option(
+        None, "--in-place/--snapshot",
+        help="Run in this directory itself (live files; only where it exists).",
+    ),
+    setup: str = typer.Option(
+        None, "--setup", help="Build the job's environment once per node ($NVQ_ENV_DIR)."
+    ),
+    setup_files: list[str] = typer.Option(
+        [], "--setup-files", help="Files whose content keys --setup (pattern, repeatable)."
+    ),
+    from_cwd: str = typer.Option(None, "--from-cwd", hidden=True),
+    from_env: str = typer.Option(None, "--from-env", hidden=True),
     as_json: bool = JsonOpt,
 ) -> int:
     """Queue a job."""
@@ -99,6 +118,11 @@ def job_submit(
         email_on_failure=email_on_failure,
         max_runtime=duration(max_runtime, "--max-runtime"),
         no_reassign=no_reassign,
+        setup=setup,
+        setup_files=setup_files,
+        **submit_world(
+            WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env
+        ),
     )
     if spec.max_runtime is not None and spec.max_runtime <= 0:
         raise CliError("--max-runtime must be positive", 2)

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 
 from nvq.cli.render.table import ago, clip, safe, table
+from nvq.cli.render.world import world_lines
 from nvq.control import JobDetail
 from nvq.model import Job
 from nvq.values import format_duration, format_mib
@@ -98,6 +99,7 @@ def job_detail(doc: JobDetail) -> str:
         out.append("  note        " + "\n              ".join(note_lines))
     if doc.tags:
         out.append(f"  tags        {safe(', '.join(doc.tags))}")
+    out.extend(world_lines(doc))
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
     if doc.result_error:

@@ -11,7 +11,19 @@ from typing import Any
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.handlers import busy, check, clusters, jobs, lanes, nodes, ops, policy, submit, why
+from nvq.daemon.handlers import (
+    busy,
+    check,
+    clusters,
+    jobs,
+    lanes,
+    nodes,
+    ops,
+    policy,
+    submit,
+    why,
+    world,
+)
 from nvq.daemon.handlers.history import gpu_history
 from nvq.daemon.handlers.job_edit import edit_job
 from nvq.domain.permissions import ANYONE, Permission, admin, owner
@@ -58,6 +70,8 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.ClusterDrain: clusters.cluster_drain,
     c.ClusterRetry: clusters.cluster_retry,
     c.EditJob: edit_job,
+    c.Gc: world.gc,
+    c.Pull: world.pull,
 }
 
 
@@ -117,6 +131,8 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.ClusterRetry: admin("retry a cluster"),
     c.EditJob: owner("edit"),
     c.Check: admin("check the queue's store"),
+    c.Gc: admin("free the blob store"),
+    c.Pull: ANYONE,
 }
 
 

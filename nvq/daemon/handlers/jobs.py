@@ -13,6 +13,7 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.handlers import world
 from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import with_reason
 from nvq.daemon.placing import explain
@@ -135,5 +136,7 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> tuple[Any, int]:
                 Tx(delete_jobs=ids, events=[NewEvent("jobs_purged", None, None, data)])
             )
             ctx.machines.artifacts.delete(ids)  # their checkpoints go with them
+    if ids:
+        await world.free_blobs(state)  # and their snapshots, unless another job shares one
     state.kick()  # a purged prerequisite no longer holds anyone back
     return {"purged": len(ids), "ids": ids}, 0

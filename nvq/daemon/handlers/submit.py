@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from nvq import control as c
+from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.state import State
@@ -17,6 +18,7 @@ from nvq.domain import arrays, lanes, transitions
 from nvq.domain.matching import parse_cuda
 from nvq.domain.validate import SpecError, validate_spec
 from nvq.model import Job, JobSpec, Tx
+from nvq_runner.manifest_wire import is_hash
 
 
 async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
@@ -26,6 +28,13 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
     with map_exceptions({SpecError: RequestError}):
         validate_spec(spec)
     check_mail(state, spec)
+    if spec.manifest_id and not (
+        is_hash(spec.manifest_id) and blob_store(state.home).has(spec.manifest_id)
+    ):
+        raise RequestError(
+            f"the snapshot {spec.manifest_id[:12]} is not in the queue host's blob store "
+            "(submit from the queue host, or pass --no-snapshot)"
+        )
     job = transitions.new_job(spec, user=user, now=time.time())
     async with state.lock:
         for dep in {*spec.after, *spec.after_any}:

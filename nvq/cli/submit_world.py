@@ -1,0 +1,63 @@
+"""`job submit`'s side of a job's world: this shell's directory and environment, and
+the snapshot, turned into JobSpec fields (see nvq.world.submission).
+
+A submit forwarded over `[remote]` arrives with the directory and environment of the
+machine where it was typed (`--from-cwd`, `--from-env`, added by nvq.remote); its
+snapshot cannot travel with it yet, so the forwarding side refuses one.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from nvq.cli.params import CliError
+from nvq.config import ConfigError, load_config
+from nvq.home import default_root
+from nvq.world.submission import SnapshotError, WorldOptions, submission_world
+
+__all__ = ["WorldOptions", "decode_env", "encode_env", "submit_world"]
+
+
+def encode_env(env: dict[str, str]) -> str:
+    return base64.urlsafe_b64encode(msgspec.json.encode(env)).decode()
+
+
+def decode_env(text: str) -> dict[str, str]:
+    try:
+        return msgspec.json.decode(base64.urlsafe_b64decode(text), type=dict[str, str])
+    except (ValueError, msgspec.DecodeError):
+        raise CliError("--from-env: not an environment nvq encoded", 2) from None
+
+
+def submit_world(
+    options: WorldOptions, from_cwd: str | None, from_env: str | None,
+) -> dict[str, Any]:
+    root = default_root()
+    try:
+        config = load_config(root).submit
+    except ConfigError as exc:
+        raise CliError(str(exc), 2) from None
+    if from_cwd is not None:
+        # forwarded: what was taken where the command was typed
+        forwarded = options if options.no_snapshot or options.in_place else WorldOptions(
+            options.no_env, True, options.in_place, options.workdir)
+        fields = submission_world(
+            cwd=Path(from_cwd), environ=decode_env(from_env) if from_env else {},
+            config=config, options=forwarded, home=root,
+        )
+        return fields
+    try:
+        cwd = Path.cwd()
+    except OSError as exc:
+        raise CliError(f"cannot read the current directory: {exc.strerror}", 2) from None
+    try:
+        return submission_world(
+            cwd=cwd, environ=os.environ, config=config, options=options, home=root,
+        )
+    except SnapshotError as exc:
+        raise CliError(str(exc), 2) from None

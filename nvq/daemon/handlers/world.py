@@ -1,0 +1,50 @@
+"""`nvq queue gc`, and the blob release that follows `job purge`: the queue host's blob
+store keeps what jobs still in the queue (in any state) reference, and frees the rest.
+Objects younger than the store's grace period stay, so a submit that has stored its
+snapshot but not yet its job is never robbed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from nvq import control as c
+from nvq.daemon.blobs import blob_store
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
+from nvq.daemon.pull import check_paths, pull_into_staging
+from nvq.daemon.state import State
+from nvq.world.blobs import GcReport
+
+
+async def free_blobs(state: State) -> GcReport:
+    async with state.lock:
+        live = {j.manifest_id for j in await state.store.jobs() if j.manifest_id}
+    store = blob_store(state.home)
+    return await anyio.to_thread.run_sync(store.gc, live)
+
+
+async def gc(ctx: Context, req: c.Gc, user: str) -> tuple[Any, int]:
+    report = await free_blobs(ctx.state)
+    return c.GcDone(
+        objects_freed=report.objects_freed, bytes_freed=report.bytes_freed,
+        objects_kept=report.objects_kept, bytes_kept=report.bytes_kept,
+    ), 0
+
+
+async def pull(ctx: Context, req: c.Pull, user: str) -> tuple[Any, int]:
+    state = ctx.state
+    check_paths(req.paths)
+    job = await state.get_job(req.id)
+    if job.node is None:
+        raise RequestError(f"job {job.id} has not run yet: nothing to pull")
+    node = state.nodes.get(job.node)
+    if node is None or node.state != "up":
+        raise RequestError(f"job {job.id}'s node {job.node} is not reachable now")
+    listing = await ctx.machines.artifacts.query(node, job.id)
+    if listing is None or not listing.root:
+        why = listing.error if listing is not None and listing.error else "no answer"
+        raise RequestError(f"cannot find job {job.id}'s directory on {node.name}: {why}")
+    staging = await pull_into_staging(state.home, node, job, listing.root, req.paths)
+    return c.Pulled(path=str(staging), node=node.name), 0

@@ -1,0 +1,103 @@
+"""`nvq job pull`: copy a job's working directory (or paths in it) and its artifacts
+from its node into a staging directory on the queue host, which the CLI then moves
+where the user asked. The local node's files are copied; an SSH node's come over SFTP
+on the connection its link already holds."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import anyio
+
+from nvq.daemon.errors import RequestError
+from nvq.daemon.nodes import NodeRuntime
+from nvq.model import Job
+
+
+def staging_root(home: Path) -> Path:
+    return home / "pulls"
+
+
+def check_paths(paths: list[str]) -> None:
+    for rel in paths:
+        parts = PurePosixPath(rel).parts
+        if not rel or rel.startswith("/") or ".." in parts:
+            raise RequestError(f"{rel!r}: give paths inside the job's working directory")
+
+
+def sources(job: Job, artifacts_root: str, paths: list[str]) -> list[tuple[str, str]]:
+    """(path on the node, name under the staging directory) to copy."""
+    job_dir = PurePosixPath(artifacts_root).parent
+    if job.in_place and job.cwd:
+        work = PurePosixPath(job.cwd)
+    elif job.manifest_id:
+        work = job_dir / "work"
+    else:
+        work = PurePosixPath(job.workdir) if job.workdir else job_dir
+    if paths:
+        return [(str(work / rel), rel) for rel in paths]
+    out = [(artifacts_root, "artifacts")]
+    if not job.in_place:  # an in-place job's directory is already where the user is
+        out.insert(0, (str(work), "work"))
+    return out
+
+
+def _writable(root: Path) -> None:
+    """Copies of cached files are read-only (0400): give the owner write back."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if not stat.S_ISLNK(st.st_mode):
+                os.chmod(path, stat.S_IMODE(st.st_mode) | stat.S_IRUSR | stat.S_IWUSR
+                         | (stat.S_IXUSR if stat.S_ISDIR(st.st_mode) else 0))
+
+
+def _copy_local(src: str, dst: Path) -> None:
+    if os.path.isdir(src):
+        shutil.copytree(src, dst, symlinks=True)
+    else:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+async def _copy_sftp(conn: Any, pairs: list[tuple[str, Path]]) -> None:
+    sftp = await conn.start_sftp_client()
+    try:
+        for src, dst in pairs:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            await sftp.get(src, str(dst), recurse=True, preserve=True)
+    finally:
+        sftp.exit()
+
+
+async def pull_into_staging(
+    home: Path, node: NodeRuntime, job: Job, artifacts_root: str, paths: list[str],
+) -> Path:
+    staging = staging_root(home) / f"{job.id}-{secrets.token_hex(4)}"
+    staging.mkdir(parents=True, mode=0o700)
+    pairs = [(src, staging / name) for src, name in sources(job, artifacts_root, paths)]
+    try:
+        if node.config is None:
+            for src, dst in pairs:
+                if not os.path.lexists(src):  # noqa: ASYNC240 - one stat, local node
+                    raise RequestError(f"job {job.id} has no {src} on {node.name}")
+                await anyio.to_thread.run_sync(_copy_local, src, dst)
+        else:
+            conn = getattr(node.channel, "connection", None)
+            if conn is None:
+                raise RequestError(f"node {node.name} has no SSH connection now")
+            await _copy_sftp(conn, pairs)
+        await anyio.to_thread.run_sync(_writable, staging)
+    except RequestError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    except Exception as exc:  # OSError here, asyncssh's SFTPError there
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RequestError(f"cannot copy job {job.id}'s files from {node.name}: {exc}") from None
+    return staging

@@ -1,0 +1,173 @@
+"""What a job needs around it before its process starts: the working copy of its
+snapshot, the environment it carried (merged with the node's), and its setup.
+
+The working copy is `$NVQ_JOB_DIR/work`, built from the node's blob cache after
+fetching what the cache lacks; a later attempt of the same job reuses it (its outputs
+are still there). The login environment of a remote node (`bash -lc env`) is read
+once per runner start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .blobcache import BlobCache
+from .blobfetch import BlobFetcher, FetchError
+from .jobfiles import JobDir, tail_text
+from .manifest_wire import Manifest, ManifestError
+from .node_env import local_env, remote_env
+from .protocol import Start
+from .setup_env import DEFAULT_SETUP_FILES, ensure_env, job_env, setup_files, setup_key
+
+log = logging.getLogger(__name__)
+
+LOGIN_TIMEOUT = 30.0
+# what a login shell is started with: who the user is, nothing of the runner's own
+LOGIN_SEED = ("HOME", "USER", "LOGNAME", "SHELL", "LANG")
+SETUP_LOG = "setup.log"
+SETUP_LOG_LINES = 20
+
+
+class PrepareError(Exception):
+    """The job cannot start; the message is for the user."""
+
+
+@dataclass
+class Prepared:
+    workdir: Path | None = None  # None: as the Start says (its workdir, or the job dir)
+    env: dict[str, str] | None = None  # None: the runner's environment plus `env`
+    dropped: list[str] = field(default_factory=list)
+
+
+def work_dir(d: JobDir) -> Path:
+    return d.path / "work"
+
+
+class JobWorld:
+    def __init__(self, home: Path, cache: BlobCache, fetcher: BlobFetcher) -> None:
+        self.home = home
+        self.cache = cache
+        self.fetcher = fetcher
+        self._login: dict[str, str] | None = None
+        self._login_lock = threading.Lock()
+
+    @staticmethod
+    def needed(msg: Start) -> bool:
+        return bool(msg.manifest_id or msg.env_mode != "runner" or msg.setup)
+
+    async def prepare(self, msg: Start, d: JobDir) -> Prepared:
+        prepared = Prepared()
+        manifest: Manifest | None = None
+        if msg.manifest_id:
+            manifest = await self._working_copy(msg, d)
+            top = work_dir(d)
+            prepared.workdir = top / msg.subdir if msg.subdir else top
+        env, prepared.dropped = await asyncio.to_thread(self._env, msg)
+        if msg.setup:
+            cwd = prepared.workdir or (Path(msg.workdir).expanduser() if msg.workdir else d.path)  # noqa: ASYNC240
+            env = await asyncio.to_thread(self._setup, msg, d, manifest, cwd, env)
+        prepared.env = env
+        return prepared
+
+    # ------------------------------------------------------------ working copy
+
+    async def _working_copy(self, msg: Start, d: JobDir) -> Manifest:
+        manifest = self.cache.load_manifest(msg.manifest_id)
+        try:
+            if manifest is None:
+                await self.fetcher.fetch(msg.job_id, [msg.manifest_id], {})
+                manifest = self.cache.load_manifest(msg.manifest_id)
+                if manifest is None:
+                    raise PrepareError("the snapshot's manifest did not arrive")
+            top = work_dir(d)
+            if top.is_dir():
+                return manifest  # an earlier attempt's copy, with its outputs
+            d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            missing = await asyncio.to_thread(self.cache.materialise, manifest, top)
+            if missing:
+                sizes = {e.sha256: e.size for e in manifest.files()}
+                await self.fetcher.fetch(msg.job_id, missing, sizes)
+                missing = await asyncio.to_thread(self.cache.materialise, manifest, top)
+                if missing:
+                    raise PrepareError(
+                        f"{len(missing)} snapshot file(s) left the node's cache before "
+                        "use; raise [[nodes]] cache_size")
+        except FetchError as exc:
+            raise PrepareError(f"cannot fetch the job's snapshot: {exc}") from None
+        except (ManifestError, OSError) as exc:
+            raise PrepareError(f"cannot build the job's working copy: {exc}") from None
+        return manifest
+
+    # ------------------------------------------------------------ environment
+
+    def _env(self, msg: Start) -> tuple[dict[str, str] | None, list[str]]:
+        # the runner's own settings (fake GPUs, sampling) are nvq's, never captured
+        node = {**{k: v for k, v in os.environ.items() if k.startswith("NVQ_")}, **msg.node_env}
+        if msg.env_mode == "local":
+            return local_env(msg.env_captured, node=node, cli=msg.env), []
+        if msg.env_mode == "remote":
+            merged = remote_env(msg.env_captured, login=self.login_env(),
+                                path_exists=os.path.exists, node=node, cli=msg.env)
+            return merged.env, [str(item) for item in merged.dropped]
+        if msg.setup:  # nothing captured, but the setup needs an environment to run in
+            return {**os.environ, **msg.node_env, **msg.env}, []
+        return None, []
+
+    def login_env(self) -> dict[str, str]:
+        with self._login_lock:
+            if self._login is None:
+                self._login = _read_login_env()
+            return self._login
+
+    # ------------------------------------------------------------ setup
+
+    def _setup(
+        self, msg: Start, d: JobDir, manifest: Manifest | None, cwd: Path,
+        env: dict[str, str] | None,
+    ) -> dict[str, str]:
+        base = env if env is not None else {**os.environ, **msg.env}
+        patterns = tuple(msg.setup_files) or DEFAULT_SETUP_FILES
+        files = setup_files(manifest, msg.subdir, patterns) if manifest is not None else {}
+        key = setup_key(msg.setup, files)
+        result = ensure_env(
+            self.home, key, msg.setup, cwd=cwd, env=base,
+            should_stop=lambda: d.read_tombstone() >= msg.attempt,
+        )
+        if result.ran or not result.ok:
+            d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                shutil.copyfile(result.log, d.path / SETUP_LOG)
+            except OSError as exc:
+                log.warning("job %s: cannot keep the setup log: %s", msg.job_id, exc)
+        if not result.ok:
+            tail = tail_text(result.log, lines=SETUP_LOG_LINES)
+            raise PrepareError(f"setup failed ({result.reason}):\n{tail}".rstrip())
+        return job_env(result, base)
+
+
+def _read_login_env() -> dict[str, str]:
+    """What `bash -lc env` gives on this node, started from who the user is alone.
+    Without bash (or when it hangs), the runner's own environment stands in."""
+    seed = {k: os.environ[k] for k in LOGIN_SEED if k in os.environ}
+    seed["PATH"] = os.defpath
+    try:
+        out = subprocess.run(
+            ["bash", "-lc", "env -0"], env=seed, stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=LOGIN_TIMEOUT, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("cannot read the login environment (%s); using the runner's", exc)
+        return dict(os.environ)
+    env: dict[str, str] = {}
+    for item in out.split(b"\0"):
+        name, sep, value = item.decode(errors="replace").partition("=")
+        if sep and name and name not in ("_", "SHLVL", "PWD", "OLDPWD"):
+            env[name] = value
+    return env
