@@ -8,15 +8,15 @@ from pathlib import Path
 
 import anyio
 
-from nvq import opsdb
 from nvq.daemon.state import State
+from nvq.store import alerts as alert_table
 from tests.fakes.aio import run
 from tests.fakes.daemon import eventually, nodes_config, running_daemon
 from tests.fakes.runner import FakeRunner
 
 
 async def _alerts(core: State, *, include_acked: bool) -> list[tuple[str, str | None]]:
-    found = await core.store.sync(lambda c: opsdb.alerts(c, include_acked=include_acked))
+    found = await core.store.sync(lambda c: alert_table.alerts(c, include_acked=include_acked))
     return [(a.kind, a.acked_by) for a in found]
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from nvq import control as c
-from nvq import opsdb
 from nvq.daemon.handlers.nodes import status
 from nvq.model import JobState, Tx
+from nvq.store import alerts as alert_table
 from nvq.store import core as store_core
 from tests.fakes.aio import run
 from tests.fakes.daemon import _contexts, eventually, job_now, running_daemon, submit
@@ -58,7 +58,7 @@ def test_exits_wait_for_space_then_arrive_with_their_codes(
             ]
             doc, _ = await status(_contexts[id(core)], c.Status(), "tester")
             assert doc["disk_full"] is None
-            found = await core.store.sync(lambda conn: opsdb.alerts(conn, include_acked=True))
+            found = await core.store.sync(lambda conn: alert_table.alerts(conn, include_acked=True))
             assert any(a.message.startswith("disk full on the queue host") for a in found)
 
     run(main)

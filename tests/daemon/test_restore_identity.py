@@ -11,7 +11,7 @@ def test_restore_against_a_used_node_keeps_the_node_working(nvq: Nvq) -> None:
     first = [nvq.submit("--gpus", "0", "--", "sh", "-c", f"echo old-{i}") for i in range(3)]
     code, _ = nvq.wait(*(j["id"] for j in first))
     assert code == 0
-    backup = nvq.home.parent / "b.db"
+    backup = nvq.home / "backups" / "b.db"  # backups live under the home
     nvq.ok("queue", "backup", str(backup))
     late = nvq.submit("--gpus", "0", "--", "sh", "-c", "sleep 3; echo late; exit 4")
     nvq.wait_for(late["id"], lambda j: j["state"] == "running")

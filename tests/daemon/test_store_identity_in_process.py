@@ -10,9 +10,9 @@ from pathlib import Path
 
 import msgspec
 
-from nvq import opsdb
 from nvq.daemon.state import State
 from nvq.model import JobState
+from nvq.store import alerts as alert_table
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
 from tests.fakes.daemon import eventually, job_now, running_daemon, submit
@@ -43,7 +43,7 @@ def ran_before(runner: FakeRunner, job_id: int, code: int, *, acked: bool) -> No
 
 
 async def alert_messages(core: State) -> list[str]:
-    found = await core.store.sync(lambda c: opsdb.alerts(c, include_acked=True))
+    found = await core.store.sync(lambda c: alert_table.alerts(c, include_acked=True))
     return [a.message for a in found]
 
 
