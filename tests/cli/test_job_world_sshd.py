@@ -41,7 +41,9 @@ def test_relative_script_runs_on_an_sshd_node(remote: tuple[Nvq, SshdNode]) -> N
     out = logs(nvq, job["id"])
     assert "config: lr: 0.1" in out
     work = Path(out.split("cwd: ", 1)[1].splitlines()[0])
-    assert work == node.home / "jobs" / str(job["id"]) / "work"
+    # the job's directory on the node, named by the queue's id, the job id and its nonce
+    assert work.name == "work" and work.parent.parent == node.home / "jobs"
+    assert f"-{job['id']}-" in work.parent.name
     assert (work / "src" / "helper.txt").read_text() == "helper\n"
     assert (work / "out.txt").read_text() == "written by the job\n"
     assert "venv: None" in out  # a path the node lacks is not carried

@@ -323,7 +323,7 @@ def test_replay_until_ack_and_connection_replacement(node: Node) -> None:
 def test_runner_killed_hard_adopts_running_job(node: Node) -> None:
     node.start()
     c, _ = node.hello()
-    gate = node.home.parent / "gate20"  # job 20 outlives the restart however slow it is
+    gate = node.home / "gate20"  # job 20 outlives the restart however slow it is
     c.send(job(20, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 7", timeout=60))
     c.send(job(21, "sleep 0.2; exit 5"))
     c.send(job(22, "sleep 30", timeout=1.5, kill_grace=5))
@@ -363,7 +363,7 @@ def test_vanished_job_is_lost(node: Node) -> None:
 def test_stop_leaves_jobs_running(node: Node) -> None:
     node.start()
     c, _ = node.hello()
-    gate = node.home.parent / "gate31"  # the job outlives the restart however slow it is
+    gate = node.home / "gate31"  # the job outlives the restart however slow it is
     c.send(job(31, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 4"))
     started = c.expect(JobStarted, job_id=31)
     stop_runner(node.home)
