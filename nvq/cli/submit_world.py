@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from nvq.cli.params import CliError
-from nvq.config import ConfigError, load_config
+from nvq.config import ConfigError, SubmitConfig, load_config
 from nvq.home import default_root
 from nvq.world.submission import SnapshotError, WorldOptions, submission_world
 
@@ -41,7 +41,13 @@ def submit_world(
     try:
         config = load_config(root).submit
     except ConfigError as exc:
-        raise CliError(str(exc), 2) from None
+        if os.access(root / "config.toml", os.R_OK) or not (root / "config.toml").exists():
+            raise CliError(str(exc), 2) from None
+        # A member of a shared queue cannot read the owner's config, nor write the
+        # owner's blob store: their job runs without a snapshot, with the defaults.
+        config = SubmitConfig()
+        if not options.in_place:
+            options = WorldOptions(options.no_env, True, options.in_place, options.workdir)
     if from_cwd is not None:
         # forwarded: what was taken where the command was typed
         forwarded = options if options.no_snapshot or options.in_place else WorldOptions(

@@ -35,7 +35,7 @@ def test_purge_frees_the_snapshots_no_job_uses_and_gc_reports(nvq: Nvq) -> None:
     assert first.exists() and second.exists()
     age_the_store(nvq.home)
 
-    nvq.ok("job", "purge")
+    nvq.ok("job", "purge", "--yes")
     assert not first.exists(), "the purged job's own file is freed"
     assert second.exists(), "a waiting job's snapshot is kept"
     report = nvq.json("queue", "gc")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,13 +53,28 @@ def test_a_home_path_too_long_for_a_socket_says_so(tmp_path: Path) -> None:
         q.shutdown()
 
 
+def _has_socket(pid: int) -> bool:
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd).startswith("socket:") for fd in fds.iterdir())
+    except OSError:
+        return False
+
+
 def test_a_daemon_killed_while_a_request_waits_is_one_line(nvq: Nvq) -> None:
-    job = nvq.submit("--gpus", "0", "--", "sleep", "30")
+    job = nvq.submit("--gpus", "0", "--", "sleep", "300")
     waiter = subprocess.Popen(
         [sys.executable, "-m", "nvq", "job", "wait", str(job["id"])],
         env=nvq.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     nvq.wait_for(job["id"], lambda j: j["state"] == "running")
+    # Kill only once the waiter is connected: a waiter that connects later would start
+    # a fresh daemon and wait on (that is its job), not see one die under it.
+    deadline = time.monotonic() + 30
+    while not _has_socket(waiter.pid):
+        assert time.monotonic() < deadline, "the waiter never connected"
+        time.sleep(0.05)
+    time.sleep(0.3)  # its request sent and taken
     pid = int((nvq.home / "daemon.pid").read_text())
     os.kill(pid, 9)
     _out, err = waiter.communicate(timeout=30)

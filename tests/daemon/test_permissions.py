@@ -69,6 +69,8 @@ CASES: list[tuple[c.Request, str]] = [
     (c.ClusterDrain(name="hpc"), "admin"),
     (c.ClusterRetry(name="hpc"), "admin"),
     (c.Check(), "admin"),
+    (c.Gc(), "admin"),
+    (c.Pull(id=1), "anyone"),
 ]
 
 

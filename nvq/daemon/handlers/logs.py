@@ -34,8 +34,9 @@ async def open_logs(
     job = await state.get_job(job_id)
     if attempt is not None and attempt != job.attempt:
         return await _open_earlier(state, job, attempt, lines=lines, stream=stream)
-    while follow and job.node is None and not job.state.finished:
-        # `logs -f` on a job still waiting for a card follows it from its start.
+    while follow and (job.node is None or job.started_at is None) and not job.state.finished:
+        # `logs -f` on a job still waiting for a card follows it from its start (not
+        # from its dispatch: the runner may still be preparing the job's world).
         changed = state.changed
         await changed.wait()
         job = await state.get_job(job_id)
