@@ -11,6 +11,7 @@ skipped when `/usr/sbin/sshd` is missing (`.ci/run` installs it).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,12 +20,32 @@ import pytest
 from tests.harness.sshd import (
     ClientKey,
     SshdNode,
+    clear_stale_shell_locks,
     make_client_key,
     sshd_available,
     start_sshd_nodes,
 )
 
 SshdNodesFactory = Callable[[int], list[SshdNode]]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_stale_shell_locks() -> Iterator[None]:
+    """Tests that kill SSH sessions can leave the login shell's pyenv lock behind at
+    any moment, and every SSH command after it then waits 60 s: clear such a lock
+    (older than any real rehash) for as long as the tests run."""
+    stop = threading.Event()
+
+    def sweep() -> None:
+        while not stop.wait(1.0):
+            clear_stale_shell_locks(max_age=10.0)
+
+    thread = threading.Thread(target=sweep, name="stale-lock-sweeper", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 @pytest.fixture(scope="session")
