@@ -73,9 +73,16 @@ def spawn(
         group = memlimit.make_cgroup(f"nvq-{msg.job_id}-{msg.attempt}", msg.memory_mb)
     # O_APPEND: when the runner cuts a log's middle (logcap), the job's next write
     # goes to the new end instead of leaving a hole where the cut-off part was.
-    argv = ["/bin/sh", str(WRAPPER), str(d.path), f"{job_umask:04o}"]
-    if msg.user:
-        argv = as_user(msg.user, d) + argv
+    prefix = as_user(msg.user, d) if msg.user else []
+    wrapper = WRAPPER
+    if prefix:
+        # The member may not reach the runner's own installed files (a 0700 home or
+        # checkout): they run a copy of the wrapper in their job directory.
+        wrapper = d.path / ".nvq-wrapper.sh"
+        wrapper.write_bytes(WRAPPER.read_bytes())
+        who = pwd.getpwnam(msg.user)
+        os.chown(wrapper, who.pw_uid, who.pw_gid)
+    argv = [*prefix, "/bin/sh", str(wrapper), str(d.path), f"{job_umask:04o}"]
     with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
         return subprocess.Popen(
             argv,
