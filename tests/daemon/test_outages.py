@@ -9,35 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.cluster import Nvq, write_mesh_config
+from tests.daemon import test_ssh_nodes
+from tests.daemon.test_ssh_nodes import ONE_CARD, _until
 
-from tests.cluster import Nvq, make_nvq, write_mesh_config
-
-ONE_CARD = 'cuda = "13.0"\n[[gpu]]\nname = "Fake L4"\nmemory = "24GiB"\n'
-
-
-@pytest.fixture
-def mesh(tmp_path: Path, sshd_nodes: Any) -> Any:
-    made: list[Nvq] = []
-
-    def build(n: int, **kwargs: Any) -> tuple[Nvq, list[Any]]:
-        nodes = sshd_nodes(n)
-        nvq = make_nvq(tmp_path / f"q{len(made)}")
-        write_mesh_config(nvq, nodes, **kwargs)
-        made.append(nvq)
-        return nvq, nodes
-
-    yield build
-    for nvq in made:
-        nvq.shutdown()
-
-
-def _until(pred: Any, timeout: float = 30, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+mesh = test_ssh_nodes.mesh  # the fixture, shared with the other sshd-node tests
 
 
 def test_a_no_reassign_job_that_completed_while_its_node_was_away_completes(
