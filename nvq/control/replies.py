@@ -1,0 +1,244 @@
+"""What `Done.data` holds, typed: the daemon's answers as the client decodes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from nvq.domain.attempts import Attempt
+from nvq.domain.waiting import NodeFit
+from nvq.model import Event, Job, NodeView
+
+# -- what `Done.data` holds, typed ---------------------------------------------------
+# Fields are declared in the order the daemon writes them and a key it only sometimes
+# sends is UNSET when absent, so a decoded reply encodes back to the very document the
+# daemon sent: `--json` prints it as it came.
+
+Unset = msgspec.UnsetType
+UNSET = msgspec.UNSET
+
+
+class JobDetail(Job, kw_only=True):
+    """`ShowJob`: the job, its events, its attempts, and why it waits."""
+
+    events: list[Event] = msgspec.field(default_factory=list)
+    attempts: list[Attempt] = msgspec.field(default_factory=list)
+    why: str | None = None
+    logs: str | Unset | None = UNSET  # only when asked for (ShowJob.logs)
+    # A waiting job's `reason` is its reason code (nvq.domain.waiting); this, the words.
+    reason_detail: str | Unset | None = UNSET
+
+
+class JobRow(Job, kw_only=True):
+    """A job in `ListJobs`: a waiting (pending, held, paused) one carries its reason
+    code in `reason` and the words in `reason_detail`."""
+
+    reason_detail: str | Unset | None = UNSET
+
+
+class WhyReport(msgspec.Struct, kw_only=True):
+    """`Why`: the job's reason, then every node with each constraint checked."""
+
+    id: int
+    state: str
+    reason: str | None
+    reason_detail: str | None
+    nodes: list[NodeFit]
+
+
+class WaitResult(msgspec.Struct, kw_only=True):
+    """`Wait`: the jobs as they ended (or stand), and 0 all completed, 1 one ended
+    badly, 2 the timeout ran out first."""
+
+    jobs: list[Job]
+    exit_code: int
+
+
+class Alert(msgspec.Struct, kw_only=True):
+    id: int
+    time: float
+    kind: str
+    severity: str
+    job_id: int | None
+    node: str | None
+    attempt: int
+    message: str
+    detail: str | None
+    acked_at: float | None
+    acked_by: str | None
+
+
+class DaemonInfo(msgspec.Struct, kw_only=True):
+    pid: int
+    version: str
+    started_at: float
+    home: str
+
+
+class ChannelHealth(msgspec.Struct, kw_only=True):
+    delivered: int
+    waiting: int
+    failing: bool
+    last_error: str | None
+    last_error_at: float | None
+    attempts: int
+
+
+class QueueStatus(msgspec.Struct, kw_only=True):
+    daemon: DaemonInfo
+    counts: dict[str, int]  # every state, in JobState order
+    pending_reaps: int
+    placement: dict[str, Any]  # figures of the last placement pass
+    nodes: list[NodeView]
+    jobs: list[Job]  # pending, held, paused and running
+    alerts: list[Alert]  # the open ones
+    notify: dict[str, ChannelHealth]
+    last_backup_at: float | None
+    keeper: dict[str, Any] | None  # None: no keeper installed
+    disk_full: str | None = None  # set while queue.db cannot be written for space
+
+
+class Pong(msgspec.Struct, kw_only=True):
+    pid: int
+    version: str
+
+
+class Bootstrapped(msgspec.Struct, kw_only=True):
+    node: str
+    version: str
+    python: str
+    installed: bool  # False: it was already current
+    seconds: float
+    note: str | Unset = UNSET
+
+
+class Purged(msgspec.Struct, kw_only=True):
+    purged: int
+    ids: list[int]
+
+
+class Pulled(msgspec.Struct, kw_only=True):
+    path: str  # the staging directory on the queue host, for the CLI to move
+    node: str
+
+
+class GcDone(msgspec.Struct, kw_only=True):
+    """`Gc`: what left the blob store and what it still holds."""
+
+    objects_freed: int
+    bytes_freed: int
+    objects_kept: int
+    bytes_kept: int
+
+
+class BackupMade(msgspec.Struct, kw_only=True):
+    path: str
+    bytes: int
+    jobs: int
+    seconds: float
+    at: float
+    deleted: list[str] | Unset = UNSET  # periodic backups only: rotated out
+
+
+class NodeCheck(msgspec.Struct, kw_only=True):
+    """One node's journal against queue.db (`Check`)."""
+
+    missing: list[int]  # job ids the node knows and queue.db does not
+    state: str  # the node's state: a node that is not up could not be compared
+    journal_head: int | None  # the runner's last journaled seq when it said hello
+    applied_seq: int  # the last seq of it queue.db applied
+    lost_events: int  # journaled events before the hello that queue.db never applied
+
+
+class StoreCheck(msgspec.Struct, kw_only=True):
+    integrity: str  # "ok", or what `PRAGMA integrity_check` found
+    nodes: dict[str, NodeCheck]
+
+
+class LaneStatus(msgspec.Struct, kw_only=True):
+    lane: str
+    node: str
+    gpu: int
+    running: int | None
+    next: list[int]
+    paused: bool
+    blocked: str | None
+
+
+class LaneDetail(LaneStatus, kw_only=True):
+    running_job: Job | None
+    # each a job document with its 1-based `position` first
+    jobs: list[dict[str, Any]]
+
+
+class ArtifactFile(msgspec.Struct, kw_only=True):
+    path: str
+    size: int
+    mtime: float
+
+
+class Artifacts(msgspec.Struct, kw_only=True):
+    job_id: int
+    dir: str
+    files: list[ArtifactFile]
+    bytes: int
+    last_sync: float | None
+    copied_to: str | Unset = UNSET  # set by `job artifacts --get`, never by the daemon
+
+
+class BusyView(msgspec.Struct, kw_only=True):
+    node: str
+    owner: str | None
+    mode: str  # on | off | auto
+    reported: bool | None  # the runner's last word; None: none yet
+    busy: bool
+    sessions: Any = UNSET  # the runner's detail, once it reported
+    idle: Any = UNSET
+
+
+class BusyAssignment(msgspec.Struct, kw_only=True):
+    user: str
+    busy_assign: bool
+
+
+class GpuPoint(msgspec.Struct, kw_only=True):
+    """One card at one time: its memory split (foreign: not the queue's; reserved:
+    what queue jobs asked for) and utilisation, averaged over the step."""
+
+    time: float
+    node: str
+    gpu: int
+    mem_total_mb: int
+    foreign_mb: int
+    queue_mb: int
+    reserved_mb: int
+    util_percent: int | None
+
+
+class ClusterPilot(msgspec.Struct, kw_only=True):
+    node: str  # hpc/81234
+    job_id: str
+    state: str  # Slurm's: PENDING, RUNNING, ...
+    reason: str | None  # why Slurm holds it back
+    time_left: float | None  # seconds its allocation has left
+    host: str | None  # the compute node, once it runs
+
+
+class ClusterView(msgspec.Struct, kw_only=True):
+    name: str
+    login: str  # host:port of the login node
+    connected: bool
+    error: str | None  # why the login node cannot be reached
+    target: int | None  # `cluster scale N` (0 after `drain`); None: automatic
+    refused: str | None  # Slurm's refusal, while no more pilots are requested
+    demand: int  # pilots the waiting jobs would fill
+    pilots: list[ClusterPilot]
+
+
+class ArraySubmitted(msgspec.Struct, kw_only=True):
+    """`job submit --array`: the array (its id is its first member's) and its members."""
+
+    id: int
+    ids: list[int]
+    count: int

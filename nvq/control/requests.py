@@ -1,0 +1,284 @@
+"""What the CLI (or any client) asks the daemon: one tagged msgspec struct per request,
+sent as one msgpack frame on `$NVQ_HOME/daemon.sock`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from nvq.model import JobSpec
+
+
+class Submit(msgspec.Struct, tag="submit", frozen=True):
+    spec: JobSpec
+
+
+class ListJobs(msgspec.Struct, tag="ls", frozen=True):
+    active: bool = False
+    states: list[str] | None = None
+    limit: int | None = None
+    array: int | None = None  # members of this array only
+
+
+class ShowJob(msgspec.Struct, tag="show", frozen=True):
+    id: int
+    logs: int = 0
+
+
+class Cancel(msgspec.Struct, tag="cancel", frozen=True):
+    ids: list[int]
+    array: bool = False  # ids are array ids: every member not yet running
+
+
+class Release(msgspec.Struct, tag="release", frozen=True):
+    ids: list[int]
+
+
+class Note(msgspec.Struct, tag="note", frozen=True):
+    id: int
+    text: str | None = None
+    append: str | None = None
+    clear: bool = False
+
+
+class Result(msgspec.Struct, tag="result", frozen=True):
+    id: int
+    set_json: str | None = None
+
+
+class Wait(msgspec.Struct, tag="wait", frozen=True):
+    ids: list[int]
+    timeout: float | None = None
+
+
+class Logs(msgspec.Struct, tag="logs", frozen=True):
+    id: int
+    lines: int = 50
+    follow: bool = False
+    stream: Literal["stdout", "stderr", "setup"] = "stdout"
+    attempt: int | None = None  # that attempt's log (None: the latest)
+
+
+class Status(msgspec.Struct, tag="status", frozen=True):
+    pass
+
+
+class Nodes(msgspec.Struct, tag="nodes", frozen=True):
+    procs: bool = False
+    include_ignored: bool = False
+
+
+class NodeFlag(msgspec.Struct, tag="node_flag", frozen=True):
+    node: str
+    flag: Literal["drained", "ignored"]
+    value: bool
+
+
+class Bootstrap(msgspec.Struct, tag="bootstrap", frozen=True):
+    node: str
+    force: bool = False
+
+
+class Events(msgspec.Struct, tag="events", frozen=True):
+    since: int = 0
+    limit: int | None = None
+    job_id: int | None = None
+
+
+class Subscribe(msgspec.Struct, tag="subscribe", frozen=True):
+    """The live event stream: every event with id > `since` (-1: only events from now
+    on), then each new one as it is committed, until the client hangs up. Each `Chunk`
+    holds a msgpack `list[Event]` (one commit, or a page of the backlog). A reader that
+    falls too far behind gets a final `Done` with an error and `data` =
+    `{"fell_behind": <last id sent>}`: subscribe again from there."""
+
+    since: int = 0
+    job_id: int | None = None  # only this job's events
+
+
+class Why(msgspec.Struct, tag="why", frozen=True):
+    """Per node, whether the job could start there now and which constraint fails."""
+
+    id: int
+
+
+class StopDaemon(msgspec.Struct, tag="stop", frozen=True):
+    pass
+
+
+class Ping(msgspec.Struct, tag="ping", frozen=True):
+    pass
+
+
+# -- scheduling policy --------------------------------------------------------------
+
+
+class Requeue(msgspec.Struct, tag="requeue", frozen=True):
+    ids: list[int]
+
+
+class Purge(msgspec.Struct, tag="purge", frozen=True):
+    before: float | None = None
+    dry_run: bool = False  # only say which jobs it would forget
+    ids: list[int] | None = None  # at most these (the ones a user confirmed)
+
+
+class Edit(msgspec.Struct, tag="edit", frozen=True):
+    id: int
+    drop_after: list[int] = []
+    add_after: list[int] = []
+
+
+class EditJob(msgspec.Struct, tag="edit_job", frozen=True):
+    """`job edit ID --vram ...`: JobSpec field → its new value, checked as at submit."""
+
+    id: int
+    changes: dict[str, Any]
+
+
+class Priority(msgspec.Struct, tag="priority", frozen=True):
+    ids: list[int]
+    change: str | None = None  # "5" sets, "+1"/"-2" adjust
+    up: int | None = None  # places earlier in the dispatch order (negative: later)
+    array: bool = False
+
+
+class Pause(msgspec.Struct, tag="pause", frozen=True):
+    ids: list[int]
+    array: bool = False
+
+
+class Resume(msgspec.Struct, tag="resume", frozen=True):
+    ids: list[int]
+    array: bool = False
+
+
+class Lanes(msgspec.Struct, tag="lanes", frozen=True):
+    pass
+
+
+class Lane(msgspec.Struct, tag="lane", frozen=True):
+    lane: str
+    action: str | None = None  # None: show it
+    ids: list[int] = []
+    to: str | None = None
+    before: int | None = None
+    at: str | None = None
+
+
+class Alerts(msgspec.Struct, tag="alerts", frozen=True):
+    include_acked: bool = False
+
+
+class Ack(msgspec.Struct, tag="ack", frozen=True):
+    ids: list[int] | None = None  # None: every open alert
+
+
+class Backup(msgspec.Struct, tag="backup", frozen=True):
+    path: str | None = None  # absolute, on the queue host; None: the backup directory
+
+
+class Check(msgspec.Struct, tag="check", frozen=True):
+    """queue.db's integrity, and whether it knows what the nodes' journals know."""
+
+    wait: float = 10.0  # seconds to wait for connecting nodes to report
+
+
+class Pull(msgspec.Struct, tag="pull", frozen=True):
+    """Copy a job's working directory (or `paths` in it) and its artifacts from its
+    node into a staging directory on the queue host (`Pulled.path`)."""
+
+    id: int
+    paths: list[str] = []
+
+
+class Gc(msgspec.Struct, tag="gc", frozen=True):
+    """Free the blob store's objects that no job (not yet purged) references."""
+
+
+# -- machines that come and go ---------------------------------------------------------
+
+
+class JobArtifacts(msgspec.Struct, tag="job_artifacts", frozen=True):
+    id: int
+
+
+class BusyMode(msgspec.Struct, tag="busy_mode", frozen=True):
+    node: str
+    mode: str | None = None  # "on" | "off" | "auto"; None: show it
+
+
+class BusyAssign(msgspec.Struct, tag="busy_assign", frozen=True):
+    forbid: bool  # for the asking user's own busy nodes
+
+
+class GpuHistory(msgspec.Struct, tag="gpu_history", frozen=True):
+    """Each card's history (one point a minute, 7 days kept), averaged over `step`
+    seconds, from `since` (a Unix time; None: the last 24 hours)."""
+
+    since: float | None = None
+    node: str | None = None
+    step: float = 60.0
+
+
+class ClusterStatus(msgspec.Struct, tag="cluster_status", frozen=True):
+    name: str | None = None  # None: every cluster
+
+
+class ClusterScale(msgspec.Struct, tag="cluster_scale", frozen=True):
+    name: str
+    pilots: int | None  # keep exactly this many; None: back to automatic scaling
+
+
+class ClusterDrain(msgspec.Struct, tag="cluster_drain", frozen=True):
+    name: str
+
+
+class ClusterRetry(msgspec.Struct, tag="cluster_retry", frozen=True):
+    name: str
+
+
+Request = (
+    Submit
+    | GpuHistory
+    | JobArtifacts
+    | BusyMode
+    | BusyAssign
+    | Alerts
+    | Ack
+    | Backup
+    | Check
+    | ListJobs
+    | ShowJob
+    | Cancel
+    | Release
+    | Note
+    | Result
+    | Wait
+    | Logs
+    | Status
+    | Nodes
+    | NodeFlag
+    | Bootstrap
+    | Events
+    | Subscribe
+    | Why
+    | StopDaemon
+    | Ping
+    | Requeue
+    | Purge
+    | Edit
+    | Priority
+    | Pause
+    | Resume
+    | Lanes
+    | Lane
+    | ClusterStatus
+    | ClusterScale
+    | ClusterDrain
+    | ClusterRetry
+    | EditJob
+    | Gc
+    | Pull
+)
