@@ -119,6 +119,11 @@ class AsyncClient:
         )
         return await self._call(listed, list[c.JobRow])
 
+    async def job_window(self, window: c.JobWindow) -> c.JobPage:
+        """`job ls`: the live jobs and the newest finished ones, narrowed by `window`'s
+        filters; `more` says whether the window left jobs out."""
+        return await self._call(window, c.JobPage)
+
     async def show(self, id: int, *, logs: int = 0) -> c.JobDetail:
         """One job with its events, attempts, why it waits, and `logs` lines of output."""
         return await self._call(c.ShowJob(id=id, logs=logs), c.JobDetail)

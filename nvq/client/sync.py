@@ -155,6 +155,11 @@ class Client:
         )
         return self._call(listed, list[c.JobRow])
 
+    def job_window(self, window: c.JobWindow) -> c.JobPage:
+        """`job ls`: the live jobs and the newest finished ones, narrowed by `window`'s
+        filters; `more` says whether the window left jobs out."""
+        return self._call(window, c.JobPage)
+
     def show(self, id: int, *, logs: int = 0) -> c.JobDetail:
         """One job with its events, attempts, why it waits, and `logs` lines of output."""
         return self._call(c.ShowJob(id=id, logs=logs), c.JobDetail)
