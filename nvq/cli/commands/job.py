@@ -34,7 +34,10 @@ def job_ls(
     tag: str = typer.Option(None, "--tag", help="Only jobs with this tag."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """List jobs: the live ones and the newest 50 finished (see --limit, --all)."""
+    """List jobs: the live ones and the newest 50 finished.
+
+    --limit N shows the newest N jobs, --all every one; the filters narrow either.
+    When jobs were left out the list says so (with --json: {"jobs": [...], "more": true})."""
     from nvq.cli.job_window import LEFT_OUT, json_document, window_request
 
     states = [*state, "held"] if held else state
