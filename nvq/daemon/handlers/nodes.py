@@ -81,9 +81,9 @@ async def status(ctx: Context, req: c.Status, user: str) -> tuple[Any, int]:
         "placement": state.placement_stats,
         "nodes": node_views(state),
         "jobs": active,
-        "arrays": arrays,
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
+    doc["arrays"] = arrays  # last, as in the reply struct
     return doc, 0
 
 
