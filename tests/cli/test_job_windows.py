@@ -129,3 +129,20 @@ def test_queue_status_sums_up_an_array_in_one_line(nvq: Nvq) -> None:
     assert [j["id"] for j in doc["jobs"]] == [blocker]
     nvq.ok("job", "cancel", "--array", str(array["id"]))
     nvq.ok("job", "cancel", str(blocker))
+
+
+def test_queue_events_streams_a_long_log_page_by_page(nvq: Nvq) -> None:
+    blocker = nvq.submit("--gpus", "0", "--", "sleep", "60")["id"]
+    nvq.ok(
+        "job", "submit", "--gpus", "0", "--array", "0-2099", "--after", str(blocker), "--", "true"
+    )
+    events = nvq.json("queue", "events")  # more than one page (2,000), one list
+    ids = [e["id"] for e in events]
+    assert len(ids) > 2100 and ids == sorted(set(ids)) and ids[0] == 1
+    assert [e["id"] for e in nvq.json("queue", "events", "--limit", "2050")] == ids[:2050]
+    later = nvq.json("queue", "events", "--since", str(ids[1990]), "--limit", "30")
+    assert [e["id"] for e in later] == ids[1991:2021]
+    lines = nvq.ok("queue", "events").out.splitlines()
+    assert len(lines) == len(ids)  # a line per event, no table header
+    assert lines[-1].split()[0] == str(ids[-1])
+    nvq.ok("job", "cancel", str(blocker))
