@@ -97,6 +97,15 @@ def cli(nvq: Any, args: list[str], runs: int) -> dict[str, float]:
     return summary_ms(times)
 
 
+def cli_python(runs: int) -> dict[str, float]:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - t)
+    return summary_ms(times)
+
+
 def in_process(home: Path, request: c.Request, runs: int) -> dict[str, float]:
     times = []
     with Client(home) as client:
@@ -128,6 +137,8 @@ def main() -> None:
         for _ in range(3):
             nvq.submit("--gpus", "0", "--after", str(blocker), "--", "true")
         mid = args.jobs // 2
+        # what a bare interpreter start costs now: the floor under every CLI figure
+        doc["python_start"] = cli_python(args.runs)
         doc["job_show_cli"] = cli(nvq, ["job", "show", str(mid), "--json"], args.runs)
         doc["job_show_daemon"] = in_process(nvq.home, c.ShowJob(id=mid), args.runs * 5)
         doc["job_ls_cli"] = cli(nvq, ["job", "ls", "--json"], args.runs)
