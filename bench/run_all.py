@@ -22,6 +22,7 @@ BENCHES: list[list[str]] = [
     ["tui_latency.py", "--jobs", "10000", "--runs", "20"],
     ["snapshot.py", "--mib", "200"],
     ["world_dispatch.py", "--mib", "50"],
+    ["big_queue.py", "--jobs", "1000000", "--runs", "10"],
 ]
 
 

@@ -153,6 +153,12 @@ class Requests:
             active=active, states=list(states) if states else None, limit=limit, array=array
         )
 
+    @returns(c.JobPage)
+    def job_window(self, window: c.JobWindow) -> c.Request:
+        """`job ls`: the live jobs and the newest finished ones, narrowed by `window`'s
+        filters; `more` says whether the window left jobs out."""
+        return window
+
     @returns(c.JobDetail)
     def show(self, id: int, *, logs: int = 0) -> c.Request:
         """One job with its events, attempts, why it waits, and `logs` lines of output."""

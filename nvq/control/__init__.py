@@ -35,6 +35,9 @@ from nvq.control.replies import (
     ArraySubmitted as ArraySubmitted,
 )
 from nvq.control.replies import (
+    ArraySummary as ArraySummary,
+)
+from nvq.control.replies import (
     ArtifactFile as ArtifactFile,
 )
 from nvq.control.replies import (
@@ -72,6 +75,9 @@ from nvq.control.replies import (
 )
 from nvq.control.replies import (
     JobDetail as JobDetail,
+)
+from nvq.control.replies import (
+    JobPage as JobPage,
 )
 from nvq.control.replies import (
     JobRow as JobRow,
@@ -162,6 +168,9 @@ from nvq.control.requests import (
 )
 from nvq.control.requests import (
     JobArtifacts as JobArtifacts,
+)
+from nvq.control.requests import (
+    JobWindow as JobWindow,
 )
 from nvq.control.requests import (
     Lane as Lane,

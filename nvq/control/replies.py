@@ -78,12 +78,13 @@ class QueueStatus(msgspec.Struct, kw_only=True):
     pending_reaps: int
     placement: dict[str, Any]  # figures of the last placement pass
     nodes: list[NodeView]
-    jobs: list[Job]  # pending, held, paused and running
+    jobs: list[Job]  # pending, held, paused and running (array members: see arrays)
     alerts: list[Alert]  # the open ones
     notify: dict[str, ChannelHealth]
     last_backup_at: float | None
     keeper: dict[str, Any] | None  # None: no keeper installed
     disk_full: str | None = None  # set while queue.db cannot be written for space
+    arrays: list[ArraySummary] = []  # arrays with live members, one line each
 
 
 class Pong(msgspec.Struct, kw_only=True):
@@ -229,3 +230,19 @@ class ArraySubmitted(msgspec.Struct, kw_only=True):
     id: int
     ids: list[int]
     count: int
+
+
+class JobPage(msgspec.Struct, kw_only=True):
+    """`JobWindow`: the jobs in the window, by id, and whether it left any out."""
+
+    jobs: list[JobRow]
+    more: bool = False
+
+
+class ArraySummary(msgspec.Struct, kw_only=True):
+    """An array in `queue status`, in place of its members: how many are in each
+    state (every state, in JobState order)."""
+
+    id: int
+    name: str
+    counts: dict[str, int]

@@ -239,6 +239,22 @@ class ClusterRetry(msgspec.Struct, tag="cluster_retry", frozen=True):
     name: str
 
 
+class JobWindow(msgspec.Struct, tag="ls_window", frozen=True, kw_only=True):
+    """`job ls`: the live jobs and the newest `finished` finished ones (with `limit`:
+    the newest `limit` jobs of any state; with `all`: every one), narrowed by the
+    filters. The reply is a `JobPage`."""
+
+    states: list[str] | None = None
+    user: str | None = None
+    tag: str | None = None
+    array: int | None = None
+    since_id: int | None = None
+    since_time: float | None = None
+    limit: int | None = None
+    all: bool = False
+    finished: int = 50
+
+
 Request = (
     Submit
     | GpuHistory
@@ -281,4 +297,5 @@ Request = (
     | EditJob
     | Gc
     | Pull
+    | JobWindow
 )

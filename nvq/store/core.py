@@ -22,7 +22,7 @@ import msgspec
 
 from nvq.domain.alerts import resolutions
 from nvq.model import Event, Job, JobState, Reap, Tx
-from nvq.store import alerts, events, integrity, jobs, lanes, meta, nodes, schema, space
+from nvq.store import alerts, events, integrity, jobs, lanes, meta, nodes, schema, space, windows
 from nvq.store.nodes import NodeRecord
 
 T = TypeVar("T")
@@ -186,6 +186,18 @@ class Store:
                 conn, states=states, ids=ids, limit=limit, newest_first=newest_first
             )
         )
+
+    async def newest_jobs(
+        self, states: Iterable[JobState], flt: windows.JobFilter, limit: int | None
+    ) -> tuple[list[Job], bool]:
+        """The newest `limit` jobs in `states` matching `flt`, and whether there are more."""
+        return await self.sync(lambda conn: windows.newest(conn, states, flt, limit))
+
+    async def array_counts(self, array_ids: Iterable[int]) -> dict[int, dict[str, int]]:
+        return await self.sync(lambda conn: windows.array_counts(conn, array_ids))
+
+    async def manifest_ids(self) -> set[str]:
+        return await self.sync(windows.manifest_ids)
 
     async def array_members(self, array_id: int) -> list[Job]:
         return await self.sync(lambda conn: jobs.array_members(conn, array_id))

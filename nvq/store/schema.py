@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -185,6 +185,30 @@ ALTER TABLE jobs ADD COLUMN setup TEXT;
 ALTER TABLE jobs ADD COLUMN setup_files TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE jobs ADD COLUMN env_dropped TEXT NOT NULL DEFAULT '[]';
 """,
+    # 9: `job ls --user` at a million jobs walks one user's rows of one state, newest
+    # first (the rowid ends every index entry), instead of every row of that state.
+    """
+CREATE INDEX jobs_by_user ON jobs(user, state);
+""",
+    # 10: how many jobs are in each state, kept by triggers in the same transaction as
+    # the change, so `queue status` reads nine rows instead of counting a million.
+    """
+CREATE TABLE job_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO job_counts (state, n) SELECT state, COUNT(*) FROM jobs GROUP BY state;
+CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN
+    INSERT INTO job_counts (state, n) VALUES (NEW.state, 1)
+        ON CONFLICT (state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;
+END;
+CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON jobs
+WHEN OLD.state IS NOT NEW.state BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;
+    INSERT INTO job_counts (state, n) VALUES (NEW.state, 1)
+        ON CONFLICT (state) DO UPDATE SET n = n + 1;
+END;
+""",
 ]
 
 
@@ -201,12 +225,25 @@ def migrate(conn: sqlite3.Connection) -> None:
     for target in range(version + 1, SCHEMA_VERSION + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in MIGRATIONS[target - 1].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in _statements(MIGRATIONS[target - 1]):
+                conn.execute(statement)
             conn.execute("DELETE FROM schema_version")
             conn.execute("INSERT INTO schema_version VALUES (?)", (target,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def _statements(script: str) -> list[str]:
+    """`script` cut at each `;` that ends a statement (not at those inside a
+    trigger's BEGIN … END)."""
+    out: list[str] = []
+    buf = ""
+    for piece in script.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n;"):
+                out.append(buf)
+            buf = ""
+    return out

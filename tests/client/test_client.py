@@ -61,6 +61,7 @@ def test_typed_replies_encode_to_what_the_daemon_sent(nvq: Nvq) -> None:
             (c.ShowJob(id=job.id), c.JobDetail),
             (c.ShowJob(id=job.id, logs=5), c.JobDetail),
             (c.ListJobs(), list[Job]),
+            (c.JobWindow(), c.JobPage),
             (c.Status(), c.QueueStatus),
             (c.Nodes(procs=True), list[NodeView]),
             (c.Events(), list[Event]),

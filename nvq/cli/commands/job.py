@@ -26,12 +26,31 @@ def job_ls(
     state: list[str] = typer.Option([], "--state", help="Only jobs in this state (repeatable)."),
     limit: int = typer.Option(None, "--limit", help="The newest N jobs."),
     array: int = typer.Option(None, "--array", help="Members of this array."),
+    every: bool = typer.Option(False, "--all", help="Every job, however many finished."),
+    since: str = typer.Option(
+        None, "--since", help="Job ID and later, or submitted since a DATE or an age (2h)."
+    ),
+    user: str = typer.Option(None, "--user", help="Only this user's jobs."),
+    tag: str = typer.Option(None, "--tag", help="Only jobs with this tag."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """List jobs."""
+    """List jobs: the live ones and the newest 50 finished.
+
+    --limit N shows the newest N jobs, --all every one; the filters narrow either.
+    When jobs were left out the list says so (with --json: {"jobs": [...], "more": true})."""
+    from nvq.cli.job_window import LEFT_OUT, json_document, window_request
+
     states = [*state, "held"] if held else state
-    jobs = Client().jobs(active=active, states=states or None, limit=limit, array=array)
-    emit(jobs, as_json, jobs_table(jobs))
+    if active:
+        jobs = Client().jobs(active=True, states=states or None, limit=limit, array=array)
+        emit(jobs, as_json, jobs_table(jobs))
+        return 0
+    window = window_request(
+        states=states, user=user, tag=tag, array=array, since=since, limit=limit, every=every
+    )
+    page = Client().job_window(window)
+    text = jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
+    emit(json_document(page), as_json, text)
     return 0
 
 

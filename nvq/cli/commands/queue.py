@@ -11,7 +11,7 @@ import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.render.output import emit
-from nvq.cli.render.queue import event_line, events_table, nodes_table, status_text
+from nvq.cli.render.queue import event_line, nodes_table, status_text
 from nvq.client import Client
 from nvq.home import default_root
 
@@ -109,6 +109,7 @@ def queue_events(
             line = msgspec.json.encode(event).decode() if as_json else event_line(event)
             print(line, flush=True)
         return 0
-    events = Client().events(since, limit=limit, job=job)
-    emit(events, as_json, events_table(events))
+    from nvq.cli.event_pages import print_events
+
+    print_events(Client(), since, limit, job, as_json)
     return 0

@@ -7,7 +7,7 @@ import time
 from nvq.cli.render.jobs import jobs_table
 from nvq.cli.render.ops import status_lead, status_tail
 from nvq.cli.render.table import clip, table
-from nvq.control import QueueStatus
+from nvq.control import ArraySummary, QueueStatus
 from nvq.model import Event, NodeView
 from nvq.values import format_duration, format_mib
 
@@ -75,8 +75,18 @@ def status_text(doc: QueueStatus) -> str:
             parts.append(f"  {n.name}: {n.error}")
     if doc.jobs:
         parts += ["", jobs_table(doc.jobs)]
+    if doc.arrays:
+        parts += ["", *map(array_line, doc.arrays)]
     parts += status_tail(doc)
     return "\n".join(parts)
+
+
+def array_line(a: ArraySummary) -> str:
+    """`array 12: 99,998 pending, 2 running, 0 failed`: those three always, then any
+    other state a member is in."""
+    always = ("pending", "running", "failed")
+    shown = [*always, *(s for s, n in a.counts.items() if n and s not in always)]
+    return f"array {a.id}: " + ", ".join(f"{a.counts.get(s, 0):,} {s}" for s in shown)
 
 
 def event_line(e: Event) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from nvq import __version__
 from nvq import control as c
+from nvq.daemon.array_summaries import summarise_arrays
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.state import State
@@ -67,6 +68,7 @@ async def status(ctx: Context, req: c.Status, user: str) -> tuple[Any, int]:
     counts = await state.store.state_counts()
     shown = ACTIVE_STATES | {JobState.HELD, JobState.PAUSED}
     active = sorted((j for j in state.jobs.values() if j.state in shown), key=lambda j: j.id)
+    active, arrays = await summarise_arrays(state.store, active)
     doc = {
         "daemon": {
             "pid": os.getpid(),
@@ -81,6 +83,7 @@ async def status(ctx: Context, req: c.Status, user: str) -> tuple[Any, int]:
         "jobs": active,
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
+    doc["arrays"] = arrays  # last, as in the reply struct
     return doc, 0
 
 

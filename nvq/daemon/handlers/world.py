@@ -20,7 +20,7 @@ from nvq.world.blobs import GcReport
 
 async def free_blobs(state: State) -> GcReport:
     async with state.lock:
-        live = {j.manifest_id for j in await state.store.jobs() if j.manifest_id}
+        live = await state.store.manifest_ids()  # one column: never every job in memory
     store = blob_store(state.home)
     return await anyio.to_thread.run_sync(store.gc, live)
 

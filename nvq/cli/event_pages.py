@@ -1,0 +1,61 @@
+"""`queue events` without --follow, streamed: the log is read a page at a time and each
+page printed as it comes, so catching up on a million events never holds them all.
+
+The output is what it always was: a short log is one table (the first page is the
+whole log); a longer one prints each event as one line, as `--follow` does, since a
+table's column widths would need every row first. `--json` writes the same list
+document, one element at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgspec
+
+from nvq.cli.render.queue import event_line, events_table
+from nvq.client import Client
+from nvq.model import Event
+
+PAGE = 2000  # events per request
+
+
+def pages(client: Client, since: int, limit: int | None, job: int | None) -> Iterator[list[Event]]:
+    """The log after `since`, at most `limit` events, in pages."""
+    left = limit
+    while left is None or left > 0:
+        size = PAGE if left is None else min(PAGE, left)
+        page = client.events(since, limit=size, job=job)
+        if page:
+            yield page
+        if len(page) < size:
+            return
+        since = page[-1].id
+        if left is not None:
+            left -= len(page)
+
+
+def print_events(
+    client: Client, since: int, limit: int | None, job: int | None, as_json: bool
+) -> None:
+    if as_json:
+        _print_json(pages(client, since, limit, job))
+        return
+    stream = pages(client, since, limit, job)
+    first = next(stream, [])
+    if len(first) < PAGE:
+        print(events_table(first))
+        return
+    print("\n".join(map(event_line, first)), flush=True)
+    for page in stream:
+        print("\n".join(map(event_line, page)), flush=True)
+
+
+def _print_json(stream: Iterator[list[Event]]) -> None:
+    """`[` … `]` around each event formatted as `emit` formats the whole list."""
+    opened = False
+    for page in stream:
+        for event in page:
+            text = msgspec.json.format(msgspec.json.encode(event), indent=2).decode()
+            print(("[\n" if not opened else ",\n") + "  " + text.replace("\n", "\n  "), end="")
+            opened = True
+    print("\n]" if opened else "[]", flush=True)
