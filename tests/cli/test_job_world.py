@@ -162,3 +162,20 @@ def test_pull_brings_back_outputs_and_artifacts(nvq: Nvq, tmp_path: Path) -> Non
     assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["out.txt"]
     again = nvq.run("job", "pull", str(job["id"]), "--to", str(back))
     assert again.code == 1 and "already exists" in again.err
+
+
+def test_nvq_state_inside_the_submit_directory_is_not_snapshotted(nvq: Nvq) -> None:
+    # Typed one level up: the queue's own home (`nvq/`) is under the submit directory,
+    # and so is another queue's home, known only by its database.
+    above = nvq.home.parent
+    (above / "old-queue").mkdir()
+    (above / "old-queue" / "queue.db").write_bytes(b"")
+    (above / "old-queue" / "notes.txt").write_text("state\n")
+    (above / "keep.txt").write_text("code\n")
+    nvq.cwd = above
+    job = nvq.submit("--gpus", "0", "--", "ls -A")
+    code, _ = nvq.wait(job["id"])
+    assert code == 0
+    listed = logs(nvq, job["id"]).split()
+    assert "keep.txt" in listed and "project" in listed
+    assert nvq.home.name not in listed and "old-queue" not in listed
