@@ -65,6 +65,8 @@ class JobWorld:
     async def prepare(self, msg: Start, d: JobDir) -> Prepared:
         prepared = Prepared()
         manifest: Manifest | None = None
+        if msg.cache_size > 0:  # [[nodes]] cache_size, as the queue says today
+            self.cache.max_bytes = msg.cache_size
         if msg.manifest_id:
             manifest = await self._working_copy(msg, d)
             top = work_dir(d)
