@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import workfiles
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher, FetchError
 from .jobfiles import JobDir, tail_text
@@ -101,6 +102,8 @@ class JobWorld:
                     raise PrepareError(
                         f"{len(missing)} snapshot file(s) left the node's cache before "
                         "use; raise [[nodes]] cache_size")
+            # what the copy was built with: the job's own files are told from these
+            await asyncio.to_thread(workfiles.record, d.path)
         except FetchError as exc:
             raise PrepareError(f"cannot fetch the job's snapshot: {exc}") from None
         except (ManifestError, OSError) as exc:
