@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import workfiles
-from .blobcache import BlobCache
+from .blobcache import DEFAULT_CACHE_SIZE, BlobCache
 from .blobfetch import BlobFetcher, FetchError
 from .jobfiles import JobDir, tail_text
 from .manifest_wire import Manifest, ManifestError
@@ -66,8 +66,8 @@ class JobWorld:
     async def prepare(self, msg: Start, d: JobDir) -> Prepared:
         prepared = Prepared()
         manifest: Manifest | None = None
-        if msg.cache_size > 0:  # [[nodes]] cache_size, as the queue says today
-            self.cache.max_bytes = msg.cache_size
+        # [[nodes]] cache_size as the queue says today (0: it is not set there)
+        self.cache.max_bytes = msg.cache_size or DEFAULT_CACHE_SIZE
         if msg.manifest_id:
             manifest = await self._working_copy(msg, d)
             top = work_dir(d)
