@@ -5,6 +5,8 @@ SQLite's online backup API: the copy is one consistent state of the queue even w
 jobs change. It is checked (`PRAGMA quick_check`) and published atomically with a hard
 link, which fails rather than replace an existing file, so a backup never overwrites.
 `restore` runs in the CLI with the daemon stopped (it takes the daemon's lock).
+A backup carries the snapshot blobs its unfinished jobs need, and a restore puts them
+back (nvq.world.backup_blobs), so a restored queue can still start those jobs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 from nvq.home import AlreadyRunning, Home
 from nvq.store import jobs, meta
+from nvq.world.backup_blobs import carry, restore_blobs
+from nvq.world.blobs import BlobStore
 
 NAME_RE = re.compile(r"queue-\d{8}-\d{6}(-\d+)?\.db")
 LAST_BACKUP = "last_backup_at"
@@ -105,8 +109,11 @@ def check(path: Path) -> int:
         raise BackupError(f"{path}: not a queue database: {exc}") from None
 
 
-def snapshot(conn: sqlite3.Connection, dest: Path) -> dict[str, Any]:
-    """Copy the live database to `dest` (on the store's thread). Never overwrites."""
+def snapshot(
+    conn: sqlite3.Connection, dest: Path, blobs: BlobStore | None = None,
+) -> dict[str, Any]:
+    """Copy the live database to `dest` (on the store's thread), with the blobs of
+    `blobs` its unfinished jobs need. Never overwrites."""
     started = time.monotonic()
     if dest.exists():
         raise BackupError(f"{dest} exists; a backup never overwrites a file")
@@ -119,6 +126,7 @@ def snapshot(conn: sqlite3.Connection, dest: Path) -> dict[str, Any]:
         copy = sqlite3.connect(tmp)
         try:
             conn.backup(copy)
+            carried = carry(copy, blobs) if blobs is not None else (0, 0)
             # A standalone file: no -wal beside it when it is opened or copied later.
             copy.execute("PRAGMA journal_mode=DELETE")
         finally:
@@ -141,6 +149,8 @@ def snapshot(conn: sqlite3.Connection, dest: Path) -> dict[str, Any]:
         "path": str(dest),
         "bytes": dest.stat().st_size,
         "jobs": jobs,
+        "blobs": carried[0],
+        "blob_bytes": carried[1],
         "seconds": round(time.monotonic() - started, 4),
         "at": now,
     }
@@ -188,6 +198,7 @@ def restore(home: Path, source: Path) -> dict[str, Any]:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
+        put = _restore_blobs(tmp, home)
         if db.exists():
             aside = db.with_name(f"{db.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
             # Fold the WAL in first so the kept copy is one self-contained file.
@@ -210,4 +221,16 @@ def restore(home: Path, source: Path) -> dict[str, Any]:
         _fsync_dir(db.parent)
     finally:
         lock.close()
-    return {"restored": str(source), "jobs": jobs, "replaced": kept, "db": str(db)}
+    return {"restored": str(source), "jobs": jobs, "replaced": kept, "db": str(db),
+            "blobs": put}
+
+
+def _restore_blobs(path: Path, home: Path) -> int:
+    """Blobs the backup at `path` carries go back into the home's store."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        return restore_blobs(db, BlobStore(home / "blobs"))
+    except (sqlite3.DatabaseError, OSError) as exc:
+        raise BackupError(f"{path}: cannot restore its snapshot files: {exc}") from None
+    finally:
+        db.close()

@@ -73,6 +73,14 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     setup_files: list[str] = []  # patterns of the files whose content keys the setup
 
 
+class WrittenFile(msgspec.Struct, frozen=True):
+    """A file a job created or changed in its working copy (`job show`, `job pull`)."""
+
+    path: str  # relative to the working copy
+    size: int
+    mtime: float
+
+
 class Job(msgspec.Struct, kw_only=True):
     id: int
     name: str
@@ -138,6 +146,8 @@ class Job(msgspec.Struct, kw_only=True):
     setup_files: list[str] = []
     # captured variables the node left out, in words ("VIRTUAL_ENV=/x (no such path there)")
     env_dropped: list[str] = []
+    # files of its working copy the job created or changed, as of its last attempt's end
+    written: list[WrittenFile] = []
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -11,6 +11,11 @@ host keys are checked strictly and nothing is asked interactively (BatchMode).
 
 A local file an option names (`job submit --script FILE`, `--manifest FILE`) is sent
 as the remote command's stdin, and the option becomes `-` there.
+
+`job submit` takes the directory, environment and snapshot of this machine: the
+snapshot is taken here and its blobs the queue host lacks cross first, over a call of
+their own (nvq.world.forward). `job pull` is not forwarded: it runs here and fetches
+the job's files through the queue host as a tar stream, so they land on this machine.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ LOCAL_FLAG = "--local"
 NEVER_FORWARDED = frozenset({"project"})
 FILE_OPTIONS = ("--script", "--manifest")
 SSH_UNREACHABLE = 255
+# `job pull` runs on this machine and fetches through the queue host (hidden option)
+PULL_FLAG = "--over-remote"
+# the hidden `queue` command that takes a forwarded snapshot's blobs
+RECEIVE_BLOBS = "receive-blobs"
 
 
 class RemoteError(Exception):
@@ -162,33 +171,58 @@ def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
     cfg = config.remote
     if cfg is None:
         return argv, None
-    return argv, forward(cfg, with_submit_world(argv, config.submit))
+    if argv[:2] == ["job", "pull"]:
+        # runs here, fetching through the queue host: the files belong on this machine
+        return [*argv[:2], PULL_FLAG, *argv[2:]], None
+    try:
+        return argv, forward(cfg, with_submit_world(argv, config.submit, cfg, home))
+    except ForwardedExit as exc:
+        return argv, exc.code
 
 
-def with_submit_world(argv: list[str], submit: SubmitConfig) -> list[str]:
-    """A forwarded `job submit` takes this machine's directory and environment with
-    it. Its snapshot cannot travel yet: refused unless the job needs none."""
+class ForwardedExit(Exception):
+    """The forward stopped before the command ran there; its reason is already out."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def with_submit_world(
+    argv: list[str], submit: SubmitConfig, cfg: RemoteConfig, home: Path,
+) -> list[str]:
+    """A forwarded `job submit` takes this machine's directory, environment and
+    snapshot with it: the snapshot's blobs the queue host lacks go first, by a call of
+    their own, and the submit then names the snapshot."""
     head, sep, tail = _split_dashdash(argv)
-    if head[:2] == ["job", "pull"]:
-        raise RemoteError(
-            "job pull over [remote] would leave the files on the queue host: run it "
-            "there (or with shared disks, read the job's directory directly) for now"
-        )
     if head[:2] != ["job", "submit"]:
         return argv
     needs_none = submit.in_place or any(
         arg in ("--no-snapshot", "--in-place") or arg.split("=", 1)[0] == "--workdir"
         for arg in head
     )
-    if not needs_none or "--snapshot" in head:
-        raise RemoteError(
-            "a submit over [remote] cannot take a snapshot of this directory yet: "
-            "use --in-place or --no-snapshot with [remote] for now"
-        )
     extra = [f"--from-cwd={os.getcwd()}"]
+    if not needs_none or "--snapshot" in head:
+        extra.append(f"--from-snapshot={_send_snapshot(cfg, home, submit)}")
     if "--no-env" not in head:
         from nvq.cli.submit_world import encode_env
         from nvq.world.environment import capture
 
         extra.append(f"--from-env={encode_env(capture(os.environ, submit.env_exclude))}")
     return head[:2] + extra + head[2:] + sep + tail
+
+
+def _send_snapshot(cfg: RemoteConfig, home: Path, submit: SubmitConfig) -> str:
+    from nvq.world.forward import ForwardError, SnapshotError, send_snapshot
+
+    command = remote_command(cfg, ["queue", RECEIVE_BLOBS], os.environ.get("NVQ_SUBMITTER"))
+    try:
+        return send_snapshot(Path.cwd(), home, submit, ssh_argv(cfg, command, stdin=True))
+    except SnapshotError as exc:
+        raise RemoteError(str(exc)) from None
+    except ForwardError as exc:
+        if exc.code == SSH_UNREACHABLE:
+            print(f"nvq: cannot reach the queue host {cfg.host} over ssh", file=sys.stderr)
+        elif str(exc):
+            print(f"nvq: {exc}", file=sys.stderr)
+        raise ForwardedExit(exc.code) from None

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import workfiles
 from .jobfiles import AttemptRecord, JobDir
 from .protocol import ExitReason, JobExited
 
@@ -46,11 +47,12 @@ def exited(
     ended = time.time() if waited else _mtime(d.exit)
     progress, tail = d.progress(), d.stderr_tail()
     result, result_error = d.result_text(rec.max_result)
+    files = workfiles.written(d.path)
     return lambda seq: JobExited(
         seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=code,
         signal=sig, ended_at=ended, reason=reason, progress=progress,
         stderr_tail=tail, result=result, result_error=result_error,
-        log_truncated=truncated,
+        log_truncated=truncated, written=files,
     )
 
 

@@ -18,7 +18,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .blobcache import BlobCache
+from . import workfiles
+from .blobcache import DEFAULT_CACHE_SIZE, BlobCache
 from .blobfetch import BlobFetcher, FetchError
 from .jobfiles import JobDir, tail_text
 from .manifest_wire import Manifest, ManifestError
@@ -65,6 +66,8 @@ class JobWorld:
     async def prepare(self, msg: Start, d: JobDir) -> Prepared:
         prepared = Prepared()
         manifest: Manifest | None = None
+        # [[nodes]] cache_size as the queue says today (0: it is not set there)
+        self.cache.max_bytes = msg.cache_size or DEFAULT_CACHE_SIZE
         if msg.manifest_id:
             manifest = await self._working_copy(msg, d)
             top = work_dir(d)
@@ -99,6 +102,8 @@ class JobWorld:
                     raise PrepareError(
                         f"{len(missing)} snapshot file(s) left the node's cache before "
                         "use; raise [[nodes]] cache_size")
+            # what the copy was built with: the job's own files are told from these
+            await asyncio.to_thread(workfiles.record, d.path)
         except FetchError as exc:
             raise PrepareError(f"cannot fetch the job's snapshot: {exc}") from None
         except (ManifestError, OSError) as exc:

@@ -56,6 +56,7 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     node_env: dict[str, str] = {}  # [[nodes]] env, between the captured and `env`
     setup: str = ""  # built once per node and key before the job (setup_env.py)
     setup_files: list[str] = []  # patterns of the files keying the setup ([] default)
+    cache_size: int = 0  # [[nodes]] cache_size in bytes (0: the runner's default)
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):

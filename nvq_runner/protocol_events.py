@@ -122,6 +122,9 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     result_error: str | None = None
     # The job's stdout or stderr passed `Start.max_log_size` and had its middle cut.
     log_truncated: bool = False
+    # Files of its working copy the job created or changed (workfiles.py):
+    # (path, size, mtime), by path, at most workfiles.MAX_LISTED.
+    written: list[tuple[str, int, float]] = []
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):

@@ -3,7 +3,9 @@ SQLite's online backup API; a restore (daemon stopped) brings every job back."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import sys
 import time
 from pathlib import Path
 
@@ -99,3 +101,31 @@ def test_a_backup_outside_the_backup_directories_is_refused(nvq: Nvq, tmp_path: 
     assert not outside.exists()
     inside = nvq.json("queue", "backup", str(nvq.home / "backups" / "b.db"))
     assert inside["path"] == str(nvq.home / "backups" / "b.db")
+
+
+def test_a_restored_queue_still_starts_its_snapshotted_jobs(nvq: Nvq, tmp_path: Path) -> None:
+    assert nvq.cwd is not None
+    (nvq.cwd / "train.py").write_text("print('trained from the snapshot')\n")
+    gate = tmp_path / "gate"
+    blocker = nvq.submit("--gpus", "0", "--no-snapshot", "--",
+                         f"while [ ! -e {gate} ]; do sleep 0.05; done")
+    job = nvq.submit("--gpus", "0", "--after-any", str(blocker["id"]), "--",
+                     sys.executable, "train.py")
+    done = nvq.submit("--gpus", "0", "--", "true")  # finished: its code is not carried
+    nvq.wait(done["id"])
+    nvq.wait_for(blocker["id"], lambda j: j["state"] == "running")
+
+    doc = nvq.json("queue", "backup")
+    assert doc["blobs"] == 2  # train.py and the manifest of the pending job
+    (nvq.cwd / "train.py").unlink()
+    nvq.ok("daemon", "stop")
+    shutil.rmtree(nvq.home / "blobs")  # the queue host lost its blob store too
+    restored = nvq.json("queue", "restore", doc["path"])
+    assert restored["blobs"] == 2
+    tables = sqlite3.connect(nvq.home / "queue.db").execute(
+        "SELECT name FROM sqlite_master WHERE name = 'backup_blobs'").fetchall()
+    assert tables == []  # the carried files went back to the store, not into the queue
+    gate.touch()
+    code, (ran,) = nvq.wait(job["id"])
+    assert code == 0, ran
+    assert "trained from the snapshot" in nvq.ok("job", "logs", str(job["id"])).out

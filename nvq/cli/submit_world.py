@@ -2,8 +2,8 @@
 the snapshot, turned into JobSpec fields (see nvq.world.submission).
 
 A submit forwarded over `[remote]` arrives with the directory and environment of the
-machine where it was typed (`--from-cwd`, `--from-env`, added by nvq.remote); its
-snapshot cannot travel with it yet, so the forwarding side refuses one.
+machine where it was typed (`--from-cwd`, `--from-env`, added by nvq.remote), and the
+id of the snapshot taken there (`--from-snapshot`), whose blobs were sent ahead.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def decode_env(text: str) -> dict[str, str]:
 
 def submit_world(
     options: WorldOptions, from_cwd: str | None, from_env: str | None,
+    from_snapshot: str | None = None,
 ) -> dict[str, Any]:
     root = default_root()
     try:
@@ -56,6 +57,8 @@ def submit_world(
             cwd=Path(from_cwd), environ=decode_env(from_env) if from_env else {},
             config=config, options=forwarded, home=root,
         )
+        if from_snapshot and not fields["in_place"]:
+            fields["manifest_id"] = from_snapshot  # the daemon checks its blobs are here
         return fields
     try:
         cwd = Path.cwd()

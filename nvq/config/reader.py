@@ -141,6 +141,8 @@ class _Parser(FieldReader):
             "env": self.env,
             "owner": self.string,
             "shared": self.shared_dirs,
+            "setup": self.string,
+            "cache_size": self.bytes_size,
         }
         seen: dict[str, int] = {}
         nodes = []

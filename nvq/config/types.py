@@ -25,6 +25,10 @@ class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     owner: str | None = None
     # directories this node sees as the queue host does (NFS): in-place jobs may run here
     shared: list[str] = []
+    # run on this node before every job's own --setup, cached with it (setup_env.py)
+    setup: str | None = None
+    # bytes the node's snapshot blob cache may hold before least recently used go
+    cache_size: int | None = None
 
 
 class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):

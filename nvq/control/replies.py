@@ -127,6 +127,8 @@ class BackupMade(msgspec.Struct, kw_only=True):
     seconds: float
     at: float
     deleted: list[str] | Unset = UNSET  # periodic backups only: rotated out
+    blobs: int = 0  # snapshot files carried for unfinished jobs
+    blob_bytes: int = 0
 
 
 class NodeCheck(msgspec.Struct, kw_only=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from nvq.config import Config
+from nvq.config import Config, NodeConfig
 from nvq.home import queue_owner
 from nvq.model import Job, Reap
 from nvq_runner import protocol as p
@@ -25,9 +25,27 @@ def node_env(config: Config, node: str) -> dict[str, str]:
     return {}
 
 
+def node_config(config: Config, node: str) -> NodeConfig | None:
+    if is_local(config, node):
+        return None
+    return next((cfg for cfg in config.nodes if cfg.name == node), None)
+
+
+def merged_setup(node_setup: str | None, job_setup: str | None) -> str:
+    """`[[nodes]] setup` first, then the job's `--setup`, as one command (one cache
+    key): the job's runs only if the node's succeeded, in the same shell, so what the
+    node's step sets up (a module, a PATH) is there for the job's."""
+    if not node_setup:
+        return job_setup or ""
+    if not job_setup:
+        return node_setup
+    return f"{{ {node_setup}\n}} && {{ {job_setup}\n}}"
+
+
 def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
     assert job.node is not None
     queue = config.queue
+    node = node_config(config, job.node)
     mode: Literal["runner", "local", "remote"] = "runner"
     extra: dict[str, str] = {}
     if job.env_captured is not None:
@@ -59,8 +77,9 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         env_mode=mode,
         env_captured=dict(job.env_captured or {}),
         node_env=extra,
-        setup=job.setup or "",
+        setup=merged_setup(node.setup if node else None, job.setup),
         setup_files=list(job.setup_files),
+        cache_size=(node.cache_size or 0) if node else 0,
     )
 
 

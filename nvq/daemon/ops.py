@@ -18,6 +18,7 @@ from nvq.notify import plan
 from nvq.notify.notifier import Notifier
 from nvq.store import Store
 from nvq.store import alerts as alert_table
+from nvq.world.blobs import BlobStore
 
 log = logging.getLogger("nvq.daemon")
 
@@ -67,7 +68,8 @@ class Ops:
         async with self._backup_lock:
             allowed = [Path(d) for d in self.config.queue.backup_dirs]
             dest = backup.target(path, self.backup_dir, time.time(), allowed)
-            doc = await self.store.sync(lambda conn: backup.snapshot(conn, dest))
+            blobs = BlobStore(self.home / "blobs")
+            doc = await self.store.sync(lambda conn: backup.snapshot(conn, dest, blobs))
             if rotate:
                 doc["deleted"] = self._rotate()
             log.info("backup %s (%d bytes, %ss)", doc["path"], doc["bytes"], doc["seconds"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap
+from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
 from nvq.values import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
@@ -132,6 +132,7 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         "result": _decode_result(ev.result) if ev.result is not None else job.result,
         "result_error": ev.result_error,
         "log_truncated": ev.log_truncated,
+        "written": [WrittenFile(*item) for item in ev.written],
     }
     if job.state.finished:
         settled = msgspec.structs.replace(job, **common)

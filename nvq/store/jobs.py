@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from nvq.model import FINISHED_STATES, Job, JobState
+from nvq.model import FINISHED_STATES, Job, JobState, WrittenFile
 
 _JOB_FIELDS: tuple[str, ...] = tuple(f.name for f in msgspec.structs.fields(Job))
 _JSON_FIELDS = frozenset(
@@ -28,8 +28,11 @@ _JSON_FIELDS = frozenset(
         "in_place",
         "setup_files",
         "env_dropped",
+        "written",
     }
 )
+# JSON fields decoded into structs, not plain dicts
+_TYPED: dict[str, Any] = {"written": list[WrittenFile]}
 _json = msgspec.json.Encoder()
 
 JOB_COLUMNS = ", ".join(_JOB_FIELDS)
@@ -53,7 +56,8 @@ def job_from_row(row: Sequence[Any]) -> Job:
     values: dict[str, Any] = {}
     for name, value in zip(_JOB_FIELDS, row, strict=True):
         if name in _JSON_FIELDS:
-            value = msgspec.json.decode(value) if value is not None else None
+            value = (None if value is None
+                     else msgspec.json.decode(value, type=_TYPED.get(name, Any)))
         elif name == "state":
             value = JobState(value)
         values[name] = value

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -208,6 +208,10 @@ WHEN OLD.state IS NOT NEW.state BEGIN
     INSERT INTO job_counts (state, n) VALUES (NEW.state, 1)
         ON CONFLICT (state) DO UPDATE SET n = n + 1;
 END;
+""",
+    # 11: the files a job created or changed in its working copy.
+    """
+ALTER TABLE jobs ADD COLUMN written TEXT NOT NULL DEFAULT '[]';
 """,
 ]
 

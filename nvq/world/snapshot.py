@@ -4,8 +4,10 @@ content hashes, so the job runs the code as it was when the user pressed enter.
 The walk honours `.gitignore` files (the root's and nested ones, with git's rules:
 the deepest file decides, the last matching line within it, `!` re-includes) and
 `.nvqignore` files (same syntax, read after the `.gitignore` beside them, so they win).
-It never enters `.git/`, `__pycache__/` or a virtual environment (a directory holding
-`pyvenv.cfg`), and never follows a symlink: a link is recorded as a link. Sizes are
+It never enters `.git/`, `__pycache__/`, a virtual environment (a directory holding
+`pyvenv.cfg`) or a directory of nvq's own state (`$NVQ_HOME`, or any directory holding a
+queue's database or a runner's lock: copying a queue into its own jobs would snapshot
+the blob store into itself), and never follows a symlink: a link is recorded as a link. Sizes are
 summed before anything is hashed, so an over-size directory is refused at once.
 
 Hashing reads every file once; a stat cache (path, size, mtime_ns, inode → sha256) lets
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,8 @@ DEFAULT_MAX_SIZE = 512 * 1024 * 1024
 IGNORE_FILES = (".gitignore", ".nvqignore")
 SKIPPED_NAMES = frozenset({".git", "__pycache__"})
 VENV_MARKER = "pyvenv.cfg"
+# files only a queue host's or a node's nvq home holds
+STATE_MARKERS = ("queue.db", "daemon.lock", "runner.lock", "runner.pid")
 LARGEST_SHOWN = 5
 
 
@@ -95,7 +99,16 @@ def _ignored(rules: _Rules, rel: str, is_dir: bool) -> bool:
     return False
 
 
-def _walk(directory: Path, rel: str, rules: _Rules, out: list[_Found]) -> None:
+def _holds_state(path: str, excluded: frozenset[str]) -> bool:
+    if path in excluded:
+        return True
+    return any(os.path.lexists(os.path.join(path, name)) for name in STATE_MARKERS)
+
+
+def _walk(
+    directory: Path, rel: str, rules: _Rules, out: list[_Found],
+    excluded: frozenset[str] = frozenset(),
+) -> None:
     spec = _rules_in(directory)
     if spec is not None:
         rules = [*rules, (rel, spec)]
@@ -115,19 +128,30 @@ def _walk(directory: Path, rel: str, rules: _Rules, out: list[_Found]) -> None:
             continue
         if is_dir and os.path.lexists(os.path.join(item.path, VENV_MARKER)):
             continue
+        if is_dir and _holds_state(item.path, excluded):
+            continue
         out.append(_Found(child, Path(item.path), st))
         if is_dir:
-            _walk(Path(item.path), child, rules, out)
+            _walk(Path(item.path), child, rules, out, excluded)
 
 
-def scan(root: Path) -> list[_Found]:
-    """Every path the snapshot of `root` takes, parents before children, unhashed."""
+def scan(root: Path, exclude: Iterable[Path] = ()) -> list[_Found]:
+    """Every path the snapshot of `root` takes, parents before children, unhashed.
+    `exclude` are directories never taken (nvq's home, found by path as well as by
+    its marker files, which a fresh home may not have yet)."""
     if not root.is_dir():
         raise SnapshotError(f"cannot snapshot {root}: not a directory")
     found: list[_Found] = []
-    _walk(root, "", [], found)
+    _walk(root, "", [], found, frozenset(_real(p) for p in exclude))
     found.sort(key=lambda f: f.rel)
     return found
+
+
+def _real(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return str(path)
 
 
 def _too_large(root: Path, found: list[_Found], total: int) -> SnapshotTooLarge:
@@ -157,11 +181,12 @@ def _too_large(root: Path, found: list[_Found], total: int) -> SnapshotTooLarge:
 
 def take_snapshot(
     root: Path, *, max_size: int = DEFAULT_MAX_SIZE, stat_cache: Path | None = None,
+    exclude: Iterable[Path] = (),
 ) -> Snapshot:
     """Walk and hash `root`. `stat_cache` is a file (e.g. `$NVQ_HOME/blobs/statcache`)
     that remembers hashes of files whose stat has not changed since the last time."""
     root = root.resolve()
-    found = scan(root)
+    found = scan(root, exclude)
     total = sum(f.st.st_size for f in found if stat.S_ISREG(f.st.st_mode))
     if total > max_size:
         raise _too_large(root, found, total)

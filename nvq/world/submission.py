@@ -49,6 +49,7 @@ def submission_world(
     try:
         snapshot = take_snapshot(
             cwd, max_size=config.max_snapshot, stat_cache=store.root / STAT_CACHE,
+            exclude=[home],
         )
         fields["manifest_id"] = store_snapshot(snapshot, store)
     except PermissionError as exc:

@@ -162,3 +162,40 @@ def test_pull_brings_back_outputs_and_artifacts(nvq: Nvq, tmp_path: Path) -> Non
     assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["out.txt"]
     again = nvq.run("job", "pull", str(job["id"]), "--to", str(back))
     assert again.code == 1 and "already exists" in again.err
+
+
+def test_nvq_state_inside_the_submit_directory_is_not_snapshotted(nvq: Nvq) -> None:
+    # Typed one level up: the queue's own home (`nvq/`) is under the submit directory,
+    # and so is another queue's home, known only by its database.
+    above = nvq.home.parent
+    (above / "old-queue").mkdir()
+    (above / "old-queue" / "queue.db").write_bytes(b"")
+    (above / "old-queue" / "notes.txt").write_text("state\n")
+    (above / "keep.txt").write_text("code\n")
+    nvq.cwd = above
+    job = nvq.submit("--gpus", "0", "--", "ls -A")
+    code, _ = nvq.wait(job["id"])
+    assert code == 0
+    listed = logs(nvq, job["id"]).split()
+    assert "keep.txt" in listed and "project" in listed
+    assert nvq.home.name not in listed and "old-queue" not in listed
+
+
+def test_show_lists_the_files_the_job_wrote(nvq: Nvq) -> None:
+    assert nvq.cwd is not None
+    make_project(nvq.cwd)
+    job = nvq.submit("--gpus", "0", "--",
+                     f"{sys.executable} train.py && mkdir -p res && printf 12345 > "
+                     "res/metrics.txt && echo 'lr: 0.2' > new && mv new config.yaml")
+    assert nvq.wait(job["id"])[0] == 0
+    written = nvq.show(job["id"])["written"]
+    assert [(f["path"], f["size"]) for f in written] == [
+        ("config.yaml", 8), ("out.txt", 19), ("res/metrics.txt", 5)]
+    assert all(f["mtime"] >= job["created_at"] for f in written)
+    text = nvq.ok("job", "show", str(job["id"])).out
+    assert "written     3 file(s) in its working copy" in text
+    assert "res/metrics.txt" in text and "train.py" not in text.split("written", 1)[1]
+    # a job without a working copy lists nothing
+    plain = nvq.submit("--gpus", "0", "--no-snapshot", "--", "true")
+    assert nvq.wait(plain["id"])[0] == 0
+    assert nvq.show(plain["id"])["written"] == []

@@ -13,6 +13,7 @@ from nvq.world.snapshot import (
     SnapshotTooLarge,
     cwd_subdir,
     format_size,
+    scan,
     store_snapshot,
     take_snapshot,
 )
@@ -163,3 +164,12 @@ def test_the_stat_cache_is_private_whatever_the_umask(
     take_snapshot(project, stat_cache=cache)
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
     assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+
+
+def test_an_excluded_directory_is_skipped_even_without_markers(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "x").write_text("x")
+    (tmp_path / "a.py").write_text("a")
+    rels = [f.rel for f in scan(tmp_path, exclude=[tmp_path / "home"])]
+    assert rels == ["a.py"]
+    assert [f.rel for f in scan(tmp_path)] == ["a.py", "home", "home/x"]

@@ -83,6 +83,7 @@ def job_submit(
     ),
     from_cwd: str = typer.Option(None, "--from-cwd", hidden=True),
     from_env: str = typer.Option(None, "--from-env", hidden=True),
+    from_snapshot: str = typer.Option(None, "--from-snapshot", hidden=True),
     as_json: bool = JsonOpt,
 ) -> int:
     """Queue a job."""
@@ -121,7 +122,8 @@ def job_submit(
         setup=setup,
         setup_files=setup_files,
         **submit_world(
-            WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env
+            WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env,
+            from_snapshot,
         ),
     )
     if spec.max_runtime is not None and spec.max_runtime <= 0:

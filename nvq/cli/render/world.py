@@ -3,10 +3,13 @@ took with it, its environment (secrets hidden) and what a node left out of it.""
 
 from __future__ import annotations
 
+import time
+
 from nvq.model import Job
 from nvq.world.environment import masked
 
 SHORT_ID = 12
+MAX_WRITTEN = 500  # the runner lists no more (nvq_runner.workfiles.MAX_LISTED)
 
 
 def world_lines(job: Job) -> list[str]:
@@ -32,4 +35,13 @@ def world_lines(job: Job) -> list[str]:
         out.extend(f"    {name}={value}" for name, value in sorted(masked(job.env).items()))
     for item in job.env_dropped:
         out.append(f"  not carried to {job.node}: {item}")
+    if job.written:
+        from nvq.world.snapshot import format_size  # pathspec: only when needed
+
+        out.append(f"  written     {len(job.written)} file(s) in its working copy"
+                   + (" (the first shown)" if len(job.written) >= MAX_WRITTEN else ""))
+        width = max(len(f.path) for f in job.written)
+        for f in job.written:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(f.mtime))
+            out.append(f"    {f.path:<{width}}  {format_size(f.size):>9}  {when}")
     return out
