@@ -7,7 +7,7 @@ import typer
 from click import exceptions as click_exc
 
 from nvq.cli.app import GROUPS
-from nvq.cli.commands import app
+from nvq.cli.commands import command_info, full_app
 from nvq.cli.main import fail
 from nvq.cli.sweeps import resolve_members
 from nvq.client import ClientError
@@ -17,17 +17,16 @@ def _app_for(args: list[str]) -> typer.Typer:
     """An app holding only the command being run, when it is a plain `GROUP COMMAND`.
 
     typer turns every registered function's signature into click parameters each
-    time the app runs (about 1 ms a command, and nvq has dozens); a CLI call runs
-    one command, so it need not pay for the others. Help and anything unusual go to
-    the full app."""
+    time the app runs (about 1 ms a command, and nvq has dozens), and the modules of
+    the other commands have imports of their own; a CLI call runs one command, so it
+    need not pay for the others. Help and anything unusual go to the full app."""
     if len(args) < 2 or args[0] not in GROUPS or args[1].startswith("-"):
-        return app
-    group = GROUPS[args[0]]
-    match = [c for c in group.registered_commands if c.name == args[1]]
-    if len(match) != 1:
-        return app
+        return full_app()
+    info = command_info(args[0], args[1])
+    if info is None:
+        return full_app()
     narrow_group = typer.Typer(no_args_is_help=True)
-    narrow_group.registered_commands = match
+    narrow_group.registered_commands = [info]
     narrow = typer.Typer(
         add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
     )

@@ -5,12 +5,11 @@ asyncssh or aiosqlite; any other argv goes to typer."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
 from nvq.cli.fast import fast_command
+from tests.cli.test_command_loading import loaded
 from tests.cluster import Nvq, Run
 
 # "3s ago", a running job's runtime: they move between the two calls.
@@ -34,17 +33,11 @@ def steady(run: Run) -> tuple[int, str, str]:
     return run.code, DURATION.sub("T", run.out), DURATION.sub("T", run.err)
 
 
-def imported(nvq: Nvq, args: list[str], env: dict[str, str]) -> set[str]:
-    """The top-level packages `nvq ARGS` imports."""
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "nvq", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    names = (line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines())
-    return {name.split(".")[0] for name in names if name and "imported package" not in name}
+def imported(args: list[str], env: dict[str, str]) -> set[str]:
+    """The top-level packages `nvq ARGS` loads."""
+    code, names = loaded(env, *args)
+    assert code == 0, args
+    return {name.split(".")[0] for name in names}
 
 
 def test_fast_and_typer_print_the_same(nvq: Nvq) -> None:
@@ -54,7 +47,7 @@ def test_fast_and_typer_print_the_same(nvq: Nvq) -> None:
     assert nvq.wait(done, failed)[0] == 1
     running = nvq.submit("--gpus", "2", "--vram", "20GiB", "--", "sleep", "600")["id"]
     nvq.wait_for(running, lambda j: j["state"] == "running")
-    pending = nvq.submit("--vram", "20GiB", "--note", "waits", "--", "true")["id"]
+    pending = nvq.submit("--after", str(running), "--note", "waits", "--", "true")["id"]
     calls = [["queue", "status"], ["queue", "status", "--json"], ["job", "ls"],
              ["job", "ls", "--json"], ["job", "show", "999"], ["job", "show", "999", "--json"],
              ["job", "logs", "999"], ["job", "logs", "--json", "999"]]
@@ -64,7 +57,11 @@ def test_fast_and_typer_print_the_same(nvq: Nvq) -> None:
                   ["job", "logs", str(job), "--json"]]
     for args in calls:
         assert fast_command(args) is not None, args
+        # a GPU sample landing between the two calls may move a figure: ask again once
+        # (a difference in what the paths print is there every time)
         fast, slow = both(nvq, args)
+        if steady(fast) != steady(slow):
+            fast, slow = both(nvq, args)
         assert steady(fast) == steady(slow), args
     assert "API_TOKEN" in nvq.run("job", "show", str(done), "--json").out
     assert "hush" not in nvq.run("job", "show", str(done), "--json").out
@@ -77,13 +74,13 @@ def test_reads_load_no_typer_and_typer_is_the_other_path(nvq: Nvq) -> None:
     nvq.wait(job)
     for args in (["job", "show", str(job), "--json"], ["job", "ls"], ["queue", "status"],
                  ["job", "logs", str(job)]):
-        loaded = imported(nvq, args, nvq.env)
+        loaded = imported(args, nvq.env)
         assert "nvq" in loaded and "msgspec" in loaded, args
         assert not loaded.intersection(HEAVY), (args, sorted(loaded.intersection(HEAVY)))
-    forced = imported(nvq, ["job", "show", str(job)], {**nvq.env, "NVQ_CLI_TYPER": "1"})
+    forced = imported(["job", "show", str(job)], {**nvq.env, "NVQ_CLI_TYPER": "1"})
     assert {"typer", "click"} <= forced
     # any other shape is typer's, and says what typer says
-    assert {"typer", "click"} <= imported(nvq, ["job", "show", "--logs", "1", str(job)], nvq.env)
+    assert {"typer", "click"} <= imported(["job", "show", "--logs", "1", str(job)], nvq.env)
 
 
 @pytest.mark.parametrize(
