@@ -15,6 +15,7 @@ BENCHES: list[list[str]] = [
     ["latency.py", "--pairs", "50", "--runs", "30"],
     ["throughput.py", "--jobs", "5000", "--cli-calls", "20"],
     ["cli_latency.py", "--runs", "10"],
+    ["cli_startup.py", "--runs", "30"],
     ["scale.py", "--nodes", "64", "--pending", "10000", "--window", "20"],
     ["recovery.py", "--jobs", "500"],
     ["nvidb_compare.py"],

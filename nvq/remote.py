@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nvq.config import RemoteConfig, SubmitConfig
 from nvq.home import Home
+
+if TYPE_CHECKING:  # every CLI call imports this module; most never parse a config
+    from nvq.config import RemoteConfig, SubmitConfig
 
 LOCAL_FLAG = "--local"
 # Commands about *this* machine: `project test` runs the job here, by definition.
@@ -123,6 +125,8 @@ def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool) -> list[str]:
 
 def forward(cfg: RemoteConfig, argv: list[str]) -> int:
     """Run `nvq argv` on the queue host; returns its exit status."""
+    import subprocess  # only a forwarded call pays for it
+
     argv, local_file = file_argument(argv)
     stdin_file = None
     if local_file is not None:

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from nvq.client.errors import ClientError, DaemonUnavailable
-from nvq.detach import spawn_detached
 from nvq.home import Home, socket_path_problem
 
 START_TIMEOUT = 20.0
@@ -47,6 +46,7 @@ def connect_unix(path: Path) -> socket.socket:
 def start_daemon(root: Path) -> None:
     """Start `nvq daemon` for `root` and return once it accepts connections."""
     from nvq.config import ConfigError, load_config
+    from nvq.detach import spawn_detached  # subprocess: only when starting one
 
     try:
         load_config(root)

@@ -71,6 +71,8 @@ def shared_nvq() -> Iterator[Nvq]:
 _DROP_THEN_RUN = """
 import os, pwd, sys
 import nvq.cli.commands, nvq.cli.main, nvq.client, nvq.config, nvq.remote
+import nvq.cli.fast, nvq.cli.render.queue, nvq.cli.typer_run
+nvq.cli.commands.full_app()  # the CLI loads only what a command needs: load all now
 import encodings.idna, json, shlex, socket, email.utils
 who = pwd.getpwnam(sys.argv[1])
 os.setgroups(os.getgrouplist(who.pw_name, who.pw_gid))

@@ -1,38 +1,32 @@
 """Every `nvq` command, one module per command group. Each module declares its commands
-on Typers of its own (`on_job`, `on_queue`, ...); this is the one place they are
-attached to the apps of nvq.cli.app, in the order `--help` lists them."""
+on Typers of its own (`on_job`, `on_queue`, ...); `full_app` is the one place they are
+attached to the apps of nvq.cli.app, in the order `--help` lists them.
+
+Importing this package imports none of them: a CLI call runs one command, and some
+modules carry heavy imports (the snapshot machinery, the validator) that other commands
+never need. `command_info` finds the one module that declares `nvq GROUP COMMAND` and
+imports only that; `app` (help, anything unusual) assembles everything on first use.
+
+A new command: `@on_GROUP.command("NAME")` in a module here, as the others are (the
+name given as a literal, so `command_info` finds it; one without still works, through
+the whole app). A new module: one more `_attach` row in `full_app`."""
 
 from __future__ import annotations
 
-import typer
+import functools
+import importlib
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from nvq.cli.app import (
-    app,
-    cluster_app,
-    daemon_app,
-    job_app,
-    keeper_app,
-    node_app,
-    project_app,
-    queue_app,
-)
-from nvq.cli.commands import (
-    busy,
-    cluster,
-    daemon,
-    job,
-    keeper,
-    lane,
-    node,
-    ops,
-    policy,
-    queue,
-    submit,
-    world,
-)
-from nvq.cli.commands.web import on_web
+if TYPE_CHECKING:
+    import typer
+    from typer.models import CommandInfo
 
-__all__ = ["app"]
+__all__ = ["app", "command_info", "full_app"]
+
+HERE = Path(__file__).resolve().parent
+DECLARED = re.compile(r'^@(on_\w+)\.command\(\s*"([^"]+)"', re.MULTILINE)
 
 
 def _attach(group: typer.Typer, *parts: typer.Typer) -> None:
@@ -40,13 +34,71 @@ def _attach(group: typer.Typer, *parts: typer.Typer) -> None:
         group.registered_commands += part.registered_commands
 
 
-_attach(job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job, world.on_job)
-_attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue, world.on_queue)
-_attach(node_app, node.on_node)
-_attach(daemon_app, daemon.on_daemon)
-daemon_app.registered_callback = daemon.on_daemon.registered_callback
-queue_app.registered_callback = queue.on_queue.registered_callback
-_attach(keeper_app, keeper.on_keeper)
-_attach(project_app, ops.on_project)
-_attach(app, on_web)
-_attach(cluster_app, cluster.on_cluster)
+@functools.cache
+def full_app() -> typer.Typer:
+    from nvq.cli.app import (
+        app,
+        cluster_app,
+        daemon_app,
+        job_app,
+        keeper_app,
+        node_app,
+        project_app,
+        queue_app,
+    )
+    from nvq.cli.commands import (
+        busy,
+        cluster,
+        daemon,
+        job,
+        keeper,
+        lane,
+        node,
+        ops,
+        policy,
+        queue,
+        submit,
+        world,
+    )
+    from nvq.cli.commands.web import on_web
+
+    _attach(job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job, world.on_job)
+    _attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue, world.on_queue)
+    _attach(node_app, node.on_node)
+    _attach(daemon_app, daemon.on_daemon)
+    daemon_app.registered_callback = daemon.on_daemon.registered_callback
+    queue_app.registered_callback = queue.on_queue.registered_callback
+    _attach(keeper_app, keeper.on_keeper)
+    _attach(project_app, ops.on_project)
+    _attach(app, on_web)
+    _attach(cluster_app, cluster.on_cluster)
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _declarations() -> dict[tuple[str, str], list[str]]:
+    """(Typer attribute, command name) → the modules whose source declares it, read
+    from the text: finding a command must not import the modules it is not in."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(HERE.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        for attr, name in DECLARED.findall(path.read_text(encoding="utf-8")):
+            found.setdefault((attr, name), []).append(path.stem)
+    return found
+
+
+def command_info(group: str, name: str) -> CommandInfo | None:
+    """`nvq GROUP NAME`'s command, importing only the module that declares it; None
+    when no single module does (then the whole app decides what the argv means)."""
+    modules = _declarations().get((f"on_{group}", name), [])
+    if len(modules) != 1:
+        return None
+    part = getattr(importlib.import_module(f"{__name__}.{modules[0]}"), f"on_{group}", None)
+    match = [c for c in getattr(part, "registered_commands", []) if c.name == name]
+    return match[0] if len(match) == 1 else None

@@ -12,7 +12,6 @@ from nvq.cli.params import CliError, duration, ended_before, env_pairs, ids, siz
 from nvq.cli.render.jobs import lines
 from nvq.cli.render.output import emit
 from nvq.client import Client
-from nvq.domain.validate import flag_of
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -121,6 +120,8 @@ def job_edit(
     job = client.edit(job_id, drop_after=drop, add_after=add) if drop or add else None
     if changes:
         job = client.edit_job(job_id, changes)
+        from nvq.domain.validate import flag_of  # the validator: only an edit needs it
+
         flags = ", ".join(flag_of(k) or "--command" for k in changes)
         emit(job, as_json, f"job {job.id} {job.state}, changed {flags}")
         return 0

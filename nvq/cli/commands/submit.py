@@ -16,7 +16,6 @@ from nvq.cli.dashes import KeepsRawArgs, check_before_dashes
 from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size, with_manifest
 from nvq.cli.render.jobs import outcome
 from nvq.cli.render.output import emit
-from nvq.cli.submit_world import WorldOptions, submit_world
 from nvq.client import Client
 from nvq.model import Job, JobSpec
 
@@ -99,6 +98,9 @@ def job_submit(
     if gpus < 0:
         raise CliError("--gpus must be 0 or more", 2)
     spec_env = env_pairs(env)
+    # the snapshot machinery (pathspec, the blob store): only a submit loads it
+    from nvq.cli.submit_world import WorldOptions, submit_world
+
     spec = JobSpec(
         command=body,
         name=name,

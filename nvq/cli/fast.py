@@ -1,0 +1,125 @@
+"""The commonest read commands without typer: `job show ID`, `job ls`, `job logs ID` and
+`queue status`, each bare or with `--json` (in any order), and nothing else.
+
+Importing typer and click and building the command tree costs a CLI call more than the
+interpreter's own start; a read that a script runs in a loop should cost little more
+than the socket exchange. When argv has exactly one of these shapes, the command here
+answers it; anything else (another option, `7[3]`, `--help`, a malformed id) goes to
+typer, which prints what it always printed. Each command below repeats its typer twin
+in nvq.cli.commands: same client call, same rendering, same exit status.
+tests/cli/test_fast_path.py runs both for the same argv and compares every byte, so a
+change to a twin that this one does not follow fails there. NVQ_CLI_TYPER=1 turns this
+path off (the test uses it to run the typer twin)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import NamedTuple
+
+JSON = "--json"
+
+
+class FastCommand(NamedTuple):
+    body: Callable[[int | None, bool], int]
+    job_id: int | None
+
+    def run(self, as_json: bool) -> int:
+        """The exit status; a refusal prints its one line, as the typer path does."""
+        from nvq.cli.main import fail
+        from nvq.client.errors import ClientError
+
+        try:
+            return self.body(self.job_id, as_json)
+        except ClientError as exc:
+            fail(str(exc), exc.exit_code, as_json)
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            return 0
+
+
+def job_show(job_id: int | None, as_json: bool) -> int:
+    from nvq.cli.render.jobs import job_detail
+    from nvq.cli.render.output import emit
+    from nvq.client.sync import Client
+
+    assert job_id is not None
+    doc = Client().show(job_id, logs=0)
+    emit(doc, as_json, job_detail(doc), reveal=False)
+    return 0
+
+
+def job_ls(job_id: int | None, as_json: bool) -> int:
+    from nvq.cli.render.jobs import jobs_table
+    from nvq.cli.render.output import emit
+    from nvq.client.sync import Client
+
+    jobs = Client().jobs(active=False, states=None, limit=None, array=None)
+    emit(jobs, as_json, jobs_table(jobs))
+    return 0
+
+
+def job_logs(job_id: int | None, as_json: bool) -> int:
+    from nvq.cli.render.output import emit
+    from nvq.client.sync import Client
+
+    assert job_id is not None
+    chunks = Client().logs(job_id, lines=50, follow=False, stream="stdout", attempt=None)
+    if as_json:
+        text = b"".join(chunks).decode(errors="replace")
+        emit({"id": job_id, "stream": "stdout", "text": text}, True)
+        return 0
+    for data in chunks:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    return 0
+
+
+def queue_status(job_id: int | None, as_json: bool) -> int:
+    from nvq.cli.render.output import emit
+    from nvq.cli.render.queue import status_text
+    from nvq.client.sync import Client
+
+    doc = Client().status()
+    emit(doc, as_json, status_text(doc))
+    return 0
+
+
+# (group, command) → (its body, whether it takes one job id)
+COMMANDS: dict[tuple[str, str], tuple[Callable[[int | None, bool], int], bool]] = {
+    ("job", "show"): (job_show, True),
+    ("job", "ls"): (job_ls, False),
+    ("job", "logs"): (job_logs, True),
+    ("queue", "status"): (queue_status, False),
+}
+
+
+def _plain_id(arg: str) -> int | None:
+    # ASCII digits only: click's int() would take "+7", " 7", "7_0" and "٧", and say
+    # its own words about what it refuses; those go to typer.
+    if arg.isascii() and arg.isdigit():
+        return int(arg)
+    return None
+
+
+def fast_command(args: list[str]) -> FastCommand | None:
+    """The command here that answers `nvq ARGS`, or None: typer's to run."""
+    if len(args) < 2 or os.environ.get("NVQ_CLI_TYPER"):
+        return None
+    entry = COMMANDS.get((args[0], args[1]))
+    if entry is None:
+        return None
+    body, takes_id = entry
+    rest = list(args[2:])
+    if rest.count(JSON) > 1:
+        return None
+    if JSON in rest:
+        rest.remove(JSON)
+    if not takes_id:
+        return FastCommand(body, None) if not rest else None
+    if len(rest) != 1:
+        return None
+    job_id = _plain_id(rest[0])
+    return FastCommand(body, job_id) if job_id is not None else None
