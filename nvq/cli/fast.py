@@ -52,12 +52,19 @@ def job_show(job_id: int | None, as_json: bool) -> int:
 
 
 def job_ls(job_id: int | None, as_json: bool) -> int:
+    from nvq.cli.job_window import LEFT_OUT, json_document, window_request
     from nvq.cli.render.jobs import jobs_table
     from nvq.cli.render.output import emit
     from nvq.client.sync import Client
 
-    jobs = Client().jobs(active=False, states=None, limit=None, array=None)
-    emit(jobs, as_json, jobs_table(jobs))
+    # The same default window as the typer `job ls` (tests/cli/test_fast_path.py
+    # compares the two byte for byte).
+    window = window_request(
+        states=[], user=None, tag=None, array=None, since=None, limit=None, every=False
+    )
+    page = Client().job_window(window)
+    text = jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
+    emit(json_document(page), as_json, text)
     return 0
 
 

@@ -9,7 +9,6 @@ import time
 from typing import Any
 
 from nvq import control as c
-from nvq.cli.params import CliError
 from nvq.values import parse_duration
 
 LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|DATE)"
@@ -29,6 +28,8 @@ def since_point(text: str | None) -> tuple[int | None, float | None]:
     try:
         return None, time.time() - parse_duration(text, allow_zero=True)
     except ValueError:
+        from nvq.cli.params import CliError  # typer-heavy; the fast path never errs here
+
         raise CliError(
             f"--since {text!r}: expected a job id (1200), a date (2026-11-30), "
             "a date-time or an age (2h)",
@@ -47,8 +48,12 @@ def window_request(
     every: bool,
 ) -> c.JobWindow:
     if limit is not None and limit < 1:
+        from nvq.cli.params import CliError
+
         raise CliError(f"--limit {limit}: expected at least 1", 2)
     if every and limit is not None:
+        from nvq.cli.params import CliError
+
         raise CliError("give --all or --limit, not both", 2)
     since_id, since_time = since_point(since)
     return c.JobWindow(

@@ -15,7 +15,7 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.output import emit
 from nvq.client import Client
-from nvq.remote import PULL_FLAG, RECEIVE_BLOBS
+from nvq.remote import PULL_FLAG
 from nvq.world.snapshot import format_size
 
 on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
@@ -35,7 +35,7 @@ def queue_gc(as_json: bool = JsonOpt) -> int:
     return 0
 
 
-@on_queue.command(RECEIVE_BLOBS, hidden=True)
+@on_queue.command("receive-blobs", hidden=True)  # = RECEIVE_BLOBS, spelled out for command_info
 def queue_receive_blobs() -> int:
     """Take a forwarded submit's snapshot blobs on stdin (the queue host's end)."""
     from nvq.home import default_root
