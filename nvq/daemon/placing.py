@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from nvq.config import Config
@@ -18,11 +18,11 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views
-from nvq.daemon.waits import PassFacts, node_facts, reason_of
+from nvq.daemon.waits import PassFacts, node_facts
 from nvq.domain import arrays, deps, lanes, ordering, starvation, transitions
 from nvq.domain.matching import memory_free, node_cuda, parse_cuda
+from nvq.domain.pending_groups import Capacity
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult
-from nvq.domain.waiting import Waiting
 from nvq.model import Job, JobState, Tx
 
 log = logging.getLogger("nvq.daemon")
@@ -45,15 +45,15 @@ async def place_once(state: State, machines: Machines) -> None:
         pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
         tx = Tx()
         unplaceable = machines.unplaceable()
-        candidates = [
-            j
-            for j in state.jobs.values()
-            if j.state is JobState.PENDING and j.id not in unplaceable
-        ]
-        if not candidates:
+        queue = state.index.pending
+        if not len(queue):
             state.pass_facts = PassFacts(unplaceable=unplaceable)
             return
-        with_deps = [j for j in candidates if j.after or j.after_any]
+        slots = node_slots(state, machines)
+        # Each shape's first members only: the rest cannot start in this pass (see
+        # nvq.domain.pending_groups), so a long queue of alike jobs costs one check.
+        singles, grouped = queue.window(_bounds(state, machines, slots), skip=unplaceable)
+        with_deps = [j for j in singles if j.after or j.after_any]
         dep_status: dict[int, deps.DepStatus] = {}
         if with_deps:
             states = await dependency_states(state, with_deps)
@@ -62,12 +62,12 @@ async def place_once(state: State, machines: Machines) -> None:
                 dep_status[job.id] = status
                 if isinstance(status, deps.Blocked):
                     record(tx, transitions.hold(job, status.on, status.state))
-        pending = pending_for_placement(state, machines, candidates, dep_status)
-        slots = node_slots(state, machines)
+        pending = pending_for_placement(state, machines, [*singles, *grouped], dep_status)
         result = place_with_reservation(state, slots, pending, now)
         state.placement_stats = {
             "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
-            "pending": len(pending),
+            "pending": len(queue),
+            "considered": len(pending),
             "placed": len(result.placements),
             "nodes": len(slots),
         }
@@ -77,16 +77,46 @@ async def place_once(state: State, machines: Machines) -> None:
         note_lane_blocks(state, slots, pending, result)
         state.pass_facts = pass_facts(state, machines, slots, pending, result, dep_status)
         state.pass_facts.unplaceable = unplaceable
-        for bad in result.unschedulable:
-            if _may_fit_unknown_node(state, state.jobs[bad.job_id]):
-                continue
-            record(tx, transitions.unschedulable(state.jobs[bad.job_id], bad.reason, now))
+        for job, reason in _unschedulable(state, result, unplaceable):
+            record(tx, transitions.unschedulable(job, reason, now))
         if not tx:
             return
         await state.commit(tx)
         for job in tx.jobs:
             if job.state is JobState.RUNNING and job.node is not None:
                 machines.post_start(state.nodes[job.node], job)
+
+
+def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Callable[[Job], int]:
+    """How many jobs shaped like a given one a pass over `slots` could place at most."""
+    queue = state.config.queue
+    capacity = Capacity(
+        slots, headroom_mb=queue.headroom_mb, max_cpu_jobs=queue.max_cpu_jobs_per_node
+    )
+
+    def bound(job: Job) -> int:
+        shaped = pending_of(state, machines, job)
+        return capacity.bound(shaped.gpus, shaped.vram_mb)
+
+    return bound
+
+
+def _unschedulable(
+    state: State, result: PlacementResult, unplaceable: set[int]
+) -> Iterator[tuple[Job, str]]:
+    """The jobs no node could ever hold, with the reason: a grouped job's reason holds
+    for every member of its group (the reason depends only on the shape)."""
+    seen: set[int] = set()
+    for bad in result.unschedulable:
+        job = state.jobs[bad.job_id]
+        if job.id in seen or _may_fit_unknown_node(state, job):
+            continue
+        group = state.index.pending.group_of(job.id)
+        members = [job] if group is None else list(group.members.values())
+        for member in members:
+            seen.add(member.id)
+            if member.id not in unplaceable:
+                yield member, bad.reason
 
 
 # ------------------------------------------------------------ what nodes can hold
@@ -200,7 +230,7 @@ def time_limit(job: Job) -> float | None:
 
 def lane_statuses(state: State, dep_status: dict[int, deps.DepStatus]) -> list[lanes.LaneStatus]:
     by_lane: dict[str, list[Job]] = defaultdict(list)
-    for job in state.jobs.values():
+    for job in state.index.lanes.values():
         if job.lane is not None:
             by_lane[job.lane].append(job)
     return [
@@ -229,7 +259,7 @@ def pending_for_placement(
     ]
     heads = [state.jobs[s.next] for s in lane_statuses(state, dep_status) if s.next is not None]
     ordered = ordering.dispatch_order([*ready, *heads])
-    running = [j for j in state.jobs.values() if j.state is JobState.RUNNING]
+    running = state.index.running.values()
     return [pending_of(state, machines, j) for j in arrays.admit(ordered, running)]
 
 
@@ -277,8 +307,8 @@ def place_with_reservation(
             node=j.node,
             ends_at=(j.started_at or j.dispatched_at or now) + j.timeout if j.timeout else None,
         )
-        for j in jobs.values()
-        if j.state is JobState.RUNNING and j.node is not None
+        for j in state.index.running.values()
+        if j.node is not None
     ]
     queue = state.config.queue
     result, state.reservation = starvation.place_fairly(
@@ -350,67 +380,3 @@ def pass_facts(
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,
     )
-
-
-def waiting_of(state: State, machines: Machines, job: Job) -> Waiting | None:
-    """Why a pending, held or paused job is not running (None for other states)."""
-    pending = pending_of(state, machines, job) if job.state is JobState.PENDING else None
-    return reason_of(state.pass_facts, job, pending, state.jobs)
-
-
-async def explain(state: State, job: Job) -> str | None:
-    """Why a job that is not running is where it is, in words (for `job show`)."""
-    if job.state is JobState.HELD:
-        states = await dependency_states(state, [job])
-        dead = deps.dead_prerequisites(job, states)
-        parts = [f"prerequisite {d} ended {states[d]}" for d in dead if d in states]
-        what = "; ".join(parts) or (job.reason or "held")
-        ids = ",".join(map(str, dead)) or "N"
-        return (
-            f"held: {what}. `nvq job release {job.id}` runs it without it; "
-            f"`nvq job edit {job.id} --drop-after {ids} --add-after M` re-attaches it; "
-            f"`nvq job cancel {job.id}` ends it"
-        )
-    if job.state is JobState.PAUSED:
-        return f"{job.reason or 'paused'}; `nvq job resume {job.id}` puts it back in line"
-    if job.state is not JobState.PENDING:
-        return None
-    status = deps.dependency_status(job, await dependency_states(state, [job]))
-    if isinstance(status, deps.Waiting):
-        kind = "complete" if status.on in job.after else "end"
-        return f"waiting for job {status.on} to {kind}"
-    if job.lane is not None:
-        st = next((s for s in lane_statuses(state, {}) if s.lane == job.lane), None)
-        if st is not None:
-            pos = st.queue.index(job.id) + 1 if job.id in st.queue else None
-            where = f"lane {job.lane}, position {pos} of {len(st.queue)}"
-            if st.paused:
-                return f"{where}; the lane is paused"
-            if st.running is not None:
-                return f"{where}; job {st.running} runs on the lane now"
-            if st.blocked or job.lane in state.lane_blocked:
-                return f"{where}; blocked: {st.blocked or state.lane_blocked[job.lane]}"
-            return where
-    if job.array_id is not None and job.array_limit is not None:
-        running = sum(
-            1
-            for j in state.jobs.values()
-            if j.array_id == job.array_id and j.state is JobState.RUNNING
-        )
-        if running >= job.array_limit:
-            return f"array {job.array_id}: {running} of at most {job.array_limit} members running"
-    reservation = state.reservation
-    if reservation is not None and reservation.job_id == job.id:
-        when = "when its running jobs end (they have no --timeout)"
-        if reservation.ready_at is not None:
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(reservation.ready_at))
-            when = f"expected free by {stamp}"
-        return (
-            f"waiting on a reservation of node {reservation.node} ({when}): it has waited "
-            "longer than starvation_after, so smaller jobs may use that node only if "
-            "their --timeout ends before then"
-        )
-    if job.in_place:
-        seen_by = ", ".join(in_place_nodes(state.config, job.cwd)) or "no node"
-        return f"waiting for a node with room that sees {job.cwd} (in place): {seen_by}"
-    return "waiting for a node with room"

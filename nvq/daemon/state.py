@@ -21,6 +21,7 @@ import msgspec
 from nvq.config import Config
 from nvq.daemon.errors import RequestError
 from nvq.daemon.frames import kill_msg, start_msg
+from nvq.daemon.live_index import LiveIndex
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
 from nvq.daemon.waits import PassFacts
@@ -57,6 +58,7 @@ class State:
         self.hooks = hooks
         self.started_at = time.time()
         self.jobs: dict[int, Job] = {}
+        self.index = LiveIndex()  # the live jobs by what each event looks for; see commit
         self.reaps: dict[tuple[int, int], Reap] = {}
         self.reaping: dict[tuple[int, int], Job] = {}  # settled jobs whose process may live
         self.nodes: dict[str, NodeRuntime] = {}
@@ -101,6 +103,7 @@ class State:
                     node.hello = None
         for job in await self.store.jobs(states=LIVE_STATES):
             self.jobs[job.id] = job
+            self.index.update(job)
         self.lane_paused = await self.store.lanes()
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap
@@ -175,8 +178,10 @@ class State:
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job
+                self.index.update(job)
             else:
                 self.jobs.pop(job.id, None)
+                self.index.forget(job.id)
                 self.pending_cache.pop(job.id, None)
         for reap in tx.add_reaps:
             key = (reap.job_id, reap.attempt)
@@ -261,8 +266,8 @@ class State:
         """Running (and still reaping) jobs per node, in one sweep over the live jobs:
         callers that look at every node must not sweep once per node."""
         by_node: dict[str, list[Job]] = {}
-        for j in self.jobs.values():
-            if j.state is JobState.RUNNING and j.node is not None:
+        for j in self.index.running.values():
+            if j.node is not None:
                 by_node.setdefault(j.node, []).append(j)
         for j in self.reaping.values():
             if j.node is not None:
