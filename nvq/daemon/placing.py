@@ -1,7 +1,9 @@
 """The placement pass and what feeds it: which jobs may start (dependencies, lanes,
-`%K` of arrays), what each node can hold (cards, host memory, busy owners, fences),
-the decision itself (`nvq.domain.placement` with a reservation against starvation,
-`nvq.domain.starvation`), and, for `job show`, why a job still waits."""
+`%K` of arrays; only each request shape's first members, see
+`nvq.domain.pending_groups`), the decision itself (`nvq.domain.placement` with a
+reservation against starvation, `nvq.domain.starvation`) on what the nodes can hold
+(`nvq.daemon.slots`), and the facts kept to explain why a job still waits
+(`nvq.daemon.explain`)."""
 
 from __future__ import annotations
 
@@ -14,15 +16,14 @@ from typing import Any
 
 from nvq.config import Config
 from nvq.daemon.apply import record
-from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.reassign import Machines
+from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
-from nvq.daemon.views import gpu_views
 from nvq.daemon.waits import PassFacts, node_facts
 from nvq.domain import arrays, deps, lanes, ordering, starvation, transitions
-from nvq.domain.matching import memory_free, node_cuda, parse_cuda
+from nvq.domain.matching import parse_cuda
 from nvq.domain.pending_groups import Capacity
-from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult
+from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult
 from nvq.model import Job, JobState, Tx
 
 log = logging.getLogger("nvq.daemon")
@@ -117,64 +118,6 @@ def _unschedulable(
             seen.add(member.id)
             if member.id not in unplaceable:
                 yield member, bad.reason
-
-
-# ------------------------------------------------------------ what nodes can hold
-
-
-def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:
-    """NodeSlot's matching fields: driver CUDA version and host memory."""
-    hello = node.hello
-    if hello is None:
-        return {}
-    promised = sum(j.memory_mb for j in on_node)
-    sample_free = node.sample.mem_free_mb if node.sample else None
-    return {
-        "cuda": node_cuda(hello.cuda),
-        "memory_total_mb": hello.mem_total_mb or None,
-        "memory_free_mb": memory_free(hello.mem_total_mb or None, sample_free, promised),
-    }
-
-
-def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
-    slots: list[NodeSlot] = []
-    headroom = state.config.queue.headroom_mb
-    by_node = state.jobs_by_node()
-    for node in state.nodes.values():
-        if node.hello is None or node.ignored:
-            continue
-        on_node = by_node.get(node.name, [])
-        views = gpu_views(
-            node.hello.gpus,
-            node.sample.gpus if node.sample and node.accepting else None,
-            on_node,
-            headroom_mb=headroom,
-            allow=node.allow,
-        )
-        gpus = [
-            GpuSlot(
-                index=v.index,
-                total_mb=v.mem_total_mb,
-                foreign_mb=v.external_mem_mb,
-                queue_mb=v.mem_total_mb - v.external_mem_mb - headroom - v.free_mb,
-                schedulable=v.schedulable,
-            )
-            for v in views
-        ]
-        slots.append(
-            NodeSlot(
-                name=node.name,
-                # Not while an old attempt owed a kill may still hold its cards.
-                accepting=node.accepting and not machines.fenced(node.name),
-                gpus=gpus,
-                cpu_jobs=sum(1 for j in on_node if not j.gpus),
-                running_jobs=len(on_node),
-                **node_matching(node, on_node),
-                **machines.slot_fields(node),
-                **(state.pilots.slot_fields(node.name) if state.pilots is not None else {}),
-            )
-        )
-    return slots
 
 
 def _may_fit_unknown_node(state: State, job: Job) -> bool:

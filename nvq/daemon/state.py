@@ -26,7 +26,7 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
 from nvq.daemon.waits import PassFacts
 from nvq.domain import reassign
-from nvq.domain.placement import PendingJob
+from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, NewAlert, Reap, Tx
 from nvq.store import Store
@@ -69,6 +69,8 @@ class State:
         self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
         # job id → (job struct, its placement fields, PendingJob): see placing.pending_of
         self.pending_cache: dict[int, tuple[Job, dict[str, Any], PendingJob]] = {}
+        # node → (what its slot was made of, the slot): see placing.node_slots
+        self.slot_cache: dict[str, tuple[tuple[Any, ...], NodeSlot]] = {}
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node

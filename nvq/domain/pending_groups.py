@@ -207,7 +207,7 @@ class Capacity:
     prefixes, CUDA, host memory, busy owners only lower it)."""
 
     def __init__(self, slots: Iterable[NodeSlot], *, headroom_mb: int, max_cpu_jobs: int) -> None:
-        self._free: list[int] = []  # free MiB of every schedulable card of an accepting node
+        free_cards: dict[int, int] = {}  # free MiB → how many such cards (alike cards share)
         self._cpu = 0  # CPU-job slots left
         for slot in slots:
             if not slot.accepting:
@@ -216,7 +216,8 @@ class Capacity:
             for g in slot.gpus:
                 free = g.total_mb - g.foreign_mb - g.queue_mb - headroom_mb
                 if g.schedulable and free >= 0:
-                    self._free.append(free)
+                    free_cards[free] = free_cards.get(free, 0) + 1
+        self._free = sorted(free_cards.items(), reverse=True)  # most free first
         self._cache: dict[tuple[int, int], int] = {}
 
     def bound(self, gpus: int, vram_mb: int) -> int:
@@ -228,7 +229,12 @@ class Capacity:
         cached = self._cache.get(key)
         if cached is None:
             # Each placed job takes `vram_mb` from `gpus` cards: count the slices.
-            cached = self._cache[key] = sum(f // vram_mb for f in self._free) // gpus
+            slices = 0
+            for free, count in self._free:
+                if free < vram_mb:
+                    break
+                slices += count * (free // vram_mb)
+            cached = self._cache[key] = slices // gpus
         return cached
 
 
