@@ -8,11 +8,14 @@ reservation against starvation, `nvq.domain.starvation`) on what the nodes can h
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
+
+import anyio
 
 from nvq.config import Config
 from nvq.daemon.apply import record
@@ -31,7 +34,12 @@ log = logging.getLogger("nvq.daemon")
 
 async def placement_loop(state: State, machines: Machines) -> None:
     while True:
-        await state.kicked()
+        # Passes follow events; the one timed exception is the moment the head of the
+        # queue starts to starve, when it must reserve a node even if nothing happens.
+        wait = math.inf if state.starves_at is None else max(0.0, state.starves_at - time.time())
+        with anyio.move_on_after(wait):
+            await state.kicked()
+        state.starves_at = None
         try:
             await place_once(state, machines)
         except Exception:
@@ -266,6 +274,12 @@ def place_with_reservation(
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,
     )
+    placed = {p.job_id for p in result.placements}
+    waiting = [p for p in pending if p.id not in placed]
+    if state.reservation is None and waiting:
+        head = min(waiting, key=lambda j: (-j.priority, j.created_at, j.id))
+        starves_at = jobs[head.id].created_at + queue.starvation_after
+        state.starves_at = starves_at if starves_at > now else None
     return result
 
 
