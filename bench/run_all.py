@@ -14,6 +14,9 @@ HERE = Path(__file__).resolve().parent
 BENCHES: list[list[str]] = [
     ["latency.py", "--pairs", "50", "--runs", "30"],
     ["throughput.py", "--jobs", "5000", "--cli-calls", "20"],
+    ["array_drain.py", "--members", "100000", "--window", "2000"],
+    ["placement_pass.py", "exit", "--pending", "100000", "--exits", "200"],
+    ["placement_pass.py", "shapes", "--pending", "10000", "--shapes", "100"],
     ["cli_latency.py", "--runs", "10"],
     ["cli_startup.py", "--runs", "30"],
     ["scale.py", "--nodes", "64", "--pending", "10000", "--window", "20"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import anyio
@@ -46,6 +46,10 @@ class NodeEvents(Protocol):
         ...
 
     async def on_message(self, node: NodeRuntime, msg: p.RunnerMsg) -> None: ...
+
+    async def on_messages(self, node: NodeRuntime, msgs: Sequence[p.RunnerMsg]) -> None:
+        """What one read delivered, in order (events that came together commit together)."""
+        ...
 
     async def on_disconnected(self, node: NodeRuntime, error: str | None) -> None:
         """The channel ended (or could not be opened); `error` says why, None if asked."""
@@ -116,7 +120,15 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
     async def writer() -> None:
         async with outbox:
             async for frame in outbox:
-                await channel.send(frame)
+                # Frames queued meanwhile (a pass's starts for this node) go out in
+                # the same write.
+                batch = [frame]
+                while True:
+                    try:
+                        batch.append(outbox.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await channel.send(b"".join(batch) if len(batch) > 1 else frame)
 
     reason: str | None = None
     async with anyio.create_task_group() as tg:
@@ -129,8 +141,9 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
                 if not data:
                     reason = "runner closed the connection"
                     break
-                for payload in frames.feed(data):
-                    await events.on_message(node, p.decode_runner_payload(payload))
+                msgs = [p.decode_runner_payload(payload) for payload in frames.feed(data)]
+                if msgs:
+                    await events.on_messages(node, msgs)
         except anyio.EndOfStream:
             reason = "runner closed the connection"
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:

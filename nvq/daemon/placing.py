@@ -1,28 +1,32 @@
 """The placement pass and what feeds it: which jobs may start (dependencies, lanes,
-`%K` of arrays), what each node can hold (cards, host memory, busy owners, fences),
-the decision itself (`nvq.domain.placement` with a reservation against starvation,
-`nvq.domain.starvation`), and, for `job show`, why a job still waits."""
+`%K` of arrays; only each request shape's first members, see
+`nvq.domain.pending_groups`), the decision itself (`nvq.domain.placement` with a
+reservation against starvation, `nvq.domain.starvation`) on what the nodes can hold
+(`nvq.daemon.slots`), and the facts kept to explain why a job still waits
+(`nvq.daemon.explain`)."""
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
+
+import anyio
 
 from nvq.config import Config
 from nvq.daemon.apply import record
-from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.reassign import Machines
+from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
-from nvq.daemon.views import gpu_views
-from nvq.daemon.waits import PassFacts, node_facts, reason_of
+from nvq.daemon.waits import PassFacts, node_facts
 from nvq.domain import arrays, deps, lanes, ordering, starvation, transitions
-from nvq.domain.matching import memory_free, node_cuda, parse_cuda
-from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult
-from nvq.domain.waiting import Waiting
+from nvq.domain.matching import parse_cuda
+from nvq.domain.pending_groups import Capacity
+from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult
 from nvq.model import Job, JobState, Tx
 
 log = logging.getLogger("nvq.daemon")
@@ -30,7 +34,12 @@ log = logging.getLogger("nvq.daemon")
 
 async def placement_loop(state: State, machines: Machines) -> None:
     while True:
-        await state.kicked()
+        # Passes follow events; the one timed exception is the moment the head of the
+        # queue starts to starve, when it must reserve a node even if nothing happens.
+        wait = math.inf if state.starves_at is None else max(0.0, state.starves_at - time.time())
+        with anyio.move_on_after(wait):
+            await state.kicked()
+        state.starves_at = None
         try:
             await place_once(state, machines)
         except Exception:
@@ -45,15 +54,15 @@ async def place_once(state: State, machines: Machines) -> None:
         pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
         tx = Tx()
         unplaceable = machines.unplaceable()
-        candidates = [
-            j
-            for j in state.jobs.values()
-            if j.state is JobState.PENDING and j.id not in unplaceable
-        ]
-        if not candidates:
+        queue = state.index.pending
+        if not len(queue):
             state.pass_facts = PassFacts(unplaceable=unplaceable)
             return
-        with_deps = [j for j in candidates if j.after or j.after_any]
+        slots = node_slots(state, machines)
+        # Each shape's first members only: the rest cannot start in this pass (see
+        # nvq.domain.pending_groups), so a long queue of alike jobs costs one check.
+        singles, grouped = queue.window(_bounds(state, machines, slots), skip=unplaceable)
+        with_deps = [j for j in singles if j.after or j.after_any]
         dep_status: dict[int, deps.DepStatus] = {}
         if with_deps:
             states = await dependency_states(state, with_deps)
@@ -62,12 +71,12 @@ async def place_once(state: State, machines: Machines) -> None:
                 dep_status[job.id] = status
                 if isinstance(status, deps.Blocked):
                     record(tx, transitions.hold(job, status.on, status.state))
-        pending = pending_for_placement(state, machines, candidates, dep_status)
-        slots = node_slots(state, machines)
+        pending = pending_for_placement(state, machines, [*singles, *grouped], dep_status)
         result = place_with_reservation(state, slots, pending, now)
         state.placement_stats = {
             "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
-            "pending": len(pending),
+            "pending": len(queue),
+            "considered": len(pending),
             "placed": len(result.placements),
             "nodes": len(slots),
         }
@@ -77,10 +86,8 @@ async def place_once(state: State, machines: Machines) -> None:
         note_lane_blocks(state, slots, pending, result)
         state.pass_facts = pass_facts(state, machines, slots, pending, result, dep_status)
         state.pass_facts.unplaceable = unplaceable
-        for bad in result.unschedulable:
-            if _may_fit_unknown_node(state, state.jobs[bad.job_id]):
-                continue
-            record(tx, transitions.unschedulable(state.jobs[bad.job_id], bad.reason, now))
+        for job, reason in _unschedulable(state, result, unplaceable):
+            record(tx, transitions.unschedulable(job, reason, now))
         if not tx:
             return
         await state.commit(tx)
@@ -89,62 +96,36 @@ async def place_once(state: State, machines: Machines) -> None:
                 machines.post_start(state.nodes[job.node], job)
 
 
-# ------------------------------------------------------------ what nodes can hold
+def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Callable[[Job], int]:
+    """How many jobs shaped like a given one a pass over `slots` could place at most."""
+    queue = state.config.queue
+    capacity = Capacity(
+        slots, headroom_mb=queue.headroom_mb, max_cpu_jobs=queue.max_cpu_jobs_per_node
+    )
+
+    def bound(job: Job) -> int:
+        shaped = pending_of(state, machines, job)
+        return capacity.bound(shaped.gpus, shaped.vram_mb)
+
+    return bound
 
 
-def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:
-    """NodeSlot's matching fields: driver CUDA version and host memory."""
-    hello = node.hello
-    if hello is None:
-        return {}
-    promised = sum(j.memory_mb for j in on_node)
-    sample_free = node.sample.mem_free_mb if node.sample else None
-    return {
-        "cuda": node_cuda(hello.cuda),
-        "memory_total_mb": hello.mem_total_mb or None,
-        "memory_free_mb": memory_free(hello.mem_total_mb or None, sample_free, promised),
-    }
-
-
-def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
-    slots: list[NodeSlot] = []
-    headroom = state.config.queue.headroom_mb
-    by_node = state.jobs_by_node()
-    for node in state.nodes.values():
-        if node.hello is None or node.ignored:
+def _unschedulable(
+    state: State, result: PlacementResult, unplaceable: set[int]
+) -> Iterator[tuple[Job, str]]:
+    """The jobs no node could ever hold, with the reason: a grouped job's reason holds
+    for every member of its group (the reason depends only on the shape)."""
+    seen: set[int] = set()
+    for bad in result.unschedulable:
+        job = state.jobs[bad.job_id]
+        if job.id in seen or _may_fit_unknown_node(state, job):
             continue
-        on_node = by_node.get(node.name, [])
-        views = gpu_views(
-            node.hello.gpus,
-            node.sample.gpus if node.sample and node.accepting else None,
-            on_node,
-            headroom_mb=headroom,
-            allow=node.allow,
-        )
-        gpus = [
-            GpuSlot(
-                index=v.index,
-                total_mb=v.mem_total_mb,
-                foreign_mb=v.external_mem_mb,
-                queue_mb=v.mem_total_mb - v.external_mem_mb - headroom - v.free_mb,
-                schedulable=v.schedulable,
-            )
-            for v in views
-        ]
-        slots.append(
-            NodeSlot(
-                name=node.name,
-                # Not while an old attempt owed a kill may still hold its cards.
-                accepting=node.accepting and not machines.fenced(node.name),
-                gpus=gpus,
-                cpu_jobs=sum(1 for j in on_node if not j.gpus),
-                running_jobs=len(on_node),
-                **node_matching(node, on_node),
-                **machines.slot_fields(node),
-                **(state.pilots.slot_fields(node.name) if state.pilots is not None else {}),
-            )
-        )
-    return slots
+        group = state.index.pending.group_of(job.id)
+        members = [job] if group is None else list(group.members.values())
+        for member in members:
+            seen.add(member.id)
+            if member.id not in unplaceable:
+                yield member, bad.reason
 
 
 def _may_fit_unknown_node(state: State, job: Job) -> bool:
@@ -200,7 +181,7 @@ def time_limit(job: Job) -> float | None:
 
 def lane_statuses(state: State, dep_status: dict[int, deps.DepStatus]) -> list[lanes.LaneStatus]:
     by_lane: dict[str, list[Job]] = defaultdict(list)
-    for job in state.jobs.values():
+    for job in state.index.lanes.values():
         if job.lane is not None:
             by_lane[job.lane].append(job)
     return [
@@ -229,7 +210,7 @@ def pending_for_placement(
     ]
     heads = [state.jobs[s.next] for s in lane_statuses(state, dep_status) if s.next is not None]
     ordered = ordering.dispatch_order([*ready, *heads])
-    running = [j for j in state.jobs.values() if j.state is JobState.RUNNING]
+    running = state.index.running.values()
     return [pending_of(state, machines, j) for j in arrays.admit(ordered, running)]
 
 
@@ -277,8 +258,8 @@ def place_with_reservation(
             node=j.node,
             ends_at=(j.started_at or j.dispatched_at or now) + j.timeout if j.timeout else None,
         )
-        for j in jobs.values()
-        if j.state is JobState.RUNNING and j.node is not None
+        for j in state.index.running.values()
+        if j.node is not None
     ]
     queue = state.config.queue
     result, state.reservation = starvation.place_fairly(
@@ -293,6 +274,12 @@ def place_with_reservation(
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,
     )
+    placed = {p.job_id for p in result.placements}
+    waiting = [p for p in pending if p.id not in placed]
+    if state.reservation is None and waiting:
+        head = min(waiting, key=lambda j: (-j.priority, j.created_at, j.id))
+        starves_at = jobs[head.id].created_at + queue.starvation_after
+        state.starves_at = starves_at if starves_at > now else None
     return result
 
 
@@ -350,67 +337,3 @@ def pass_facts(
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,
     )
-
-
-def waiting_of(state: State, machines: Machines, job: Job) -> Waiting | None:
-    """Why a pending, held or paused job is not running (None for other states)."""
-    pending = pending_of(state, machines, job) if job.state is JobState.PENDING else None
-    return reason_of(state.pass_facts, job, pending, state.jobs)
-
-
-async def explain(state: State, job: Job) -> str | None:
-    """Why a job that is not running is where it is, in words (for `job show`)."""
-    if job.state is JobState.HELD:
-        states = await dependency_states(state, [job])
-        dead = deps.dead_prerequisites(job, states)
-        parts = [f"prerequisite {d} ended {states[d]}" for d in dead if d in states]
-        what = "; ".join(parts) or (job.reason or "held")
-        ids = ",".join(map(str, dead)) or "N"
-        return (
-            f"held: {what}. `nvq job release {job.id}` runs it without it; "
-            f"`nvq job edit {job.id} --drop-after {ids} --add-after M` re-attaches it; "
-            f"`nvq job cancel {job.id}` ends it"
-        )
-    if job.state is JobState.PAUSED:
-        return f"{job.reason or 'paused'}; `nvq job resume {job.id}` puts it back in line"
-    if job.state is not JobState.PENDING:
-        return None
-    status = deps.dependency_status(job, await dependency_states(state, [job]))
-    if isinstance(status, deps.Waiting):
-        kind = "complete" if status.on in job.after else "end"
-        return f"waiting for job {status.on} to {kind}"
-    if job.lane is not None:
-        st = next((s for s in lane_statuses(state, {}) if s.lane == job.lane), None)
-        if st is not None:
-            pos = st.queue.index(job.id) + 1 if job.id in st.queue else None
-            where = f"lane {job.lane}, position {pos} of {len(st.queue)}"
-            if st.paused:
-                return f"{where}; the lane is paused"
-            if st.running is not None:
-                return f"{where}; job {st.running} runs on the lane now"
-            if st.blocked or job.lane in state.lane_blocked:
-                return f"{where}; blocked: {st.blocked or state.lane_blocked[job.lane]}"
-            return where
-    if job.array_id is not None and job.array_limit is not None:
-        running = sum(
-            1
-            for j in state.jobs.values()
-            if j.array_id == job.array_id and j.state is JobState.RUNNING
-        )
-        if running >= job.array_limit:
-            return f"array {job.array_id}: {running} of at most {job.array_limit} members running"
-    reservation = state.reservation
-    if reservation is not None and reservation.job_id == job.id:
-        when = "when its running jobs end (they have no --timeout)"
-        if reservation.ready_at is not None:
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(reservation.ready_at))
-            when = f"expected free by {stamp}"
-        return (
-            f"waiting on a reservation of node {reservation.node} ({when}): it has waited "
-            "longer than starvation_after, so smaller jobs may use that node only if "
-            "their --timeout ends before then"
-        )
-    if job.in_place:
-        seen_by = ", ".join(in_place_nodes(state.config, job.cwd)) or "no node"
-        return f"waiting for a node with room that sees {job.cwd} (in place): {seen_by}"
-    return "waiting for a node with room"

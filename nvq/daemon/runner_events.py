@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 import msgspec
 
 from nvq.daemon import blobs, store_behind
 from nvq.daemon.apply import record
+from nvq.daemon.group_commit import Plain, commit_together, plain_run
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
@@ -86,6 +88,25 @@ class RunnerEvents:
         while node.ignored:
             changed = self.state.changed
             await changed.wait()
+
+    async def on_messages(self, node: NodeRuntime, msgs: Sequence[p.RunnerMsg]) -> None:
+        """What one read of the link delivered, in order: runs of starts and exits
+        commit together (`nvq.daemon.group_commit`), everything else one by one."""
+        i = 0
+        while i < len(msgs):
+            run = plain_run(msgs, i)
+            if run >= 2:
+                node.mark_seen()
+                replaying = node.name in self._replaying
+                batch = [m for m in msgs[i : i + run] if isinstance(m, Plain)]
+                taken = await commit_together(self.state, self.machines, node, batch, replaying)
+                if taken:
+                    if any(isinstance(m, p.JobExited) for m in batch[:taken]):
+                        self.state.kick()
+                    i += taken
+                    continue
+            await self.on_message(node, msgs[i])
+            i += 1
 
     async def on_message(self, node: NodeRuntime, msg: p.RunnerMsg) -> None:
         node.mark_seen()

@@ -21,11 +21,12 @@ import msgspec
 from nvq.config import Config
 from nvq.daemon.errors import RequestError
 from nvq.daemon.frames import kill_msg, start_msg
+from nvq.daemon.live_index import LiveIndex
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
 from nvq.daemon.waits import PassFacts
 from nvq.domain import reassign
-from nvq.domain.placement import PendingJob
+from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, NewAlert, Reap, Tx
 from nvq.store import Store
@@ -57,6 +58,7 @@ class State:
         self.hooks = hooks
         self.started_at = time.time()
         self.jobs: dict[int, Job] = {}
+        self.index = LiveIndex()  # the live jobs by what each event looks for; see commit
         self.reaps: dict[tuple[int, int], Reap] = {}
         self.reaping: dict[tuple[int, int], Job] = {}  # settled jobs whose process may live
         self.nodes: dict[str, NodeRuntime] = {}
@@ -67,9 +69,12 @@ class State:
         self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
         # job id → (job struct, its placement fields, PendingJob): see placing.pending_of
         self.pending_cache: dict[int, tuple[Job, dict[str, Any], PendingJob]] = {}
+        # node → (what its slot was made of, the slot): see placing.node_slots
+        self.slot_cache: dict[str, tuple[tuple[Any, ...], NodeSlot]] = {}
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node
+        self.starves_at: float | None = None  # when the waiting head starts to starve
         self.subscribers = Subscribers()  # the live event stream's readers
         self.pass_facts: PassFacts | None = None  # what the last placement pass saw
         self.pilots: DaemonPilots | None = None  # [[clusters]]: Slurm pilots as nodes
@@ -101,6 +106,7 @@ class State:
                     node.hello = None
         for job in await self.store.jobs(states=LIVE_STATES):
             self.jobs[job.id] = job
+            self.index.update(job)
         self.lane_paused = await self.store.lanes()
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap
@@ -175,8 +181,10 @@ class State:
         for job in [*inserted, *tx.jobs]:
             if job.state in LIVE_STATES:
                 self.jobs[job.id] = job
+                self.index.update(job)
             else:
                 self.jobs.pop(job.id, None)
+                self.index.forget(job.id)
                 self.pending_cache.pop(job.id, None)
         for reap in tx.add_reaps:
             key = (reap.job_id, reap.attempt)
@@ -261,8 +269,8 @@ class State:
         """Running (and still reaping) jobs per node, in one sweep over the live jobs:
         callers that look at every node must not sweep once per node."""
         by_node: dict[str, list[Job]] = {}
-        for j in self.jobs.values():
-            if j.state is JobState.RUNNING and j.node is not None:
+        for j in self.index.running.values():
+            if j.node is not None:
                 by_node.setdefault(j.node, []).append(j)
         for j in self.reaping.values():
             if j.node is not None:

@@ -5,8 +5,9 @@ an e-mail asked for with no way to send one. Both are the user's to fix, so both
 from __future__ import annotations
 
 from nvq.daemon.errors import BadRequest
-from nvq.daemon.placing import node_slots, to_pending
+from nvq.daemon.placing import to_pending
 from nvq.daemon.reassign import Machines
+from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
 from nvq.domain.placement import place
 from nvq.model import Job, JobSpec

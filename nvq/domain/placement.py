@@ -33,70 +33,26 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-import msgspec
-
+from nvq.domain.placement_profile import NEVER_FAILED, Profile, gpus_text
+from nvq.domain.placement_types import (
+    GpuSlot,
+    NodeSlot,
+    PendingJob,
+    Placement,
+    PlacementResult,
+    Unschedulable,
+)
 from nvq.values import format_mib
 
-
-class GpuSlot(msgspec.Struct, frozen=True):
-    index: int
-    total_mb: int
-    foreign_mb: int  # memory of processes the queue did not start
-    queue_mb: int  # Σ max(reserved, actual) of queue jobs on this card
-    schedulable: bool = True  # False when outside the node's gpus allowlist
-
-
-class NodeSlot(msgspec.Struct, frozen=True):
-    name: str
-    # Up and not drained. A non-accepting node still counts for "could ever fit".
-    accepting: bool
-    gpus: list[GpuSlot]
-    cpu_jobs: int  # running CPU-only jobs
-    running_jobs: int  # all queue jobs running there: the load
-    cuda: tuple[int, int] | None = None  # driver's CUDA version; None = unknown or no driver
-    memory_total_mb: int | None = None  # host RAM; None = unknown
-    memory_free_mb: int | None = None  # host RAM not yet promised to queue jobs; None = unchecked
-    busy: bool = False  # its owner is using it: only the owner's jobs, and only if no idle node
-    owner: str | None = None
-    # A Slurm pilot: a job's time limit plus the margin must fit in the time left, and
-    # jobs without one go there only when the cluster allows untimed jobs.
-    time_left: float | None = None  # None: the node has no end
-    untimed_ok: bool = True
-    time_margin: float = 0.0
-
-
-class PendingJob(msgspec.Struct, frozen=True):
-    id: int
-    priority: int
-    created_at: float
-    gpus: int
-    vram_mb: int  # per card
-    node: str | None = None  # node name prefix
-    cuda: tuple[int, int] | None = None  # minimum driver CUDA version
-    memory_mb: int = 0  # host RAM
-    # A lane job: exactly this card of the node named `node` (exact name, not a prefix).
-    gpu: int | None = None
-    user: str = ""  # who submitted it: a busy node takes its owner's jobs only
-    forbid_busy: bool = False  # the user forbade their jobs on their own busy node
-    time_limit: float | None = None  # --timeout / --max-runtime: what a pilot must hold
-    # Only these nodes (exact names): an in-place job's directory is only there.
-    nodes: tuple[str, ...] | None = None
-
-
-class Placement(msgspec.Struct, frozen=True):
-    job_id: int
-    node: str
-    gpus: list[int]  # card indices, ascending; [] for a CPU job
-
-
-class Unschedulable(msgspec.Struct, frozen=True):
-    job_id: int
-    reason: str
-
-
-class PlacementResult(msgspec.Struct, frozen=True):
-    placements: list[Placement]
-    unschedulable: list[Unschedulable]
+__all__ = [
+    "GpuSlot",
+    "NodeSlot",
+    "PendingJob",
+    "Placement",
+    "PlacementResult",
+    "Unschedulable",
+    "place",
+]
 
 
 def place(
@@ -195,107 +151,6 @@ class _Node:
         return sorted(index for _, index in chosen)
 
 
-class _Profile:
-    """What a (node prefix, cuda, memory) request can use, and what failed in this pass."""
-
-    __slots__ = ("best_card", "cpu_full", "limit", "max_cards", "now", "qualifier", "reason")
-
-    def __init__(
-        self, state: list[_Node], slots: Sequence[NodeSlot], job: PendingJob, headroom_mb: int
-    ) -> None:
-        self.reason: str | None = None  # why no node could ever hold it, if none could
-        self.qualifier = ""  # "matching --node 'gpu'", for reasons
-        candidates = list(range(len(slots)))
-        if job.gpu is not None:
-            # A lane names one card of one node, by its full name.
-            candidates = [
-                i
-                for i in candidates
-                if slots[i].name == job.node
-                and any(g.index == job.gpu and g.schedulable for g in slots[i].gpus)
-            ]
-            self.qualifier += f" (lane {job.node}:{job.gpu})"
-            if not candidates:
-                self.reason = f"lane {job.node}:{job.gpu}: no such schedulable GPU"
-        elif job.node is not None:
-            prefix = job.node
-            candidates = [i for i in candidates if slots[i].name.startswith(prefix)]
-            self.qualifier += f" matching --node {prefix!r}"
-            if not candidates:
-                self.reason = f"--node {prefix!r} matches no node (nodes: {_names(slots)})"
-        if job.nodes is not None and not self.reason:
-            allowed = set(job.nodes)
-            candidates = [i for i in candidates if slots[i].name in allowed]
-            self.qualifier += " that sees its directory (in place)"
-            if not candidates:
-                self.reason = (
-                    "runs in place, and no node sees its directory: it must exist on the "
-                    "queue host (local node) or lie under a [[nodes]] shared prefix"
-                )
-        if job.cuda is not None and not self.reason:
-            need = job.cuda
-            # Unknown (None) might be new enough, so it cannot make the job impossible.
-            ok = [i for i in candidates if _new_enough(slots[i].cuda, need, unknown=True)]
-            if not ok:
-                # Every candidate's version is known here: unknown ones would be `ok`.
-                newest = _version(max(slots[i].cuda or (0, 0) for i in candidates))
-                self.reason = (
-                    f"needs CUDA >= {_version(need)}; the newest driver on any node"
-                    f"{self.qualifier} supports {newest}"
-                )
-            candidates = ok
-            self.qualifier += f" with CUDA >= {_version(need)}"
-        if job.memory_mb and not self.reason:
-            need_mb = job.memory_mb
-            ok = [i for i in candidates if _enough_memory(slots[i].memory_total_mb, need_mb)]
-            if not ok:
-                most = max(slots[i].memory_total_mb or 0 for i in candidates)
-                self.reason = (
-                    f"needs {format_mib(need_mb)} of host memory; the most on any node"
-                    f"{self.qualifier} is {format_mib(most)}"
-                )
-            candidates = ok
-            self.qualifier += f" with {format_mib(need_mb)} of host memory"
-        # Nodes that can take the job now, cuda permitting (unknown cuda: not now), and
-        # a busy node only for its owner's own jobs.
-        self.now = {
-            i
-            for i in candidates
-            if state[i].accepting
-            and (job.cuda is None or _new_enough(slots[i].cuda, job.cuda, unknown=False))
-            and (not slots[i].busy or _owner_may(slots[i], job))
-            and _time_fits(slots[i], job.time_limit)
-        }
-        # best_card[n−1]: the largest size every one of some node's n best cards can hold
-        # when empty, over eligible nodes — to tell "not now" from "never".
-        self.max_cards = 0
-        self.best_card: list[int] = []
-        for i in candidates:
-            sizes = sorted(
-                (
-                    g.total_mb - headroom_mb
-                    for g in slots[i].gpus
-                    if g.schedulable and (job.gpu is None or g.index == job.gpu)
-                ),
-                reverse=True,
-            )
-            self.max_cards = max(self.max_cards, len(sizes))
-            for n, size in enumerate(sizes):
-                if n < len(self.best_card):
-                    self.best_card[n] = max(self.best_card[n], size)
-                else:
-                    self.best_card.append(size)
-        # limit[n]: the smallest vram known not to fit on n cards now. Capacity only
-        # shrinks during a pass, so once learnt it holds for the rest of it.
-        self.limit = [_NEVER_FAILED] * (self.max_cards + 1)
-        self.cpu_full = False  # a CPU job of this profile found no room
-
-    def no_fit(self, gpus: int, vram: int) -> None:
-        # No node has `gpus` cards with `vram` free, so none has more cards with it either.
-        for n in range(gpus, len(self.limit)):
-            self.limit[n] = min(self.limit[n], vram)
-
-
 class _Pass:
     def __init__(self, slots: Sequence[NodeSlot], headroom_mb: int, max_cpu_jobs: int) -> None:
         self.slots = slots
@@ -314,7 +169,7 @@ class _Pass:
                 float | None,
                 tuple[str, ...] | None,
             ],
-            _Profile,
+            Profile,
         ] = {}
         # Who submitted a job matters only while some node is busy: keep profiles shared.
         self.any_busy = any(slot.busy for slot in slots)
@@ -330,9 +185,8 @@ class _Pass:
             key = (job.node, job.cuda, job.memory_mb, job.gpu, who, timed, job.nodes)
             profile = self.profiles.get(key)
             if profile is None:
-                profile = self.profiles[key] = _Profile(
-                    self.state, self.slots, job, self.headroom_mb
-                )
+                accepting = [node.accepting for node in self.state]
+                profile = self.profiles[key] = Profile(accepting, self.slots, job, self.headroom_mb)
             reason = self._never(job, profile)
             if reason is not None:
                 unschedulable.append(Unschedulable(job_id=job.id, reason=reason))
@@ -360,9 +214,7 @@ class _Pass:
             placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
         return PlacementResult(placements=placements, unschedulable=unschedulable)
 
-    def _place_pinned(
-        self, job: PendingJob, profile: _Profile, placements: list[Placement]
-    ) -> None:
+    def _place_pinned(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> None:
         """A lane's head: its own card or nothing (no caching: one card, one check)."""
         assert job.gpu is not None
         for i in profile.now:
@@ -375,7 +227,7 @@ class _Pass:
                 placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
                 return
 
-    def _choose(self, profile: _Profile, gpus: int, vram: int, memory: int) -> _Node | None:
+    def _choose(self, profile: Profile, gpus: int, vram: int, memory: int) -> _Node | None:
         state, limit = self.state, self.max_cpu_jobs
         if len(profile.now) * 4 < len(self.order):
             # Few candidates (a narrow --node): cheaper to look at each than walk the order.
@@ -387,9 +239,9 @@ class _Pass:
                 return state[index]
         return None
 
-    def _most_free(self, profile: _Profile, gpus: int, memory: int) -> int:
+    def _most_free(self, profile: Profile, gpus: int, memory: int) -> int:
         """The most vram a job of this profile could get on `gpus` cards now."""
-        best = -_NEVER_FAILED
+        best = -NEVER_FAILED
         for i in profile.now:
             node = self.state[i]
             short = memory and node.memory_free is not None and node.memory_free < memory
@@ -397,7 +249,7 @@ class _Pass:
                 best = max(best, -node.cards[gpus - 1][0])
         return best
 
-    def _never(self, job: PendingJob, profile: _Profile) -> str | None:
+    def _never(self, job: PendingJob, profile: Profile) -> str | None:
         if profile.reason is not None:
             return profile.reason
         where = f"any node{profile.qualifier}"
@@ -408,7 +260,7 @@ class _Pass:
                 return "CPU-only jobs are disabled (max_cpu_jobs_per_node = 0)"
             return None
         if job.gpus > profile.max_cards:
-            return f"needs {_gpus(job.gpus)}; the most on {where} is {profile.max_cards}"
+            return f"needs {gpus_text(job.gpus)}; the most on {where} is {profile.max_cards}"
         best = profile.best_card[job.gpus - 1]
         if job.vram_mb > best:
             after = f"after {format_mib(self.headroom_mb)} headroom"
@@ -422,39 +274,3 @@ class _Pass:
                 f"{job.gpus} cards on {where} hold {format_mib(best)} each {after}"
             )
         return None
-
-
-def _time_fits(slot: NodeSlot, limit: float | None) -> bool:
-    if slot.time_left is None:
-        return limit is not None or slot.untimed_ok
-    if limit is None:  # untimed: not where it would have to leave at once
-        return slot.untimed_ok and slot.time_left > slot.time_margin
-    return limit + slot.time_margin <= slot.time_left
-
-
-def _owner_may(slot: NodeSlot, job: PendingJob) -> bool:
-    return slot.owner is not None and job.user == slot.owner and not job.forbid_busy
-
-
-def _enough_memory(total: int | None, need: int) -> bool:
-    return total is None or total >= need  # unknown might be enough
-
-
-def _new_enough(have: tuple[int, int] | None, need: tuple[int, int], *, unknown: bool) -> bool:
-    return unknown if have is None else have >= need
-
-
-_NEVER_FAILED = 1 << 62  # larger than any vram
-
-
-def _gpus(n: int) -> str:
-    return "1 GPU" if n == 1 else f"{n} GPUs"
-
-
-def _version(cuda: tuple[int, int] | None) -> str:
-    return "unknown" if cuda is None else f"{cuda[0]}.{cuda[1]}"
-
-
-def _names(slots: Sequence[NodeSlot]) -> str:
-    names = [slot.name for slot in slots]
-    return ", ".join(names) if len(names) <= 6 else ", ".join(names[:6]) + ", …"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -213,6 +213,13 @@ class FakeRunner:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return
         self.sent.append(msg)
+
+    def send_together(self, msgs: Sequence[p.RunnerMsg]) -> None:
+        """Several frames in one write, as a busy runner's socket delivers them."""
+        if self._conn is None:
+            return
+        self._conn.send_nowait(b"".join(p.encode_frame(m) for m in msgs))
+        self.sent.extend(msgs)
 
     def record(self, build: Callable[[int], p.JournaledEvent], *, deliver: bool = True) -> int:
         """Journal an event under the next seq and send it (unless `deliver` is False:

@@ -13,10 +13,10 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.explain import explain
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import with_reason
-from nvq.daemon.placing import explain
 from nvq.domain import attempts
 from nvq.model import Job, JobState, NewEvent, Tx
 

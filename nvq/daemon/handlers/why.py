@@ -9,7 +9,9 @@ import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.placing import node_slots, pass_facts, pending_of, waiting_of
+from nvq.daemon.explain import waiting_of
+from nvq.daemon.placing import pass_facts, pending_of
+from nvq.daemon.slots import node_slots
 from nvq.daemon.waits import PassFacts, analyze_all, lane_block_of
 from nvq.domain.placement import PlacementResult
 from nvq.model import Job, JobState

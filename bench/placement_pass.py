@@ -1,0 +1,164 @@
+"""Placement in process: the daemon's placing layer (`place_once`: which jobs may start,
+what the nodes hold, the pure decision with its reservation, the commit of the
+dispatches) over a real store, on nodes that report cards but run nothing (no links).
+
+Two cases, each printing its figures in ONE JSON line:
+
+* `exit`: 100,000 identical pending jobs (`--pending`) on one node with two cards that
+  each hold one job: a job ends (its completion committed), then one pass starts the
+  next. `decision_ms` is the pass up to its decision (what `queue status` shows as
+  `last_pass_ms`), `pass_ms` the whole `place_once` with the commit of the dispatch.
+* `shapes`: 10,000 pending jobs of 100 shapes (`--pending`, `--shapes`) on 64 nodes of
+  8 cards that foreign work fills, so nothing fits and every pass is a full one.
+
+    cd bench && ../.venv/bin/python placement_pass.py exit
+    cd bench && ../.venv/bin/python placement_pass.py shapes
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from common import emit, machine, summary_ms
+
+from nvq.config import load_config
+from nvq.daemon.artifacts import Artifacts
+from nvq.daemon.ops import Ops
+from nvq.daemon.placing import place_once
+from nvq.daemon.reassign import Machines
+from nvq.daemon.state import State
+from nvq.domain import transitions
+from nvq.home import Home
+from nvq.model import Job, JobSpec, JobState, Tx
+from nvq.store import Store
+from nvq_runner import protocol as p
+
+CARD_MB = 81920
+
+
+async def daemon(home: Path, nodes: int, cards: int, foreign_mb: int) -> tuple[State, Machines]:
+    lines = ["[queue]", "local_node = false", 'headroom = "0"', ""]
+    for n in range(nodes):
+        lines += ["[[nodes]]", f'name = "n{n:03d}"', f'host = "n{n:03d}.invalid"', ""]
+    (home / "config.toml").write_text("\n".join(lines))
+    store = await Store.open(Home(home).db)
+    config = load_config(home)
+    state = State(config, store, home, hooks=Ops(config, store, home))
+    machines = Machines(state, Artifacts(state))
+    await state.load()
+    await machines.load()
+    gpus = [
+        p.GpuInfo(index=i, name="Bench", uuid=f"GPU-{i}", total_mb=CARD_MB) for i in range(cards)
+    ]
+    procs = [p.GpuProcess(pid=4000, user="someone", used_mb=foreign_mb)] if foreign_mb else []
+    sample_gpus = [
+        p.GpuSample(index=i, total_mb=CARD_MB, used_mb=foreign_mb, util_percent=0, processes=procs)
+        for i in range(cards)
+    ]
+    for node in state.nodes.values():
+        node.hello = p.Hello(
+            hostname=node.name,
+            runner_version="bench",
+            protocol=1,
+            backend="fake",
+            cuda="13.0",
+            driver=None,
+            mem_total_mb=1 << 20,
+            cpus=64,
+            gpus=gpus,
+            active=[],
+            journal_head=0,
+            boot_id="b",
+            pid=1,
+        )
+        node.sample = p.Sample(time=time.time(), gpus=sample_gpus, mem_free_mb=1 << 20, progress={})
+        node.state = "up"
+        node.reconciled = True
+        node.send = lambda _msg: True
+    return state, machines
+
+
+async def submit(state: State, specs: list[JobSpec], copies: int) -> None:
+    now = time.time()
+    jobs: list[Job] = []
+    for spec in specs:
+        template = transitions.new_job(spec, user="bench", now=now)
+        jobs += [msgspec.structs.replace(template, env={}) for _ in range(copies)]
+    async with state.lock:
+        for start in range(0, len(jobs), 20_000):
+            await state.commit(Tx(new_jobs=jobs[start : start + 20_000]))
+
+
+async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    state, machines = await daemon(home, nodes=1, cards=2, foreign_mb=0)
+    await submit(state, [JobSpec(command="true", gpus=1, vram_mb=CARD_MB)], args.pending)
+    await place_once(state, machines)  # fills both cards
+    decision: list[float] = []
+    whole: list[float] = []
+    for _ in range(args.exits):
+        running = next(j for j in state.jobs.values() if j.state is JobState.RUNNING)
+        ended = msgspec.structs.replace(running, state=JobState.COMPLETED, ended_at=time.time())
+        async with state.lock:
+            await state.commit(Tx(jobs=[ended]))
+        t0 = time.perf_counter()
+        await place_once(state, machines)
+        whole.append((time.perf_counter() - t0) * 1000)
+        decision.append(float(state.placement_stats["last_pass_ms"]))
+        assert state.placement_stats["placed"] == 1
+    await state.store.close()
+    return {
+        "case": "exit with identical jobs pending",
+        "pending": args.pending,
+        "exits": args.exits,
+        "decision_ms": summary_ms([d / 1000 for d in decision]),
+        "pass_ms": summary_ms([w / 1000 for w in whole]),
+    }
+
+
+async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    state, machines = await daemon(home, nodes=64, cards=8, foreign_mb=CARD_MB - 1024)
+    specs = [
+        JobSpec(command="true", gpus=1 + s % 4, vram_mb=2048 + 512 * s) for s in range(args.shapes)
+    ]
+    await submit(state, specs, args.pending // args.shapes)
+    passes: list[float] = []
+    for _ in range(args.passes):
+        t0 = time.perf_counter()
+        await place_once(state, machines)
+        passes.append((time.perf_counter() - t0) * 1000)
+        assert state.placement_stats["placed"] == 0
+    await state.store.close()
+    return {
+        "case": "full pass, nothing fits",
+        "pending": args.pending,
+        "shapes": args.shapes,
+        "nodes": 64,
+        "pass_ms": summary_ms([t / 1000 for t in passes]),
+        "considered": state.placement_stats.get("considered", args.pending),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["exit", "shapes"])
+    ap.add_argument("--pending", type=int)
+    ap.add_argument("--exits", type=int, default=200)
+    ap.add_argument("--shapes", type=int, default=100)
+    ap.add_argument("--passes", type=int, default=30)
+    args = ap.parse_args()
+    if args.pending is None:
+        args.pending = 100_000 if args.case == "exit" else 10_000
+    run = exit_case if args.case == "exit" else shapes_case
+    with tempfile.TemporaryDirectory(prefix="nvq-bench-") as tmp:
+        doc = anyio.run(run, args, Path(tmp))
+    emit({"bench": f"placement_{args.case}", "machine": machine(), **doc})
+
+
+if __name__ == "__main__":
+    main()

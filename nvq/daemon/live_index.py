@@ -1,0 +1,34 @@
+"""Indexes over the daemon's live jobs, kept up to date by every commit, so that what
+runs after each event (a placement pass, the per-node view) looks only at what it
+needs: the pending queue grouped by shape, the running jobs, the jobs in lanes. A
+queue of 100,000 waiting jobs then costs an exit what a queue of ten does."""
+
+from __future__ import annotations
+
+from nvq.domain.pending_groups import PendingGroups
+from nvq.model import Job, JobState
+
+
+class LiveIndex:
+    def __init__(self) -> None:
+        self.pending = PendingGroups()
+        self.running: dict[int, Job] = {}
+        self.lanes: dict[int, Job] = {}  # live jobs that are in a lane, any state
+
+    def update(self, job: Job) -> None:
+        """The job's new version, live (pending, running, held, paused)."""
+        self.pending.update(job)
+        if job.state is JobState.RUNNING:
+            self.running[job.id] = job
+        else:
+            self.running.pop(job.id, None)
+        if job.lane is not None:
+            self.lanes[job.id] = job
+        else:
+            self.lanes.pop(job.id, None)
+
+    def forget(self, job_id: int) -> None:
+        """The job is no longer live (it ended, or was deleted)."""
+        self.pending.drop(job_id)
+        self.running.pop(job_id, None)
+        self.lanes.pop(job_id, None)

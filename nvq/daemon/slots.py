@@ -1,0 +1,93 @@
+"""What each node can hold now, as placement sees it (`NodeSlot`): its cards less the
+memory of foreign processes and of the queue's jobs, host memory, busy owners, fences.
+A node whose inputs did not change since the last pass keeps its slot."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.reassign import Machines
+from nvq.daemon.state import State
+from nvq.daemon.views import gpu_views
+from nvq.domain.matching import memory_free, node_cuda
+from nvq.domain.placement import GpuSlot, NodeSlot
+from nvq.model import Job
+
+
+def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:
+    """NodeSlot's matching fields: driver CUDA version and host memory."""
+    hello = node.hello
+    if hello is None:
+        return {}
+    promised = sum(j.memory_mb for j in on_node)
+    sample_free = node.sample.mem_free_mb if node.sample else None
+    return {
+        "cuda": node_cuda(hello.cuda),
+        "memory_total_mb": hello.mem_total_mb or None,
+        "memory_free_mb": memory_free(hello.mem_total_mb or None, sample_free, promised),
+    }
+
+
+def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
+    slots: list[NodeSlot] = []
+    headroom = state.config.queue.headroom_mb
+    by_node = state.jobs_by_node()
+    for node in state.nodes.values():
+        if node.hello is None or node.ignored:
+            continue
+        on_node = by_node.get(node.name, [])
+        extra = {
+            **machines.slot_fields(node),
+            **(state.pilots.slot_fields(node.name) if state.pilots is not None else {}),
+        }
+        # Not while an old attempt owed a kill may still hold its cards.
+        accepting = node.accepting and not machines.fenced(node.name)
+        # Everything the slot is made of: an unchanged node (the common case after an
+        # event elsewhere) keeps its slot, instead of its cards being worked out again.
+        key = (node.hello, node.sample, accepting, node.allow, headroom, extra, *on_node)
+        cached = state.slot_cache.get(node.name)
+        if cached is not None and _same(cached[0], key):
+            slots.append(cached[1])
+            continue
+        slot = _node_slot(node, on_node, headroom, accepting, extra)
+        state.slot_cache[node.name] = (key, slot)
+        slots.append(slot)
+    return slots
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
+
+
+def _node_slot(
+    node: NodeRuntime, on_node: list[Job], headroom: int, accepting: bool, extra: dict[str, Any]
+) -> NodeSlot:
+    assert node.hello is not None
+    views = gpu_views(
+        node.hello.gpus,
+        node.sample.gpus if node.sample and node.accepting else None,
+        on_node,
+        headroom_mb=headroom,
+        allow=node.allow,
+    )
+    gpus = [
+        GpuSlot(
+            index=v.index,
+            total_mb=v.mem_total_mb,
+            foreign_mb=v.external_mem_mb,
+            queue_mb=v.mem_total_mb - v.external_mem_mb - headroom - v.free_mb,
+            schedulable=v.schedulable,
+        )
+        for v in views
+    ]
+    return NodeSlot(
+        name=node.name,
+        accepting=accepting,
+        gpus=gpus,
+        cpu_jobs=sum(1 for j in on_node if not j.gpus),
+        running_jobs=len(on_node),
+        **node_matching(node, on_node),
+        **extra,
+    )
