@@ -187,6 +187,11 @@ class AsyncClient:
         its name, note, tags and priority)."""
         return await self._call(c.EditJob(id=id, changes=changes), Job)
 
+    async def move(self, id: int, to: str) -> c.Moved:
+        """Pin a job to `to` ("node" or "node:gpu"); a running one is stopped and runs
+        there as a new attempt."""
+        return await self._call(c.Move(id=id, to=to), c.Moved)
+
     async def edit(
         self, id: int, *, drop_after: Sequence[int] = (), add_after: Sequence[int] = ()
     ) -> Job:

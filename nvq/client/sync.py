@@ -247,6 +247,11 @@ class Client:
     def resume(self, ids: int | Sequence[int], *, array: bool = False) -> list[Job]:
         return self._call(c.Resume(ids=_ids(ids), array=array), list[Job])
 
+    def move(self, id: int, to: str) -> c.Moved:
+        """Pin a job to `to` ("node" or "node:gpu"); a running one is stopped and runs
+        there as a new attempt."""
+        return self._call(c.Move(id=id, to=to), c.Moved)
+
     def artifacts(self, id: int) -> c.Artifacts:
         return self._call(c.JobArtifacts(id=id), c.Artifacts)
 

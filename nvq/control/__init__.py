@@ -83,6 +83,9 @@ from nvq.control.replies import (
     LaneStatus as LaneStatus,
 )
 from nvq.control.replies import (
+    Moved as Moved,
+)
+from nvq.control.replies import (
     NodeCheck as NodeCheck,
 )
 from nvq.control.replies import (
@@ -174,6 +177,9 @@ from nvq.control.requests import (
 )
 from nvq.control.requests import (
     Logs as Logs,
+)
+from nvq.control.requests import (
+    Move as Move,
 )
 from nvq.control.requests import (
     NodeFlag as NodeFlag,

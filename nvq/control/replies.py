@@ -37,6 +37,14 @@ class JobRow(Job, kw_only=True):
     reason_detail: str | Unset | None = UNSET
 
 
+class Moved(Job, kw_only=True):
+    """`Move`: the job as it now stands; `stopped` names the attempt that was running
+    (stopped, so that the job runs at its new place as a new attempt)."""
+
+    to: str = ""  # where it is pinned: a node, or a card's lane NODE:GPU
+    stopped: str | None = None  # "attempt 2 on box406", or None for a waiting job
+
+
 class WhyReport(msgspec.Struct, kw_only=True):
     """`Why`: the job's reason, then every node with each constraint checked."""
 

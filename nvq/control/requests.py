@@ -154,6 +154,14 @@ class Resume(msgspec.Struct, tag="resume", frozen=True):
     array: bool = False
 
 
+class Move(msgspec.Struct, tag="move", frozen=True):
+    """`job move ID NODE[:GPU]`: pin a waiting job there; stop a running one and run
+    it there as a new attempt."""
+
+    id: int
+    to: str  # "node" (prefix) or "node:gpu" (that card's lane)
+
+
 class Lanes(msgspec.Struct, tag="lanes", frozen=True):
     pass
 
@@ -281,4 +289,5 @@ Request = (
     | EditJob
     | Gc
     | Pull
+    | Move
 )

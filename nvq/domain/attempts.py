@@ -25,6 +25,7 @@ _ENDINGS = {
     "job_paused": "paused",
     "launch_failed": "launch failed",
     "attempt_superseded": "superseded",
+    "job_moved": "moved",
 }
 
 
@@ -64,8 +65,8 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
             att.exit_code = data.get("exit_code", att.exit_code)
         elif ev.kind in _ENDINGS and att.outcome in (None, data.get("overrides")):
             # `overrides`: an exit heard after the queue had guessed this attempt's end.
-            if ev.kind == "job_paused" and data.get("was") != "running":
-                continue  # a waiting job paused: no attempt ended
+            if ev.kind in ("job_paused", "job_moved") and data.get("was") != "running":
+                continue  # a waiting job paused or moved: no attempt ended
             att.outcome = _ENDINGS[ev.kind]
             att.ended_at = ev.time
             att.exit_code = data.get("exit_code")

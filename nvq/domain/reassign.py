@@ -31,8 +31,8 @@ from nvq_runner.protocol import JobExited
 # confirmed: its process may still hold the cards.
 FENCING_REASONS = frozenset({"reassigned", "orphan", "lost", "superseded"})
 # Reaps after which the job itself waits for its old attempt's exit (and final
-# artifact sync) before it may be placed again.
-STOPPING_REASONS = frozenset({"preempted"})
+# artifact sync) before it may be placed again (`moved`: `nvq job move`).
+STOPPING_REASONS = frozenset({"preempted", "moved"})
 
 
 def _back_to_queue(job: Job, reason: str) -> Job:

@@ -71,6 +71,7 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Check(), "admin"),
     (c.Gc(), "admin"),
     (c.Pull(id=1), "anyone"),
+    (c.Move(id=1, to="local"), "owner"),
 ]
 
 

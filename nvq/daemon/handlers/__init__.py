@@ -26,6 +26,7 @@ from nvq.daemon.handlers import (
 )
 from nvq.daemon.handlers.history import gpu_history
 from nvq.daemon.handlers.job_edit import edit_job
+from nvq.daemon.handlers.move import move
 from nvq.domain.permissions import ANYONE, Permission, admin, owner
 
 # The request parameter is each handler's own request type: Any here, so the table
@@ -72,6 +73,7 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.EditJob: edit_job,
     c.Gc: world.gc,
     c.Pull: world.pull,
+    c.Move: move,
 }
 
 
@@ -133,6 +135,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Check: admin("check the queue's store"),
     c.Gc: admin("free the blob store"),
     c.Pull: ANYONE,
+    c.Move: owner("move"),
 }
 
 
