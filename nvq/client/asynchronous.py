@@ -167,8 +167,17 @@ class AsyncClient:
         """The job's result.json payload; `set_json` stores this JSON text instead."""
         return (await self.request(c.Result(id=id, set_json=set_json))).data
 
-    async def requeue(self, ids: int | Sequence[int]) -> list[Job]:
-        return await self._call(c.Requeue(ids=_ids(ids)), list[Job])
+    async def requeue(
+        self,
+        ids: int | Sequence[int],
+        *,
+        artifacts: str | None = None,
+        command: str | None = None,
+    ) -> list[c.Requeued]:
+        """Run finished jobs again; `artifacts` "keep" or "fresh" (None: fresh for a
+        completed job, else keep); `command` replaces the command (one job)."""
+        request = c.Requeue(ids=_ids(ids), artifacts=artifacts, command=command)
+        return await self._call(request, list[c.Requeued])
 
     async def purge(
         self,

@@ -203,8 +203,17 @@ class Client:
         """The job's result.json payload; `set_json` stores this JSON text instead."""
         return self.request(c.Result(id=id, set_json=set_json)).data
 
-    def requeue(self, ids: int | Sequence[int]) -> list[Job]:
-        return self._call(c.Requeue(ids=_ids(ids)), list[Job])
+    def requeue(
+        self,
+        ids: int | Sequence[int],
+        *,
+        artifacts: str | None = None,
+        command: str | None = None,
+    ) -> list[c.Requeued]:
+        """Run finished jobs again; `artifacts` "keep" or "fresh" (None: fresh for a
+        completed job, else keep); `command` replaces the command (one job)."""
+        request = c.Requeue(ids=_ids(ids), artifacts=artifacts, command=command)
+        return self._call(request, list[c.Requeued])
 
     def purge(
         self,

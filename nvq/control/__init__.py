@@ -101,6 +101,9 @@ from nvq.control.replies import (
     QueueStatus as QueueStatus,
 )
 from nvq.control.replies import (
+    Requeued as Requeued,
+)
+from nvq.control.replies import (
     StoreCheck as StoreCheck,
 )
 from nvq.control.replies import (

@@ -45,6 +45,15 @@ class Moved(Job, kw_only=True):
     stopped: str | None = None  # "attempt 2 on box406", or None for a waiting job
 
 
+class Requeued(Job, kw_only=True):
+    """`Requeue`: the job back in line, and which artifacts its next attempt starts
+    from: `keep` (the last checkpoint) or `fresh` (none; the stored copy, if any, is
+    set aside in `artifacts_kept`)."""
+
+    artifacts: str = "keep"
+    artifacts_kept: str | None = None
+
+
 class WhyReport(msgspec.Struct, kw_only=True):
     """`Why`: the job's reason, then every node with each constraint checked."""
 

@@ -116,6 +116,8 @@ class Ping(msgspec.Struct, tag="ping", frozen=True):
 
 class Requeue(msgspec.Struct, tag="requeue", frozen=True):
     ids: list[int]
+    artifacts: str | None = None  # "keep" | "fresh"; None: fresh if completed, else keep
+    command: str | None = None  # run this command instead (`requeue --edit`, one id)
 
 
 class Purge(msgspec.Struct, tag="purge", frozen=True):

@@ -174,6 +174,12 @@ class Machines:
         self.syncing.add(job.id)
         self._submit(("final", node.name, job.id))
 
+    def start_fresh(self, job: Job, node: str | None) -> None:
+        """`requeue --artifacts fresh`: clear the job's artifacts (here and on `node`,
+        where its last attempt ran) before it may be placed again. Must hold the lock."""
+        self.syncing.add(job.id)
+        self._submit(("fresh", node or "", job.id))
+
     def post_start(self, node: NodeRuntime, job: Job) -> None:
         """Send `Start`, after restoring the job's stored artifacts there if it has any."""
         if self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
@@ -198,6 +204,9 @@ class Machines:
                     tg.start_soon(self._work, kind, node_name, job_id)
 
     async def _work(self, kind: str, node_name: str, job_id: int) -> None:
+        if kind == "fresh":
+            await self._fresh(self.state.nodes.get(node_name), job_id)
+            return
         node = self.state.nodes[node_name]
         try:
             job = await self.state.get_job(job_id)
@@ -216,6 +225,17 @@ class Machines:
                 self.state.kick()
             if kind == "periodic":
                 self._due.discard(job_id)
+
+    async def _fresh(self, node: NodeRuntime | None, job_id: int) -> None:
+        try:
+            job = await self.state.get_job(job_id)
+            removed = await self.artifacts.start_fresh(node, job)
+            log.info("job %s: artifacts cleared for a fresh start (%d files)", job_id, removed)
+        except Exception as exc:
+            log.warning("job %s: clearing its artifacts failed: %s", job_id, exc)
+        finally:
+            self.syncing.discard(job_id)
+            self.state.kick()
 
     async def _sync(self, node: NodeRuntime, job: Job) -> None:
         try:

@@ -39,6 +39,8 @@ class Attempt(msgspec.Struct, kw_only=True):
     outcome: str | None = None  # None while it runs
     reason: str | None = None
     exit_code: int | None = None
+    # its result.json, once a requeue kept it (the job's own `result` is the latest's)
+    result: Any = None
 
 
 def derive(events: Iterable[Event]) -> list[Attempt]:
@@ -61,6 +63,8 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
         att = found
         if ev.kind == "job_started":
             att.started_at = ev.time
+        elif ev.kind == "job_requeued":
+            att.result = data.get("result")
         elif ev.kind == "job_exit_after_settle":
             att.exit_code = data.get("exit_code", att.exit_code)
         elif ev.kind in _ENDINGS and att.outcome in (None, data.get("overrides")):

@@ -117,6 +117,8 @@ def job_detail(doc: JobDetail) -> str:
                 how += f" (exit {a.exit_code})"
             if a.reason:
                 how += f": {safe(a.reason)}"
+            if a.result is not None:
+                how += f"; result {safe(json.dumps(a.result)[:80])}"
             gpus = ",".join(map(str, a.gpus)) or "-"
             out.append(
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
