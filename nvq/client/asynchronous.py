@@ -351,6 +351,16 @@ class AsyncClient:
     async def ping(self) -> c.Pong:
         return await self._call(c.Ping(), c.Pong)
 
-    async def stop_daemon(self) -> None:
-        """Ask the daemon to exit; jobs keep running on their nodes."""
-        await self.request(c.StopDaemon())
+    async def stop_daemon(self) -> c.DaemonStopping:
+        """Ask the daemon to exit; jobs keep running on their nodes (and their
+        runners with them: the reply says how many)."""
+        return await self._call(c.StopDaemon(), c.DaemonStopping)
+
+    async def node_stop(
+        self, node: str | None = None, *, all: bool = False, kill_jobs: bool = False
+    ) -> c.NodesStopped:
+        """Stop runners (kept stopped until `node_start`); `kill_jobs` cancels theirs."""
+        return await self._call(c.NodeStop(node=node, all=all, kill_jobs=kill_jobs), c.NodesStopped)
+
+    async def node_start(self, node: str) -> NodeView:
+        return await self._call(c.NodeStart(node=node), NodeView)

@@ -383,9 +383,19 @@ class Client:
     def ping(self) -> c.Pong:
         return self._call(c.Ping(), c.Pong)
 
-    def stop_daemon(self) -> None:
-        """Ask the daemon to exit; jobs keep running on their nodes."""
-        self.request(c.StopDaemon())
+    def stop_daemon(self) -> c.DaemonStopping:
+        """Ask the daemon to exit; jobs keep running on their nodes (and their
+        runners with them: the reply says how many)."""
+        return self._call(c.StopDaemon(), c.DaemonStopping)
+
+    def node_stop(
+        self, node: str | None = None, *, all: bool = False, kill_jobs: bool = False
+    ) -> c.NodesStopped:
+        """Stop runners (kept stopped until `node_start`); `kill_jobs` cancels theirs."""
+        return self._call(c.NodeStop(node=node, all=all, kill_jobs=kill_jobs), c.NodesStopped)
+
+    def node_start(self, node: str) -> NodeView:
+        return self._call(c.NodeStart(node=node), NodeView)
 
 
 def _ids(ids: int | Sequence[int]) -> list[int]:

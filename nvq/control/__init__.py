@@ -65,6 +65,9 @@ from nvq.control.replies import (
     DaemonInfo as DaemonInfo,
 )
 from nvq.control.replies import (
+    DaemonStopping as DaemonStopping,
+)
+from nvq.control.replies import (
     GcDone as GcDone,
 )
 from nvq.control.replies import (
@@ -87,6 +90,12 @@ from nvq.control.replies import (
 )
 from nvq.control.replies import (
     NodeCheck as NodeCheck,
+)
+from nvq.control.replies import (
+    NodeLeft as NodeLeft,
+)
+from nvq.control.replies import (
+    NodesStopped as NodesStopped,
 )
 from nvq.control.replies import (
     Pong as Pong,
@@ -189,6 +198,12 @@ from nvq.control.requests import (
 )
 from nvq.control.requests import (
     Nodes as Nodes,
+)
+from nvq.control.requests import (
+    NodeStart as NodeStart,
+)
+from nvq.control.requests import (
+    NodeStop as NodeStop,
 )
 from nvq.control.requests import (
     Note as Note,

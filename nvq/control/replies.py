@@ -54,6 +54,26 @@ class Requeued(Job, kw_only=True):
     artifacts_kept: str | None = None
 
 
+class NodeLeft(msgspec.Struct, kw_only=True):
+    node: str
+    reason: str  # why its runner was left running
+
+
+class NodesStopped(msgspec.Struct, kw_only=True):
+    """`NodeStop`: the nodes whose runner was stopped, and those left running."""
+
+    stopped: list[str]
+    left: list[NodeLeft]
+
+
+class DaemonStopping(msgspec.Struct, kw_only=True):
+    """`StopDaemon`: the runners it leaves running (by design: their jobs go on)."""
+
+    stopping: bool
+    runners_left: int = 0
+    jobs_running: int = 0
+
+
 class WhyReport(msgspec.Struct, kw_only=True):
     """`Why`: the job's reason, then every node with each constraint checked."""
 

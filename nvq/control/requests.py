@@ -80,6 +80,19 @@ class Bootstrap(msgspec.Struct, tag="bootstrap", frozen=True):
     force: bool = False
 
 
+class NodeStop(msgspec.Struct, tag="node_stop", frozen=True):
+    """Stop the runner of `node` (or of every node with `all`) and keep it stopped
+    until `NodeStart`; a node with running jobs is left alone unless `kill_jobs`."""
+
+    node: str | None = None
+    all: bool = False
+    kill_jobs: bool = False
+
+
+class NodeStart(msgspec.Struct, tag="node_start", frozen=True):
+    node: str
+
+
 class Events(msgspec.Struct, tag="events", frozen=True):
     since: int = 0
     limit: int | None = None
@@ -292,4 +305,6 @@ Request = (
     | Gc
     | Pull
     | Move
+    | NodeStop
+    | NodeStart
 )
