@@ -71,6 +71,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     in_place: bool = False  # run in `cwd` itself (no snapshot): only where it exists
     setup: str | None = None  # builds the job's environment once per node (--setup)
     setup_files: list[str] = []  # patterns of the files whose content keys the setup
+    # which endings spend a --retries restart: "lost" (the process vanished), "oom"
+    # (the kernel's OOM killer killed it, where the runner can tell), comma-separated
+    retries_on: str = "lost"
 
 
 class Job(msgspec.Struct, kw_only=True):
@@ -138,6 +141,8 @@ class Job(msgspec.Struct, kw_only=True):
     setup_files: list[str] = []
     # captured variables the node left out, in words ("VIRTUAL_ENV=/x (no such path there)")
     env_dropped: list[str] = []
+    # what spends a --retries restart (see JobSpec); schema version 9
+    retries_on: str = "lost"
 
 
 class Event(msgspec.Struct, kw_only=True):

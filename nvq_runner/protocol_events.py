@@ -122,6 +122,9 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     result_error: str | None = None
     # The job's stdout or stderr passed `Start.max_log_size` and had its middle cut.
     log_truncated: bool = False
+    # The kernel's OOM killer killed a process of the job's memory cgroup (its
+    # `memory.events` says so); False where the runner cannot tell.
+    oom_killed: bool = False
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):

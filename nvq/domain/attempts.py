@@ -72,6 +72,8 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
             if ev.kind in ("job_paused", "job_moved") and data.get("was") != "running":
                 continue  # a waiting job paused or moved: no attempt ended
             att.outcome = _ENDINGS[ev.kind]
+            if ev.kind == "job_retried" and data.get("oom"):
+                att.outcome = "OOM-killed (retried)"
             att.ended_at = ev.time
             att.exit_code = data.get("exit_code")
             att.reason = data.get("reason") or data.get("error")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -184,6 +184,10 @@ ALTER TABLE jobs ADD COLUMN in_place TEXT NOT NULL DEFAULT 'false';
 ALTER TABLE jobs ADD COLUMN setup TEXT;
 ALTER TABLE jobs ADD COLUMN setup_files TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE jobs ADD COLUMN env_dropped TEXT NOT NULL DEFAULT '[]';
+""",
+    # 9: which endings spend a --retries restart (`--retries-on oom,lost`).
+    """
+ALTER TABLE jobs ADD COLUMN retries_on TEXT NOT NULL DEFAULT 'lost';
 """,
 ]
 

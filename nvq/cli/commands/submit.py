@@ -46,6 +46,11 @@ def job_submit(
     script: Path = typer.Option(None, "--script", help="Use this local file as the command."),
     wait: bool = typer.Option(False, "--wait", help="Block until the job ends."),
     retries: int = typer.Option(0, "--retries", help="Restart it up to N times if it vanishes."),
+    retries_on: str = typer.Option(
+        "lost",
+        "--retries-on",
+        help="What --retries restarts: lost (it vanished), oom (the OOM killer), or both.",
+    ),
     cuda: str = typer.Option(None, "--cuda", help="Minimum driver CUDA version, e.g. 13.0."),
     memory: str = typer.Option(None, "--memory", help="Host RAM it needs (and its limit): 32GiB."),
     lane: str = typer.Option(None, "--lane", help="Append to a GPU's lane: NODE:GPU."),
@@ -118,6 +123,7 @@ def job_submit(
         email_on_failure=email_on_failure,
         max_runtime=duration(max_runtime, "--max-runtime"),
         no_reassign=no_reassign,
+        retries_on=_retries_on(retries_on),
         setup=setup,
         setup_files=setup_files,
         **submit_world(
@@ -155,6 +161,15 @@ def _submitted_array(client: Client, first: Job, *, wait: bool, as_json: bool) -
     done = client.wait(doc.ids)
     emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
     return done.exit_code
+
+
+def _retries_on(text: str) -> str:
+    from nvq.domain.retry_policy import parse_retries_on
+
+    try:
+        return parse_retries_on(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
 
 
 def policy_options(
