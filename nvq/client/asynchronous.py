@@ -103,7 +103,7 @@ class AsyncClient:
         return await self.submit_spec(job_spec(command, **options))
 
     async def submit_spec(self, spec: JobSpec) -> Job:
-        return await self._call(c.Submit(spec=spec), Job)
+        return await self._call(c.Submit(spec=spec), c.Submitted)
 
     async def jobs(
         self,

@@ -132,14 +132,14 @@ class Client:
 
     # ------------------------------------------------------------ jobs
 
-    def submit(self, command: list[str] | str, **options: Any) -> Job:
+    def submit(self, command: list[str] | str, **options: Any) -> c.Submitted:
         """Queue a job: `submit(["python", "train.py"], vram="20GiB", gpus=1)`. Options
         are JobSpec's fields; `vram`/`memory` take "20GiB" (or MiB), `timeout` and
         `max_runtime` take "2h" (or seconds)."""
         return self.submit_spec(job_spec(command, **options))
 
-    def submit_spec(self, spec: JobSpec) -> Job:
-        return self._call(c.Submit(spec=spec), Job)
+    def submit_spec(self, spec: JobSpec) -> c.Submitted:
+        return self._call(c.Submit(spec=spec), c.Submitted)
 
     def jobs(
         self,

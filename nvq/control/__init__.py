@@ -116,6 +116,9 @@ from nvq.control.replies import (
     StoreCheck as StoreCheck,
 )
 from nvq.control.replies import (
+    Submitted as Submitted,
+)
+from nvq.control.replies import (
     Unset as Unset,
 )
 from nvq.control.replies import (

@@ -74,6 +74,13 @@ class DaemonStopping(msgspec.Struct, kw_only=True):
     jobs_running: int = 0
 
 
+class Submitted(Job, kw_only=True):
+    """`Submit`: the job; `unreported` names the nodes that had not reported their
+    cards, so whether any node could ever run it was not checked yet (sent only then)."""
+
+    unreported: list[str] | Unset = UNSET
+
+
 class WhyReport(msgspec.Struct, kw_only=True):
     """`Why`: the job's reason, then every node with each constraint checked."""
 

@@ -138,11 +138,12 @@ def job_submit(
     job = client.submit_spec(spec)
     if job.array_id is not None:
         return _submitted_array(client, job, wait=wait, as_json=as_json)
+    said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}"
     if not wait:
-        emit(job, as_json, f"submitted job {job.id} ({job.name})")
+        emit(job, as_json, said)
         return 0
     if not as_json:
-        print(f"submitted job {job.id} ({job.name}); waiting", file=sys.stderr)
+        print(f"{said}; waiting", file=sys.stderr)
     done = client.wait(job.id)
     (final,) = done.jobs
     emit(final, as_json, outcome(final))
@@ -153,14 +154,29 @@ def _submitted_array(client: Client, first: Job, *, wait: bool, as_json: bool) -
     from nvq.cli.sweeps import submitted, submitted_line
 
     doc = submitted(client, first)
+    said = submitted_line(doc) + unchecked_note(first)
     if not wait:
-        emit(doc, as_json, submitted_line(doc))
+        emit(doc, as_json, said)
         return 0
     if not as_json:
-        print(f"{submitted_line(doc)}; waiting", file=sys.stderr)
+        print(f"{said}; waiting", file=sys.stderr)
     done = client.wait(doc.ids)
     emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
     return done.exit_code
+
+
+def unchecked_note(job: Job) -> str:
+    """`; accepted while node gpu2 has not reported`, when the daemon could not yet
+    check that some node can ever run it."""
+    unreported = getattr(job, "unreported", None)
+    if not isinstance(unreported, list) or not unreported:
+        return ""
+    nodes = ", ".join(unreported)
+    has = "has" if len(unreported) == 1 else "have"
+    return (
+        f"; accepted while node{'s' if len(unreported) > 1 else ''} {nodes} {has} not "
+        "reported (whether any node can run it is checked when they do)"
+    )
 
 
 def _retries_on(text: str) -> str:

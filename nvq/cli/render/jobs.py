@@ -70,10 +70,18 @@ def jobs_table(jobs: Sequence[Job]) -> str:
     return table(header, rows)
 
 
+def member_label(job: Job) -> str | None:
+    """`7[3]`: an array member as `ARRAY[INDEX]` (the syntax every id argument takes)."""
+    if job.array_id is None or job.array_index is None:
+        return None
+    return f"{job.array_id}[{job.array_index}]"
+
+
 def job_detail(doc: JobDetail) -> str:
     why = waiting_reason(doc)
+    member = member_label(doc)
     out = [
-        f"job {doc.id}  {safe(doc.name)}  [{doc.state}]",
+        f"job {doc.id}" + (f" ({member})" if member else "") + f"  {safe(doc.name)}  [{doc.state}]",
         *([f"  waits       {why[0]}: {safe(why[1])}"] if why else []),
         f"  command     {safe(doc.command)}",
         f"  submitter   {safe(doc.submitter)} (user {doc.user})",
