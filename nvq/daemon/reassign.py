@@ -38,6 +38,8 @@ class Machines:
         self.syncing: set[int] = set()  # jobs whose final sync runs: not placeable
         self._work_send, self._work_recv = anyio.create_memory_object_stream[Any](10_000)
         self._due: set[int] = set()  # jobs with a periodic sync queued or running
+        # job → the borrowed node whose --max-runtime it ran out: avoided next time
+        self.avoid: dict[int, str] = {}
 
     async def load(self) -> None:
         modes = await self.state.store.sync(busy_table.busy_modes)
@@ -71,7 +73,27 @@ class Machines:
         return {"busy": self.busy(node), "owner": node.owner}
 
     def pending_fields(self, job: Job) -> dict[str, Any]:
-        return {"user": job.user, "forbid_busy": job.user in self.forbidden}
+        fields: dict[str, Any] = {"user": job.user, "forbid_busy": job.user in self.forbidden}
+        avoid = self.avoid.get(job.id)
+        if avoid is not None:
+            fields |= self._steered(job, avoid, fields)
+        return fields
+
+    def _steered(self, job: Job, avoid: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """The nodes a job that ran out its time on `avoid` may go to now (none given:
+        any), by the rule of `reassign.steer_clear`."""
+        from nvq.daemon.placing import node_slots, to_pending  # placing imports this
+
+        queue = self.state.config.queue
+        base = to_pending(job, **fields)
+        steered = reassign.steer_clear(
+            base,
+            avoid,
+            node_slots(self.state, self),
+            headroom_mb=queue.headroom_mb,
+            max_cpu_jobs=queue.max_cpu_jobs_per_node,
+        )
+        return {} if steered is base else {"nodes": steered.nodes}
 
     # ------------------------------------------------------------ node down
 
@@ -182,6 +204,7 @@ class Machines:
 
     def post_start(self, node: NodeRuntime, job: Job) -> None:
         """Send `Start`, after restoring the job's stored artifacts there if it has any."""
+        self.avoid.pop(job.id, None)  # placed: the rule served its turn
         if self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
             self._submit(("restore", node.name, job.id))
         else:
@@ -294,4 +317,11 @@ class Machines:
                     if j.node in state.nodes
                     and reassign.runtime_exceeded(j, state.nodes[j.node].owner, now)
                 ]
-                await self.preempt(still, "ran past its --max-runtime on a borrowed node")
+                await self.preempt(
+                    still,
+                    "ran past its --max-runtime on a borrowed node; its next attempt goes "
+                    "to another node while one can hold it",
+                )
+                for job in still:
+                    if job.node is not None:
+                        self.avoid[job.id] = job.node
