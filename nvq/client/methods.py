@@ -186,14 +186,8 @@ class Requests:
 
     @returns(list[c.Requeued])
     def requeue(
-        self,
-        ids: int | Sequence[int],
-        *,
-        artifacts: str | None = None,
-        command: str | None = None,
+        self, ids: int | Sequence[int], *, artifacts: str | None = None, command: str | None = None
     ) -> c.Request:
-        """Run finished jobs again; `artifacts` "keep" or "fresh" (None: fresh for a
-        completed job, else keep); `command` replaces the command (one job)."""
         return c.Requeue(ids=_ids(ids), artifacts=artifacts, command=command)
 
     @returns(c.Purged)
@@ -242,8 +236,6 @@ class Requests:
 
     @returns(c.Moved)
     def move(self, id: int, to: str) -> c.Request:
-        """Pin a job to `to` ("node" or "node:gpu"); a running one is stopped and runs
-        there as a new attempt."""
         return c.Move(id=id, to=to)
 
     @returns(c.Artifacts)
@@ -370,20 +362,14 @@ class Requests:
 
     @returns(c.DaemonStopping)
     def stop_daemon(self) -> c.Request:
-        """Ask the daemon to exit; jobs keep running on their nodes (and their
-        runners with them: the reply says how many)."""
+        """Ask the daemon to exit; jobs (and their runners: it says how many) keep running."""
         return c.StopDaemon()
 
     @returns(c.NodesStopped)
     def node_stop(
         self, node: str | None = None, *, all: bool = False, kill_jobs: bool = False
     ) -> c.Request:
-        """Stop runners (kept stopped until `node_start`); `kill_jobs` cancels theirs."""
         return c.NodeStop(node=node, all=all, kill_jobs=kill_jobs)
-
-    @returns(NodeView)
-    def node_start(self, node: str) -> c.Request:
-        return c.NodeStart(node=node)
 
 
 class Blocking(Requests):

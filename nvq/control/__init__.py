@@ -203,9 +203,6 @@ from nvq.control.requests import (
     Nodes as Nodes,
 )
 from nvq.control.requests import (
-    NodeStart as NodeStart,
-)
-from nvq.control.requests import (
     NodeStop as NodeStop,
 )
 from nvq.control.requests import (

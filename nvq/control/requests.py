@@ -81,16 +81,13 @@ class Bootstrap(msgspec.Struct, tag="bootstrap", frozen=True):
 
 
 class NodeStop(msgspec.Struct, tag="node_stop", frozen=True):
-    """Stop the runner of `node` (or of every node with `all`) and keep it stopped
-    until `NodeStart`; a node with running jobs is left alone unless `kill_jobs`."""
+    """Stop the runner of `node` (or of every node with `all`) and keep it stopped (the
+    node ignored) until it is un-ignored; a node with running jobs is left alone unless
+    `kill_jobs`."""
 
     node: str | None = None
     all: bool = False
     kill_jobs: bool = False
-
-
-class NodeStart(msgspec.Struct, tag="node_start", frozen=True):
-    node: str
 
 
 class Events(msgspec.Struct, tag="events", frozen=True):
@@ -306,5 +303,4 @@ Request = (
     | Pull
     | Move
     | NodeStop
-    | NodeStart
 )

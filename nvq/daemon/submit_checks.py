@@ -37,13 +37,18 @@ def _unreported(state: State, prefix: str) -> list[NodeRuntime]:
     ]
 
 
+def _first_connect(node: NodeRuntime) -> bool:
+    """Its link is making its first attempt (none failed yet): a report may be near."""
+    return node.state == "connecting" and node.link_scope is not None and node.error is None
+
+
 async def await_reports(state: State, spec: JobSpec) -> None:
     """Give nodes still connecting (a daemon just started, often by this very submit)
-    a moment to report, so that the check of `check_runnable` can run; a node known
-    to be down is not waited for."""
+    a moment to report, so that the check of `check_runnable` can run; a node whose
+    connection failed already, or that is down, is not waited for."""
     prefix = spec.node or (spec.lane or "").partition(":")[0]
     with anyio.move_on_after(REPORT_WAIT):
-        while any(n.state == "connecting" for n in _unreported(state, prefix)):
+        while any(_first_connect(n) for n in _unreported(state, prefix)):
             changed = state.changed  # set once a node is reconciled, among others
             with anyio.move_on_after(0.1):
                 await changed.wait()

@@ -73,7 +73,6 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Pull(id=1), "anyone"),
     (c.Move(id=1, to="local"), "owner"),
     (c.NodeStop(node="local"), "admin"),
-    (c.NodeStart(node="local"), "admin"),
 ]
 
 

@@ -41,7 +41,7 @@ def node_stop(
 
     A node with running jobs is left running (its runner watches them) unless
     --kill-jobs cancels them first. A stopped node gets no jobs and no link (like
-    an ignored one); `node start` or `node bootstrap` brings its runner back."""
+    an ignored one, shown as `stopped`) until `node start` brings its runner back."""
     if (node is None) == (not all_nodes):
         raise CliError("give a node name or --all", 2)
     doc = Client().node_stop(node, all=all_nodes, kill_jobs=kill_jobs)
@@ -57,6 +57,6 @@ def node_start(
     as_json: bool = JsonOpt,
 ) -> int:
     """Start a stopped node's runner again (the daemon reconnects to it)."""
-    view = Client().node_start(node)
+    view = Client().node_flag(node, "ignored", False)
     emit(view, as_json, f"node {view.name}: starting its runner")
     return 0

@@ -27,7 +27,7 @@ from nvq.daemon.handlers import (
 from nvq.daemon.handlers.history import gpu_history
 from nvq.daemon.handlers.job_edit import edit_job
 from nvq.daemon.handlers.move import move
-from nvq.daemon.handlers.node_stop import node_start, node_stop
+from nvq.daemon.handlers.node_stop import node_stop
 from nvq.domain.permissions import ANYONE, Permission, admin, owner
 
 # The request parameter is each handler's own request type: Any here, so the table
@@ -76,7 +76,6 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Pull: world.pull,
     c.Move: move,
     c.NodeStop: node_stop,
-    c.NodeStart: node_start,
 }
 
 
@@ -140,7 +139,6 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Pull: ANYONE,
     c.Move: owner("move"),
     c.NodeStop: admin("stop a node's runner"),
-    c.NodeStart: admin("start a node's runner"),
 }
 
 

@@ -1,10 +1,10 @@
-"""`nvq node stop NAME|--all [--kill-jobs]` and `nvq node start NAME`.
+"""`nvq node stop NAME|--all [--kill-jobs]` (`nvq node start NAME` un-ignores the node).
 
 The daemon keeps a link to every node and `attach` starts a runner that is not
 running, so a stopped runner would be back within a second. Stopping a node
 therefore also ignores it (persisted, like `queue ignore`: no link at all, no
-placements) until `node start` (or `node bootstrap`) un-ignores it; the link then
-starts the runner again. A node with running jobs is left alone: stopping its runner
+placements) until `node start` (`NodeFlag` ignored=False, as `queue unignore`)
+un-ignores it; the link then starts the runner again. A node with running jobs is left alone: stopping its runner
 would not stop them, and the queue would lose sight of them. With `--kill-jobs` they
 are cancelled first and the runner is stopped once their processes are gone."""
 
@@ -19,12 +19,11 @@ from nvq import control as c
 from nvq.daemon.apply import apply
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError
-from nvq.daemon.handlers.nodes import node_views
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.runner_stop import stop_runner
 from nvq.daemon.state import State
 from nvq.domain import transitions
-from nvq.model import NewEvent, NodeView, Tx
+from nvq.model import NewEvent, Tx
 
 log = logging.getLogger("nvq.nodes")
 
@@ -97,18 +96,3 @@ async def _until_reaped(state: State, node: str, timeout: float) -> bool:
         return True
     return False
 
-
-async def node_start(ctx: Context, req: c.NodeStart, user: str) -> tuple[NodeView, int]:
-    """Un-ignore a stopped (or ignored) node: its link reconnects and starts the runner."""
-    state = ctx.state
-    async with state.lock:
-        node = state.find_node(req.node)
-        if not node.ignored:
-            raise RequestError(f"node {node.name} is not stopped (it is {node.shown_state})")
-        node.ignored = node.stopped = False
-        await state.store.save_node(node.name, ignored=False)
-        await state.commit(Tx(events=[NewEvent("node_started", None, node.name, {"by": user})]))
-        state.notify()
-    state.kick()
-    view = next(v for v in node_views(state, include_ignored=True) if v.name == node.name)
-    return view, 0
