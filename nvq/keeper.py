@@ -19,6 +19,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +186,62 @@ def stop(home: Path, timeout: float = 10.0) -> dict[str, Any]:
     return {"stopped": True, "kind": "supervisor", "pid": pid}
 
 
+def pause_path(home: Path) -> Path:
+    """While this file exists the supervisor starts no daemon (`paused`)."""
+    return home / "keeper.paused"
+
+
+@contextmanager
+def paused(home: Path) -> Iterator[dict[str, Any] | None]:
+    """No daemon restarts inside: for `queue restore`, which needs the daemon stopped.
+    Yields the keeper's state (None when none is up, and nothing is done). The
+    supervisor waits while `pause_path` exists; a systemd unit is stopped (which
+    stops its daemon too) and started again after."""
+    st = state(home)
+    if st is None or not st["up"]:
+        yield None
+        return
+    if st["kind"] == "systemd":
+        unit = (read_marker(home) or {}).get("unit", unit_name(home))
+        _systemctl("stop", unit)
+        try:
+            yield st
+        finally:
+            _systemctl("start", unit)
+        return
+    path = pause_path(home)
+    path.write_text(f"{os.getpid()}\n")
+    try:
+        yield st
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _systemctl(verb: str, unit: str) -> None:
+    exe = shutil.which("systemctl") or "systemctl"
+    proc = subprocess.run([exe, "--user", verb, unit], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        err = (proc.stderr or proc.stdout).strip().splitlines()
+        raise KeeperError(
+            f"systemctl --user {verb} {unit}: {err[-1] if err else proc.returncode}; run "
+            f"`systemctl --user {verb} {unit}` yourself"
+        )
+
+
+def _wait_unpaused(home: Path) -> None:
+    path = pause_path(home)
+    if path.exists():
+        log.info("paused (%s): starting no daemon until it is gone", path)
+    while path.exists():
+        try:
+            holder = int(path.read_text().strip())
+            os.kill(holder, 0)
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)  # its process is gone: a pause nobody ends
+            break
+        time.sleep(0.1)
+
+
 def supervise(home: Path) -> None:
     """The supervisor's life: run the daemon, restart it when it exits."""
     paths = Home(home)
@@ -206,6 +264,7 @@ def supervise(home: Path) -> None:
     quick = 0
     try:
         while not stopping:
+            _wait_unpaused(home)
             started = time.monotonic()
             with open(paths.log, "ab") as out:
                 child = subprocess.Popen(

@@ -116,6 +116,17 @@ def _strings(v: Any, source: str, key: str) -> list[str]:
 
 _Conv = Callable[[Any, str, str], Any]
 
+def _retries_on(v: Any, source: str, key: str) -> str:
+    """`"oom,lost"` or `["oom", "lost"]`."""
+    from nvq.domain.retry_policy import parse_retries_on
+
+    text = ",".join(_strings(v, source, key)) if isinstance(v, list) else _string(v, source, key)
+    try:
+        return parse_retries_on(text)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc).removeprefix("--retries-on: ")) from None
+
+
 # JobSpec field → how its manifest value is read. Every field of SUBMIT_FIELDS has
 # one (a field added to JobSpec without one fails at import, in every test).
 _READERS: dict[str, _Conv] = {
@@ -144,6 +155,7 @@ _READERS: dict[str, _Conv] = {
     "in_place": _boolean,
     "setup": _string,
     "setup_files": _strings,
+    "retries_on": _retries_on,
 }
 
 # manifest key → (JobSpec field, reader): the same fields `job submit` takes.

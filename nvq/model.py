@@ -71,6 +71,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     in_place: bool = False  # run in `cwd` itself (no snapshot): only where it exists
     setup: str | None = None  # builds the job's environment once per node (--setup)
     setup_files: list[str] = []  # patterns of the files whose content keys the setup
+    # which endings spend a --retries restart: "lost" (the process vanished), "oom"
+    # (the kernel's OOM killer killed it, where the runner can tell), comma-separated
+    retries_on: str = "lost"
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -148,6 +151,8 @@ class Job(msgspec.Struct, kw_only=True):
     env_dropped: list[str] = []
     # files of its working copy the job created or changed, as of its last attempt's end
     written: list[WrittenFile] = []
+    # what spends a --retries restart (see JobSpec); schema version 12
+    retries_on: str = "lost"
 
 
 class Event(msgspec.Struct, kw_only=True):

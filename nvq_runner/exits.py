@@ -35,10 +35,11 @@ def exit_status(
 
 def exited(
     rec: AttemptRecord, d: JobDir, code: int, sig: int | None, *, waited: bool,
-    truncated: bool,
+    truncated: bool, oom_killed: bool = False,
 ) -> Callable[[int], JobExited]:
     """The event, read now and built from the seq the journal assigns. `waited`: the
-    runner saw the exit itself (the end time is now, not the exit record's)."""
+    runner saw the exit itself (the end time is now, not the exit record's).
+    `oom_killed`: the kernel's OOM killer killed a process of the job's cgroup."""
     reason: ExitReason = "exit"
     if rec.kill_reason == "timeout":
         reason = "timeout"
@@ -52,7 +53,7 @@ def exited(
         seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=code,
         signal=sig, ended_at=ended, reason=reason, progress=progress,
         stderr_tail=tail, result=result, result_error=result_error,
-        log_truncated=truncated, written=files,
+        log_truncated=truncated, written=files, oom_killed=oom_killed,
     )
 
 

@@ -240,8 +240,8 @@ class JobManager:
             # not reaped yet, so the group id cannot have been reused.
             self._signal(run, signal.SIGKILL)
         status = run.popen.wait() if run.popen is not None else None
+        self._finish(rec, d, status)  # first: it reads the cgroup's OOM count
         memlimit.remove_cgroup(f"nvq-{rec.job_id}-{rec.attempt}")
-        self._finish(rec, d, status)
         del self.running[rec.job_id]
         if not run.ended.done():
             run.ended.set_result(None)
@@ -255,8 +255,9 @@ class JobManager:
                                 "(killed outside its wrapper, or the node rebooted)")
             return
         over = [p for p in (d.stdout, d.stderr) if logcap.over_cap(p, rec.max_log_size)]
+        oom = memlimit.oom_kills(f"nvq-{rec.job_id}-{rec.attempt}") > 0
         event = exits.exited(rec, d, *ended, waited=status is not None,
-                             truncated=rec.log_truncated or bool(over))
+                             truncated=rec.log_truncated or bool(over), oom_killed=oom)
         for path in over:  # written since the last check: cut it off the event loop
             self._loop.run_in_executor(None, logcap.cut_log, path, rec.max_log_size)
         self._emit(event)

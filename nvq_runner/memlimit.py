@@ -75,3 +75,21 @@ def remove_cgroup(name: str) -> None:
     if own is not None:
         with contextlib.suppress(OSError):
             (own / name).rmdir()
+
+
+def oom_kills(name: str) -> int:
+    """How many processes of cgroup `name` the kernel's OOM killer killed (its
+    `memory.events` oom_kill counter); 0 where the job has no cgroup of its own. A
+    job's SIGKILL is only called an OOM kill on this evidence, never guessed."""
+    own = _own_cgroup()
+    if own is None:
+        return 0
+    try:
+        text = (own / name / "memory.events").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0

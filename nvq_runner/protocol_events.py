@@ -125,6 +125,9 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     # Files of its working copy the job created or changed (workfiles.py):
     # (path, size, mtime), by path, at most workfiles.MAX_LISTED.
     written: list[tuple[str, int, float]] = []
+    # The kernel's OOM killer killed a process of the job's memory cgroup (its
+    # `memory.events` says so); False where the runner cannot tell.
+    oom_killed: bool = False
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):

@@ -112,10 +112,6 @@ def _data(done: c.Done) -> Any:
     return done.data
 
 
-def _nothing(done: c.Done) -> None:
-    return None
-
-
 def _ids(ids: int | Sequence[int]) -> list[int]:
     return [ids] if isinstance(ids, int) else list(ids)
 
@@ -128,14 +124,14 @@ class Requests:
 
     # ------------------------------------------------------------ jobs
 
-    @returns(Job)
+    @returns(c.Submitted)
     def submit(self, /, command: list[str] | str, **options: Any) -> c.Request:
         """Queue a job: `submit(["python", "train.py"], vram="20GiB", gpus=1)`. Options
         are JobSpec's fields; `vram`/`memory` take "20GiB" (or MiB), `timeout` and
         `max_runtime` take "2h" (or seconds)."""
         return c.Submit(spec=job_spec(command, **options))
 
-    @returns(Job)
+    @returns(c.Submitted)
     def submit_spec(self, spec: JobSpec) -> c.Request:
         return c.Submit(spec=spec)
 
@@ -194,9 +190,11 @@ class Requests:
         """The job's result.json payload; `set_json` stores this JSON text instead."""
         return c.Result(id=id, set_json=set_json)
 
-    @returns(list[Job])
-    def requeue(self, ids: int | Sequence[int]) -> c.Request:
-        return c.Requeue(ids=_ids(ids))
+    @returns(list[c.Requeued])
+    def requeue(
+        self, ids: int | Sequence[int], *, artifacts: str | None = None, command: str | None = None
+    ) -> c.Request:
+        return c.Requeue(ids=_ids(ids), artifacts=artifacts, command=command)
 
     @returns(c.Purged)
     def purge(
@@ -241,6 +239,10 @@ class Requests:
     @returns(list[Job])
     def resume(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
         return c.Resume(ids=_ids(ids), array=array)
+
+    @returns(c.Moved)
+    def move(self, id: int, to: str) -> c.Request:
+        return c.Move(id=id, to=to)
 
     @returns(c.Artifacts)
     def artifacts(self, id: int) -> c.Request:
@@ -364,10 +366,16 @@ class Requests:
     def ping(self) -> c.Request:
         return c.Ping()
 
-    @reads(_nothing)
+    @returns(c.DaemonStopping)
     def stop_daemon(self) -> c.Request:
-        """Ask the daemon to exit; jobs keep running on their nodes."""
+        """Ask the daemon to exit; jobs (and their runners: it says how many) keep running."""
         return c.StopDaemon()
+
+    @returns(c.NodesStopped)
+    def node_stop(
+        self, node: str | None = None, *, all: bool = False, kill_jobs: bool = False
+    ) -> c.Request:
+        return c.NodeStop(node=node, all=all, kill_jobs=kill_jobs)
 
 
 class Blocking(Requests):

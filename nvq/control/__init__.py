@@ -68,6 +68,9 @@ from nvq.control.replies import (
     DaemonInfo as DaemonInfo,
 )
 from nvq.control.replies import (
+    DaemonStopping as DaemonStopping,
+)
+from nvq.control.replies import (
     GcDone as GcDone,
 )
 from nvq.control.replies import (
@@ -89,7 +92,16 @@ from nvq.control.replies import (
     LaneStatus as LaneStatus,
 )
 from nvq.control.replies import (
+    Moved as Moved,
+)
+from nvq.control.replies import (
     NodeCheck as NodeCheck,
+)
+from nvq.control.replies import (
+    NodeLeft as NodeLeft,
+)
+from nvq.control.replies import (
+    NodesStopped as NodesStopped,
 )
 from nvq.control.replies import (
     Pong as Pong,
@@ -104,7 +116,13 @@ from nvq.control.replies import (
     QueueStatus as QueueStatus,
 )
 from nvq.control.replies import (
+    Requeued as Requeued,
+)
+from nvq.control.replies import (
     StoreCheck as StoreCheck,
+)
+from nvq.control.replies import (
+    Submitted as Submitted,
 )
 from nvq.control.replies import (
     Unset as Unset,
@@ -185,10 +203,16 @@ from nvq.control.requests import (
     Logs as Logs,
 )
 from nvq.control.requests import (
+    Move as Move,
+)
+from nvq.control.requests import (
     NodeFlag as NodeFlag,
 )
 from nvq.control.requests import (
     Nodes as Nodes,
+)
+from nvq.control.requests import (
+    NodeStop as NodeStop,
 )
 from nvq.control.requests import (
     Note as Note,

@@ -38,6 +38,50 @@ class JobRow(Job, kw_only=True):
     reason_detail: str | Unset | None = UNSET
 
 
+class Moved(Job, kw_only=True):
+    """`Move`: the job as it now stands; `stopped` names the attempt that was running
+    (stopped, so that the job runs at its new place as a new attempt)."""
+
+    to: str = ""  # where it is pinned: a node, or a card's lane NODE:GPU
+    stopped: str | None = None  # "attempt 2 on box406", or None for a waiting job
+
+
+class Requeued(Job, kw_only=True):
+    """`Requeue`: the job back in line, and which artifacts its next attempt starts
+    from: `keep` (the last checkpoint) or `fresh` (none; the stored copy, if any, is
+    set aside in `artifacts_kept`)."""
+
+    artifacts: str = "keep"
+    artifacts_kept: str | None = None
+
+
+class NodeLeft(msgspec.Struct, kw_only=True):
+    node: str
+    reason: str  # why its runner was left running
+
+
+class NodesStopped(msgspec.Struct, kw_only=True):
+    """`NodeStop`: the nodes whose runner was stopped, and those left running."""
+
+    stopped: list[str]
+    left: list[NodeLeft]
+
+
+class DaemonStopping(msgspec.Struct, kw_only=True):
+    """`StopDaemon`: the runners it leaves running (by design: their jobs go on)."""
+
+    stopping: bool
+    runners_left: int = 0
+    jobs_running: int = 0
+
+
+class Submitted(Job, kw_only=True):
+    """`Submit`: the job; `unreported` names the nodes that had not reported their
+    cards, so whether any node could ever run it was not checked yet (sent only then)."""
+
+    unreported: list[str] | Unset = UNSET
+
+
 class WhyReport(msgspec.Struct, kw_only=True):
     """`Why`: the job's reason, then every node with each constraint checked."""
 

@@ -80,6 +80,16 @@ class Bootstrap(msgspec.Struct, tag="bootstrap", frozen=True):
     force: bool = False
 
 
+class NodeStop(msgspec.Struct, tag="node_stop", frozen=True):
+    """Stop the runner of `node` (or of every node with `all`) and keep it stopped (the
+    node ignored) until it is un-ignored; a node with running jobs is left alone unless
+    `kill_jobs`."""
+
+    node: str | None = None
+    all: bool = False
+    kill_jobs: bool = False
+
+
 class Events(msgspec.Struct, tag="events", frozen=True):
     since: int = 0
     limit: int | None = None
@@ -116,6 +126,8 @@ class Ping(msgspec.Struct, tag="ping", frozen=True):
 
 class Requeue(msgspec.Struct, tag="requeue", frozen=True):
     ids: list[int]
+    artifacts: str | None = None  # "keep" | "fresh"; None: fresh if completed, else keep
+    command: str | None = None  # run this command instead (`requeue --edit`, one id)
 
 
 class Purge(msgspec.Struct, tag="purge", frozen=True):
@@ -152,6 +164,14 @@ class Pause(msgspec.Struct, tag="pause", frozen=True):
 class Resume(msgspec.Struct, tag="resume", frozen=True):
     ids: list[int]
     array: bool = False
+
+
+class Move(msgspec.Struct, tag="move", frozen=True):
+    """`job move ID NODE[:GPU]`: pin a waiting job there; stop a running one and run
+    it there as a new attempt."""
+
+    id: int
+    to: str  # "node" (prefix) or "node:gpu" (that card's lane)
 
 
 class Lanes(msgspec.Struct, tag="lanes", frozen=True):
@@ -298,4 +318,6 @@ Request = (
     | Gc
     | Pull
     | JobWindow
+    | Move
+    | NodeStop
 )

@@ -58,6 +58,8 @@ class Files(Protocol):
 
     async def put(self, local: Path, remote: str) -> None: ...
 
+    async def remove(self, remote: str) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -73,6 +75,9 @@ class LocalFiles:
             shutil.copy2(local, remote)
 
         await anyio.to_thread.run_sync(copy)
+
+    async def remove(self, remote: str) -> None:
+        await anyio.to_thread.run_sync(os.unlink, remote)
 
     async def close(self) -> None:
         pass
@@ -96,6 +101,9 @@ class SftpFiles:
         await self.sftp.put(str(local), remote)
         st = await anyio.Path(local).stat()
         await self.sftp.utime(remote, (st.st_atime, st.st_mtime))
+
+    async def remove(self, remote: str) -> None:
+        await self.sftp.remove(remote)
 
     async def close(self) -> None:
         self.sftp.exit()
@@ -296,6 +304,39 @@ class Artifacts:
                             os.utime(src / f.path, ns=(f.mtime_ns, f.mtime_ns))
             return len(push)
 
+    # ------------------------------------------------------------ a fresh start
+
+    def set_aside_dir(self, job_id: int, attempt: int) -> Path:
+        """Where `requeue --artifacts fresh` keeps the copy attempt `attempt` left."""
+        return self.root / f"{job_id}-attempt-{attempt}"
+
+    async def start_fresh(self, node: NodeRuntime | None, job: Job) -> int:
+        """`requeue --artifacts fresh`: the next attempt starts from an empty
+        `$NVQ_ARTIFACTS`. The stored copy is set aside (not deleted: it was asked for
+        a new run, not to forget the last one), and the files in the job's directory
+        on `node` (where the last attempt ran) are removed. Returns files removed."""
+        lock = self._locks.setdefault(job.id, anyio.Lock())
+        async with lock:
+            src, dest = self.dir(job.id), self.set_aside_dir(job.id, job.attempt)
+            if self.has_stored(job.id):
+                await anyio.to_thread.run_sync(os.replace, src, dest)
+            if node is None:
+                return 0
+            manifest = await self.query(node, job.id)
+            if manifest is None or manifest.error or not manifest.root:
+                raise OSError(f"cannot list job {job.id}'s directory on {node.name}")
+            root = self._root_for(job, manifest.root)
+            if root != manifest.root:
+                return 0  # its directory is not the newest there: nothing of it to clear
+            files = await self._files(node)
+            try:
+                for f in manifest.files:
+                    if _safe(f.path):
+                        await files.remove(f"{root}/{f.path}")
+            finally:
+                await files.close()
+            return len(manifest.files)
+
     def _root_for(self, job: Job, listed: str) -> str:
         """Job `job`'s artifacts directory on the node, beside the one the runner
         listed (`<jobs>/<dir>/artifacts`): its directory is named by its identity."""
@@ -324,6 +365,8 @@ class Artifacts:
     def delete(self, job_ids: list[int]) -> None:
         for job_id in job_ids:
             shutil.rmtree(self.dir(job_id), ignore_errors=True)
+            for kept in self.root.glob(f"{job_id}-attempt-*"):
+                shutil.rmtree(kept, ignore_errors=True)
             self.last_sync.pop(job_id, None)
 
 

@@ -36,10 +36,11 @@ log = logging.getLogger("nvq.daemon")
 
 
 def _local_opener(config: Config, node: NodeRuntime, home: Path) -> Opener:
+    from nvq.daemon.runner_stop import local_runner_home
     from nvq_runner.launcher import ensure_running
 
     queue = config.queue
-    runner_home = Path(queue.local_home).expanduser() if queue.local_home else home / "node"
+    runner_home = local_runner_home(config, home)
     env = {**os.environ, **queue.local_env}
 
     async def open_channel() -> ByteChannel:

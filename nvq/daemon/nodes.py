@@ -27,6 +27,7 @@ class NodeRuntime:
     error: str | None = None
     drained: bool = False
     ignored: bool = False
+    stopped: bool = False  # ignored because `nvq node stop` stopped its runner
     journal_id: str = ""
     applied_seq: int = 0
     # Placement waits until the runner's journal has been replayed and its jobs
@@ -65,7 +66,7 @@ class NodeRuntime:
     @property
     def shown_state(self) -> str:
         if self.ignored:
-            return "ignored"
+            return "stopped" if self.stopped else "ignored"
         if self.state == "up" and self.drained:
             return "draining"
         return self.state

@@ -38,6 +38,8 @@ class Machines:
         self.syncing: set[int] = set()  # jobs whose final sync runs: not placeable
         self._work_send, self._work_recv = anyio.create_memory_object_stream[Any](10_000)
         self._due: set[int] = set()  # jobs with a periodic sync queued or running
+        # job → the borrowed node whose --max-runtime it ran out: avoided next time
+        self.avoid: dict[int, str] = {}
 
     async def load(self) -> None:
         modes = await self.state.store.sync(busy_table.busy_modes)
@@ -71,7 +73,28 @@ class Machines:
         return {"busy": self.busy(node), "owner": node.owner}
 
     def pending_fields(self, job: Job) -> dict[str, Any]:
-        return {"user": job.user, "forbid_busy": job.user in self.forbidden}
+        fields: dict[str, Any] = {"user": job.user, "forbid_busy": job.user in self.forbidden}
+        avoid = self.avoid.get(job.id)
+        if avoid is not None:
+            fields |= self._steered(job, avoid, fields)
+        return fields
+
+    def _steered(self, job: Job, avoid: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """The nodes a job that ran out its time on `avoid` may go to now (none given:
+        any), by the rule of `reassign.steer_clear`."""
+        from nvq.daemon.placing import to_pending  # placing imports this
+        from nvq.daemon.slots import node_slots
+
+        queue = self.state.config.queue
+        base = to_pending(job, **fields)
+        steered = reassign.steer_clear(
+            base,
+            avoid,
+            node_slots(self.state, self),
+            headroom_mb=queue.headroom_mb,
+            max_cpu_jobs=queue.max_cpu_jobs_per_node,
+        )
+        return {} if steered is base else {"nodes": steered.nodes}
 
     # ------------------------------------------------------------ node down
 
@@ -174,8 +197,15 @@ class Machines:
         self.syncing.add(job.id)
         self._submit(("final", node.name, job.id))
 
+    def start_fresh(self, job: Job, node: str | None) -> None:
+        """`requeue --artifacts fresh`: clear the job's artifacts (here and on `node`,
+        where its last attempt ran) before it may be placed again. Must hold the lock."""
+        self.syncing.add(job.id)
+        self._submit(("fresh", node or "", job.id))
+
     def post_start(self, node: NodeRuntime, job: Job) -> None:
         """Send `Start`, after restoring the job's stored artifacts there if it has any."""
+        self.avoid.pop(job.id, None)  # placed: the rule served its turn
         if self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
             self._submit(("restore", node.name, job.id))
         else:
@@ -198,6 +228,9 @@ class Machines:
                     tg.start_soon(self._work, kind, node_name, job_id)
 
     async def _work(self, kind: str, node_name: str, job_id: int) -> None:
+        if kind == "fresh":
+            await self._fresh(self.state.nodes.get(node_name), job_id)
+            return
         node = self.state.nodes[node_name]
         try:
             job = await self.state.get_job(job_id)
@@ -216,6 +249,17 @@ class Machines:
                 self.state.kick()
             if kind == "periodic":
                 self._due.discard(job_id)
+
+    async def _fresh(self, node: NodeRuntime | None, job_id: int) -> None:
+        try:
+            job = await self.state.get_job(job_id)
+            removed = await self.artifacts.start_fresh(node, job)
+            log.info("job %s: artifacts cleared for a fresh start (%d files)", job_id, removed)
+        except Exception as exc:
+            log.warning("job %s: clearing its artifacts failed: %s", job_id, exc)
+        finally:
+            self.syncing.discard(job_id)
+            self.state.kick()
 
     async def _sync(self, node: NodeRuntime, job: Job) -> None:
         try:
@@ -274,4 +318,11 @@ class Machines:
                     if j.node in state.nodes
                     and reassign.runtime_exceeded(j, state.nodes[j.node].owner, now)
                 ]
-                await self.preempt(still, "ran past its --max-runtime on a borrowed node")
+                await self.preempt(
+                    still,
+                    "ran past its --max-runtime on a borrowed node; its next attempt goes "
+                    "to another node while one can hold it",
+                )
+                for job in still:
+                    if job.node is not None:
+                        self.avoid[job.id] = job.node

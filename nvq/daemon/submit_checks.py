@@ -4,7 +4,10 @@ an e-mail asked for with no way to send one. Both are the user's to fix, so both
 
 from __future__ import annotations
 
+import anyio
+
 from nvq.daemon.errors import BadRequest
+from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.placing import to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
@@ -24,16 +27,43 @@ def check_mail(state: State, spec: JobSpec) -> None:
             raise BadRequest(f"{flag}: no [notify.email] in config.toml, so no mail can be sent")
 
 
-def check_runnable(state: State, machines: Machines, job: Job) -> None:
+REPORT_WAIT = 3.0  # seconds a submit waits for connecting nodes to report their cards
+
+
+def _unreported(state: State, prefix: str) -> list[NodeRuntime]:
+    return [
+        n
+        for n in state.nodes.values()
+        if n.hello is None and not n.ignored and n.name.startswith(prefix)
+    ]
+
+
+def _first_connect(node: NodeRuntime) -> bool:
+    """Its link is making its first attempt (none failed yet): a report may be near."""
+    return node.state == "connecting" and node.link_scope is not None and node.error is None
+
+
+async def await_reports(state: State, spec: JobSpec) -> None:
+    """Give nodes still connecting (a daemon just started, often by this very submit)
+    a moment to report, so that the check of `check_runnable` can run; a node whose
+    connection failed already, or that is down, is not waited for."""
+    prefix = spec.node or (spec.lane or "").partition(":")[0]
+    with anyio.move_on_after(REPORT_WAIT):
+        while any(_first_connect(n) for n in _unreported(state, prefix)):
+            changed = state.changed  # set once a node is reconciled, among others
+            with anyio.move_on_after(0.1):
+                await changed.wait()
+
+
+def check_runnable(state: State, machines: Machines, job: Job) -> list[str]:
     """Refuse `job` when no node could ever hold it, even idle. Only once every node it
     could go to has reported its cards: one that has not might hold anything, and the
-    job is then accepted (placement marks it unschedulable later if need be)."""
+    job is then accepted (placement marks it unschedulable later if need be). Returns
+    the nodes that have not reported (the check did not run), for the reply to say."""
     prefix = job.node_request or ""
-    if any(
-        n.hello is None and not n.ignored and n.name.startswith(prefix)
-        for n in state.nodes.values()
-    ):
-        return
+    unreported = [n.name for n in _unreported(state, prefix)]
+    if unreported:
+        return unreported
     slots = node_slots(state, machines)
     pending = to_pending(job, **machines.pending_fields(job))
     queue = state.config.queue
@@ -45,3 +75,4 @@ def check_runnable(state: State, machines: Machines, job: Job) -> None:
     )
     for bad in result.unschedulable:
         raise BadRequest(f"no node can ever run this job: {bad.reason}")
+    return []

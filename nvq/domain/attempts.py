@@ -25,6 +25,7 @@ _ENDINGS = {
     "job_paused": "paused",
     "launch_failed": "launch failed",
     "attempt_superseded": "superseded",
+    "job_moved": "moved",
 }
 
 
@@ -38,6 +39,8 @@ class Attempt(msgspec.Struct, kw_only=True):
     outcome: str | None = None  # None while it runs
     reason: str | None = None
     exit_code: int | None = None
+    # its result.json, once a requeue kept it (the job's own `result` is the latest's)
+    result: Any = None
 
 
 def derive(events: Iterable[Event]) -> list[Attempt]:
@@ -60,13 +63,17 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
         att = found
         if ev.kind == "job_started":
             att.started_at = ev.time
+        elif ev.kind == "job_requeued":
+            att.result = data.get("result")
         elif ev.kind == "job_exit_after_settle":
             att.exit_code = data.get("exit_code", att.exit_code)
         elif ev.kind in _ENDINGS and att.outcome in (None, data.get("overrides")):
             # `overrides`: an exit heard after the queue had guessed this attempt's end.
-            if ev.kind == "job_paused" and data.get("was") != "running":
-                continue  # a waiting job paused: no attempt ended
+            if ev.kind in ("job_paused", "job_moved") and data.get("was") != "running":
+                continue  # a waiting job paused or moved: no attempt ended
             att.outcome = _ENDINGS[ev.kind]
+            if ev.kind == "job_retried" and data.get("oom"):
+                att.outcome = "OOM-killed (retried)"
             att.ended_at = ev.time
             att.exit_code = data.get("exit_code")
             att.reason = data.get("reason") or data.get("error")

@@ -58,6 +58,7 @@ def spec_of(job: Job) -> JobSpec:
         email_on_failure=job.email_on_failure,
         max_runtime=job.max_runtime,
         no_reassign=job.no_reassign,
+        retries_on=job.retries_on,
     )
 
 

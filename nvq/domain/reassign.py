@@ -13,17 +13,19 @@ busy, or was only borrowed. No I/O and no clock (the caller passes `now`).
 * A busy node (its owner is at the keyboard) stops other users' jobs, and a job that
   outruns `--max-runtime` on a node it borrowed is stopped too (`preempt`): the job is
   `pending` at once, but is not placed again until the old attempt has exited and its
-  artifacts are synced (see `nvq.daemon.reassign`).
+  artifacts are synced (see `nvq.daemon.reassign`). Its next attempt avoids the
+  node whose time it ran out while another node could hold it (`steer_clear`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 
 import msgspec
 
 from nvq.domain import transitions
 from nvq.domain.lanes import parse_lane
+from nvq.domain.placement import NodeSlot, PendingJob, place
 from nvq.model import Job, JobState, NewEvent, Outcome, Reap
 from nvq_runner.protocol import JobExited
 
@@ -31,8 +33,8 @@ from nvq_runner.protocol import JobExited
 # confirmed: its process may still hold the cards.
 FENCING_REASONS = frozenset({"reassigned", "orphan", "lost", "superseded"})
 # Reaps after which the job itself waits for its old attempt's exit (and final
-# artifact sync) before it may be placed again.
-STOPPING_REASONS = frozenset({"preempted"})
+# artifact sync) before it may be placed again (`moved`: `nvq job move`).
+STOPPING_REASONS = frozenset({"preempted", "moved"})
 
 
 def _back_to_queue(job: Job, reason: str) -> Job:
@@ -157,6 +159,28 @@ def runtime_exceeded(job: Job, owner: str | None, now: float) -> bool:
         return False
     began = job.started_at or job.dispatched_at
     return began is not None and borrowed(job, owner) and now - began > job.max_runtime
+
+
+def steer_clear(
+    job: PendingJob,
+    avoid: str,
+    slots: Sequence[NodeSlot],
+    *,
+    headroom_mb: int,
+    max_cpu_jobs: int,
+) -> PendingJob:
+    """A job that just ran out its `--max-runtime` on the borrowed node `avoid`: its
+    next attempt goes to another node while one that is up (accepting jobs) could hold
+    it, even if it must wait for room there, as any job waits; back to `avoid` only
+    when no such node could. The job restricted to those nodes, or unchanged."""
+    allowed = job.nodes if job.nodes is not None else tuple(s.name for s in slots)
+    up = {s.name for s in slots if s.accepting}
+    others = tuple(n for n in allowed if n != avoid and n in up)
+    if avoid not in allowed or not others:
+        return job
+    elsewhere = msgspec.structs.replace(job, nodes=others)
+    trial = place(slots, [elsewhere], headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
+    return job if trial.unschedulable else elsewhere
 
 
 def busy_victims(jobs_on_node: Iterable[Job], owner: str | None) -> list[Job]:

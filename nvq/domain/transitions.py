@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
+from nvq.domain import retry_policy
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
 from nvq.values import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
@@ -57,6 +58,7 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         in_place=spec.in_place,
         setup=spec.setup,
         setup_files=list(spec.setup_files),
+        retries_on=spec.retries_on,
     )
 
 
@@ -139,6 +141,13 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         return Outcome(settled, [NewEvent("job_exit_after_settle", job.id, node, details)])
     if job.state is not JobState.RUNNING:
         return Outcome()
+    if ev.oom_killed and ev.reason == "exit":
+        why = oom_reason(job, ev)
+        details["oom"] = True
+        if retry_policy.retries(job, "oom"):
+            return retry(job, node, why, attempt_ended=details)
+        new = msgspec.structs.replace(job, state=JobState.FAILED, reason=why, **common)
+        return Outcome(new, [NewEvent("job_failed", job.id, node, details)])
     if ev.reason == "timeout":
         state, kind = JobState.TIMEOUT, "job_timeout"
         reason = f"killed after its timeout of {job.timeout:g}s" if job.timeout else "timeout"
@@ -162,7 +171,7 @@ def lost(job: Job, ev: JobLost, node: str) -> Outcome:
         return Outcome()  # e.g. a kill of an attempt that never started: nothing to settle
     if job.state is not JobState.RUNNING:
         return Outcome()
-    if job.retried < job.retries:
+    if retry_policy.retries(job, "lost"):
         return retry(job, node, ev.reason)
     new = msgspec.structs.replace(
         job, state=JobState.LOST, ended_at=ev.at, reason=f"lost: {ev.reason}"
@@ -171,9 +180,12 @@ def lost(job: Job, ev: JobLost, node: str) -> Outcome:
     return Outcome(new, [NewEvent("job_lost", job.id, node, data)])
 
 
-def retry(job: Job, node: str, why: str) -> Outcome:
-    """The process vanished and `--retries` allows another go: back in line, keeping
-    its place (rank) and note; the stale progress line goes."""
+def retry(
+    job: Job, node: str, why: str, *, attempt_ended: dict[str, object] | None = None
+) -> Outcome:
+    """The process vanished (or, with `attempt_ended`, the exit those details
+    describe is one `--retries-on` names) and `--retries` allows another go: back in
+    line, keeping its place (rank) and note; the stale progress line goes."""
     new = msgspec.structs.replace(
         job,
         state=JobState.PENDING,
@@ -182,9 +194,15 @@ def retry(job: Job, node: str, why: str) -> Outcome:
         gpus=[],
         pid=None,
         progress=None,
-        reason=f"retrying after its process vanished: {why}",
+        reason=(
+            f"retrying after its process vanished: {why}"
+            if attempt_ended is None
+            else f"retrying: {why}"
+        ),
     )
     data = {"attempt": job.attempt, "retry": new.retried, "of": job.retries, "reason": why}
+    if attempt_ended is not None:
+        data |= {k: v for k, v in attempt_ended.items() if k not in data}
     return Outcome(new, [NewEvent("job_retried", job.id, node, data)])
 
 
@@ -201,7 +219,7 @@ def launch_failed(job: Job, ev: LaunchFailed, node: str) -> Outcome:
 def runner_forgot(job: Job, node: str, now: float) -> Outcome:
     """The node's runner has no record of an attempt it had started (its state was
     wiped): the process cannot be found, so the job is lost (or retried)."""
-    if job.retried < job.retries:
+    if retry_policy.retries(job, "lost"):
         return retry(job, node, "unknown to runner")
     new = msgspec.structs.replace(
         job, state=JobState.LOST, ended_at=now, reason="lost: the node's runner has no record of it"
@@ -261,13 +279,18 @@ def release(job: Job, dead: list[int], *, by: str) -> Outcome:
 _OOM_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 
 
+def oom_reason(job: Job, ev: JobExited) -> str:
+    """`killed by the OOM killer (exit 137, host memory limit 8 GiB)`."""
+    limit = f", host memory limit {format_mib(job.memory_mb)}" if job.memory_mb else ""
+    return f"killed by the OOM killer (exit {ev.exit_code}{limit})"
+
+
 def memory_exceeded(job: Job, ev: JobExited) -> bool:
-    """A job with `--memory` that died of it: SIGKILL is the cgroup OOM killer's mark,
-    an allocation error in its stderr is what the address-space rlimit produces."""
+    """A job with `--memory` that died of its address-space rlimit: an allocation
+    error in its stderr. (The cgroup's OOM kill is `ev.oom_killed`; a SIGKILL alone
+    is not taken for one: anything may have sent it.)"""
     if not job.memory_mb or ev.reason != "exit" or ev.exit_code == 0:
         return False
-    if ev.signal == 9:
-        return True
     tail = ev.stderr_tail or ""
     return any(marker in tail for marker in _OOM_MARKERS)
 

@@ -19,6 +19,7 @@ import msgspec
 from nvq.domain.arrays import parse_array
 from nvq.domain.lanes import parse_lane
 from nvq.domain.matching import parse_cuda
+from nvq.domain.retry_policy import parse_retries_on
 from nvq.model import JobSpec
 from nvq.values import MAX_INT, MIN_INT, check_id, check_seconds
 
@@ -141,6 +142,10 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             raise SpecError("lane", "a lane names its node: give a lane or a node, not both")
         if spec.gpus != 1:
             raise SpecError("lane", "a lane job runs on exactly its lane's one GPU: leave gpus at 1")
+    try:
+        parse_retries_on(spec.retries_on)
+    except ValueError as exc:
+        raise SpecError("retries_on", str(exc).removeprefix("--retries-on: ")) from None
     if spec.array is not None:
         try:
             parse_array(spec.array)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -212,6 +212,10 @@ END;
     # 11: the files a job created or changed in its working copy.
     """
 ALTER TABLE jobs ADD COLUMN written TEXT NOT NULL DEFAULT '[]';
+""",
+    # 12: which endings spend a --retries restart (`--retries-on oom,lost`).
+    """
+ALTER TABLE jobs ADD COLUMN retries_on TEXT NOT NULL DEFAULT 'lost';
 """,
 ]
 

@@ -144,12 +144,13 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
         job_id = int(request.path_params["id"])
         action = request.path_params["action"]
         back = _local(form.get("back", "/"))
-        call = {
+        actions: dict[str, Callable[[int], Awaitable[object]]] = {
             "pause": site.client.pause,
             "resume": site.client.resume,
             "cancel": site.client.cancel,
             "requeue": site.client.requeue,
-        }.get(action)
+        }
+        call = actions.get(action)
         if call is None:
             return _refused(404, f"No such action: {action}")
         try:

@@ -77,7 +77,7 @@ def test_answers_read_other_than_by_decoding() -> None:
     assert (waited.exit_code, [j.id for j in waited.jobs]) == (2, [7])
     assert q.sent == [c.Wait(ids=[7], timeout=1)]
     assert Scripted(c.Done(data={"loss": 0.5})).result(7) == {"loss": 0.5}
-    assert Scripted(c.Done()).stop_daemon() is None
+    assert Scripted(c.Done(data={"stopping": True})).stop_daemon().runners_left == 0
 
 
 def test_an_answer_of_the_wrong_shape_is_a_client_error() -> None:

@@ -72,6 +72,8 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Gc(), "admin"),
     (c.Pull(id=1), "anyone"),
     (c.JobWindow(), "anyone"),
+    (c.Move(id=1, to="local"), "owner"),
+    (c.NodeStop(node="local"), "admin"),
 ]
 
 

@@ -27,17 +27,37 @@ def daemon_main(ctx: typer.Context) -> int:
 
 @on_daemon.command("stop")
 def daemon_stop(as_json: bool = JsonOpt) -> int:
-    """Stop the daemon cleanly; jobs keep running on their nodes."""
+    """Stop the daemon cleanly; jobs keep running on their nodes.
+
+    So do the node runners that watch them: it says how many it left; `nvq node
+    stop --all` stops those with no running jobs."""
     pid = Home(default_root()).read_pid()
     try:
-        Client(autostart=False).stop_daemon()
+        said = Client(autostart=False).stop_daemon()
     except DaemonUnavailable:
         emit({"stopped": False, "running": False}, as_json, "no daemon is running")
         return 0
     deadline = time.monotonic() + 20
     while pid is not None and time.monotonic() < deadline and _alive(pid):
         time.sleep(0.02)
-    emit({"stopped": True, "pid": pid}, as_json, f"daemon {pid} stopped")
+    text = f"daemon {pid} stopped"
+    if said.runners_left:
+        why = (
+            f"so that their {said.jobs_running} running job(s) go on"
+            if said.jobs_running
+            else "ready for the next daemon"
+        )
+        text += (
+            f"; {said.runners_left} node runner(s) left running, {why} "
+            "(`nvq node stop --all` stops those without jobs)"
+        )
+    doc = {
+        "stopped": True,
+        "pid": pid,
+        "runners_left": said.runners_left,
+        "jobs_running": said.jobs_running,
+    }
+    emit(doc, as_json, text)
     return 0
 
 

@@ -11,7 +11,7 @@ import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration
-from nvq.cli.render.jobs import job_detail, jobs_table, outcome
+from nvq.cli.render.jobs import job_detail, jobs_table, member_label, outcome
 from nvq.cli.render.output import emit
 from nvq.cli.render.why import why_text
 from nvq.client import Client
@@ -99,11 +99,17 @@ def job_logs(
     stream: Literal["stdout", "stderr", "setup"] = (
         "setup" if setup else "stderr" if stderr else "stdout"
     )
-    chunks = Client().logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt)
+    client = Client()
+    member = member_label(client.show(job_id))
+    chunks = client.logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt)
     if as_json:
         text = b"".join(chunks).decode(errors="replace")
-        emit({"id": job_id, "stream": stream, "text": text}, True)
+        doc = {"id": job_id, "stream": stream, "text": text}
+        emit({**doc, "member": member} if member else doc, True)
         return 0
+    if member is not None:
+        # On stderr, so that the output itself stays the job's own bytes.
+        print(f"==> job {job_id} ({member}) <==", file=sys.stderr, flush=True)
     for data in chunks:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

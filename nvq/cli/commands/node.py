@@ -1,10 +1,11 @@
-"""`nvq node bootstrap`: installing the runner on a node."""
+"""`nvq node bootstrap|stop|start`: installing, stopping and starting a node's runner."""
 
 from __future__ import annotations
 
 import typer
 
 from nvq.cli.app import JsonOpt
+from nvq.cli.params import CliError
 from nvq.cli.render.output import emit
 from nvq.client import Client
 
@@ -24,4 +25,38 @@ def node_bootstrap(
     if doc.note:
         text += f"\n{doc.note}"
     emit(doc, as_json, text)
+    return 0
+
+
+@on_node.command("stop")
+def node_stop(
+    node: str = typer.Argument(None, help="Node name (prefix)."),
+    all_nodes: bool = typer.Option(False, "--all", help="Every node."),
+    kill_jobs: bool = typer.Option(
+        False, "--kill-jobs", help="Cancel the node's running jobs first."
+    ),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Stop a node's runner; it stays stopped until `nvq node start NAME`.
+
+    A node with running jobs is left running (its runner watches them) unless
+    --kill-jobs cancels them first. A stopped node gets no jobs and no link (like
+    an ignored one, shown as `stopped`) until `node start` brings its runner back."""
+    if (node is None) == (not all_nodes):
+        raise CliError("give a node name or --all", 2)
+    doc = Client().node_stop(node, all=all_nodes, kill_jobs=kill_jobs)
+    lines = [f"node {name}: runner stopped" for name in doc.stopped]
+    lines += [f"node {left.node}: left running: {left.reason}" for left in doc.left]
+    emit(doc, as_json, "\n".join(lines) or "no node to stop")
+    return 0
+
+
+@on_node.command("start")
+def node_start(
+    node: str = typer.Argument(..., help="Node name (prefix)."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Start a stopped node's runner again (the daemon reconnects to it)."""
+    view = Client().node_flag(node, "ignored", False)
+    emit(view, as_json, f"node {view.name}: starting its runner")
     return 0

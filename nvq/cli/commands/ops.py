@@ -89,18 +89,50 @@ def queue_restore(
     path: Path = typer.Argument(..., help="A backup made by `nvq queue backup`."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Put a backup in place of queue.db (the daemon must be stopped)."""
+    """Put a backup in place of queue.db (the daemon must be stopped).
+
+    With a keeper installed and up, its restarts are paused for the restore: the
+    daemon is stopped here, and the keeper starts it again on the restored queue."""
+    from nvq import keeper
     from nvq.backup import BackupError, restore
 
+    root = default_root()
     try:
-        doc = restore(default_root(), path)
-    except BackupError as exc:
+        with keeper.paused(root) as kept:
+            if kept is not None:
+                stop_daemon_for_restore(root)
+            doc = restore(root, path)
+    except (BackupError, keeper.KeeperError) as exc:
         raise CliError(str(exc)) from None
     text = f"restored {doc['restored']} ({doc['jobs']} jobs)"
     if doc["replaced"]:
         text += f"; the previous database is kept as {doc['replaced']}"
+    if kept is not None:
+        doc["keeper"] = kept["kind"]
+        text += f"; the keeper ({kept['kind']}) was paused for it and starts the daemon again"
     emit(doc, as_json, text)
     return 0
+
+
+def stop_daemon_for_restore(root: Path) -> None:
+    """Stop the daemon the keeper keeps (the keeper is paused, so it stays stopped)."""
+    import os
+
+    from nvq.client import DaemonUnavailable
+    from nvq.home import Home
+
+    pid = Home(root).read_pid()
+    try:
+        Client(root, autostart=False).stop_daemon()
+    except DaemonUnavailable:
+        return
+    deadline = time.monotonic() + 20
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 @on_project.command("test")

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from nvq import control as c
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration, ended_before, env_pairs, ids, size
 from nvq.cli.render.jobs import lines
@@ -19,12 +20,53 @@ on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 @on_job.command("requeue")
 def job_requeue(
     job_ids: list[int] = typer.Argument(..., help="Finished job ids."),
+    artifacts: str = typer.Option(
+        None,
+        "--artifacts",
+        help="Start from the last checkpoint (keep) or none (fresh). "
+        "Default: fresh after completed, keep after failed/lost/timeout/cancelled.",
+    ),
+    edit: bool = typer.Option(False, "--edit", help="Change the command in $EDITOR first."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Run finished jobs again (same id and note)."""
-    jobs = Client().requeue(job_ids)
-    emit(jobs, as_json, lines(jobs, "requeued"))
+    """Run finished jobs again (same id and note).
+
+    Earlier attempts keep their logs (`job logs --attempt N`) and results (`job
+    show`). With --artifacts fresh the stored checkpoint is set aside, not deleted."""
+    if artifacts is not None and artifacts not in ("keep", "fresh"):
+        raise CliError(f"--artifacts {artifacts}: expected keep or fresh", 2)
+    command = None
+    if edit:
+        if len(job_ids) != 1:
+            raise CliError("--edit changes one job's command: give one id", 2)
+        command = edited_command(Client().show(job_ids[0]).command)
+    jobs = Client().requeue(job_ids, artifacts=artifacts, command=command)
+    text = "\n".join(requeued_line(j) for j in jobs) or "(no jobs)"
+    emit(jobs, as_json, text)
     return 0
+
+
+def edited_command(command: str) -> str:
+    """The command as the user leaves it in $EDITOR (one line; `#` lines dropped)."""
+    import click
+
+    text = click.edit(command + "\n# the command to run; an empty one cancels\n")
+    if text is None:
+        raise CliError("requeue cancelled: the editor was closed without saving", 1)
+    kept = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not kept:
+        raise CliError("requeue cancelled: the command is empty", 1)
+    return "\n".join(kept)
+
+
+def requeued_line(job: c.Requeued) -> str:
+    """`job 7 requeued (artifacts: fresh; attempt 1's set aside in …)`."""
+    how = f"artifacts: {job.artifacts}"
+    if job.artifacts == "keep":
+        how += ", resumes from its last checkpoint"
+    elif job.artifacts_kept is not None:
+        how += f", attempt {job.attempt}'s set aside in {job.artifacts_kept}"
+    return f"job {job.id} requeued ({how})"
 
 
 @on_job.command("purge")
@@ -128,6 +170,28 @@ def job_edit(
     assert job is not None
     waits = ",".join(map(str, job.after)) or "nothing"
     emit(job, as_json, f"job {job.id} {job.state}, waiting for {waits}")
+    return 0
+
+
+@on_job.command("move")
+def job_move(
+    job_id: int = typer.Argument(..., help="A waiting or running job."),
+    to: str = typer.Argument(
+        ..., metavar="NODE[:GPU]", help="NODE (prefix), or NODE:GPU for one card."
+    ),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Run a job on another node or card.
+
+    A waiting job is pinned there and keeps its place. A running one is stopped (TERM,
+    then KILL after the grace), its artifacts are synced as on any reassignment, and
+    it runs there as a new attempt. NODE:GPU puts it at the tail of that card's lane."""
+    job = Client().move(job_id, to)
+    if job.stopped is not None:
+        text = f"job {job.id}: {job.stopped} stopped; it runs on {job.to} as a new attempt"
+    else:
+        text = f"job {job.id} {job.state}, moved to {job.to}"
+    emit(job, as_json, text)
     return 0
 
 

@@ -45,6 +45,11 @@ def job_submit(
     script: Path = typer.Option(None, "--script", help="Use this local file as the command."),
     wait: bool = typer.Option(False, "--wait", help="Block until the job ends."),
     retries: int = typer.Option(0, "--retries", help="Restart it up to N times if it vanishes."),
+    retries_on: str = typer.Option(
+        "lost",
+        "--retries-on",
+        help="What --retries restarts: lost (it vanished), oom (the OOM killer), or both.",
+    ),
     cuda: str = typer.Option(None, "--cuda", help="Minimum driver CUDA version, e.g. 13.0."),
     memory: str = typer.Option(None, "--memory", help="Host RAM it needs (and its limit): 32GiB."),
     lane: str = typer.Option(None, "--lane", help="Append to a GPU's lane: NODE:GPU."),
@@ -121,6 +126,7 @@ def job_submit(
         email_on_failure=email_on_failure,
         max_runtime=duration(max_runtime, "--max-runtime"),
         no_reassign=no_reassign,
+        retries_on=_retries_on(retries_on),
         setup=setup,
         setup_files=setup_files,
         **submit_world(
@@ -136,11 +142,12 @@ def job_submit(
     job = client.submit_spec(spec)
     if job.array_id is not None:
         return _submitted_array(client, job, wait=wait, as_json=as_json)
+    said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}"
     if not wait:
-        emit(job, as_json, f"submitted job {job.id} ({job.name})")
+        emit(job, as_json, said)
         return 0
     if not as_json:
-        print(f"submitted job {job.id} ({job.name}); waiting", file=sys.stderr)
+        print(f"{said}; waiting", file=sys.stderr)
     done = client.wait(job.id)
     (final,) = done.jobs
     emit(final, as_json, outcome(final))
@@ -151,14 +158,38 @@ def _submitted_array(client: Client, first: Job, *, wait: bool, as_json: bool) -
     from nvq.cli.sweeps import submitted, submitted_line
 
     doc = submitted(client, first)
+    said = submitted_line(doc) + unchecked_note(first)
     if not wait:
-        emit(doc, as_json, submitted_line(doc))
+        emit(doc, as_json, said)
         return 0
     if not as_json:
-        print(f"{submitted_line(doc)}; waiting", file=sys.stderr)
+        print(f"{said}; waiting", file=sys.stderr)
     done = client.wait(doc.ids)
     emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
     return done.exit_code
+
+
+def unchecked_note(job: Job) -> str:
+    """`; accepted while node gpu2 has not reported`, when the daemon could not yet
+    check that some node can ever run it."""
+    unreported = getattr(job, "unreported", None)
+    if not isinstance(unreported, list) or not unreported:
+        return ""
+    nodes = ", ".join(unreported)
+    has = "has" if len(unreported) == 1 else "have"
+    return (
+        f"; accepted while node{'s' if len(unreported) > 1 else ''} {nodes} {has} not "
+        "reported (whether any node can run it is checked when they do)"
+    )
+
+
+def _retries_on(text: str) -> str:
+    from nvq.domain.retry_policy import parse_retries_on
+
+    try:
+        return parse_retries_on(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
 
 
 def policy_options(

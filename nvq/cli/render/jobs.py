@@ -70,10 +70,18 @@ def jobs_table(jobs: Sequence[Job]) -> str:
     return table(header, rows)
 
 
+def member_label(job: Job) -> str | None:
+    """`7[3]`: an array member as `ARRAY[INDEX]` (the syntax every id argument takes)."""
+    if job.array_id is None or job.array_index is None:
+        return None
+    return f"{job.array_id}[{job.array_index}]"
+
+
 def job_detail(doc: JobDetail) -> str:
     why = waiting_reason(doc)
+    member = member_label(doc)
     out = [
-        f"job {doc.id}  {safe(doc.name)}  [{doc.state}]",
+        f"job {doc.id}" + (f" ({member})" if member else "") + f"  {safe(doc.name)}  [{doc.state}]",
         *([f"  waits       {why[0]}: {safe(why[1])}"] if why else []),
         f"  command     {safe(doc.command)}",
         f"  submitter   {safe(doc.submitter)} (user {doc.user})",
@@ -117,6 +125,8 @@ def job_detail(doc: JobDetail) -> str:
                 how += f" (exit {a.exit_code})"
             if a.reason:
                 how += f": {safe(a.reason)}"
+            if a.result is not None:
+                how += f"; result {safe(json.dumps(a.result)[:80])}"
             gpus = ",".join(map(str, a.gpus)) or "-"
             out.append(
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "

@@ -27,6 +27,8 @@ from nvq.daemon.handlers import (
 from nvq.daemon.handlers.history import gpu_history
 from nvq.daemon.handlers.job_edit import edit_job
 from nvq.daemon.handlers.job_window import job_window
+from nvq.daemon.handlers.move import move
+from nvq.daemon.handlers.node_stop import node_stop
 from nvq.domain.permissions import ANYONE, Permission, admin, owner
 
 # The request parameter is each handler's own request type: Any here, so the table
@@ -74,6 +76,8 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Gc: world.gc,
     c.Pull: world.pull,
     c.JobWindow: job_window,
+    c.Move: move,
+    c.NodeStop: node_stop,
 }
 
 
@@ -136,6 +140,8 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Gc: admin("free the blob store"),
     c.Pull: ANYONE,
     c.JobWindow: ANYONE,
+    c.Move: owner("move"),
+    c.NodeStop: admin("stop a node's runner"),
 }
 
 

@@ -50,7 +50,10 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> tuple[Any, int]:
     reason_detail = doc.pop("reason_detail", None)
     events = await state.store.events(job_id=req.id)
     doc["events"] = msgspec.to_builtins(events)
-    doc["attempts"] = msgspec.to_builtins(attempts.derive(events))
+    tried = attempts.derive(events)
+    if tried and tried[-1].outcome is not None and tried[-1].result is None:
+        tried[-1].result = job.result  # the latest attempt's is the job's own
+    doc["attempts"] = msgspec.to_builtins(tried)
     doc["why"] = await explain(state, job)
     if req.logs:
         doc["logs"] = await tail_text(state, job, req.logs)

@@ -101,6 +101,8 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> tuple[Any, int]
                 f"node {node.name} has running jobs; drain it and let them finish first"
             )
         setattr(node, flag, value)
+        if flag == "ignored" and not value:
+            node.stopped = False  # `node start`: a stopped node's runner comes back
         if flag == "drained":
             await state.store.save_node(node.name, drained=value)
         else:

@@ -17,8 +17,13 @@ async def ping(ctx: Context, req: c.Ping, user: str) -> tuple[Any, int]:
 
 
 async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> tuple[Any, int]:
-    # The server stops the daemon once this reply is on its way.
-    return {"stopping": True}, 0
+    # The server stops the daemon once this reply is on its way. The runners stay
+    # (by design: their jobs run on); the reply says how many, for the CLI to say.
+    state = ctx.state
+    connected = [n for n in state.nodes.values() if n.send is not None]
+    running = sum(len(js) for js in state.jobs_by_node().values())
+    reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running)
+    return reply, 0
 
 
 async def alerts(ctx: Context, req: c.Alerts, user: str) -> tuple[Any, int]:

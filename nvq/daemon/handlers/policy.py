@@ -8,14 +8,17 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from nvq import control as c
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError
+from nvq.daemon.errors import BadRequest, RequestError
 from nvq.daemon.handlers.submit import lane_tail
 from nvq.daemon.placing import dependency_states
 from nvq.daemon.state import State
 from nvq.domain import deps, ordering, transitions
+from nvq.domain import requeue as requeueing
 from nvq.domain.transitions import TransitionError
 from nvq.model import Job, JobState, Outcome
 
@@ -65,21 +68,38 @@ async def release(ctx: Context, req: c.Release, user: str) -> tuple[Any, int]:
 
 async def requeue(ctx: Context, req: c.Requeue, user: str) -> tuple[Any, int]:
     state, now = ctx.state, time.time()
+    if req.command is not None and len(req.ids) != 1:
+        raise BadRequest("a new command is for one job: give one id with --edit")
     async with state.lock:
         jobs = [await state.get_job(i) for i in req.ids]
         # The back of the line is the next number of the dispatch sequence (a job
         # submitted later gets it too, and its higher id puts it behind).
         back = float(await state.store.next_job_id())
+        modes: dict[int, str] = {}
 
         def requeue_one(job: Job) -> Outcome:
-            outcome = transitions.requeue(job, by=user, now=now)
+            outcome = requeueing.requeue(
+                job, by=user, now=now, artifacts=req.artifacts, command=req.command
+            )
+            modes[job.id] = outcome.events[0].data["artifacts"]
             if outcome.job is not None:
                 outcome.job.rank = back
             if outcome.job is not None and outcome.job.lane is not None:
                 outcome.job.lane_pos = lane_tail(state, outcome.job.lane)
             return outcome
 
-        return await apply(state, jobs, requeue_one, by=user, action="requeue"), 0
+        ended = {j.id: j for j in jobs}
+        requeued = await apply(state, jobs, requeue_one, by=user, action="requeue")
+        replies = []
+        for job in requeued:
+            kept = None
+            if modes[job.id] == "fresh":
+                if ctx.machines.artifacts.has_stored(job.id):
+                    kept = str(ctx.machines.artifacts.set_aside_dir(job.id, job.attempt))
+                ctx.machines.start_fresh(job, ended[job.id].node)
+            fields = msgspec.structs.asdict(job)
+            replies.append(c.Requeued(**fields, artifacts=modes[job.id], artifacts_kept=kept))
+        return replies, 0
 
 
 async def edit(ctx: Context, req: c.Edit, user: str) -> tuple[Any, int]:

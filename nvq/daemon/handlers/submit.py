@@ -13,7 +13,7 @@ from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.state import State
-from nvq.daemon.submit_checks import check_mail, check_runnable
+from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, lanes, transitions
 from nvq.domain.matching import parse_cuda
 from nvq.domain.validate import SpecError, validate_spec
@@ -36,13 +36,18 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
             "(submit from the queue host, or pass --no-snapshot)"
         )
     job = transitions.new_job(spec, user=user, now=time.time())
+    await await_reports(state, spec)
     async with state.lock:
         for dep in {*spec.after, *spec.after_any}:
             await state.get_job(dep)
         new_jobs = await shape_submission(state, spec, job)
-        check_runnable(state, ctx.machines, new_jobs[0])
+        unreported = check_runnable(state, ctx.machines, new_jobs[0])
         inserted = await state.commit(Tx(new_jobs=new_jobs))
     state.kick()
+    if unreported:
+        # Accepted unchecked: the reply says which nodes it waits to hear from.
+        fields = msgspec.structs.asdict(inserted[0])
+        return c.Submitted(**fields, unreported=unreported), 0
     return inserted[0], 0
 
 
