@@ -333,9 +333,19 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
             start = reader.offsets[index]
             lo = max(offset, start) - start
             hi = min(end, start + chunk.size) - start
-            with open(self.chunks.path(chunk.sha256), "rb") as handle:
-                out += os.pread(handle.fileno(), hi - lo, lo)
+            out += self._chunk_range(chunk.sha256, lo, hi)
         return bytes(out)
+
+    def _chunk_range(self, digest: str, lo: int, hi: int) -> bytes:
+        for tries in (1, 2):
+            try:
+                with open(self.chunks.path(digest), "rb") as handle:
+                    return os.pread(handle.fileno(), hi - lo, lo)
+            except FileNotFoundError:  # the cache evicted it since: fetch it again
+                if tries == 2:
+                    raise _fail(errno.EIO) from None
+                self.chunks.fetch([digest])
+        raise _fail(errno.EIO)
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
         if fh in self._readers:
