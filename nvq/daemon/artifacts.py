@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from nvq.daemon.chunked_artifacts import ChunkedArtifacts, supports
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job, NewEvent, Tx
@@ -143,6 +144,8 @@ class Artifacts:
         self._locks: dict[int, anyio.Lock] = {}
         self.last_sync: dict[int, float] = {}
         self._quota_raised: set[tuple[int, int]] = set()
+        # runners with `chunked_artifacts` sync chunk trees into the blob store instead
+        self.chunked = ChunkedArtifacts(state)
 
     def dir(self, job_id: int) -> Path:
         return self.root / str(job_id)
@@ -191,6 +194,11 @@ class Artifacts:
         """Bring the copy of `job`'s artifacts up to date from `node`."""
         lock = self._locks.setdefault(job.id, anyio.Lock())
         async with lock:
+            if supports(node):
+                result = await self.chunked.sync(node, job)
+                if result.get("synced"):
+                    self.last_sync[job.id] = time.time()
+                return result
             manifest = await self.query(node, job.id)
             if manifest is None:
                 return {"synced": False, "why": "node not reachable"}
@@ -309,6 +317,7 @@ class Artifacts:
 
     def listing(self, job_id: int) -> dict[str, Any]:
         d = self.dir(job_id)
+        self.chunked.checkout(job_id, d)
         files = [
             {"path": rel, "size": st.st_size, "mtime": st.st_mtime}
             for rel, st in sorted(stored(d).items())
@@ -325,6 +334,7 @@ class Artifacts:
         for job_id in job_ids:
             shutil.rmtree(self.dir(job_id), ignore_errors=True)
             self.last_sync.pop(job_id, None)
+        self.chunked.delete(job_ids)
 
 
 def _du(root: Path) -> int:

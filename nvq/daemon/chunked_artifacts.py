@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -29,6 +32,7 @@ from nvq.daemon.chunk_sync import (
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job
+from nvq_runner.artifact_tree import FILE
 from nvq_runner.artifact_wire import ArtifactsTreeQuery, ArtifactsTreeReply
 
 log = logging.getLogger("nvq.artifacts")
@@ -109,5 +113,32 @@ class ChunkedArtifacts:
     def shown(self, job_id: int) -> dict[str, Any]:
         return summary(self.log.records(job_id))
 
+    def checkout(self, job_id: int, dest: Path) -> None:
+        """Make `dest` hold the newest tree's files (for `job artifacts --get`), unless
+        it does already. Whole-file copies from older runners are left as they are."""
+        tree_id = self.latest_tree(job_id)
+        marker = dest.with_name(f"{dest.name}.tree")
+        if not tree_id or (marker.exists() and marker.read_text() == tree_id):
+            return
+        tree = load_tree(self.store, tree_id)
+        if tree is None:
+            return
+        shutil.rmtree(dest, ignore_errors=True)
+        for entry in tree.entries:
+            target = dest / entry.path
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if entry.kind != FILE:
+                target.mkdir(mode=0o700, exist_ok=True)
+                continue
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                for chunk in entry.chunks:
+                    out.write(self.store.read_bytes(chunk.sha256))
+            os.chmod(target, entry.mode)
+            os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
+        marker.write_text(tree_id)
+
     def delete(self, job_ids: list[int]) -> None:
         self.log.delete(job_ids)
+        for job_id in job_ids:
+            (self.state.home / "artifacts" / f"{job_id}.tree").unlink(missing_ok=True)
