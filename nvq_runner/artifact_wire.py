@@ -36,3 +36,11 @@ class ArtifactsTreeReply(msgspec.Struct, tag="artifacts_tree", frozen=True):
     mode: str = "plain"  # "mounted" | "restored" | "plain"
     note: str = ""
     error: str | None = None
+
+
+class SyncWanted(msgspec.Struct, tag="sync_wanted", frozen=True):
+    """The job touched `$NVQ_ARTIFACTS/.sync`: sync its artifacts now, not at the next
+    period."""
+
+    job_id: int
+    attempt: int
