@@ -4,6 +4,7 @@ previous runner started."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import procfs
@@ -33,3 +34,15 @@ def is_wrapper(pid: int, d: JobDir) -> bool:
     except OSError:
         return False
     return str(WRAPPER).encode() in cmdline and str(d.path).encode() in cmdline
+
+
+def attempts(root: Path) -> Iterator[tuple[AttemptRecord, JobDir]]:
+    """Every attempt record under the jobs directory `root` that sits in its own job's
+    directory, with that directory."""
+    for path in sorted(root.glob("*/attempt.json")):
+        rec = JobDir.load_record(path)
+        if rec is None:
+            continue
+        d = JobDir(root, rec.job_id, rec.queue_id, rec.nonce)
+        if d.path == path.parent:
+            yield rec, d

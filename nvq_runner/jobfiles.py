@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 import msgspec
 
 from .identity import dir_name
-from .protocol import DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESULT
+from .protocol import DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESULT, Start
 
 TAIL_LINES = 20
 TAIL_CHARS = 2000
@@ -36,6 +37,18 @@ class AttemptRecord(msgspec.Struct):
     log_truncated: bool = False  # a log's middle was cut to keep it under the cap
     queue_id: str = ""  # the attempt's identity beyond job_id (identity.py)
     nonce: str = ""
+
+
+def new_record(msg: Start, boot_id: str) -> AttemptRecord:
+    """The record of an attempt being launched now (its pid is not known yet)."""
+    now = time.time()
+    return AttemptRecord(
+        job_id=msg.job_id, attempt=msg.attempt, started_at=now,
+        kill_grace=msg.kill_grace, boot_id=boot_id,
+        deadline=now + msg.timeout if msg.timeout is not None else None,
+        max_result=msg.max_result, max_log_size=msg.max_log_size,
+        queue_id=msg.queue_id, nonce=msg.nonce,
+    )
 
 
 _enc = msgspec.json.Encoder()

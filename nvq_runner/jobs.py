@@ -10,8 +10,6 @@ adopted after a runner restart from the wrapper's exit record.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import logging
 import os
 import signal
@@ -21,14 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import logcap, memlimit, procfs
-from .adoption import is_wrapper, reopen
-from .jobfiles import AttemptRecord, JobDir
+from . import exits, logcap, memlimit, procfs
+from .adoption import attempts, is_wrapper, reopen
+from .jobfiles import AttemptRecord, JobDir, new_record
 from .jobworld import JobWorld, Prepared, PrepareError
 from .protocol import (
     ActiveJob,
-    ExitReason,
-    JobExited,
     JobLost,
     JobStarted,
     JournaledEvent,
@@ -36,7 +32,7 @@ from .protocol import (
     LaunchFailed,
     Start,
 )
-from .spawn import LaunchError, spawn
+from .spawn import LaunchError, launch
 
 log = logging.getLogger(__name__)
 
@@ -167,19 +163,9 @@ class JobManager:
         if self._seen(d, msg.attempt):
             return
         if error is not None:
-            self._fail_launch(msg, d, self._record_for(msg), error)
+            self._fail_launch(msg, d, new_record(msg, self._boot_id), error)
             return
         self._launch(msg, d, prepared)
-
-    def _record_for(self, msg: Start) -> AttemptRecord:
-        now = time.time()
-        return AttemptRecord(
-            job_id=msg.job_id, attempt=msg.attempt, started_at=now,
-            kill_grace=msg.kill_grace, boot_id=self._boot_id,
-            deadline=now + msg.timeout if msg.timeout is not None else None,
-            max_result=msg.max_result, max_log_size=msg.max_log_size,
-            queue_id=msg.queue_id, nonce=msg.nonce,
-        )
 
     def _fail_launch(self, msg: Start, d: JobDir, rec: AttemptRecord, error: str) -> None:
         log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
@@ -194,48 +180,19 @@ class JobManager:
             pass
 
     def _launch(self, msg: Start, d: JobDir, prepared: Prepared | None = None) -> None:
-        rec = self._record_for(msg)
+        rec = new_record(msg, self._boot_id)
         self._dirs[msg.job_id] = d
         try:
-            popen = spawn(msg, d, rec, self._job_umask, prepared)
-        except (OSError, LaunchError, ValueError) as exc:
-            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                error = f"no space left on the node's disk ({d.path})"
-            elif isinstance(exc, LaunchError):
-                error = str(exc)
-            else:
-                error = f"{type(exc).__name__}: {exc}"
-            log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
-            self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
-                                                attempt=msg.attempt, error=error, at=time.time()))
-            rec.done = True
-            try:
-                d.write_record(rec)
-            except OSError:
-                pass
+            popen, pidfd = launch(msg, d, rec, self._job_umask, prepared)
+        except LaunchError as exc:
+            self._fail_launch(msg, d, rec, str(exc))
             return
         dropped = list(prepared.dropped) if prepared is not None else []
-        pid = popen.pid
-        rec.pid = pid
-        rec.start_ticks = procfs.start_ticks(pid)  # a zombie still has it; not yet reaped
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError as exc:
-            # Out of descriptors: a job we cannot watch must not run unseen.
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-            popen.wait()
-            err = f"cannot watch the job process: {exc}"
-            self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
-                                                attempt=msg.attempt, error=err, at=time.time()))
-            rec.done = True
-            self._try_save(d, rec)
-            return
         run = Running(rec=rec, dir=d, pidfd=pidfd, popen=popen,
                       ended=self._loop.create_future())
         self._watch(run)
         self._emit(lambda seq: JobStarted(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
-                                          pid=pid, started_at=rec.started_at,
+                                          pid=popen.pid, started_at=rec.started_at,
                                           env_dropped=dropped))
         # Written after JobStarted is journaled: a record with a pid always means the
         # start was announced (see adopt_all for the record without one).
@@ -270,10 +227,7 @@ class JobManager:
         run.timers.append(self._loop.call_later(max(0.0, when - time.time()), fn, *args))
 
     def _save(self, run: Running) -> None:
-        try:
-            run.dir.write_record(run.rec)
-        except OSError as exc:
-            log.error("job %s: cannot write attempt.json: %s", run.rec.job_id, exc)
+        self._try_save(run.dir, run.rec)
 
     def _on_exit(self, run: Running) -> None:
         self._loop.remove_reader(run.pidfd)
@@ -295,37 +249,17 @@ class JobManager:
 
     def _finish(self, rec: AttemptRecord, d: JobDir, status: int | None) -> None:
         """Journal how an attempt ended, from the wrapper's record or waitpid status."""
-        code = d.read_exit()
-        sig: int | None = None
-        if code is not None:
-            sig = code - 128 if 128 < code <= 128 + 64 else None
-        elif status is not None:
-            code, sig = (128 - status, -status) if status < 0 else (status, None)
-        elif rec.killed_hard:
-            code, sig = 128 + signal.SIGKILL, int(signal.SIGKILL)
-        if code is None:
+        ended = exits.exit_status(rec, d, status)
+        if ended is None:
             self._lost(rec, d, "process gone without an exit record "
                                 "(killed outside its wrapper, or the node rebooted)")
             return
-        reason: ExitReason = "exit"
-        if rec.kill_reason == "timeout":
-            reason = "timeout"
-        elif rec.kill_reason is not None:
-            reason = "killed"
-        ended = _mtime(d.exit) if status is None else time.time()
-        progress, tail = d.progress(), d.stderr_tail()
-        result, result_error = d.result_text(rec.max_result)
         over = [p for p in (d.stdout, d.stderr) if logcap.over_cap(p, rec.max_log_size)]
+        event = exits.exited(rec, d, *ended, waited=status is not None,
+                             truncated=rec.log_truncated or bool(over))
         for path in over:  # written since the last check: cut it off the event loop
             self._loop.run_in_executor(None, logcap.cut_log, path, rec.max_log_size)
-        truncated = rec.log_truncated or bool(over)
-        exit_code, signum = code, sig
-        self._emit(lambda seq: JobExited(
-            seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=exit_code,
-            signal=signum, ended_at=ended, reason=reason, progress=progress,
-            stderr_tail=tail, result=result, result_error=result_error,
-            log_truncated=truncated,
-        ))
+        self._emit(event)
         rec.done = True
         self._try_save(d, rec)
 
@@ -393,13 +327,7 @@ class JobManager:
         `journaled` holds (tag, job, attempt) of unacknowledged journal events, so
         nothing already journaled is journaled twice."""
         latest: dict[int, float] = {}
-        for path in sorted(self.root.glob("*/attempt.json")):
-            rec = JobDir.load_record(path)
-            if rec is None:
-                continue
-            d = JobDir(self.root, rec.job_id, rec.queue_id, rec.nonce)
-            if d.path != path.parent:
-                continue
+        for rec, d in attempts(self.root):
             job_id = rec.job_id
             if rec.started_at >= latest.get(job_id, -1.0):
                 latest[job_id] = rec.started_at
@@ -454,9 +382,3 @@ class JobManager:
                 t.cancel()
         self.running.clear()
 
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return time.time()

@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,13 +22,14 @@ from . import __version__, owner, procfs
 from .artifacts import manifest
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
+from .conn import Conn
 from .gpu import GpuBackend, GpuFacts, open_backend
 from .identity import QueueMemory
-from .jobfiles import JobDir
 from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
-from .outframes import encode_frames, fit_event
+from .node_sample import take_sample
+from .outframes import fit_event
 from .protocol import (
     PROTOCOL_VERSION,
     Ack,
@@ -40,8 +40,6 @@ from .protocol import (
     DaemonMsg,
     FrameError,
     FrameReader,
-    GpuProcess,
-    GpuSample,
     Hello,
     JournaledEvent,
     Kill,
@@ -60,44 +58,7 @@ from .tail import tail
 
 log = logging.getLogger("nvq_runner")
 SOCKET = "runner.sock"
-MAX_BUFFERED = 256 * 1024 * 1024  # a daemon this far behind is not reading: drop it
 JOURNAL_RETRY = 1.0  # seconds between tries to journal held events
-
-
-class Conn:
-    """One daemon connection and the follow tasks answering it."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.tails: dict[int, asyncio.Task[None]] = {}
-        self.closed = False
-
-    def send(self, msg: RunnerMsg) -> None:
-        if self.closed:
-            return
-        transport = self.writer.transport
-        if transport.is_closing():
-            self.close()
-            return
-        self.writer.write(encode_frames(msg))
-        if transport.get_write_buffer_size() > MAX_BUFFERED:
-            log.warning("daemon is not reading; dropping its connection")
-            self.close()
-
-    async def send_log(self, msg: LogData) -> None:
-        self.send(msg)
-        if not self.closed:
-            with contextlib.suppress(ConnectionError):
-                await self.writer.drain()
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        for task in self.tails.values():
-            task.cancel()
-        self.writer.close()
 
 
 class Runner:
@@ -313,7 +274,9 @@ class Runner:
             sessions = self.jobs.sessions()
             status_files = {job: r.dir for job, r in self.jobs.running.items()}
             try:
-                sample = await asyncio.to_thread(self._take_sample, sessions, status_files)
+                sample = await asyncio.to_thread(
+                    take_sample, self.backend, sessions, status_files
+                )
             except Exception as exc:
                 log.warning("sample failed: %s", exc)
                 continue
@@ -323,36 +286,6 @@ class Runner:
             ):
                 conn.send(sample)
                 self._last_sent, self._sampled_for = sample, conn
-
-    def _take_sample(self, sessions: dict[int, int], dirs: dict[int, JobDir]) -> Sample:
-        gpus = []
-        for g in self.backend.sample():
-            procs = []
-            for p in g.processes:
-                sid = procfs.session_id(p.pid)
-                job = sessions.get(sid) if sid is not None else None
-                procs.append(GpuProcess(pid=p.pid, user=p.user, used_mb=p.used_mb, job_id=job))
-            gpus.append(
-                GpuSample(
-                    index=g.index,
-                    total_mb=g.total_mb,
-                    used_mb=g.used_mb,
-                    util_percent=g.util_percent,
-                    processes=procs,
-                    blind=g.blind,
-                )
-            )
-        progress = {}
-        for job, d in dirs.items():
-            line = d.progress()
-            if line is not None:
-                progress[job] = line
-        return Sample(
-            time=time.time(),
-            gpus=gpus,
-            mem_free_mb=procfs.meminfo_mb("MemAvailable"),
-            progress=progress,
-        )
 
     async def _log_keeper(self) -> None:
         interval = _float_env("NVQ_LOG_CHECK_INTERVAL", 5.0)

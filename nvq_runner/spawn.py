@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import pwd
+import signal
 import subprocess
 from pathlib import Path
 from typing import BinaryIO
 
-from . import memlimit
+from . import memlimit, procfs
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
 from .protocol import Start
@@ -90,6 +93,35 @@ def spawn(
             stdout=out, stderr=err, start_new_session=True, close_fds=True,
             preexec_fn=memlimit.preexec(msg.memory_mb, group),
         )
+
+
+def launch(
+    msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int, prepared: Prepared | None,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Spawn the attempt and open the pidfd that tells when it ends. A failure raises
+    LaunchError in the words the daemon shows."""
+    try:
+        popen = spawn(msg, d, rec, job_umask, prepared)
+    except (OSError, LaunchError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            error = f"no space left on the node's disk ({d.path})"
+        elif isinstance(exc, LaunchError):
+            error = str(exc)
+        else:
+            error = f"{type(exc).__name__}: {exc}"
+        raise LaunchError(error) from exc
+    pid = popen.pid
+    rec.pid = pid
+    rec.start_ticks = procfs.start_ticks(pid)  # a zombie still has it; not yet reaped
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError as exc:
+        # Out of descriptors: a job we cannot watch must not run unseen.
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+        popen.wait()
+        raise LaunchError(f"cannot watch the job process: {exc}") from exc
+    return popen, pidfd
 
 
 def as_user(user: str, d: JobDir) -> list[str]:

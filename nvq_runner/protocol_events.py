@@ -1,0 +1,208 @@
+"""Runner → daemon messages of the wire protocol (see protocol.py), and the pieces
+they share with the daemon's side: what a node reports about itself and its jobs.
+
+Adding a message: its struct here, a member of `RunnerMsg` below, and a re-export in
+protocol.py.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+# ---------------------------------------------------------------- shared pieces
+
+
+class GpuInfo(msgspec.Struct, frozen=True):
+    """A card as the runner found it at start-up."""
+
+    index: int
+    name: str
+    uuid: str
+    total_mb: int
+
+
+class GpuProcess(msgspec.Struct, frozen=True):
+    """A process holding memory on a card. `used_mb` is None when the driver is blind
+    (it names the process but not its memory). `job_id` is set when the process
+    belongs to a job this runner started."""
+
+    pid: int
+    user: str
+    used_mb: int | None
+    job_id: int | None = None
+
+
+class GpuSample(msgspec.Struct, frozen=True):
+    index: int
+    total_mb: int
+    used_mb: int
+    util_percent: int | None
+    processes: list[GpuProcess]
+    blind: bool = False
+
+
+class ActiveJob(msgspec.Struct, frozen=True):
+    """A job attempt whose process the runner is watching right now."""
+
+    job_id: int
+    attempt: int
+    pid: int
+    started_at: float
+
+
+# ---------------------------------------------------------------- runner → daemon
+
+
+class Hello(msgspec.Struct, tag="hello", frozen=True):
+    """First frame on every connection: what this node is and where its journal is."""
+
+    hostname: str
+    runner_version: str
+    protocol: int
+    backend: str  # "nvml" | "fake" | "none"
+    cuda: str | None  # driver's CUDA version, e.g. "13.0"
+    driver: str | None
+    mem_total_mb: int
+    cpus: int
+    gpus: list[GpuInfo]
+    active: list[ActiveJob]
+    journal_head: int  # seq of the last event written; replay follows up to it
+    boot_id: str
+    pid: int  # the runner's own pid
+    # Identifies the journal's life: a new id (node home wiped, runner reinstalled)
+    # tells the daemon that seqs restarted and its applied seq no longer applies.
+    journal_id: str = ""
+    # What this runner understands beyond protocol 1 ("artifacts", "owner"): the
+    # daemon sends newer messages only to a runner that names them here.
+    features: list[str] = []
+    # The queue id of the last Start that carried one, and the highest job id seen
+    # for that queue: a daemon restored from a backup continues its ids after it.
+    queue_id: str = ""
+    max_job_id: int = 0
+
+
+class Sample(msgspec.Struct, tag="sample", frozen=True):
+    time: float
+    gpus: list[GpuSample]
+    mem_free_mb: int
+    progress: dict[int, str]  # job id → last line of its status file
+
+
+class JobStarted(msgspec.Struct, tag="started", frozen=True):
+    seq: int
+    job_id: int
+    attempt: int
+    pid: int
+    started_at: float
+    # captured variables this node left out of the job's environment, in words
+    env_dropped: list[str] = []
+
+
+ExitReason = Literal["exit", "timeout", "killed"]
+
+
+class JobExited(msgspec.Struct, tag="exited", frozen=True):
+    """A job's process group ended. `exit_code` follows the shell's convention
+    (128+N when killed by signal N, `signal` is then N). `reason` says who ended it:
+    the job itself ("exit"), the runner's timeout ("timeout") or a `Kill` ("killed")."""
+
+    seq: int
+    job_id: int
+    attempt: int
+    exit_code: int | None
+    signal: int | None
+    ended_at: float
+    reason: ExitReason
+    progress: str | None = None
+    stderr_tail: str = ""
+    result: str | None = None  # raw text of $NVQ_JOB_DIR/result.json, if written
+    # Why `result` is None although result.json exists (over `Start.max_result`).
+    result_error: str | None = None
+    # The job's stdout or stderr passed `Start.max_log_size` and had its middle cut.
+    log_truncated: bool = False
+
+
+class JobLost(msgspec.Struct, tag="lost", frozen=True):
+    """A job attempt's process is gone and its exit status cannot be known (killed
+    outside the wrapper, node rebooted), or a `Kill` named an attempt never started."""
+
+    seq: int
+    job_id: int
+    attempt: int
+    reason: str
+    at: float
+
+
+class LaunchFailed(msgspec.Struct, tag="launch_failed", frozen=True):
+    """The job could not be started at all: bad workdir, disk full, permissions."""
+
+    seq: int
+    job_id: int
+    attempt: int
+    error: str
+    at: float
+
+
+class LogData(msgspec.Struct, tag="log", frozen=True):
+    """A piece of a job's log in answer to `Tail`; `eof` ends the answer."""
+
+    req: int
+    data: bytes = b""
+    eof: bool = False
+    error: str | None = None
+
+
+class ArtifactFile(msgspec.Struct, frozen=True):
+    path: str  # relative to the job's artifacts directory, "/"-separated
+    size: int
+    mtime_ns: int
+    mode: int | None = None  # permission bits (0o600 …), to be kept by the copy
+
+
+class ArtifactsManifest(msgspec.Struct, tag="artifacts", frozen=True):
+    """The answer to `ArtifactsQuery`: what a job's $NVQ_ARTIFACTS holds now. Only
+    names, sizes and times travel on the event link; the daemon fetches the files
+    that changed over a separate SFTP channel, so a large checkpoint never holds up
+    the job events queued behind it."""
+
+    req: int
+    job_id: int
+    files: list[ArtifactFile] = []
+    root: str = ""  # absolute path of the directory on the node
+    error: str | None = None
+
+
+class Busy(msgspec.Struct, tag="busy", frozen=True):
+    """The node's owner is (or is no longer) using it: an interactive login whose
+    terminal was touched within the idle limit. Sent when it changes, and after each
+    `Owner`."""
+
+    busy: bool
+    sessions: int = 0  # the owner's active (not idle) login sessions
+    idle: float | None = None  # seconds since the owner's most recent terminal input
+
+
+class NeedBlobs(msgspec.Struct, tag="need_blobs", frozen=True):
+    """The runner lacks these snapshot blobs (a manifest, or files of one) to build a
+    job's working copy; the daemon answers with `BlobData` frames under `req`."""
+
+    req: int
+    job_id: int
+    hashes: list[str]
+
+
+JournaledEvent = JobStarted | JobExited | JobLost | LaunchFailed
+RunnerMsg = (
+    Hello
+    | Sample
+    | JobStarted
+    | JobExited
+    | JobLost
+    | LaunchFailed
+    | LogData
+    | ArtifactsManifest
+    | Busy
+    | NeedBlobs
+)
