@@ -76,7 +76,7 @@ class JobArtifacts:
         self.synced[msg.job_id] = result.tree
         return ArtifactsTreeReply(
             req=msg.req, job_id=msg.job_id, tree=encode_tree(result.tree),
-            root=str(view.read_root()),
+            root=str(view.read_root().absolute()),
             sources=[ChunkSource(d, s.path, s.offset, s.size) for d, s in result.sources.items()],
             fetched_bytes=view.fetched_bytes, mode=view.mode, note=view.note,
         )
@@ -86,9 +86,9 @@ class JobArtifacts:
         sync)."""
         view = self.views.pop(job_id, None)
         if view is not None:
+            # set before the unmount: a sync meanwhile must see the tree's part
+            self.closed[job_id] = view  # the final sync still reports how it started
             await asyncio.to_thread(view.close)
-            # the final sync still reports how the attempt got its artifacts
-            self.closed[job_id] = view
 
     @staticmethod
     def sync_wanted(directory: Path) -> bool:

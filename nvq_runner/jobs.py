@@ -241,6 +241,8 @@ class JobManager:
             self._signal(run, signal.SIGKILL)
         status = run.popen.wait() if run.popen is not None else None
         memlimit.remove_cgroup(f"nvq-{rec.job_id}-{rec.attempt}")
+        if self._world is not None:
+            self._world.attempt_ended(rec.job_id)
         self._finish(rec, d, status)
         del self.running[rec.job_id]
         if not run.ended.done():

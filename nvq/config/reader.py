@@ -264,6 +264,7 @@ class _Parser:
             "env": self.env,
             "owner": self.string,
             "shared": self.shared_dirs,
+            "lazy_artifacts": self.boolean,
         }
         seen: dict[str, int] = {}
         nodes = []

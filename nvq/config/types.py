@@ -29,6 +29,9 @@ class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     owner: str | None = None
     # directories this node sees as the queue host does (NFS): in-place jobs may run here
     shared: list[str] = []
+    # mount a reassigned job's previous artifacts on demand (FUSE); false: restore
+    # them in full before the job starts
+    lazy_artifacts: bool = True
 
 
 class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.chunk_sync import (
@@ -32,6 +33,7 @@ from nvq.daemon.chunk_sync import (
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job
+from nvq_runner import protocol as p
 from nvq_runner.artifact_tree import FILE
 from nvq_runner.artifact_wire import ArtifactsTreeQuery, ArtifactsTreeReply
 
@@ -52,6 +54,14 @@ class ChunkedArtifacts:
         self._waiters: dict[int, Any] = {}
         self._next_req = 1
 
+    def start_msg(self, node: NodeRuntime, start: p.Start) -> p.Start:
+        """`start` with the job's newest tree, for a runner that mounts it."""
+        tree = self.latest_tree(start.job_id) if supports(node) else ""
+        if not tree:
+            return start
+        lazy = node.config.lazy_artifacts if node.config is not None else True
+        return msgspec.structs.replace(start, artifacts_tree=tree, lazy_artifacts=lazy)
+
     def latest_tree(self, job_id: int) -> str:
         last = self.log.latest(job_id)
         return last.tree if last is not None else ""
@@ -68,7 +78,7 @@ class ChunkedArtifacts:
         send, receive = anyio.create_memory_object_stream[ArtifactsTreeReply](1)
         self._waiters[req] = send
         try:
-            if not node.post(ArtifactsTreeQuery(req=req, job_id=job_id, known=known)):  # type: ignore[arg-type]
+            if not node.post(ArtifactsTreeQuery(req=req, job_id=job_id, known=known)):
                 return None
             with anyio.move_on_after(QUERY_TIMEOUT):
                 return await receive.receive()
