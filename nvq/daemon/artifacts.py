@@ -195,7 +195,8 @@ class Artifacts:
         lock = self._locks.setdefault(job.id, anyio.Lock())
         async with lock:
             if supports(node):
-                result = await self.chunked.sync(node, job)
+                result = await self.chunked.sync(
+                    node, job, lambda size: self._check_tree_quota(job, node, size))
                 if result.get("synced"):
                     self.last_sync[job.id] = time.time()
                 return result
@@ -243,9 +244,19 @@ class Artifacts:
     async def _check_quota(
         self, job: Job, node: NodeRuntime, pull: list[p.ArtifactFile], have: dict[str, Any]
     ) -> None:
-        quota = self.state.config.queue.artifacts_quota_mb * 1024 * 1024
         total = await anyio.to_thread.run_sync(_du, self.root)
         after = total + sum(f.size - (have[f.path].st_size if f.path in have else 0) for f in pull)
+        await self._within_quota(job, node, after)
+
+    async def _check_tree_quota(self, job: Job, node: NodeRuntime, size: int) -> None:
+        """A chunked sync counts what each job's newest tree describes (chunks shared
+        between syncs are stored once, so this is an upper bound of the disk used)."""
+        trees = await anyio.to_thread.run_sync(self.chunked.described, job.id)
+        copies = await anyio.to_thread.run_sync(_du, self.root)
+        await self._within_quota(job, node, trees + copies + size)
+
+    async def _within_quota(self, job: Job, node: NodeRuntime, after: int) -> None:
+        quota = self.state.config.queue.artifacts_quota_mb * 1024 * 1024
         if after <= quota:
             return
         key = (job.id, job.attempt)

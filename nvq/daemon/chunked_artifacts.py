@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job
 from nvq_runner import protocol as p
-from nvq_runner.artifact_tree import FILE
+from nvq_runner.artifact_tree import FILE, decode_tree
 from nvq_runner.artifact_wire import ArtifactsTreeQuery, ArtifactsTreeReply
 
 log = logging.getLogger("nvq.artifacts")
@@ -88,7 +89,20 @@ class ChunkedArtifacts:
             send.close()
             receive.close()
 
-    async def sync(self, node: NodeRuntime, job: Job) -> dict[str, Any]:
+    def described(self, but: int) -> int:
+        """Bytes the newest trees of every job except `but` describe."""
+        total = 0
+        if self.log.root.is_dir():
+            for item in self.log.root.glob("*.jsonl"):
+                if item.stem != str(but):
+                    with contextlib.suppress(ValueError):
+                        last = self.log.latest(int(item.stem))
+                        total += last.bytes if last is not None else 0
+        return total
+
+    async def sync(self, node: NodeRuntime, job: Job,
+                   check: Callable[[int], Awaitable[None]] | None = None) -> dict[str, Any]:
+        """`check` is given the size the new tree describes and raises to refuse it."""
         last = self.log.latest(job.id)
         known = last.tree if last is not None else ""
         reply = await self._query(node, job.id, known)
@@ -96,6 +110,8 @@ class ChunkedArtifacts:
             return {"synced": False, "why": "node not reachable"}
         if reply.error:
             return {"synced": False, "why": reply.error}
+        if check is not None:
+            await check(sum(e.size for e in decode_tree(reply.tree).files()))
         previous = await anyio.to_thread.run_sync(load_tree, self.store, known) if known else None
         sftp = None
         read: ReadRanges = read_local
