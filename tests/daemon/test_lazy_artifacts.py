@@ -5,18 +5,29 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nvq_runner.fusemount import fuse_mounts, unavailable
+from nvq_runner.fusemount import clean_stale, fuse_mounts, unavailable
 from tests.daemon.test_machines_come_and_go import _die, _index, mesh
 from tests.daemon.test_ssh_nodes import ONE_CARD, _until
 
 __all__ = ["mesh"]
 MiB = 1024 * 1024
 FAST_SYNC = 'artifact_sync = "300s"'  # only the syncs the test asks for (and final ones)
+
+
+
+@pytest.fixture(autouse=True)
+def no_mounts_left(tmp_path: Path) -> Iterator[None]:
+    """A node taken away (or shut down) with artifacts mounted leaves the mount dead:
+    take it down after the test, as a restarted runner would."""
+    yield
+    clean_stale(tmp_path)
+
 
 needs_fuse = pytest.mark.skipif(unavailable() is not None, reason=f"FUSE: {unavailable()}")
 
