@@ -88,6 +88,16 @@ class TreeLog:
                     trees += [r.tree for r in self.records(int(item.stem))]
         return trees
 
+    def live_objects(self, store: BlobStore) -> set[str]:
+        """Every tree logged here and every chunk they name: gc keeps them."""
+        live: set[str] = set()
+        for tree_id in set(self.live_trees()):
+            live.add(tree_id)
+            tree = load_tree(store, tree_id)
+            if tree is not None:
+                live |= tree.hashes()
+        return live
+
     def delete(self, job_ids: list[int]) -> None:
         for job_id in job_ids:
             self.path(job_id).unlink(missing_ok=True)

@@ -73,3 +73,24 @@ def test_a_file_rewritten_during_the_sync_keeps_its_previous_version(tmp_path: P
         assert not store.missing(sorted(second.hashes()))
 
     anyio.run(main)
+
+
+def test_gc_keeps_the_chunks_of_logged_trees_until_the_job_goes(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    store.ensure()
+    node = tmp_path / "node"
+    node.mkdir()
+    (node / "ckpt.pt").write_bytes(random.Random(3).randbytes(2 * MiB))
+    log = TreeLog(tmp_path)
+
+    async def main() -> None:
+        reply = reply_for(node)
+        tree_id, tree, sent, count = await take(store, reply, read_local, None)
+        log.append(5, record(reply, tree_id, tree, sent, count, attempt=1, node="n"))
+
+    anyio.run(main)
+    kept = store.gc([], grace=0, live_objects=log.live_objects(store))
+    assert kept.objects_freed == 0 and kept.bytes_kept >= 2 * MiB
+    log.delete([5])
+    freed = store.gc([], grace=0, live_objects=log.live_objects(store))
+    assert freed.bytes_freed >= 2 * MiB and store.usage() == (0, 0)
