@@ -22,6 +22,8 @@ BENCHES: list[list[str]] = [
     ["tui_latency.py", "--jobs", "10000", "--runs", "20"],
     ["snapshot.py", "--mib", "200"],
     ["world_dispatch.py", "--mib", "50"],
+    ["chunking.py", "--mib", "256"],
+    ["lazy_artifacts.py", "--files", "10", "--mib", "50"],
 ]
 
 
