@@ -22,6 +22,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +63,7 @@ class LinkChunks:
 
     def _start(self, hashes: list[str]) -> list[concurrent.futures.Future[None]]:
         waits: list[concurrent.futures.Future[None]] = []
+        future: concurrent.futures.Future[None] | None = None
         with self._lock:
             new = [h for h in dict.fromkeys(hashes)
                    if not self.cache.has(h) and h not in self._inflight]
@@ -72,8 +74,10 @@ class LinkChunks:
                 for digest in new:
                     self._inflight[digest] = future
                 self.fetched_bytes += sum(self.sizes.get(h, 0) for h in new)
-                future.add_done_callback(self._forget(new))
                 waits.append(future)
+        if future is not None:
+            # outside the lock: a future already done runs its callback right here
+            future.add_done_callback(self._forget(new))
         return waits
 
     def _forget(self, hashes: list[str]) -> Callable[[concurrent.futures.Future[None]], None]:
@@ -154,6 +158,12 @@ class ArtifactView:
         self.chunks = chunks
         from .fusemount import clean_stale, unavailable
 
+        # The tree is the whole truth: what an earlier attempt of this job left in this
+        # directory (it may have run here before) must not shadow newer versions.
+        clean_stale(self.directory)
+        shutil.rmtree(self.upper, ignore_errors=True)
+        self.lower_file.unlink(missing_ok=True)
+        shutil.rmtree(self.directory, ignore_errors=True)
         why = "lazy_artifacts = false" if not lazy else unavailable()
         if why is None:
             try:
@@ -161,7 +171,6 @@ class ArtifactView:
                 return
             except OSError as exc:
                 why = str(exc)
-        clean_stale(self.directory)
         self.note = f"artifacts restored in full: FUSE not available on {node} ({why})"
         restore(tree, self.directory, chunks)
         self.mode = "restored"
@@ -179,6 +188,32 @@ class ArtifactView:
         mount.start()
         self._fs, self._mount = fs, mount
         self.mode = "mounted"
+        self._keep_lower()
+
+    def _keep_lower(self) -> None:
+        """The tree's part of the view, on disk: for syncs after the unmount and for a
+        restarted runner, which mounts it again for a job still running."""
+        from .lazyfs import LazyFS
+
+        if isinstance(self._fs, LazyFS):
+            data = encode_tree(ArtifactTree(self._fs.lower_entries()))
+            temp = self.lower_file.with_name(self.lower_file.name + ".tmp")
+            with contextlib.suppress(OSError):
+                temp.write_bytes(data)
+                os.replace(temp, self.lower_file)
+
+    def remount(self, chunks_for: Callable[[ArtifactTree], LinkChunks]) -> bool:
+        """After a runner restart: mount the kept tree again over the upper directory
+        (blocking). False when this directory was never mounted."""
+        from .fusemount import clean_stale
+
+        if not self.upper.is_dir() or not self.lower_file.is_file():
+            return False
+        tree = decode_tree(self.lower_file.read_bytes())
+        clean_stale(self.directory)
+        self.chunks = chunks_for(tree)
+        self._mount_tree(tree, self.chunks, None)
+        return True
 
     def lower_entries(self) -> list[TreeEntry]:
         from .lazyfs import LazyFS
@@ -198,17 +233,14 @@ class ArtifactView:
         """The directory now (blocking; run it in a thread)."""
         root = self.read_root()
         keep = self.lower_entries() if root == self.upper else []
+        self._keep_lower()
         return scan(root, previous, keep=keep)
 
     def close(self) -> None:
         """Unmount, keeping the tree's remaining part on disk for later syncs."""
         from .fusemount import Mount
-        from .lazyfs import LazyFS
 
-        if isinstance(self._fs, LazyFS):
-            entries = self._fs.lower_entries()
-            with contextlib.suppress(OSError):
-                self.lower_file.write_bytes(encode_tree(ArtifactTree(entries)))
+        self._keep_lower()
         if isinstance(self._mount, Mount):
             self._mount.stop()
         self._fs = self._mount = None

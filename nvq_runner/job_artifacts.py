@@ -62,6 +62,22 @@ class JobArtifacts:
             log.info("job %s: %s", job_id, view.note)
         return view
 
+    async def remount(self, job_id: int, directory: Path) -> None:
+        """A job that outlived its runner: mount its artifacts again (the tree's part as
+        of its last sync, over everything it wrote)."""
+        view = ArtifactView(directory)
+        loop = asyncio.get_running_loop()
+
+        def chunks_for(tree: ArtifactTree) -> LinkChunks:
+            return LinkChunks(self.fetcher, loop, job_id, tree.sizes())
+
+        try:
+            if await asyncio.to_thread(view.remount, chunks_for):
+                self.views[job_id] = view
+                log.info("job %s: artifacts mounted again at %s", job_id, directory)
+        except (OSError, TreeError, ValueError) as exc:
+            log.warning("job %s: cannot mount its artifacts again: %s", job_id, exc)
+
     async def describe(self, msg: ArtifactsTreeQuery, directory: Path) -> ArtifactsTreeReply:
         view = self.views.get(msg.job_id) or self.closed.get(msg.job_id) \
             or ArtifactView(directory)

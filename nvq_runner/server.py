@@ -332,6 +332,8 @@ class Runner:
         # is not connected"): take them down before anything looks at job dirs.
         await asyncio.to_thread(JobArtifacts.clean_stale, self.jobs.root)
         self.jobs.adopt_all(journaled)
+        await asyncio.gather(*(self.job_artifacts.remount(job_id, run.dir.artifacts)
+                               for job_id, run in list(self.jobs.running.items())))
         # Bound relative to the home (our cwd): socket paths are limited to ~107 bytes.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(SOCKET)

@@ -154,7 +154,7 @@ def test_a_checkpoint_changed_by_one_percent_syncs_about_one_percent(
 
 
 @needs_fuse
-def test_a_runner_killed_with_a_live_mount_leaves_none_after_its_restart(
+def test_a_runner_killed_with_a_live_mount_mounts_it_afresh_after_its_restart(
     mesh: Any, tmp_path: Path,
 ) -> None:
     nvq, nodes = mesh(3, gpus=ONE_CARD, queue_extra=FAST_SYNC)
@@ -163,8 +163,9 @@ def test_a_runner_killed_with_a_live_mount_leaves_none_after_its_restart(
     nvq.wait_for(job, lambda j: j["state"] == "running")
     synced(nvq, job, 1, min_bytes=200 * MiB)
     move(nvq, nodes, job, 1)
+    synced(nvq, job, 2)  # `after-move` is written
     node = nodes[_index(nvq.show(job)["node"])]
-    _until(lambda: bool(fuse_mounts(node.home)), what="the mount")
+    assert len(fuse_mounts(node.home)) == 1
     pid_file = node.home / "runner.pid"
     old = int(pid_file.read_text())
     os.kill(old, signal.SIGKILL)
@@ -176,5 +177,17 @@ def test_a_runner_killed_with_a_live_mount_leaves_none_after_its_restart(
             return False
 
     _until(restarted, timeout=90, what="the runner's restart")
-    _until(lambda: fuse_mounts(node.home) == [], timeout=30, what="the stale mount gone")
+    # the dead mount is gone and the job, still running, has its artifacts again
+
+    def live_again() -> bool:
+        points = fuse_mounts(node.home)
+        if len(points) != 1:
+            return False
+        try:
+            return sorted(os.listdir(points[0])) == ["after-move", "ckpt", "latest"]
+        except OSError:
+            return False
+
+    _until(live_again, timeout=30, what="the artifacts mounted again")
     nvq.ok("job", "cancel", str(job))
+    _until(lambda: fuse_mounts(node.home) == [], timeout=30, what="the unmount at the end")
