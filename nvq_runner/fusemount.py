@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 MOUNT_WAIT = 10.0
+_starting = threading.Lock()
 
 
 def unavailable() -> str | None:
@@ -90,13 +91,37 @@ class Mount:
 
     def start(self) -> None:
         self.point.mkdir(parents=True, exist_ok=True)
-        self._thread.start()
+        # libfuse's fuse_main changes the whole process's directory to / once mounted
+        # (daemon habit, foreground or not); the runner binds its socket relative to
+        # its home, so the directory is put back. One mount starts at a time, or one
+        # could "restore" the / another one left.
+        with _starting:
+            cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                self._thread.start()
+                self._wait_mounted()
+                self._wait_for_chdir()
+            finally:
+                os.fchdir(cwd)
+                os.close(cwd)
+
+    def _wait_mounted(self) -> None:
         deadline = time.monotonic() + MOUNT_WAIT
         while str(self.point) not in fuse_mounts(self.point):
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
                 raise OSError(f"could not mount {self.point}: {self.error or 'timed out'}")
             time.sleep(0.02)
+
+    @staticmethod
+    def _wait_for_chdir() -> None:
+        """fuse_main mounts, then changes directory: wait for the second step."""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                if os.getcwd() == "/":
+                    return
+            time.sleep(0.002)
 
     def stop(self) -> None:
         unmount(str(self.point))

@@ -157,3 +157,23 @@ def test_a_mount_left_by_a_killed_process_is_cleaned(tmp_path: Path) -> None:
     assert clean_stale(tmp_path / "home") == [str(point)]
     assert fuse_mounts(tmp_path) == []
     assert os.listdir(point) == []
+
+
+def test_mounting_leaves_the_process_in_its_directory(tmp_path: Path) -> None:
+    """libfuse moves the process to /; the runner's socket is bound relative to its
+    home, so a mount must not move it."""
+    from nvq_runner.lazyfs import LazyFS
+
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        (tmp_path / "up").mkdir()
+        mount = Mount(LazyFS(ArtifactTree([]), tmp_path / "up", Store(tmp_path / "c")),
+                      tmp_path / "mnt")
+        mount.start()
+        try:
+            assert os.getcwd() == str(tmp_path)
+        finally:
+            mount.stop()
+    finally:
+        os.chdir(here)
