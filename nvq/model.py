@@ -149,6 +149,22 @@ class Event(msgspec.Struct, kw_only=True):
     data: dict[str, Any] = {}
 
 
+class Alert(msgspec.Struct, kw_only=True):
+    """One alert as the store keeps it and `nvq queue alerts --json` shows it."""
+
+    id: int
+    time: float
+    kind: str
+    severity: str
+    job_id: int | None
+    node: str | None
+    attempt: int
+    message: str
+    detail: str | None
+    acked_at: float | None
+    acked_by: str | None
+
+
 class Reap(msgspec.Struct, frozen=True):
     """A kill the queue owes a node: the job's record is settled, its process is not
     known to be gone yet (the node may be unreachable)."""

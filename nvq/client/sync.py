@@ -1,26 +1,24 @@
-"""`Client`: the daemon's requests as typed, blocking calls. Plain sockets on purpose:
-a CLI call is one short exchange and should not pay for an event loop's start-up."""
+"""`Client`: the daemon's requests as typed, blocking calls (each one defined in
+`methods.Requests`; here the transport and the streams). Plain sockets on purpose: a
+CLI call is one short exchange and should not pay for an event loop's start-up."""
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
-
-import msgspec
+from typing import Any, Literal
 
 from nvq import control as c
 from nvq.client.autostart import WENT_AWAY, connect_unix, start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
-from nvq.client.spec import job_spec
+from nvq.client.methods import Blocking, answer_of, fell_behind
 from nvq.home import Home, default_root
-from nvq.model import Event, Job, JobSpec, NodeView
+from nvq.model import Event
 from nvq.values import MAX_INT
 from nvq_runner.protocol import FrameReader
 
-T = TypeVar("T")
 HEADER = struct.Struct(">I")
 
 
@@ -32,31 +30,7 @@ def frame(request: c.Request) -> bytes:
     return HEADER.pack(len(payload)) + payload
 
 
-def typed(done: c.Done, kind: type[T]) -> T:
-    try:
-        return msgspec.convert(done.data, kind)
-    except msgspec.ValidationError as exc:
-        raise ClientError(f"unexpected reply from the daemon: {exc}") from None
-
-
-def answer_of(reply: c.Reply) -> c.Done:
-    """The final `Done`, or the error it carries raised as a ClientError."""
-    assert isinstance(reply, c.Done)
-    if reply.error is not None:
-        raise ClientError(reply.error, reply.exit_code or 1)
-    return reply
-
-
-def fell_behind(reply: c.Reply) -> int | None:
-    """The id to subscribe again from, when a subscription's `Done` says it fell behind."""
-    if isinstance(reply, c.Done) and isinstance(reply.data, dict):
-        last = reply.data.get("fell_behind")
-        if isinstance(last, int):
-            return last
-    return None
-
-
-class Client:
+class Client(Blocking):
     """Talks to the daemon of `home` (default `$NVQ_HOME`, else ~/.nvq), starting it when
     none runs unless `autostart=False`. Every method raises `ClientError` when the daemon
     refuses (its message is the one `nvq` prints) and `DaemonUnavailable` when it cannot
@@ -127,46 +101,7 @@ class Client:
             raise ClientError("no answer from the daemon")
         return answer_of(done)
 
-    def _call(self, request: c.Request, kind: type[T]) -> T:
-        return typed(self.request(request), kind)
-
-    # ------------------------------------------------------------ jobs
-
-    def submit(self, command: list[str] | str, **options: Any) -> Job:
-        """Queue a job: `submit(["python", "train.py"], vram="20GiB", gpus=1)`. Options
-        are JobSpec's fields; `vram`/`memory` take "20GiB" (or MiB), `timeout` and
-        `max_runtime` take "2h" (or seconds)."""
-        return self.submit_spec(job_spec(command, **options))
-
-    def submit_spec(self, spec: JobSpec) -> Job:
-        return self._call(c.Submit(spec=spec), Job)
-
-    def jobs(
-        self,
-        *,
-        active: bool = False,
-        states: Sequence[str] | None = None,
-        limit: int | None = None,
-        array: int | None = None,
-    ) -> list[c.JobRow]:
-        """Jobs by id: only pending and running with `active`, the newest `limit`."""
-        listed = c.ListJobs(
-            active=active, states=list(states) if states else None, limit=limit, array=array
-        )
-        return self._call(listed, list[c.JobRow])
-
-    def show(self, id: int, *, logs: int = 0) -> c.JobDetail:
-        """One job with its events, attempts, why it waits, and `logs` lines of output."""
-        return self._call(c.ShowJob(id=id, logs=logs), c.JobDetail)
-
-    def why(self, id: int) -> c.WhyReport:
-        """Why it waits: its reason, and per node each constraint with the numbers."""
-        return self._call(c.Why(id=id), c.WhyReport)
-
-    def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.WaitResult:
-        """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""
-        done = self.request(c.Wait(ids=_ids(ids), timeout=timeout))
-        return c.WaitResult(jobs=typed(done, list[Job]), exit_code=done.exit_code)
+    # ------------------------------------------------------------ streams
 
     def logs(
         self,
@@ -186,113 +121,6 @@ class Client:
                 yield reply.data
             else:
                 answer_of(reply)
-
-    def cancel(self, ids: int | Sequence[int], *, array: bool = False) -> list[Job]:
-        return self._call(c.Cancel(ids=_ids(ids), array=array), list[Job])
-
-    def release(self, ids: int | Sequence[int]) -> list[Job]:
-        """Run held jobs without the prerequisites that ended badly."""
-        return self._call(c.Release(ids=_ids(ids)), list[Job])
-
-    def note(
-        self, id: int, text: str | None = None, *, append: str | None = None, clear: bool = False
-    ) -> Job:
-        return self._call(c.Note(id=id, text=text, append=append, clear=clear), Job)
-
-    def result(self, id: int, *, set_json: str | None = None) -> Any:
-        """The job's result.json payload; `set_json` stores this JSON text instead."""
-        return self.request(c.Result(id=id, set_json=set_json)).data
-
-    def requeue(self, ids: int | Sequence[int]) -> list[Job]:
-        return self._call(c.Requeue(ids=_ids(ids)), list[Job])
-
-    def purge(
-        self,
-        *,
-        before: float | None = None,
-        dry_run: bool = False,
-        ids: Sequence[int] | None = None,
-    ) -> c.Purged:
-        """Forget finished jobs (that ended before `before`, a Unix time; only `ids`,
-        if given). `dry_run`: forget nothing, and say which jobs it would."""
-        request = c.Purge(before=before, dry_run=dry_run, ids=None if ids is None else list(ids))
-        return self._call(request, c.Purged)
-
-    def edit_job(self, id: int, changes: dict[str, Any]) -> Job:
-        """Change what a job asks for: JobSpec field → new value (a running job: only
-        its name, note, tags and priority)."""
-        return self._call(c.EditJob(id=id, changes=changes), Job)
-
-    def edit(
-        self, id: int, *, drop_after: Sequence[int] = (), add_after: Sequence[int] = ()
-    ) -> Job:
-        request = c.Edit(id=id, drop_after=list(drop_after), add_after=list(add_after))
-        return self._call(request, Job)
-
-    def priority(
-        self,
-        ids: int | Sequence[int],
-        change: str | None = None,
-        *,
-        up: int | None = None,
-        array: bool = False,
-    ) -> list[Job]:
-        """`change` "5" sets, "+1"/"-2" adjust; or move `up` places (negative: down)."""
-        request = c.Priority(ids=_ids(ids), change=change, up=up, array=array)
-        return self._call(request, list[Job])
-
-    def pause(self, ids: int | Sequence[int], *, array: bool = False) -> list[Job]:
-        return self._call(c.Pause(ids=_ids(ids), array=array), list[Job])
-
-    def resume(self, ids: int | Sequence[int], *, array: bool = False) -> list[Job]:
-        return self._call(c.Resume(ids=_ids(ids), array=array), list[Job])
-
-    def artifacts(self, id: int) -> c.Artifacts:
-        return self._call(c.JobArtifacts(id=id), c.Artifacts)
-
-    # ------------------------------------------------------------ the queue
-
-    def status(self) -> c.QueueStatus:
-        return self._call(c.Status(), c.QueueStatus)
-
-    def nodes(self, *, procs: bool = False, include_ignored: bool = False) -> list[NodeView]:
-        return self._call(c.Nodes(procs=procs, include_ignored=include_ignored), list[NodeView])
-
-    def node_flag(self, node: str, flag: Literal["drained", "ignored"], value: bool) -> NodeView:
-        """Drain (or ignore) a node, or undo it."""
-        return self._call(c.NodeFlag(node=node, flag=flag, value=value), NodeView)
-
-    def bootstrap(self, node: str, *, force: bool = False) -> c.Bootstrapped:
-        return self._call(c.Bootstrap(node=node, force=force), c.Bootstrapped)
-
-    def gpu_history(
-        self, *, since: float | None = None, node: str | None = None, step: float = 60.0
-    ) -> list[c.GpuPoint]:
-        """Each card's memory split and utilisation over time (one point a minute, 7
-        days kept), averaged over `step` seconds, from `since` (default: 24 hours ago)."""
-        return self._call(c.GpuHistory(since=since, node=node, step=step), list[c.GpuPoint])
-
-    def clusters(self, name: str | None = None) -> list[c.ClusterView]:
-        """Slurm clusters and their pilots (one cluster with `name`)."""
-        return self._call(c.ClusterStatus(name=name), list[c.ClusterView])
-
-    def cluster_scale(self, name: str, pilots: int | None) -> c.ClusterView:
-        """Keep exactly `pilots` pilots; None: back to automatic scaling."""
-        return self._call(c.ClusterScale(name=name, pilots=pilots), c.ClusterView)
-
-    def cluster_drain(self, name: str) -> c.ClusterView:
-        """Request no pilots and release each one once idle."""
-        return self._call(c.ClusterDrain(name=name), c.ClusterView)
-
-    def cluster_retry(self, name: str) -> c.ClusterView:
-        """Request pilots again after Slurm refused one."""
-        return self._call(c.ClusterRetry(name=name), c.ClusterView)
-
-    def events(
-        self, since: int = 0, *, limit: int | None = None, job: int | None = None
-    ) -> list[Event]:
-        """The event log after event id `since`."""
-        return self._call(c.Events(since=since, limit=limit, job_id=job), list[Event])
 
     def subscribe(
         self, since: int = 0, *, job: int | None = None, resume: bool = True
@@ -314,65 +142,3 @@ class Client:
                     answer_of(reply)
                     return
                 since = again
-
-    def alerts(self, *, include_acked: bool = False) -> list[c.Alert]:
-        return self._call(c.Alerts(include_acked=include_acked), list[c.Alert])
-
-    def ack(self, ids: Sequence[int] | None = None) -> list[c.Alert]:
-        """Acknowledge these alerts (None: every open one)."""
-        return self._call(c.Ack(ids=None if ids is None else list(ids)), list[c.Alert])
-
-    def pull(self, id: int, paths: Sequence[str] = ()) -> c.Pulled:
-        """Copy job `id`'s working directory (or `paths` in it) and artifacts into a
-        staging directory on the queue host (`Pulled.path`), to be moved by the caller."""
-        return self._call(c.Pull(id=id, paths=list(paths)), c.Pulled)
-
-    def gc(self) -> c.GcDone:
-        """Free the queue host's snapshot blobs that no job in the queue references."""
-        return self._call(c.Gc(), c.GcDone)
-
-    def backup(self, path: str | None = None) -> c.BackupMade:
-        """A snapshot of queue.db at `path` (absolute, on the queue host)."""
-        return self._call(c.Backup(path=path), c.BackupMade)
-
-    def check(self, *, wait: float = 10.0) -> c.StoreCheck:
-        """queue.db's integrity and the job ids nodes know that it does not."""
-        return self._call(c.Check(wait=wait), c.StoreCheck)
-
-    def lanes(self) -> list[c.LaneStatus]:
-        return self._call(c.Lanes(), list[c.LaneStatus])
-
-    def lane(
-        self,
-        lane: str,
-        action: str | None = None,
-        ids: Sequence[int] = (),
-        *,
-        to: str | None = None,
-        before: int | None = None,
-        at: str | None = None,
-    ) -> c.LaneDetail:
-        """One lane in running order; an `action` (move, swap, skip, assign, pause,
-        resume) changes it first."""
-        request = c.Lane(lane=lane, action=action, ids=list(ids), to=to, before=before, at=at)
-        return self._call(request, c.LaneDetail)
-
-    def busy(self, node: str, mode: str | None = None) -> c.BusyView:
-        """Whether a node counts as busy; `mode` on, off or auto sets it."""
-        return self._call(c.BusyMode(node=node, mode=mode), c.BusyView)
-
-    def busy_assign(self, *, forbid: bool) -> c.BusyAssignment:
-        return self._call(c.BusyAssign(forbid=forbid), c.BusyAssignment)
-
-    # ------------------------------------------------------------ the daemon
-
-    def ping(self) -> c.Pong:
-        return self._call(c.Ping(), c.Pong)
-
-    def stop_daemon(self) -> None:
-        """Ask the daemon to exit; jobs keep running on their nodes."""
-        self.request(c.StopDaemon())
-
-
-def _ids(ids: int | Sequence[int]) -> list[int]:
-    return [ids] if isinstance(ids, int) else list(ids)

@@ -32,6 +32,7 @@ host = "queue.lab"
 from nvq.config.reader import load_config, parse_config
 from nvq.config.types import (
     BackupConfig,
+    ClusterConfig,
     Config,
     ConfigError,
     EmailChannel,
@@ -45,6 +46,7 @@ from nvq.config.types import (
 
 __all__ = [
     "BackupConfig",
+    "ClusterConfig",
     "Config",
     "ConfigError",
     "EmailChannel",

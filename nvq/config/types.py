@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
-
-if TYPE_CHECKING:
-    from nvq.clusters.config import ClusterConfig
 
 
 class ConfigError(Exception):
@@ -129,6 +125,36 @@ class SubmitConfig(msgspec.Struct, kw_only=True, frozen=True):
     env_exclude: list[str] = []  # names or glob patterns never captured
     max_snapshot: int = 512 * 1024 * 1024  # bytes
     in_place: bool = False  # run in the submit directory itself, no snapshot
+
+
+class ClusterConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """A `[[clusters]]` table: a Slurm login node reached over SSH like a node, what
+    each pilot job asks Slurm for, and how the pilots scale."""
+
+    name: str
+    host: str  # the login node
+    port: int = 22
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    partition: str | None = None  # None: the cluster's default partition
+    gpus_per_pilot: int = 1  # → --gres=gpu:N; 0 asks for no GPUs
+    cpus: int | None = None  # → --cpus-per-task
+    memory_mb: int | None = None  # → --mem
+    time: float | None = None  # walltime in seconds; None: the partition's default
+    account: str | None = None
+    qos: str | None = None
+    sbatch_args: list[str] = []  # passed to sbatch as they are
+    min_pilots: int = 0
+    max_pilots: int = 1
+    scale_after: float = 30.0  # seconds a fitting job waits before a pilot is requested
+    idle_release: float = 600.0  # seconds a pilot may stay idle before it is cancelled
+    python: str = "python3"  # on the compute nodes, with nvq_runner importable
+    env: dict[str, str] = {}  # extra environment for the pilot's runner
+    setup: list[str] = []  # shell lines run before the runner, e.g. "module load cuda"
+    allow_untimed: bool = False  # may jobs without a time limit run on pilots?
+    vacate_before: float = 300.0  # untimed jobs leave this long before the allocation ends
+    home: str = "~/.nvq/pilots"  # pilot runner homes: <home>/<job id>, on the cluster
 
 
 class Config(msgspec.Struct, kw_only=True, frozen=True):

@@ -8,6 +8,7 @@ import msgspec
 
 from nvq.domain.attempts import Attempt
 from nvq.domain.waiting import NodeFit
+from nvq.model import Alert as Alert  # `Alerts`/`Ack`: the store's rows, sent as they are
 from nvq.model import Event, Job, NodeView
 
 # -- what `Done.data` holds, typed ---------------------------------------------------
@@ -73,20 +74,6 @@ class WaitResult(msgspec.Struct, kw_only=True):
 
     jobs: list[Job]
     exit_code: int
-
-
-class Alert(msgspec.Struct, kw_only=True):
-    id: int
-    time: float
-    kind: str
-    severity: str
-    job_id: int | None
-    node: str | None
-    attempt: int
-    message: str
-    detail: str | None
-    acked_at: float | None
-    acked_by: str | None
 
 
 class DaemonInfo(msgspec.Struct, kw_only=True):

@@ -13,7 +13,7 @@ import anyio
 from nvq import backup, keeper
 from nvq.config import Config
 from nvq.domain import alerts
-from nvq.model import Tx
+from nvq.model import Alert, Tx
 from nvq.notify import plan
 from nvq.notify.notifier import Notifier
 from nvq.store import Store
@@ -56,10 +56,10 @@ class Ops:
 
     # ------------------------------------------------------------ requests
 
-    async def alerts(self, include_acked: bool) -> list[alert_table.Alert]:
+    async def alerts(self, include_acked: bool) -> list[Alert]:
         return await self.store.sync(lambda conn: alert_table.alerts(conn, include_acked=include_acked))
 
-    async def ack(self, ids: list[int] | None, by: str) -> list[alert_table.Alert]:
+    async def ack(self, ids: list[int] | None, by: str) -> list[Alert]:
         now = time.time()
         return await self.store.sync(lambda conn: alert_table.ack(conn, ids, by, now))
 

@@ -16,23 +16,7 @@ from typing import Any
 import msgspec
 
 from nvq.domain.alerts import Resolution
-from nvq.model import NewAlert, OutboxItem
-
-
-class Alert(msgspec.Struct, kw_only=True):
-    """One alert as `nvq queue alerts --json` shows it."""
-
-    id: int
-    time: float
-    kind: str
-    severity: str
-    job_id: int | None
-    node: str | None
-    attempt: int
-    message: str
-    detail: str | None
-    acked_at: float | None
-    acked_by: str | None
+from nvq.model import Alert, NewAlert, OutboxItem
 
 
 class OutboxRow(msgspec.Struct, kw_only=True):

@@ -145,6 +145,10 @@ def test_no_clusters() -> None:
             "clusters[0].memory: invalid size '64GB': units are binary, write 64GiB",
         ),
         (
+            'name = "hpc"\nhost = "h"\nmemory = 0',
+            "clusters[0].memory: must be more than 0",
+        ),
+        (
             'name = "hpc"\nhost = "h"\nallow_untimed = "yes"',
             'clusters[0].allow_untimed: expected true or false, got "yes"',
         ),
@@ -154,7 +158,7 @@ def test_no_clusters() -> None:
         ),
         (
             'name = "hpc"\nhost = "h"\nenv = { "A B" = "1" }',
-            "clusters[0].env.A B: not a valid environment variable name",
+            "clusters[0].env: invalid variable name \"A B\": use letters, digits and '_'",
         ),
         (
             'name = "hpc"\nhost = "h"\nenv = { A = 1 }',

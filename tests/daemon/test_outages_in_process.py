@@ -5,11 +5,13 @@ loads its config."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from nvq.daemon.state import State
 from nvq.domain import attempts
-from nvq.model import JobState
+from nvq.model import Job, JobState
 from nvq.store import alerts as alert_table
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
@@ -22,6 +24,35 @@ from tests.fakes.daemon import (
     submit,
 )
 from tests.fakes.runner import FakeRunner
+
+BOTH = nodes_config("a", "b")
+
+
+@asynccontextmanager
+async def node_a(tmp_path: Path) -> AsyncIterator[tuple[FakeRunner, State]]:
+    """Node a's runner, and a daemon whose only node is a."""
+    async with (
+        FakeRunner(hostname="a") as a,
+        running_daemon(tmp_path, {"a": a}, nodes_config("a")) as core,
+    ):
+        yield a, core
+
+
+@asynccontextmanager
+async def runners_a_b() -> AsyncIterator[tuple[FakeRunner, FakeRunner]]:
+    """The runners of nodes a and b, for daemons started (and restarted) on them."""
+    async with FakeRunner(hostname="a") as a, FakeRunner(hostname="b") as b:
+        yield a, b
+
+
+async def lost_on(a: FakeRunner, core: State) -> Job:
+    """A no-reassign job started on a, then a went away: the daemon calls it lost."""
+    job = await submit(core, no_reassign=True)
+    await a.until(lambda: a.acked == 1)
+    a.reachable = False
+    await a.drop()
+    await eventually(lambda: job.id not in core.jobs)
+    return job
 
 
 def exit_at(
@@ -47,15 +78,8 @@ async def history(core: State, job_id: int) -> list[tuple[int, str | None, str |
 
 def test_a_lost_no_reassign_job_takes_the_exit_its_runner_recorded(tmp_path: Path) -> None:
     async def main() -> None:
-        async with (
-            FakeRunner(hostname="a") as a,
-            running_daemon(tmp_path, {"a": a}, nodes_config("a")) as core,
-        ):
-            job = await submit(core, no_reassign=True)
-            await a.until(lambda: a.acked == 1)
-            a.reachable = False
-            await a.drop()
-            await eventually(lambda: job.id not in core.jobs)
+        async with node_a(tmp_path) as (a, core):
+            job = await lost_on(a, core)
             assert (await job_now(core, job.id)).state is JobState.LOST
 
             exit_at(a, job.id, 1, 0, at=1.0, result='{"acc": 0.9}')
@@ -76,15 +100,8 @@ def test_a_lost_no_reassign_job_takes_the_exit_its_runner_recorded(tmp_path: Pat
 
 def test_a_lost_job_takes_a_failing_exit_too(tmp_path: Path) -> None:
     async def main() -> None:
-        async with (
-            FakeRunner(hostname="a") as a,
-            running_daemon(tmp_path, {"a": a}, nodes_config("a")) as core,
-        ):
-            job = await submit(core, no_reassign=True)
-            await a.until(lambda: a.acked == 1)
-            a.reachable = False
-            await a.drop()
-            await eventually(lambda: job.id not in core.jobs)
+        async with node_a(tmp_path) as (a, core):
+            job = await lost_on(a, core)
             exit_at(a, job.id, 1, 3, at=1.0)
             a.reachable = True
             await a.until(lambda: a.acked == 2)
@@ -97,9 +114,9 @@ def test_a_lost_job_takes_a_failing_exit_too(tmp_path: Path) -> None:
 
 def test_an_attempt_that_exited_before_node_down_ends_the_job(tmp_path: Path) -> None:
     async def main() -> None:
-        async with FakeRunner(hostname="a") as a, FakeRunner(hostname="b") as b:
+        async with runners_a_b() as (a, b):
             b.reachable = False  # until the job runs on a
-            async with running_daemon(tmp_path, {"a": a, "b": b}, nodes_config("a", "b")) as core:
+            async with running_daemon(tmp_path, {"a": a, "b": b}, BOTH) as core:
                 job = await submit(core)
                 await a.until(lambda: a.acked == 1)
                 b.reachable = True
@@ -142,9 +159,9 @@ def test_an_attempt_that_exited_after_node_down_leaves_the_new_attempt_alone(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with FakeRunner(hostname="a") as a, FakeRunner(hostname="b") as b:
+        async with runners_a_b() as (a, b):
             b.reachable = False
-            async with running_daemon(tmp_path, {"a": a, "b": b}, nodes_config("a", "b")) as core:
+            async with running_daemon(tmp_path, {"a": a, "b": b}, BOTH) as core:
                 job = await submit(core)
                 await a.until(lambda: a.acked == 1)
                 b.reachable = True
@@ -164,9 +181,9 @@ def test_an_attempt_that_exited_after_node_down_leaves_the_new_attempt_alone(
 
 def test_jobs_on_a_node_removed_from_config_are_settled_at_load(tmp_path: Path) -> None:
     async def main() -> None:
-        async with FakeRunner(hostname="a") as a, FakeRunner(hostname="b") as b:
+        async with runners_a_b() as (a, b):
             a.reachable = False  # both jobs go to b
-            async with running_daemon(tmp_path, {"a": a, "b": b}, nodes_config("a", "b")) as core:
+            async with running_daemon(tmp_path, {"a": a, "b": b}, BOTH) as core:
                 moves = await submit(core, gpus=0)
                 stays = await submit(core, gpus=0, no_reassign=True)
                 pinned = await submit(core, gpus=0, node="b")
@@ -193,9 +210,9 @@ def test_jobs_on_a_node_removed_from_config_are_settled_at_load(tmp_path: Path) 
 
 def test_kills_owed_to_a_removed_node_are_dropped(tmp_path: Path) -> None:
     async def main() -> None:
-        async with FakeRunner(hostname="a") as a, FakeRunner(hostname="b") as b:
+        async with runners_a_b() as (a, b):
             a.reachable = False
-            async with running_daemon(tmp_path, {"a": a, "b": b}, nodes_config("a", "b")) as core:
+            async with running_daemon(tmp_path, {"a": a, "b": b}, BOTH) as core:
                 job = await submit(core)
                 await b.until(lambda: b.acked == 1)
                 b.reachable = False
@@ -213,15 +230,8 @@ def test_kills_owed_to_a_removed_node_are_dropped(tmp_path: Path) -> None:
 
 def test_a_lost_job_killed_when_its_node_returns_stays_lost(tmp_path: Path) -> None:
     async def main() -> None:
-        async with (
-            FakeRunner(hostname="a") as a,
-            running_daemon(tmp_path, {"a": a}, nodes_config("a")) as core,
-        ):
-            job = await submit(core, no_reassign=True)
-            await a.until(lambda: a.acked == 1)
-            a.reachable = False
-            await a.drop()
-            await eventually(lambda: job.id not in core.jobs)
+        async with node_a(tmp_path) as (a, core):
+            job = await lost_on(a, core)
             a.reachable = True  # still running there: the queue owes it a kill
             await a.until(lambda: a.acked == 2)
             assert [(k.job_id, k.attempt) for k in a.of_type(p.Kill)] == [(job.id, 1)]

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import Nvq, make_nvq
+from tests.cluster import Nvq
 from tests.harness.slurm import SlurmCluster
-from tests.harness.slurm_fixtures import toml_str, write_cluster_queue_config
-from tests.harness.sshd import SshdNode
+from tests.harness.slurm_fixtures import ClusterQueue, pilot_gpus, toml_str
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -21,26 +20,22 @@ def nodes(nvq: Nvq) -> dict[str, str]:
 
 
 def test_waiting_job_runs_on_a_pilot_that_is_released_when_idle(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
 ) -> None:
-    nvq = make_nvq(tmp_path)
-    try:
-        write_cluster_queue_config(nvq, slurm_cluster, slurm_login, tmp_path)
-        gpus = "1" if slurm_cluster.gpus else "0"
-        job = nvq.submit("--gpus", gpus, "--timeout", "2m", "--", "echo", "on the cluster")
-        code, [done] = nvq.wait(job["id"], timeout=120)
-        assert (code, done["state"]) == (0, "completed"), done
-        assert done["node"].startswith("hpc/")
-        assert nvq.ok("job", "logs", str(job["id"])).out == "on the cluster\n"
+    nvq = cluster_queue()
+    gpus = pilot_gpus(slurm_cluster)
+    job = nvq.submit("--gpus", gpus, "--timeout", "2m", "--", "echo", "on the cluster")
+    code, [done] = nvq.wait(job["id"], timeout=120)
+    assert (code, done["state"]) == (0, "completed"), done
+    assert done["node"].startswith("hpc/")
+    assert nvq.ok("job", "logs", str(job["id"])).out == "on the cluster\n"
 
-        deadline = time.monotonic() + 60
-        while done["node"] in nodes(nvq):
-            assert time.monotonic() < deadline, nodes(nvq)
-            time.sleep(0.5)
-        # Released: scancelled, so Slurm lets the allocation go.
-        slurm_cluster.wait_state(done["node"].removeprefix("hpc/"), "")
-    finally:
-        nvq.shutdown()
+    deadline = time.monotonic() + 60
+    while done["node"] in nodes(nvq):
+        assert time.monotonic() < deadline, nodes(nvq)
+        time.sleep(0.5)
+    # Released: scancelled, so Slurm lets the allocation go.
+    slurm_cluster.wait_state(done["node"].removeprefix("hpc/"), "")
 
 
 def wait_until(what: str, check: object, timeout: float = 90) -> None:
@@ -52,177 +47,143 @@ def wait_until(what: str, check: object, timeout: float = 90) -> None:
 
 
 def test_scancel_of_a_running_pilot_reassigns_its_job(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
 ) -> None:
-    nvq = make_nvq(tmp_path)
-    try:
-        write_cluster_queue_config(nvq, slurm_cluster, slurm_login, tmp_path)
-        gpus = "1" if slurm_cluster.gpus else "0"
-        job = nvq.submit("--gpus", gpus, "--timeout", "5m", "--", "sleep", "300")
-        first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
-        assert first.startswith("hpc/")
-        # Where it runs and the time its allocation has left (`time = "10m"`).
-        [pilot] = [n for n in nvq.json("queue", "nodes") if n["name"] == first]
-        assert (pilot["cluster"], pilot["host"]) == ("hpc", slurm_cluster.host)
-        assert 0 < pilot["time_left"] <= 600
-        row = next(line for line in nvq.ok("queue", "nodes").out.splitlines() if first in line)
-        assert f"up ({slurm_cluster.host}, " in row and " left)" in row
-        [status] = nvq.json("cluster", "status", "hpc")
-        assert [(p["node"], p["state"]) for p in status["pilots"]] == [(first, "RUNNING")]
+    nvq = cluster_queue()
+    gpus = pilot_gpus(slurm_cluster)
+    job = nvq.submit("--gpus", gpus, "--timeout", "5m", "--", "sleep", "300")
+    first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
+    assert first.startswith("hpc/")
+    # Where it runs and the time its allocation has left (`time = "10m"`).
+    [pilot] = [n for n in nvq.json("queue", "nodes") if n["name"] == first]
+    assert (pilot["cluster"], pilot["host"]) == ("hpc", slurm_cluster.host)
+    assert 0 < pilot["time_left"] <= 600
+    row = next(line for line in nvq.ok("queue", "nodes").out.splitlines() if first in line)
+    assert f"up ({slurm_cluster.host}, " in row and " left)" in row
+    [status] = nvq.json("cluster", "status", "hpc")
+    assert [(p["node"], p["state"]) for p in status["pilots"]] == [(first, "RUNNING")]
 
-        slurm_cluster.run("scancel", first.removeprefix("hpc/"))
-        again = nvq.wait_for(
-            job["id"],
-            lambda j: j["state"] == "running" and j["node"] != first,
-            timeout=90,
-        )
-        assert again["node"].startswith("hpc/")
-        reassigned = [e for e in nvq.events() if e["kind"] == "job_reassigned"]
-        assert [(e["job_id"], e["node"]) for e in reassigned] == [(job["id"], first)]
-        # Whichever noticed first: the link (node_grace) or squeue (the allocation ended).
-        assert first in reassigned[0]["data"]["reason"]
-    finally:
-        nvq.shutdown()
+    slurm_cluster.run("scancel", first.removeprefix("hpc/"))
+    again = nvq.wait_for(
+        job["id"],
+        lambda j: j["state"] == "running" and j["node"] != first,
+        timeout=90,
+    )
+    assert again["node"].startswith("hpc/")
+    reassigned = [e for e in nvq.events() if e["kind"] == "job_reassigned"]
+    assert [(e["job_id"], e["node"]) for e in reassigned] == [(job["id"], first)]
+    # Whichever noticed first: the link (node_grace) or squeue (the allocation ended).
+    assert first in reassigned[0]["data"]["reason"]
 
 
 def test_refused_pilot_raises_one_alert_and_no_retry_storm(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
 ) -> None:
-    nvq = make_nvq(tmp_path)
-    try:
-        write_cluster_queue_config(
-            nvq, slurm_cluster, slurm_login, tmp_path, partition=toml_str("nosuch")
-        )
-        job = nvq.submit("--gpus", "0", "--timeout", "1m", "--", "true")
+    nvq = cluster_queue(partition=toml_str("nosuch"))
+    job = nvq.submit("--gpus", "0", "--timeout", "1m", "--", "true")
 
-        def refused() -> list[dict[str, object]]:
-            # `queue alerts` exits 1 while alerts are open.
-            alerts = nvq.run("queue", "alerts", "--json").json()
-            return [a for a in alerts if a["kind"] == "cluster_refused"]
+    def refused() -> list[dict[str, object]]:
+        # `queue alerts` exits 1 while alerts are open.
+        alerts = nvq.run("queue", "alerts", "--json").json()
+        return [a for a in alerts if a["kind"] == "cluster_refused"]
 
-        wait_until("the refusal alert", refused)
-        for _ in range(3):  # later passes, with the job still waiting, add nothing
-            nvq.ok("job", "submit", "--gpus", "0", "--timeout", "1m", "--", "true")
-            time.sleep(1)
-        [alert] = refused()
-        assert "Invalid partition name specified" in str(alert["message"])
-        assert "nvq cluster retry hpc" in str(alert["message"])
-        assert nvq.show(job["id"])["state"] == "pending"
-        assert slurm_cluster.run("squeue", "-h", "-o", "%i").stdout.strip() == ""
-        [status] = nvq.json("cluster", "status", "hpc")
-        assert "Invalid partition name specified" in status["refused"]
-        assert "requests stopped: " in nvq.ok("cluster", "status").out
+    wait_until("the refusal alert", refused)
+    for _ in range(3):  # later passes, with the job still waiting, add nothing
+        nvq.ok("job", "submit", "--gpus", "0", "--timeout", "1m", "--", "true")
+        time.sleep(1)
+    [alert] = refused()
+    assert "Invalid partition name specified" in str(alert["message"])
+    assert "nvq cluster retry hpc" in str(alert["message"])
+    assert nvq.show(job["id"])["state"] == "pending"
+    assert slurm_cluster.run("squeue", "-h", "-o", "%i").stdout.strip() == ""
+    [status] = nvq.json("cluster", "status", "hpc")
+    assert "Invalid partition name specified" in status["refused"]
+    assert "requests stopped: " in nvq.ok("cluster", "status").out
 
-        # `cluster retry` asks Slurm again: the same refusal is the same open alert.
-        assert nvq.json("cluster", "retry", "hpc")["refused"] is None
-        wait_until("the refusal again", lambda: nvq.json("cluster", "status")[0]["refused"])
-        assert len(refused()) == 1
-    finally:
-        nvq.shutdown()
+    # `cluster retry` asks Slurm again: the same refusal is the same open alert.
+    assert nvq.json("cluster", "retry", "hpc")["refused"] is None
+    wait_until("the refusal again", lambda: nvq.json("cluster", "status")[0]["refused"])
+    assert len(refused()) == 1
 
 
 def test_restarted_daemon_adopts_the_running_pilot(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
 ) -> None:
-    nvq = make_nvq(tmp_path)
-    try:
-        write_cluster_queue_config(nvq, slurm_cluster, slurm_login, tmp_path)
-        gpus = "1" if slurm_cluster.gpus else "0"
-        job = nvq.submit("--gpus", gpus, "--timeout", "5m", "--", "sleep", "8")
-        node = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
+    nvq = cluster_queue()
+    gpus = pilot_gpus(slurm_cluster)
+    job = nvq.submit("--gpus", gpus, "--timeout", "5m", "--", "sleep", "8")
+    node = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
 
-        nvq.ok("daemon", "stop")  # the next command starts a new one
-        code, [done] = nvq.wait(job["id"], timeout=90)
-        assert (code, done["state"], done["node"]) == (0, "completed", node)
-        assert done["attempt"] == 1
-    finally:
-        nvq.shutdown()
+    nvq.ok("daemon", "stop")  # the next command starts a new one
+    code, [done] = nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"], done["node"]) == (0, "completed", node)
+    assert done["attempt"] == 1
 
 
 def test_untimed_job_leaves_a_pilot_before_its_end_for_a_new_one(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster, tmp_path: Path
 ) -> None:
-    nvq = make_nvq(tmp_path)
-    try:
-        # A two-minute allocation that untimed jobs must leave with 110 s to go: a
-        # job placed at once runs about ten seconds there.
-        write_cluster_queue_config(
-            nvq,
-            slurm_cluster,
-            slurm_login,
-            tmp_path,
-            allow_untimed="true",
-            max_pilots="2",
-            time=toml_str("2m"),
-            vacate_before=toml_str("110s"),
-        )
-        gpus = "1" if slurm_cluster.gpus else "0"
-        # Each attempt counts itself in a checkpoint under $NVQ_ARTIFACTS, and says so.
-        ledger = tmp_path / "ledger"
-        body = (
-            'ck="$NVQ_ARTIFACTS/attempts"; n=$(cat "$ck" 2>/dev/null || echo 0); '
-            f'echo $((n+1)) > "$ck"; echo "$NVQ_NODE $((n+1))" >> {ledger}; sleep 300'
-        )
-        job = nvq.submit("--gpus", gpus, "--", body)
-        first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
-        again = nvq.wait_for(
-            job["id"],
-            lambda j: j["state"] == "running" and j["node"] != first,
-            timeout=120,
-        )
-        assert again["node"].startswith("hpc/")
-        wait_until("the second attempt", lambda: len(ledger.read_text().splitlines()) >= 2)
-        # The second attempt started from the first one's checkpoint.
-        assert ledger.read_text().splitlines()[:2] == [f"{first} 1", f"{again['node']} 2"]
-        # The first move; a busy machine may already have seen the next pilot's end too.
-        moved = next(e for e in nvq.events() if e["kind"] == "job_preempted")
-        assert (moved["job_id"], moved["node"]) == (job["id"], first)
-        assert moved["data"]["reason"].startswith(f"the Slurm allocation of {first} ends in ")
-        nvq.ok("job", "cancel", str(job["id"]))
-    finally:
-        nvq.shutdown()
+    # A two-minute allocation that untimed jobs must leave with 110 s to go: a
+    # job placed at once runs about ten seconds there.
+    nvq = cluster_queue(
+        allow_untimed="true",
+        max_pilots="2",
+        time=toml_str("2m"),
+        vacate_before=toml_str("110s"),
+    )
+    gpus = pilot_gpus(slurm_cluster)
+    # Each attempt counts itself in a checkpoint under $NVQ_ARTIFACTS, and says so.
+    ledger = tmp_path / "ledger"
+    body = (
+        'ck="$NVQ_ARTIFACTS/attempts"; n=$(cat "$ck" 2>/dev/null || echo 0); '
+        f'echo $((n+1)) > "$ck"; echo "$NVQ_NODE $((n+1))" >> {ledger}; sleep 300'
+    )
+    job = nvq.submit("--gpus", gpus, "--", body)
+    first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
+    again = nvq.wait_for(
+        job["id"],
+        lambda j: j["state"] == "running" and j["node"] != first,
+        timeout=120,
+    )
+    assert again["node"].startswith("hpc/")
+    wait_until("the second attempt", lambda: len(ledger.read_text().splitlines()) >= 2)
+    # The second attempt started from the first one's checkpoint.
+    assert ledger.read_text().splitlines()[:2] == [f"{first} 1", f"{again['node']} 2"]
+    # The first move; a busy machine may already have seen the next pilot's end too.
+    moved = next(e for e in nvq.events() if e["kind"] == "job_preempted")
+    assert (moved["job_id"], moved["node"]) == (job["id"], first)
+    assert moved["data"]["reason"].startswith(f"the Slurm allocation of {first} ends in ")
+    nvq.ok("job", "cancel", str(job["id"]))
 
 
 def test_requested_pilot_shows_slurms_reason_and_goes_when_not_needed(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
 ) -> None:
-    nvq = make_nvq(tmp_path)
-    try:
-        # A pilot Slurm holds back for an hour: it stays requested.
-        write_cluster_queue_config(
-            nvq, slurm_cluster, slurm_login, tmp_path, sbatch_args='["--begin=now+1hour"]'
-        )
-        job = nvq.submit("--gpus", "0", "--timeout", "1m", "--", "true")
-        wait_until("a requested pilot", lambda: any(n.startswith("hpc/") for n in nodes(nvq)))
-        [(name, state)] = nodes(nvq).items()
-        assert state == "requested: PENDING (BeginTime)"
-        row = next(line for line in nvq.ok("queue", "nodes").out.splitlines() if name in line)
-        assert row.split()[:4] == [name, "requested:", "PENDING", "(BeginTime)"]
+    # A pilot Slurm holds back for an hour: it stays requested.
+    nvq = cluster_queue(sbatch_args='["--begin=now+1hour"]')
+    job = nvq.submit("--gpus", "0", "--timeout", "1m", "--", "true")
+    wait_until("a requested pilot", lambda: any(n.startswith("hpc/") for n in nodes(nvq)))
+    [(name, state)] = nodes(nvq).items()
+    assert state == "requested: PENDING (BeginTime)"
+    row = next(line for line in nvq.ok("queue", "nodes").out.splitlines() if name in line)
+    assert row.split()[:4] == [name, "requested:", "PENDING", "(BeginTime)"]
 
-        nvq.ok("job", "cancel", str(job["id"]))  # nothing waits any more
-        wait_until("the pilot to go", lambda: not nodes(nvq))
-        slurm_cluster.wait_state(name.removeprefix("hpc/"), "")
-    finally:
-        nvq.shutdown()
+    nvq.ok("job", "cancel", str(job["id"]))  # nothing waits any more
+    wait_until("the pilot to go", lambda: not nodes(nvq))
+    slurm_cluster.wait_state(name.removeprefix("hpc/"), "")
 
 
 def test_scale_keeps_pilots_and_drain_releases_them(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
 ) -> None:
-    nvq = make_nvq(tmp_path)
-    try:
-        write_cluster_queue_config(
-            nvq, slurm_cluster, slurm_login, tmp_path, idle_release=toml_str("10m")
-        )
-        assert nvq.json("cluster", "scale", "hpc", "1")["target"] == 1
-        wait_until("a pilot with no job for it", lambda: "up" in nodes(nvq).values())
-        [name] = nodes(nvq)
+    nvq = cluster_queue(idle_release=toml_str("10m"))
+    assert nvq.json("cluster", "scale", "hpc", "1")["target"] == 1
+    wait_until("a pilot with no job for it", lambda: "up" in nodes(nvq).values())
+    [name] = nodes(nvq)
 
-        assert nvq.json("cluster", "drain", "hpc")["target"] == 0
-        wait_until("the pilot to go", lambda: not nodes(nvq))
-        slurm_cluster.wait_state(name.removeprefix("hpc/"), "")
-        assert "pilots draining" in nvq.ok("cluster", "status", "hpc").out
-        assert nvq.json("cluster", "scale", "hpc", "auto")["target"] is None
-        assert "no cluster named 'nosuch'" in nvq.run("cluster", "status", "nosuch").err
-    finally:
-        nvq.shutdown()
+    assert nvq.json("cluster", "drain", "hpc")["target"] == 0
+    wait_until("the pilot to go", lambda: not nodes(nvq))
+    slurm_cluster.wait_state(name.removeprefix("hpc/"), "")
+    assert "pilots draining" in nvq.ok("cluster", "status", "hpc").out
+    assert nvq.json("cluster", "scale", "hpc", "auto")["target"] is None
+    assert "no cluster named 'nosuch'" in nvq.run("cluster", "status", "nosuch").err

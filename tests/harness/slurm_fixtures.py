@@ -6,19 +6,21 @@
   where the daemons cannot start (packages missing, munged or slurmctld refusing).
 * `slurm_login`: an sshd node acting as the cluster's login node: Slurm commands run
   over SSH there reach `slurm_cluster`.
+* `cluster_queue`: makes the test's queue, whose only capacity is `slurm_cluster`
+  (cluster "hpc" through `slurm_login`), and shuts it down after the test.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from nvq.clusters.config import ClusterConfig
-from tests.cluster import Nvq
+from tests.cluster import Nvq, make_nvq
 from tests.harness.slurm import SlurmCluster, SlurmUnavailable
 from tests.harness.sshd import ClientKey, SshdNode, sshd_available
 
@@ -138,3 +140,31 @@ def write_cluster_queue_config(
             ]
         )
     )
+
+
+# cluster_queue(**settings) → the queue; settings as in `write_cluster_queue_config`.
+ClusterQueue = Callable[..., Nvq]
+
+
+@pytest.fixture
+def cluster_queue(
+    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+) -> Iterator[ClusterQueue]:
+    made: list[Nvq] = []
+
+    def make(**settings: str) -> Nvq:
+        nvq = make_nvq(tmp_path)
+        made.append(nvq)  # shut down even when its config is refused
+        write_cluster_queue_config(nvq, slurm_cluster, slurm_login, tmp_path, **settings)
+        return nvq
+
+    try:
+        yield make
+    finally:
+        for nvq in made:
+            nvq.shutdown()
+
+
+def pilot_gpus(slurm: SlurmCluster) -> str:
+    """`--gpus` for a job that fits a pilot: one where Slurm has (fake) GPUs, else 0."""
+    return "1" if slurm.gpus else "0"

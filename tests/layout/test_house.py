@@ -137,3 +137,24 @@ def test_lower_floors_do_not_import_upper_ones() -> None:
                     if any(t == a or t.startswith(a + ".") for a in above)
                 ]
     assert bad == []
+
+
+MAX_LINES = 400
+# Over the limit today and being split by another change in flight; remove each entry
+# when its split lands (the test then keeps it under the limit).
+OVER_LIMIT_FOR_NOW = {
+    "nvq/domain/placement.py",
+    "nvq/daemon/placing.py",
+}
+
+
+def test_no_source_file_is_over_400_lines() -> None:
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for pkg in PACKAGES
+        for path in sorted((ROOT / pkg).rglob("*.py"))
+    }
+    over = {name: n for name, n in sizes.items() if n > MAX_LINES}
+    assert {n: lines for n, lines in over.items() if n not in OVER_LIMIT_FOR_NOW} == {}
+    # An allowed file that got under the limit leaves the list: it must stay under.
+    assert sorted(OVER_LIMIT_FOR_NOW - set(over)) == []

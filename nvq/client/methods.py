@@ -1,0 +1,390 @@
+"""Every request of `Client` and `AsyncClient`, defined once: what each method sends
+and how its answer is read. A method here builds the request; `Client` binds it as a
+blocking call and `AsyncClient` as an awaitable one (see `Call`), so adding a request
+to both clients is one method in `Requests`. Streams (`logs`, `subscribe`) iterate
+differently in each and are written in each client.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
+
+import msgspec
+
+from nvq import control as c
+from nvq.client.errors import ClientError
+from nvq.client.spec import job_spec
+from nvq.model import Event, Job, JobSpec, NodeView
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def typed(done: c.Done, kind: type[T]) -> T:
+    try:
+        return msgspec.convert(done.data, kind)
+    except msgspec.ValidationError as exc:
+        raise ClientError(f"unexpected reply from the daemon: {exc}") from None
+
+
+def answer_of(reply: c.Reply) -> c.Done:
+    """The final `Done`, or the error it carries raised as a ClientError."""
+    assert isinstance(reply, c.Done)
+    if reply.error is not None:
+        raise ClientError(reply.error, reply.exit_code or 1)
+    return reply
+
+
+def fell_behind(reply: c.Reply) -> int | None:
+    """The id to subscribe again from, when a subscription's `Done` says it fell behind."""
+    if isinstance(reply, c.Done) and isinstance(reply.data, dict):
+        last = reply.data.get("fell_behind")
+        if isinstance(last, int):
+            return last
+    return None
+
+
+class Call(Generic[P, T]):
+    """One request method: `build` makes the request from the caller's arguments,
+    `read` turns the daemon's `Done` into what the method returns. Looked up on a
+    client it is a bound method of that client's kind: blocking on `Client`,
+    awaitable on `AsyncClient`."""
+
+    def __init__(
+        self, build: Callable[Concatenate[Any, P], c.Request], read: Callable[[c.Done], T]
+    ) -> None:
+        self.build = build
+        self.read = read
+        self.__doc__ = build.__doc__
+        self.__name__ = build.__name__
+        self._signature: inspect.Signature | None = None
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Call[P, T]: ...
+    @overload
+    def __get__(self, obj: Blocking, owner: type[Any]) -> Callable[P, T]: ...
+    @overload
+    def __get__(self, obj: Awaiting, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, obj: Requests | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        method = obj._bind(self)
+        method.__doc__, method.__name__ = self.__doc__, self.__name__
+        method.__signature__ = self.signature()  # type: ignore[attr-defined]
+        return method
+
+    def signature(self) -> inspect.Signature:
+        """The caller's parameters (for help() and editors), without `self`: made once,
+        on first use, rather than for every method when the module loads."""
+        if self._signature is None:
+            sig = inspect.signature(self.build)
+            self._signature = sig.replace(
+                parameters=list(sig.parameters.values())[1:],
+                return_annotation=inspect.Signature.empty,
+            )
+        return self._signature
+
+
+Build = Callable[Concatenate[Any, P], c.Request]
+
+
+def returns(kind: type[T]) -> Callable[[Build[P]], Call[P, T]]:
+    """The answer is `Done.data` decoded into `kind`."""
+    return reads(lambda done: typed(done, kind))
+
+
+def reads(read: Callable[[c.Done], T]) -> Callable[[Build[P]], Call[P, T]]:
+    """The answer is `read(done)`."""
+
+    def make(build: Build[P]) -> Call[P, T]:
+        return Call(build, read)
+
+    return make
+
+
+def _wait_result(done: c.Done) -> c.WaitResult:
+    return c.WaitResult(jobs=typed(done, list[Job]), exit_code=done.exit_code)
+
+
+def _data(done: c.Done) -> Any:
+    return done.data
+
+
+def _nothing(done: c.Done) -> None:
+    return None
+
+
+def _ids(ids: int | Sequence[int]) -> list[int]:
+    return [ids] if isinstance(ids, int) else list(ids)
+
+
+class Requests:
+    """The requests both clients make, each returning the request it sends."""
+
+    def _bind(self, call: Call[P, T]) -> Callable[P, Any]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ jobs
+
+    @returns(Job)
+    def submit(self, /, command: list[str] | str, **options: Any) -> c.Request:
+        """Queue a job: `submit(["python", "train.py"], vram="20GiB", gpus=1)`. Options
+        are JobSpec's fields; `vram`/`memory` take "20GiB" (or MiB), `timeout` and
+        `max_runtime` take "2h" (or seconds)."""
+        return c.Submit(spec=job_spec(command, **options))
+
+    @returns(Job)
+    def submit_spec(self, spec: JobSpec) -> c.Request:
+        return c.Submit(spec=spec)
+
+    @returns(list[c.JobRow])
+    def jobs(
+        self,
+        *,
+        active: bool = False,
+        states: Sequence[str] | None = None,
+        limit: int | None = None,
+        array: int | None = None,
+    ) -> c.Request:
+        """Jobs by id: only pending and running with `active`, the newest `limit`."""
+        return c.ListJobs(
+            active=active, states=list(states) if states else None, limit=limit, array=array
+        )
+
+    @returns(c.JobDetail)
+    def show(self, id: int, *, logs: int = 0) -> c.Request:
+        """One job with its events, attempts, why it waits, and `logs` lines of output."""
+        return c.ShowJob(id=id, logs=logs)
+
+    @returns(c.WhyReport)
+    def why(self, id: int) -> c.Request:
+        """Why it waits: its reason, and per node each constraint with the numbers."""
+        return c.Why(id=id)
+
+    @reads(_wait_result)
+    def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.Request:
+        """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""
+        return c.Wait(ids=_ids(ids), timeout=timeout)
+
+    @returns(list[Job])
+    def cancel(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
+        return c.Cancel(ids=_ids(ids), array=array)
+
+    @returns(list[Job])
+    def release(self, ids: int | Sequence[int]) -> c.Request:
+        """Run held jobs without the prerequisites that ended badly."""
+        return c.Release(ids=_ids(ids))
+
+    @returns(Job)
+    def note(
+        self, id: int, text: str | None = None, *, append: str | None = None, clear: bool = False
+    ) -> c.Request:
+        return c.Note(id=id, text=text, append=append, clear=clear)
+
+    @reads(_data)
+    def result(self, id: int, *, set_json: str | None = None) -> c.Request:
+        """The job's result.json payload; `set_json` stores this JSON text instead."""
+        return c.Result(id=id, set_json=set_json)
+
+    @returns(list[Job])
+    def requeue(self, ids: int | Sequence[int]) -> c.Request:
+        return c.Requeue(ids=_ids(ids))
+
+    @returns(c.Purged)
+    def purge(
+        self,
+        *,
+        before: float | None = None,
+        dry_run: bool = False,
+        ids: Sequence[int] | None = None,
+    ) -> c.Request:
+        """Forget finished jobs (that ended before `before`, a Unix time; only `ids`,
+        if given). `dry_run`: forget nothing, and say which jobs it would."""
+        return c.Purge(before=before, dry_run=dry_run, ids=None if ids is None else list(ids))
+
+    @returns(Job)
+    def edit_job(self, id: int, changes: dict[str, Any]) -> c.Request:
+        """Change what a job asks for: JobSpec field → new value (a running job: only
+        its name, note, tags and priority)."""
+        return c.EditJob(id=id, changes=changes)
+
+    @returns(Job)
+    def edit(
+        self, id: int, *, drop_after: Sequence[int] = (), add_after: Sequence[int] = ()
+    ) -> c.Request:
+        return c.Edit(id=id, drop_after=list(drop_after), add_after=list(add_after))
+
+    @returns(list[Job])
+    def priority(
+        self,
+        ids: int | Sequence[int],
+        change: str | None = None,
+        *,
+        up: int | None = None,
+        array: bool = False,
+    ) -> c.Request:
+        """`change` "5" sets, "+1"/"-2" adjust; or move `up` places (negative: down)."""
+        return c.Priority(ids=_ids(ids), change=change, up=up, array=array)
+
+    @returns(list[Job])
+    def pause(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
+        return c.Pause(ids=_ids(ids), array=array)
+
+    @returns(list[Job])
+    def resume(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
+        return c.Resume(ids=_ids(ids), array=array)
+
+    @returns(c.Artifacts)
+    def artifacts(self, id: int) -> c.Request:
+        return c.JobArtifacts(id=id)
+
+    # ------------------------------------------------------------ the queue
+
+    @returns(c.QueueStatus)
+    def status(self) -> c.Request:
+        return c.Status()
+
+    @returns(list[NodeView])
+    def nodes(self, *, procs: bool = False, include_ignored: bool = False) -> c.Request:
+        return c.Nodes(procs=procs, include_ignored=include_ignored)
+
+    @returns(NodeView)
+    def node_flag(self, node: str, flag: Literal["drained", "ignored"], value: bool) -> c.Request:
+        """Drain (or ignore) a node, or undo it."""
+        return c.NodeFlag(node=node, flag=flag, value=value)
+
+    @returns(c.Bootstrapped)
+    def bootstrap(self, node: str, *, force: bool = False) -> c.Request:
+        return c.Bootstrap(node=node, force=force)
+
+    @returns(list[c.GpuPoint])
+    def gpu_history(
+        self, *, since: float | None = None, node: str | None = None, step: float = 60.0
+    ) -> c.Request:
+        """Each card's memory split and utilisation over time (one point a minute, 7
+        days kept), averaged over `step` seconds, from `since` (default: 24 hours ago)."""
+        return c.GpuHistory(since=since, node=node, step=step)
+
+    @returns(list[c.ClusterView])
+    def clusters(self, name: str | None = None) -> c.Request:
+        """Slurm clusters and their pilots (one cluster with `name`)."""
+        return c.ClusterStatus(name=name)
+
+    @returns(c.ClusterView)
+    def cluster_scale(self, name: str, pilots: int | None) -> c.Request:
+        """Keep exactly `pilots` pilots; None: back to automatic scaling."""
+        return c.ClusterScale(name=name, pilots=pilots)
+
+    @returns(c.ClusterView)
+    def cluster_drain(self, name: str) -> c.Request:
+        """Request no pilots and release each one once idle."""
+        return c.ClusterDrain(name=name)
+
+    @returns(c.ClusterView)
+    def cluster_retry(self, name: str) -> c.Request:
+        """Request pilots again after Slurm refused one."""
+        return c.ClusterRetry(name=name)
+
+    @returns(list[Event])
+    def events(
+        self, since: int = 0, *, limit: int | None = None, job: int | None = None
+    ) -> c.Request:
+        """The event log after event id `since`."""
+        return c.Events(since=since, limit=limit, job_id=job)
+
+    @returns(list[c.Alert])
+    def alerts(self, *, include_acked: bool = False) -> c.Request:
+        return c.Alerts(include_acked=include_acked)
+
+    @returns(list[c.Alert])
+    def ack(self, ids: Sequence[int] | None = None) -> c.Request:
+        """Acknowledge these alerts (None: every open one)."""
+        return c.Ack(ids=None if ids is None else list(ids))
+
+    @returns(c.Pulled)
+    def pull(self, id: int, paths: Sequence[str] = ()) -> c.Request:
+        """Copy job `id`'s working directory (or `paths` in it) and artifacts into a
+        staging directory on the queue host (`Pulled.path`), to be moved by the caller."""
+        return c.Pull(id=id, paths=list(paths))
+
+    @returns(c.GcDone)
+    def gc(self) -> c.Request:
+        """Free the queue host's snapshot blobs that no job in the queue references."""
+        return c.Gc()
+
+    @returns(c.BackupMade)
+    def backup(self, path: str | None = None) -> c.Request:
+        """A snapshot of queue.db at `path` (absolute, on the queue host)."""
+        return c.Backup(path=path)
+
+    @returns(c.StoreCheck)
+    def check(self, *, wait: float = 10.0) -> c.Request:
+        """queue.db's integrity and the job ids nodes know that it does not."""
+        return c.Check(wait=wait)
+
+    @returns(list[c.LaneStatus])
+    def lanes(self) -> c.Request:
+        return c.Lanes()
+
+    @returns(c.LaneDetail)
+    def lane(
+        self,
+        lane: str,
+        action: str | None = None,
+        ids: Sequence[int] = (),
+        *,
+        to: str | None = None,
+        before: int | None = None,
+        at: str | None = None,
+    ) -> c.Request:
+        """One lane in running order; an `action` (move, swap, skip, assign, pause,
+        resume) changes it first."""
+        return c.Lane(lane=lane, action=action, ids=list(ids), to=to, before=before, at=at)
+
+    @returns(c.BusyView)
+    def busy(self, node: str, mode: str | None = None) -> c.Request:
+        """Whether a node counts as busy; `mode` on, off or auto sets it."""
+        return c.BusyMode(node=node, mode=mode)
+
+    @returns(c.BusyAssignment)
+    def busy_assign(self, *, forbid: bool) -> c.Request:
+        return c.BusyAssign(forbid=forbid)
+
+    # ------------------------------------------------------------ the daemon
+
+    @returns(c.Pong)
+    def ping(self) -> c.Request:
+        return c.Ping()
+
+    @reads(_nothing)
+    def stop_daemon(self) -> c.Request:
+        """Ask the daemon to exit; jobs keep running on their nodes."""
+        return c.StopDaemon()
+
+
+class Blocking(Requests):
+    """`Requests` as blocking calls over `request` (the client's transport)."""
+
+    def request(self, request: c.Request) -> c.Done:
+        raise NotImplementedError
+
+    def _bind(self, call: Call[P, T]) -> Callable[P, T]:
+        def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            return call.read(self.request(call.build(self, *args, **kwargs)))
+
+        return method
+
+
+class Awaiting(Requests):
+    """`Requests` as coroutines over `request` (the client's transport)."""
+
+    async def request(self, request: c.Request) -> c.Done:
+        raise NotImplementedError
+
+    def _bind(self, call: Call[P, T]) -> Callable[P, Awaitable[T]]:
+        async def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            return call.read(await self.request(call.build(self, *args, **kwargs)))
+
+        return method
