@@ -39,14 +39,11 @@ _LOWER = 1 << 40  # lower-file handles live above any real file descriptor
 class Chunks(Protocol):
     """The node's way to chunk content: blocking, called from FUSE threads."""
 
-    def fetch(self, hashes: list[str]) -> None:
-        """Return once every chunk is in the cache (raises OSError when it cannot)."""
+    def fetch(self, hashes: list[str]) -> None: ...  # all in the cache, or OSError
 
-    def prefetch(self, hashes: list[str]) -> None:
-        """Start fetching, return at once."""
+    def prefetch(self, hashes: list[str]) -> None: ...  # start fetching, return at once
 
-    def path(self, digest: str) -> Path:
-        """Where a fetched chunk is read from."""
+    def path(self, digest: str) -> Path: ...  # where a fetched chunk is read
 
 
 @dataclass
@@ -361,9 +358,6 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
             os.ftruncate(fh, length)
         else:
             os.truncate(self._up(rel), length)
-        return 0
-
-    def flush(self, path: str, fh: int) -> int:
         return 0
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:
