@@ -27,6 +27,8 @@ BENCHES: list[list[str]] = [
     ["snapshot.py", "--mib", "200"],
     ["world_dispatch.py", "--mib", "50"],
     ["big_queue.py", "--jobs", "1000000", "--runs", "10"],
+    ["chunking.py", "--mib", "256"],
+    ["lazy_artifacts.py", "--files", "10", "--mib", "50"],
 ]
 
 

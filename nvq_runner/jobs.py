@@ -240,7 +240,9 @@ class JobManager:
             # not reaped yet, so the group id cannot have been reused.
             self._signal(run, signal.SIGKILL)
         status = run.popen.wait() if run.popen is not None else None
-        self._finish(rec, d, status)  # first: it reads the cgroup's OOM count
+        if self._world is not None:
+            self._world.attempt_ended(rec.job_id)
+        self._finish(rec, d, status)  # before the cgroup goes: it reads its OOM count
         memlimit.remove_cgroup(f"nvq-{rec.job_id}-{rec.attempt}")
         del self.running[rec.job_id]
         if not run.ended.done():

@@ -21,6 +21,7 @@ from pathlib import Path
 from . import workfiles
 from .blobcache import DEFAULT_CACHE_SIZE, BlobCache
 from .blobfetch import BlobFetcher, FetchError
+from .job_artifacts import ArtifactsError, JobArtifacts
 from .jobfiles import JobDir, tail_text
 from .manifest_wire import Manifest, ManifestError
 from .node_env import local_env, remote_env
@@ -52,16 +53,19 @@ def work_dir(d: JobDir) -> Path:
 
 
 class JobWorld:
-    def __init__(self, home: Path, cache: BlobCache, fetcher: BlobFetcher) -> None:
+    def __init__(self, home: Path, cache: BlobCache, fetcher: BlobFetcher,
+                 artifacts: JobArtifacts | None = None) -> None:
         self.home = home
         self.cache = cache
         self.fetcher = fetcher
+        self.artifacts = artifacts or JobArtifacts(fetcher)
         self._login: dict[str, str] | None = None
         self._login_lock = threading.Lock()
 
     @staticmethod
     def needed(msg: Start) -> bool:
-        return bool(msg.manifest_id or msg.env_mode != "runner" or msg.setup)
+        return bool(msg.manifest_id or msg.env_mode != "runner" or msg.setup
+                    or msg.artifacts_tree)
 
     async def prepare(self, msg: Start, d: JobDir) -> Prepared:
         prepared = Prepared()
@@ -77,7 +81,18 @@ class JobWorld:
             cwd = prepared.workdir or (Path(msg.workdir).expanduser() if msg.workdir else d.path)  # noqa: ASYNC240
             env = await asyncio.to_thread(self._setup, msg, d, manifest, cwd, env)
         prepared.env = env
+        if msg.artifacts_tree:
+            # last: a job that fails to prepare must not leave a mount behind
+            try:
+                await self.artifacts.prepare(msg.job_id, msg.artifacts_tree, d.artifacts,
+                                             lazy=msg.lazy_artifacts, node=msg.node)
+            except ArtifactsError as exc:
+                raise PrepareError(str(exc)) from None
         return prepared
+
+    def attempt_ended(self, job_id: int) -> None:
+        """Unmount the attempt's artifacts (whatever way it ended)."""
+        asyncio.get_running_loop().create_task(self.artifacts.close(job_id))
 
     # ------------------------------------------------------------ working copy
 

@@ -11,6 +11,8 @@ from typing import Literal
 
 import msgspec
 
+from .artifact_wire import ArtifactsTreeQuery
+
 DEFAULT_MAX_RESULT = 1024 * 1024
 DEFAULT_MAX_LOG_SIZE = 10 * 1024**3
 
@@ -57,6 +59,11 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     setup: str = ""  # built once per node and key before the job (setup_env.py)
     setup_files: list[str] = []  # patterns of the files keying the setup ([] default)
     cache_size: int = 0  # [[nodes]] cache_size in bytes (0: the runner's default)
+    # The previous attempt's artifacts (a chunk tree in the blob store): mounted at
+    # $NVQ_ARTIFACTS on demand, or restored in full where FUSE is not available or
+    # `lazy_artifacts` is off ([[nodes]] lazy_artifacts). "": none.
+    artifacts_tree: str = ""
+    lazy_artifacts: bool = True
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):
@@ -129,4 +136,5 @@ class BlobData(msgspec.Struct, tag="blob_data", frozen=True):
 
 DaemonMsg = (
     Start | Kill | Ack | Tail | Unfollow | Sync | ArtifactsQuery | Owner | BlobData
+    | ArtifactsTreeQuery
 )

@@ -11,6 +11,8 @@ from typing import Literal
 
 import msgspec
 
+from .artifact_wire import ArtifactsTreeReply, SyncWanted
+
 # ---------------------------------------------------------------- shared pieces
 
 
@@ -211,4 +213,6 @@ RunnerMsg = (
     | ArtifactsManifest
     | Busy
     | NeedBlobs
+    | ArtifactsTreeReply
+    | SyncWanted
 )

@@ -19,12 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__, owner, procfs
+from .artifact_wire import ArtifactsTreeQuery, SyncWanted
 from .artifacts import manifest
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
 from .conn import Conn
 from .gpu import GpuBackend, GpuFacts, open_backend
 from .identity import QueueMemory
+from .job_artifacts import JobArtifacts
 from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
@@ -78,7 +80,8 @@ class Runner:
         self._retry: asyncio.TimerHandle | None = None
         self.queue = QueueMemory(home)
         self.fetcher = BlobFetcher(BlobCache(home / "cache"), self._send_now)
-        self.world = JobWorld(home, self.fetcher.cache, self.fetcher)
+        self.job_artifacts = JobArtifacts(self.fetcher)
+        self.world = JobWorld(home, self.fetcher.cache, self.fetcher, self.job_artifacts)
         self.jobs = JobManager(home, self._record, self._wake.set, job_umask, self.world)
         self.owner: Owner | None = None  # set by the daemon on each connection
         self._busy: Busy | None = None  # last reported
@@ -145,7 +148,7 @@ class Runner:
             boot_id=procfs.boot_id(),
             pid=os.getpid(),
             journal_id=self.journal.id,
-            features=["artifacts", "owner", "world"],
+            features=["artifacts", "owner", "world", "chunked_artifacts"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
         )
@@ -206,6 +209,8 @@ class Runner:
                     asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
                 case BlobData():
                     self.fetcher.on_data(msg)
+                case ArtifactsTreeQuery():
+                    asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
                 case Owner():
                     self.owner = msg
                     self._busy = None  # report afresh on this connection
@@ -244,6 +249,18 @@ class Runner:
             )
         except OSError as exc:
             conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
+
+    async def _artifacts_tree(self, conn: Conn, msg: ArtifactsTreeQuery) -> None:
+        directory = self.jobs.job_dir(msg.job_id).artifacts
+        conn.send(await self.job_artifacts.describe(msg, directory))
+
+    async def _sync_requests(self, conn: Conn) -> None:
+        """Jobs that touched `$NVQ_ARTIFACTS/.sync`: the daemon syncs them now."""
+        runs = list(self.jobs.running.values())
+        wanted = await asyncio.to_thread(
+            lambda: [r for r in runs if JobArtifacts.sync_wanted(r.dir.artifacts)])
+        for run in wanted:
+            conn.send(SyncWanted(job_id=run.rec.job_id, attempt=run.rec.attempt))
 
     def _report_busy(self) -> None:
         """Tell the daemon when the owner's activity changes (checked every sample)."""
@@ -286,6 +303,11 @@ class Runner:
             ):
                 conn.send(sample)
                 self._last_sent, self._sampled_for = sample, conn
+            if conn is not None:
+                try:
+                    await self._sync_requests(conn)
+                except Exception as exc:
+                    log.warning("artifacts sync request check failed: %s", exc)
 
     async def _log_keeper(self) -> None:
         interval = _float_env("NVQ_LOG_CHECK_INTERVAL", 5.0)
@@ -306,7 +328,12 @@ class Runner:
             (str(type(e).__struct_config__.tag), e.job_id, e.attempt)
             for e in self.journal.unacked()
         }
+        # A runner killed with artifacts mounted left them dead ("Transport endpoint
+        # is not connected"): take them down before anything looks at job dirs.
+        await asyncio.to_thread(JobArtifacts.clean_stale, self.jobs.root)
         self.jobs.adopt_all(journaled)
+        await asyncio.gather(*(self.job_artifacts.remount(job_id, run.dir.artifacts)
+                               for job_id, run in list(self.jobs.running.items())))
         # Bound relative to the home (our cwd): socket paths are limited to ~107 bytes.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(SOCKET)

@@ -143,6 +143,7 @@ class _Parser(FieldReader):
             "shared": self.shared_dirs,
             "setup": self.string,
             "cache_size": self.bytes_size,
+            "lazy_artifacts": self.boolean,
         }
         seen: dict[str, int] = {}
         nodes = []

@@ -29,6 +29,9 @@ class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     setup: str | None = None
     # bytes the node's snapshot blob cache may hold before least recently used go
     cache_size: int | None = None
+    # mount a reassigned job's previous artifacts on demand (FUSE); false: restore
+    # them in full before the job starts
+    lazy_artifacts: bool = True
 
 
 class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):

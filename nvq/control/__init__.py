@@ -44,6 +44,9 @@ from nvq.control.replies import (
     Artifacts as Artifacts,
 )
 from nvq.control.replies import (
+    ArtifactSync as ArtifactSync,
+)
+from nvq.control.replies import (
     BackupMade as BackupMade,
 )
 from nvq.control.replies import (

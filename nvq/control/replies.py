@@ -29,6 +29,26 @@ class JobDetail(Job, kw_only=True):
     logs: str | Unset | None = UNSET  # only when asked for (ShowJob.logs)
     # A waiting job's `reason` is its reason code (nvq.domain.waiting); this, the words.
     reason_detail: str | Unset | None = UNSET
+    # Chunked artifact syncs (only for a job that has had one): what each described,
+    # what crossed, and how an attempt got its previous artifacts.
+    artifact_syncs: list[ArtifactSync] | Unset = UNSET
+    artifact_notes: list[str] | Unset = UNSET
+
+
+class ArtifactSync(msgspec.Struct, kw_only=True):
+    """One sync of a job's $NVQ_ARTIFACTS into the blob store. `bytes`: what the tree
+    describes; `sent`: what crossed from the node; `fetched`: what the attempt had
+    pulled from the queue host by then (on demand when `mode` is "mounted")."""
+
+    time: float
+    attempt: int
+    node: str
+    files: int
+    bytes: int
+    sent: int
+    dedup_ratio: float
+    fetched: int
+    mode: str
 
 
 class JobRow(Job, kw_only=True):

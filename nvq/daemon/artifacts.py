@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from nvq.daemon.chunked_artifacts import ChunkedArtifacts, supports
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job, NewEvent, Tx
@@ -151,6 +152,8 @@ class Artifacts:
         self._locks: dict[int, anyio.Lock] = {}
         self.last_sync: dict[int, float] = {}
         self._quota_raised: set[tuple[int, int]] = set()
+        # runners with `chunked_artifacts` sync chunk trees into the blob store instead
+        self.chunked = ChunkedArtifacts(state)
 
     def dir(self, job_id: int) -> Path:
         return self.root / str(job_id)
@@ -199,6 +202,12 @@ class Artifacts:
         """Bring the copy of `job`'s artifacts up to date from `node`."""
         lock = self._locks.setdefault(job.id, anyio.Lock())
         async with lock:
+            if supports(node):
+                result = await self.chunked.sync(
+                    node, job, lambda size: self._check_tree_quota(job, node, size))
+                if result.get("synced"):
+                    self.last_sync[job.id] = time.time()
+                return result
             manifest = await self.query(node, job.id)
             if manifest is None:
                 return {"synced": False, "why": "node not reachable"}
@@ -243,9 +252,19 @@ class Artifacts:
     async def _check_quota(
         self, job: Job, node: NodeRuntime, pull: list[p.ArtifactFile], have: dict[str, Any]
     ) -> None:
-        quota = self.state.config.queue.artifacts_quota_mb * 1024 * 1024
         total = await anyio.to_thread.run_sync(_du, self.root)
         after = total + sum(f.size - (have[f.path].st_size if f.path in have else 0) for f in pull)
+        await self._within_quota(job, node, after)
+
+    async def _check_tree_quota(self, job: Job, node: NodeRuntime, size: int) -> None:
+        """A chunked sync counts what each job's newest tree describes (chunks shared
+        between syncs are stored once, so this is an upper bound of the disk used)."""
+        trees = await anyio.to_thread.run_sync(self.chunked.described, job.id)
+        copies = await anyio.to_thread.run_sync(_du, self.root)
+        await self._within_quota(job, node, trees + copies + size)
+
+    async def _within_quota(self, job: Job, node: NodeRuntime, after: int) -> None:
+        quota = self.state.config.queue.artifacts_quota_mb * 1024 * 1024
         if after <= quota:
             return
         key = (job.id, job.attempt)
@@ -320,6 +339,7 @@ class Artifacts:
             src, dest = self.dir(job.id), self.set_aside_dir(job.id, job.attempt)
             if self.has_stored(job.id):
                 await anyio.to_thread.run_sync(os.replace, src, dest)
+            await anyio.to_thread.run_sync(self.chunked.set_aside, job.id, job.attempt)
             if node is None:
                 return 0
             manifest = await self.query(node, job.id)
@@ -350,6 +370,7 @@ class Artifacts:
 
     def listing(self, job_id: int) -> dict[str, Any]:
         d = self.dir(job_id)
+        self.chunked.checkout(job_id, d)
         files = [
             {"path": rel, "size": st.st_size, "mtime": st.st_mtime}
             for rel, st in sorted(stored(d).items())
@@ -368,6 +389,7 @@ class Artifacts:
             for kept in self.root.glob(f"{job_id}-attempt-*"):
                 shutil.rmtree(kept, ignore_errors=True)
             self.last_sync.pop(job_id, None)
+        self.chunked.delete(job_ids)
 
 
 def _du(root: Path) -> int:

@@ -18,6 +18,7 @@ import anyio
 
 from nvq.daemon.apply import apply
 from nvq.daemon.artifacts import Artifacts, SyncRefused
+from nvq.daemon.chunked_artifacts import supports
 from nvq.daemon.errors import RequestError
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
@@ -206,10 +207,22 @@ class Machines:
     def post_start(self, node: NodeRuntime, job: Job) -> None:
         """Send `Start`, after restoring the job's stored artifacts there if it has any."""
         self.avoid.pop(job.id, None)  # placed: the rule served its turn
-        if self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
+        if self.artifacts.chunked.latest_tree(job.id) and supports(node):
+            # the runner mounts (or restores) the newest tree itself
+            node.post(self.artifacts.chunked.start_msg(node, self.state.start_msg(job)))
+        elif self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
             self._submit(("restore", node.name, job.id))
         else:
             node.post(self.state.start_msg(job))
+
+    def sync_now(self, node: NodeRuntime, job_id: int, attempt: int) -> None:
+        """The job asked for a sync (`$NVQ_ARTIFACTS/.sync`)."""
+        job = self.state.jobs.get(job_id)
+        if job is None or job.attempt != attempt or job.node != node.name:
+            return
+        if job_id not in self._due:
+            self._due.add(job_id)
+            self._submit(("periodic", node.name, job_id))
 
     def _submit(self, item: tuple[str, str, int]) -> None:
         try:

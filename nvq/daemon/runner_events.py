@@ -20,6 +20,7 @@ from nvq.daemon.views import capacity_grew
 from nvq.domain import reassign, transitions
 from nvq.model import Job, JobState, NewEvent, NodeSeq, Outcome, Reap, Tx
 from nvq_runner import protocol as p
+from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
 
 log = logging.getLogger("nvq.daemon")
 
@@ -128,6 +129,10 @@ class RunnerEvents:
             await self.machines.on_busy(node, msg)
         elif isinstance(msg, p.NeedBlobs):
             await blobs.serve(node, self.state.home, msg)
+        elif isinstance(msg, ArtifactsTreeReply):
+            self.machines.artifacts.chunked.on_reply(msg)
+        elif isinstance(msg, SyncWanted):
+            self.machines.sync_now(node, msg.job_id, msg.attempt)
         else:
             await self._on_journaled(node, msg)
 

@@ -112,13 +112,13 @@ class BlobStore:
 
     def gc(
         self, live_manifest_ids: Iterable[str], *, grace: float = GC_GRACE,
-        now: float | None = None,
+        now: float | None = None, live_objects: Iterable[str] = (),
     ) -> GcReport:
         """Free every object that no live manifest reaches (nor is one). A live id that
         is missing or unreadable keeps nothing and is not an error: its job cannot run
         anyway, and the store must still be able to shrink."""
         now = time.time() if now is None else now
-        live: set[str] = set()
+        live: set[str] = set(live_objects)  # kept as they are (artifact trees, chunks)
         for manifest_id in live_manifest_ids:
             live.add(manifest_id)
             try:

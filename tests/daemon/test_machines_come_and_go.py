@@ -78,9 +78,15 @@ def test_node_dies_mid_job_and_the_job_resumes_from_its_checkpoint(
     run = nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["started_at"])
     first = run["node"]
     stored = nvq.home / "artifacts" / str(job["id"]) / "step"
-    _until(lambda: stored.exists() and int(stored.read_text() or 0) >= 8, what="a sync")
+
+    def synced() -> int:
+        """The step in the queue host's copy (`job artifacts` checks it out)."""
+        nvq.json("job", "artifacts", str(job["id"]))
+        return int(stored.read_text() or 0) if stored.exists() else 0
+
+    _until(lambda: synced() >= 8, what="a sync")
     _die(nodes[_index(first)])
-    synced_at_death = int(stored.read_text())
+    synced_at_death = synced()
     ran_before = [int(ln.split()[1]) for ln in ledger.read_text().splitlines()]
     code, (done,) = nvq.wait(job["id"], timeout=90)
     assert code == 0 and done["state"] == "completed"
@@ -99,7 +105,7 @@ def test_node_dies_mid_job_and_the_job_resumes_from_its_checkpoint(
     kinds = [e["kind"] for e in shown["events"]]
     assert "job_reassigned" in kinds
     # The final sync (at exit) follows the exit event by a moment.
-    _until(lambda: stored.read_text().strip() == str(STEPS), what="the final sync")
+    _until(lambda: synced() == STEPS, what="the final sync")
     listed = nvq.json("job", "artifacts", str(job["id"]))
     assert [f["path"] for f in listed["files"]] == ["step"]
     dest = tmp_path / "got"

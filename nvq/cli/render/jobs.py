@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from nvq.cli.render.artifacts import artifact_lines
 from nvq.cli.render.table import ago, clip, safe, table
 from nvq.cli.render.world import world_lines
 from nvq.control import JobDetail
@@ -108,6 +109,7 @@ def job_detail(doc: JobDetail) -> str:
     if doc.tags:
         out.append(f"  tags        {safe(', '.join(doc.tags))}")
     out.extend(world_lines(doc))
+    out.extend(artifact_lines(doc))
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
     if doc.result_error:

@@ -59,6 +59,10 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> tuple[Any, int]:
         doc["logs"] = await tail_text(state, job, req.logs)
     if isinstance(shown, c.JobRow):
         doc["reason_detail"] = reason_detail
+    synced = ctx.machines.artifacts.chunked.shown(req.id)
+    if synced["syncs"]:
+        doc["artifact_syncs"] = synced["syncs"]
+        doc["artifact_notes"] = synced["notes"]
     return doc, 0
 
 

@@ -5,12 +5,14 @@ snapshot but not yet its job is never robbed."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import anyio
 
 from nvq import control as c
 from nvq.daemon.blobs import blob_store
+from nvq.daemon.chunk_sync import TreeLog
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
 from nvq.daemon.pull import check_paths, pull_into_staging
@@ -22,7 +24,10 @@ async def free_blobs(state: State) -> GcReport:
     async with state.lock:
         live = await state.store.manifest_ids()  # one column: never every job in memory
     store = blob_store(state.home)
-    return await anyio.to_thread.run_sync(store.gc, live)
+    # jobs' artifact trees (every sync a job still has) and their chunks
+    artifacts = await anyio.to_thread.run_sync(TreeLog(state.home).live_objects, store)
+    return await anyio.to_thread.run_sync(
+        functools.partial(store.gc, live, live_objects=artifacts))
 
 
 async def gc(ctx: Context, req: c.Gc, user: str) -> tuple[Any, int]:

@@ -16,7 +16,7 @@ nvq (`nvq.__version__`, and the very files this queue host runs):
 4. **install** — the installer, run by the probed interpreter, builds ``<home>/venv.new``
    (``venv --without-pip``: no ensurepip needed, so Debian's python3 without
    python3-venv works), unpacks the wheels into its site-packages (the nvq wheel without
-   its dependencies: the runner needs only msgspec and nvidia-ml-py), imports
+   its dependencies: the runner needs only msgspec, nvidia-ml-py and mfusepy), imports
    `nvq_runner`, `msgspec` and `pynvml` there, records the build in
    ``venv/nvq-build.json`` and only then swaps it in for ``<home>/venv``. A failed
    install leaves the previous venv untouched.

@@ -35,7 +35,7 @@ import nvq_runner
 from nvq.daemon.ssh.errors import tail
 
 # What the runner imports besides itself (distribution names, as pip knows them).
-RUNNER_DEPENDENCIES = ("msgspec", "nvidia-ml-py")
+RUNNER_DEPENDENCIES = ("msgspec", "nvidia-ml-py", "mfusepy")
 _PROJECT = "nvq"
 
 

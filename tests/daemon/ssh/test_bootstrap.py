@@ -214,9 +214,10 @@ def test_dependency_wheels_for_another_interpreter(wheel_cache: Path) -> None:
     target = Target((3, 12), "aarch64", "glibc", (2, 31))
     wheels = dependency_wheels(target, wheel_cache)
     names = sorted(p.name for p in wheels)
-    assert len(names) == 2, names
-    assert names[0].startswith("msgspec-") and "cp312" in names[0] and "aarch64" in names[0]
-    assert names[1].startswith("nvidia_ml_py-") and names[1].endswith("py3-none-any.whl")
+    assert len(names) == 3, names
+    assert names[0].startswith("mfusepy-") and names[0].endswith("py3-none-any.whl")
+    assert names[1].startswith("msgspec-") and "cp312" in names[1] and "aarch64" in names[1]
+    assert names[2].startswith("nvidia_ml_py-") and names[2].endswith("py3-none-any.whl")
     # the second call is served from the cache: nothing in it is fetched again
     cached = {p: p.stat().st_mtime_ns for p in wheel_cache.rglob("*") if p.is_file()}
     assert sorted(p.name for p in dependency_wheels(target, wheel_cache)) == names

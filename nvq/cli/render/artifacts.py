@@ -1,0 +1,34 @@
+"""The lines of `job show` about a job's chunked artifact syncs: how its attempt got
+the previous artifacts, and per sync what crossed against what it describes."""
+
+from __future__ import annotations
+
+from nvq.cli.render.table import ago
+from nvq.control.replies import JobDetail
+
+SHOWN = 10  # the newest syncs; --json has them all
+
+
+def size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def artifact_lines(doc: JobDetail) -> list[str]:
+    if not isinstance(doc.artifact_syncs, list) or not doc.artifact_syncs:
+        return []
+    out = [f"  {note}" for note in doc.artifact_notes or []] if isinstance(
+        doc.artifact_notes, list) else []
+    syncs = doc.artifact_syncs
+    out.append(f"  artifact syncs ({len(syncs)}):")
+    for s in syncs[-SHOWN:]:
+        how = {"mounted": "on demand", "restored": "restored in full"}.get(s.mode, "")
+        fetched = f", fetched {size(s.fetched)} {how}" if how else ""
+        out.append(
+            f"    #{s.attempt:<3} {s.node:<12} {ago(s.time):>10}  {s.files} files "
+            f"{size(s.bytes)}, sent {size(s.sent)} (dedup {s.dedup_ratio:g}x){fetched}"
+        )
+    return out

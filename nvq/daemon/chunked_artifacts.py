@@ -1,0 +1,174 @@
+"""Chunked artifact syncs with a runner that can (`chunked_artifacts` in its Hello):
+ask for its tree, store the chunks the blob store lacks (chunk_sync.py), log the sync,
+and hand the newest tree to the next attempt's Start so the node mounts it on demand
+(or restores it in full where it cannot).
+
+Whole-file syncs (artifacts.py) stay for runners that predate this.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from nvq.daemon.blobs import blob_store
+from nvq.daemon.chunk_sync import (
+    ReadRanges,
+    TreeLog,
+    load_tree,
+    read_local,
+    record,
+    sftp_reader,
+    summary,
+    take,
+)
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.state import State
+from nvq.model import Job
+from nvq_runner import protocol as p
+from nvq_runner.artifact_tree import FILE, decode_tree
+from nvq_runner.artifact_wire import ArtifactsTreeQuery, ArtifactsTreeReply
+
+log = logging.getLogger("nvq.artifacts")
+FEATURE = "chunked_artifacts"
+QUERY_TIMEOUT = 120.0  # the runner chunks what changed before it answers
+
+
+def supports(node: NodeRuntime) -> bool:
+    return node.hello is not None and FEATURE in node.hello.features
+
+
+class ChunkedArtifacts:
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.log = TreeLog(state.home)
+        self.store = blob_store(state.home)
+        self._waiters: dict[int, Any] = {}
+        self._next_req = 1
+
+    def start_msg(self, node: NodeRuntime, start: p.Start) -> p.Start:
+        """`start` with the job's newest tree, for a runner that mounts it."""
+        tree = self.latest_tree(start.job_id) if supports(node) else ""
+        if not tree:
+            return start
+        lazy = node.config.lazy_artifacts if node.config is not None else True
+        return msgspec.structs.replace(start, artifacts_tree=tree, lazy_artifacts=lazy)
+
+    def latest_tree(self, job_id: int) -> str:
+        last = self.log.latest(job_id)
+        return last.tree if last is not None else ""
+
+    def on_reply(self, msg: ArtifactsTreeReply) -> None:
+        send = self._waiters.pop(msg.req, None)
+        if send is not None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                send.send_nowait(msg)
+
+    async def _query(self, node: NodeRuntime, job_id: int, known: str) -> ArtifactsTreeReply | None:
+        req = self._next_req
+        self._next_req += 1
+        send, receive = anyio.create_memory_object_stream[ArtifactsTreeReply](1)
+        self._waiters[req] = send
+        try:
+            if not node.post(ArtifactsTreeQuery(req=req, job_id=job_id, known=known)):
+                return None
+            with anyio.move_on_after(QUERY_TIMEOUT):
+                return await receive.receive()
+            return None
+        finally:
+            self._waiters.pop(req, None)
+            send.close()
+            receive.close()
+
+    def described(self, but: int) -> int:
+        """Bytes the newest trees of every job except `but` describe."""
+        total = 0
+        if self.log.root.is_dir():
+            for item in self.log.root.glob("*.jsonl"):
+                if item.stem != str(but):
+                    with contextlib.suppress(ValueError):
+                        last = self.log.latest(int(item.stem))
+                        total += last.bytes if last is not None else 0
+        return total
+
+    async def sync(self, node: NodeRuntime, job: Job,
+                   check: Callable[[int], Awaitable[None]] | None = None) -> dict[str, Any]:
+        """`check` is given the size the new tree describes and raises to refuse it."""
+        last = self.log.latest(job.id)
+        known = last.tree if last is not None else ""
+        reply = await self._query(node, job.id, known)
+        if reply is None:
+            return {"synced": False, "why": "node not reachable"}
+        if reply.error:
+            return {"synced": False, "why": reply.error}
+        if check is not None:
+            await check(sum(e.size for e in decode_tree(reply.tree).files()))
+        previous = await anyio.to_thread.run_sync(load_tree, self.store, known) if known else None
+        sftp = None
+        read: ReadRanges = read_local
+        if node.config is not None:
+            conn = getattr(node.channel, "connection", None)
+            if conn is None:
+                return {"synced": False, "why": f"node {node.name} has no SSH connection now"}
+            sftp = await conn.start_sftp_client()
+            read = sftp_reader(sftp)
+        try:
+            tree_id, tree, sent, count = await take(self.store, reply, read, previous)
+        finally:
+            if sftp is not None:
+                sftp.exit()
+        unchanged = last is not None and tree_id == last.tree and last.attempt == job.attempt \
+            and last.fetched == reply.fetched_bytes
+        if not unchanged:
+            entry = record(reply, tree_id, tree, sent, count, attempt=job.attempt, node=node.name)
+            await anyio.to_thread.run_sync(self.log.append, job.id, entry)
+        log.info("job %s: synced tree %s from %s: %d of %d bytes sent", job.id, tree_id[:12],
+                 node.name, sent, tree.total_size())
+        return {"synced": True, "tree": tree_id, "bytes": tree.total_size(), "sent": sent,
+                "time": time.time()}
+
+    def shown(self, job_id: int) -> dict[str, Any]:
+        return summary(self.log.records(job_id))
+
+    def checkout(self, job_id: int, dest: Path) -> None:
+        """Make `dest` hold the newest tree's files (for `job artifacts --get`), unless
+        it does already. Whole-file copies from older runners are left as they are."""
+        tree_id = self.latest_tree(job_id)
+        marker = dest.with_name(f"{dest.name}.tree")
+        if not tree_id or (marker.exists() and marker.read_text() == tree_id):
+            return
+        tree = load_tree(self.store, tree_id)
+        if tree is None:
+            return
+        shutil.rmtree(dest, ignore_errors=True)
+        for entry in tree.entries:
+            target = dest / entry.path
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if entry.kind != FILE:
+                target.mkdir(mode=0o700, exist_ok=True)
+                continue
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                for chunk in entry.chunks:
+                    out.write(self.store.read_bytes(chunk.sha256))
+            os.chmod(target, entry.mode)
+            os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
+        marker.write_text(tree_id)
+
+    def set_aside(self, job_id: int, attempt: int) -> None:
+        self.log.set_aside(job_id, attempt)
+        (self.state.home / "artifacts" / f"{job_id}.tree").unlink(missing_ok=True)
+
+    def delete(self, job_ids: list[int]) -> None:
+        self.log.delete(job_ids)
+        for job_id in job_ids:
+            (self.state.home / "artifacts" / f"{job_id}.tree").unlink(missing_ok=True)

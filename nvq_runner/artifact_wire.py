@@ -1,0 +1,46 @@
+"""The frames of a chunked artifacts sync (the daemon asks, the runner describes its
+view; the chunks themselves never travel on the event link: the daemon reads the byte
+ranges it lacks over SFTP on the node's connection, as whole-file syncs did)."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class ChunkSource(msgspec.Struct, frozen=True, array_like=True):
+    """Chunk `sha256` is `size` bytes at `offset` of `path` under the reply's root."""
+
+    sha256: str
+    path: str
+    offset: int
+    size: int
+
+
+class ArtifactsTreeQuery(msgspec.Struct, tag="artifacts_tree_query", frozen=True):
+    """Describe job `job_id`'s artifacts as a chunk tree (answered by ArtifactsTreeReply).
+    `known` is the tree the queue host holds already: files it describes with the same
+    size and mtime are not read again."""
+
+    req: int
+    job_id: int
+    known: str = ""
+
+
+class ArtifactsTreeReply(msgspec.Struct, tag="artifacts_tree", frozen=True):
+    req: int
+    job_id: int
+    tree: bytes = b""  # encode_tree()
+    root: str = ""  # where `sources` are read (the upper directory when mounted)
+    sources: list[ChunkSource] = []
+    fetched_bytes: int = 0  # chunks this attempt pulled from the queue host so far
+    mode: str = "plain"  # "mounted" | "restored" | "plain"
+    note: str = ""
+    error: str | None = None
+
+
+class SyncWanted(msgspec.Struct, tag="sync_wanted", frozen=True):
+    """The job touched `$NVQ_ARTIFACTS/.sync`: sync its artifacts now, not at the next
+    period."""
+
+    job_id: int
+    attempt: int
