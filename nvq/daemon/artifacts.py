@@ -162,6 +162,10 @@ class Artifacts:
         d = self.dir(job_id)
         return d.is_dir() and any(d.iterdir())
 
+    def has_any(self, job_id: int) -> bool:
+        """Stored as files, or as a chunk tree (a chunk-capable runner's syncs)."""
+        return self.has_stored(job_id) or self.chunked.holds_files(job_id)
+
     # ------------------------------------------------------------ manifests
 
     def on_manifest(self, msg: p.ArtifactsManifest) -> None:
@@ -337,6 +341,8 @@ class Artifacts:
         lock = self._locks.setdefault(job.id, anyio.Lock())
         async with lock:
             src, dest = self.dir(job.id), self.set_aside_dir(job.id, job.attempt)
+            # a chunk tree is set aside as files too, so the reply's path holds them
+            await anyio.to_thread.run_sync(self.chunked.checkout, job.id, src)
             if self.has_stored(job.id):
                 await anyio.to_thread.run_sync(os.replace, src, dest)
             await anyio.to_thread.run_sync(self.chunked.set_aside, job.id, job.attempt)

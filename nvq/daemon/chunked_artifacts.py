@@ -63,6 +63,13 @@ class ChunkedArtifacts:
         lazy = node.config.lazy_artifacts if node.config is not None else True
         return msgspec.structs.replace(start, artifacts_tree=tree, lazy_artifacts=lazy)
 
+    def holds_files(self, job_id: int) -> bool:
+        """The newest tree names at least one file (an empty `$NVQ_ARTIFACTS` syncs
+        too, as an empty tree)."""
+        tree_id = self.latest_tree(job_id)
+        tree = load_tree(self.store, tree_id) if tree_id else None
+        return tree is not None and bool(tree.files())
+
     def latest_tree(self, job_id: int) -> str:
         last = self.log.latest(job_id)
         return last.tree if last is not None else ""

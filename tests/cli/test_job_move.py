@@ -60,6 +60,7 @@ def test_a_running_job_is_stopped_and_runs_there_as_a_new_attempt(
     assert outcomes == [(running["gpus"], "moved"), ([other], "completed")]
     assert shown["attempts"][0]["reason"] == f"moved to local:{other} by {done['user']}"
     # the artifacts were synced to the queue host as on any reassignment
-    assert (nvq.home / "artifacts" / str(job["id"]) / "step").read_text() == "5\n"
+    listed = nvq.json("job", "artifacts", str(job["id"]))
+    assert (Path(listed["dir"]) / "step").read_text() == "5\n"
     again = nvq.run("job", "move", str(job["id"]), "local")
     assert again.code == 1 and again.err == f"nvq: job {job['id']} has already ended (completed)\n"

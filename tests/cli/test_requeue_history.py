@@ -16,14 +16,21 @@ BODY = (
 
 
 def stored_step(nvq: Nvq, job_id: int) -> str:
-    return (nvq.home / "artifacts" / str(job_id) / "step").read_text().strip()
+    """`step` as the queue host stored it (`job artifacts` checks it out)."""
+    listed = nvq.json("job", "artifacts", str(job_id))
+    return (Path(listed["dir"]) / "step").read_text().strip()
+
+
+def synced(nvq: Nvq, job_id: int) -> None:
+    """Wait for the queue host to hold the ended attempt's artifacts."""
+    nvq.wait_for(job_id, lambda j: bool(j.get("artifact_syncs")))
 
 
 def test_requeue_of_a_completed_job_starts_fresh_and_keeps_the_first_result(nvq: Nvq) -> None:
     job = nvq.submit("--gpus", "0", "--", BODY)
     code, (done,) = nvq.wait(job["id"])
     assert code == 0 and done["result"] == {"step": 1}
-    nvq.wait_for(job["id"], lambda _: (nvq.home / "artifacts" / str(job["id"])).exists())
+    synced(nvq, job["id"])
     r = nvq.ok("job", "requeue", str(job["id"]))
     kept = nvq.home / "artifacts" / f"{job['id']}-attempt-1"
     assert r.out == f"job {job['id']} requeued (artifacts: fresh, attempt 1's set aside in {kept})\n"
@@ -47,7 +54,7 @@ def test_requeue_of_a_completed_job_starts_fresh_and_keeps_the_first_result(nvq:
 def test_requeue_keeps_the_checkpoint_when_asked_and_json_says_which(nvq: Nvq) -> None:
     job = nvq.submit("--gpus", "0", "--", BODY)
     nvq.wait(job["id"])
-    nvq.wait_for(job["id"], lambda _: (nvq.home / "artifacts" / str(job["id"])).exists())
+    synced(nvq, job["id"])
     doc = nvq.json("job", "requeue", str(job["id"]), "--artifacts", "keep")
     assert [(d["id"], d["artifacts"], d["artifacts_kept"]) for d in doc] == [
         (job["id"], "keep", None)

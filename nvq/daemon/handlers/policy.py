@@ -94,7 +94,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> tuple[Any, int]:
         for job in requeued:
             kept = None
             if modes[job.id] == "fresh":
-                if ctx.machines.artifacts.has_stored(job.id):
+                if ctx.machines.artifacts.has_any(job.id):
                     kept = str(ctx.machines.artifacts.set_aside_dir(job.id, job.attempt))
                 ctx.machines.start_fresh(job, ended[job.id].node)
             fields = msgspec.structs.asdict(job)
