@@ -69,15 +69,21 @@ def job_ls(job_id: int | None, as_json: bool) -> int:
 
 
 def job_logs(job_id: int | None, as_json: bool) -> int:
+    from nvq.cli.render.jobs import member_label
     from nvq.cli.render.output import emit
     from nvq.client.sync import Client
 
     assert job_id is not None
-    chunks = Client().logs(job_id, lines=50, follow=False, stream="stdout", attempt=None)
+    client = Client()
+    member = member_label(client.show(job_id))
+    chunks = client.logs(job_id, lines=50, follow=False, stream="stdout", attempt=None)
     if as_json:
         text = b"".join(chunks).decode(errors="replace")
-        emit({"id": job_id, "stream": "stdout", "text": text}, True)
+        doc = {"id": job_id, "stream": "stdout", "text": text}
+        emit({**doc, "member": member} if member else doc, True)
         return 0
+    if member is not None:
+        print(f"==> job {job_id} ({member}) <==", file=sys.stderr, flush=True)
     for data in chunks:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

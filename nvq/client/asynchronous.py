@@ -14,9 +14,10 @@ import anyio.to_thread
 from anyio.abc import SocketStream
 
 from nvq import control as c
+from nvq.client.answers import answer_of, fell_behind
 from nvq.client.autostart import WENT_AWAY, check_socket_path, refused, start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
-from nvq.client.methods import Awaiting, answer_of, fell_behind
+from nvq.client.methods import Awaiting
 from nvq.client.sync import frame
 from nvq.home import Home, default_root
 from nvq.model import Event

@@ -11,9 +11,10 @@ from types import TracebackType
 from typing import Any, Literal
 
 from nvq import control as c
+from nvq.client.answers import answer_of, fell_behind
 from nvq.client.autostart import WENT_AWAY, connect_unix, start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
-from nvq.client.methods import Blocking, answer_of, fell_behind
+from nvq.client.methods import Blocking
 from nvq.home import Home, default_root
 from nvq.model import Event
 from nvq.values import MAX_INT

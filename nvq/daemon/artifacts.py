@@ -1,15 +1,12 @@
-"""Checkpoints that follow the job: `$NVQ_ARTIFACTS` on the node ⇄
-`$NVQ_HOME/artifacts/<job id>/` on the queue host.
+"""Checkpoints that follow the job: `$NVQ_ARTIFACTS` on the node ⇄ the queue host.
 
-Design: big files never travel on the event link. That link carries every job's
-start and exit as small frames in order; a multi-GiB checkpoint on it would hold
-them all up (head-of-line blocking). Instead the daemon asks the runner for a
-*manifest* of the job's artifacts directory (`ArtifactsQuery` → `ArtifactsManifest`:
-relative path, size, mtime in ns — a few bytes per file), compares it with its own
-copy, and moves only the files that differ on a separate channel: SFTP on the node's
-existing SSH connection (a second channel of the same connection, so no new login),
-or a plain copy for the local node. Deleted files are deleted from the copy too, so
-the copy is the directory as it was at the last sync.
+A chunk-capable runner's syncs are chunk trees in the blob store (chunked_artifacts.py:
+only chunks the queue host lacks cross, and the next attempt mounts the tree on
+demand). An older runner's go through a *manifest* (`ArtifactsQuery` →
+`ArtifactsManifest`: path, size, mtime in ns) compared with `$NVQ_HOME/artifacts/<id>/`,
+and only differing files move. Either way big files never travel on the event link
+(they would hold every start and exit up behind them): they go over SFTP on a second
+channel of the node's SSH connection, or a plain copy for the local node.
 
 * Sync: every `[queue] artifact_sync` seconds for each running job, and once more
   when an attempt ends or is stopped (the job is not placed again until that final

@@ -117,8 +117,12 @@ class ChunkedArtifacts:
             return {"synced": False, "why": "node not reachable"}
         if reply.error:
             return {"synced": False, "why": reply.error}
+        described = decode_tree(reply.tree)
+        if last is None and not described.entries:
+            # nothing written, nothing before: no tree kept, no sync shown
+            return {"synced": True, "tree": "", "bytes": 0, "sent": 0, "time": time.time()}
         if check is not None:
-            await check(sum(e.size for e in decode_tree(reply.tree).files()))
+            await check(sum(e.size for e in described.files()))
         previous = await anyio.to_thread.run_sync(load_tree, self.store, known) if known else None
         sftp = None
         read: ReadRanges = read_local

@@ -70,9 +70,14 @@ def shared_nvq() -> Iterator[Nvq]:
 # user either way.
 _DROP_THEN_RUN = """
 import os, pwd, sys
-import nvq.cli.commands, nvq.cli.main, nvq.client, nvq.config, nvq.remote
-import nvq.cli.fast, nvq.cli.render.queue, nvq.cli.typer_run
-nvq.cli.commands.full_app()  # the CLI loads only what a command needs: load all now
+import importlib, pkgutil
+import nvq.cli, nvq.cli.commands, nvq.cli.main, nvq.client, nvq.config, nvq.remote
+# The CLI loads only what a command needs, and finds a command by reading its
+# package's sources: load every module and read the declarations now, as root.
+for found in pkgutil.walk_packages(nvq.cli.__path__, "nvq.cli."):
+    importlib.import_module(found.name)
+nvq.cli.commands.full_app()
+nvq.cli.commands.command_info("job", "ls")
 import encodings.idna, json, shlex, socket, email.utils
 who = pwd.getpwnam(sys.argv[1])
 os.setgroups(os.getgrouplist(who.pw_name, who.pw_gid))

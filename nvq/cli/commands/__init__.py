@@ -81,6 +81,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+@functools.cache
 def _declarations() -> dict[tuple[str, str], list[str]]:
     """(Typer attribute, command name) → the modules whose source declares it, read
     from the text: finding a command must not import the modules it is not in."""
