@@ -138,8 +138,10 @@ def test_a_checkpoint_changed_by_one_percent_syncs_about_one_percent(
         'A="$NVQ_ARTIFACTS"; head -c 20971520 /dev/urandom > "$A/ckpt.pt"; touch "$A/.sync"; '
         f'while [ ! -f {gate} ]; do sleep 0.1; done; '
         # 1 % of the checkpoint rewritten in place (new random bytes at 10 MiB)
-        'head -c 209715 /dev/urandom | dd of="$A/ckpt.pt" bs=1 seek=10485760 conv=notrunc '
-        '2>/dev/null; touch "$A/.sync"; sleep 600'
+        # in one write, so that a periodic sync cannot catch it half done
+        'P=$(mktemp); head -c 209715 /dev/urandom > "$P"; '
+        'dd if="$P" of="$A/ckpt.pt" bs=209715 seek=50 conv=notrunc 2>/dev/null; '
+        'rm "$P"; touch "$A/.sync"; sleep 600'
     )
     job = nvq.submit("--vram", "20GiB", "--", body)["id"]
     first = synced(nvq, job, 1, min_bytes=20 * MiB)

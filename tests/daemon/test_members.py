@@ -73,9 +73,12 @@ import os, pwd, sys
 import importlib, pkgutil
 import nvq.cli, nvq.cli.commands, nvq.cli.main, nvq.client, nvq.config, nvq.remote
 # The CLI loads only what a command needs, and finds a command by reading its
-# package's sources: load every module and read the declarations now, as root.
-for found in pkgutil.walk_packages(nvq.cli.__path__, "nvq.cli."):
-    importlib.import_module(found.name)
+# package's sources: load every module of nvq and read the declarations now, as root.
+import nvq, nvq_runner
+for pkg in (nvq, nvq_runner):
+    for found in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        if not found.name.endswith("__main__"):
+            importlib.import_module(found.name)
 nvq.cli.commands.full_app()
 nvq.cli.commands.command_info("job", "ls")
 import encodings.idna, json, shlex, socket, email.utils
