@@ -14,6 +14,7 @@ import msgspec
 from nvq import control as c
 from nvq.cli.params import CliError
 from nvq.client import Client
+from nvq.domain.arrays import parse_array
 from nvq.model import Job
 
 _MEMBER_RE = re.compile(r"([0-9]+)\[([0-9]+)\]")
@@ -28,9 +29,16 @@ def members(client: Client, array_id: int) -> list[Job]:
     return sorted(found, key=lambda j: (j.array_index or 0, j.id))
 
 
-def submitted(client: Client, first: Job) -> c.ArraySubmitted:
-    ids = [j.id for j in members(client, first.array_id or first.id)]
-    return c.ArraySubmitted(id=first.array_id or first.id, ids=ids, count=len(ids))
+def submitted(client: Client, first: Job, array: str | None) -> c.ArraySubmitted:
+    """The array a submit made. Its members take consecutive ids from the first
+    (domain/arrays.expand), so they are counted from `--array`, not fetched: a
+    100,000-member array's jobs would not fit in one reply."""
+    array_id = first.array_id or first.id
+    if array is not None:
+        ids = list(range(array_id, array_id + len(parse_array(array).indices())))
+    else:
+        ids = [j.id for j in members(client, array_id)]
+    return c.ArraySubmitted(id=array_id, ids=ids, count=len(ids))
 
 
 def submitted_line(doc: c.ArraySubmitted) -> str:

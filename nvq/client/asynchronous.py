@@ -21,7 +21,7 @@ from nvq.client.methods import Awaiting
 from nvq.client.sync import frame
 from nvq.home import Home, default_root
 from nvq.model import Event
-from nvq_runner.protocol import FrameReader
+from nvq_runner.protocol import FrameError, FrameReader
 
 
 class AsyncClient(Awaiting):
@@ -75,7 +75,11 @@ class AsyncClient(Awaiting):
                     data = await stream.receive()
                 except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                     raise ClientError(WENT_AWAY.format("it closed the connection")) from None
-                for payload in frames.feed(data):
+                try:
+                    payloads = frames.feed(data)
+                except FrameError as exc:
+                    raise ClientError(f"the daemon's reply cannot be read: {exc}") from None
+                for payload in payloads:
                     reply = c.reply_decoder.decode(payload)
                     yield reply
                     if isinstance(reply, c.Done):

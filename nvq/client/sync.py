@@ -18,7 +18,7 @@ from nvq.client.methods import Blocking
 from nvq.home import Home, default_root
 from nvq.model import Event
 from nvq.values import MAX_INT
-from nvq_runner.protocol import FrameReader
+from nvq_runner.protocol import FrameError, FrameReader
 
 HEADER = struct.Struct(">I")
 
@@ -84,7 +84,11 @@ class Client(Blocking):
                     raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
                 if not data:
                     raise ClientError(WENT_AWAY.format("it closed the connection"))
-                for payload in frames.feed(data):
+                try:
+                    payloads = frames.feed(data)
+                except FrameError as exc:
+                    raise ClientError(f"the daemon's reply cannot be read: {exc}") from None
+                for payload in payloads:
                     reply = c.reply_decoder.decode(payload)
                     yield reply
                     if isinstance(reply, c.Done):

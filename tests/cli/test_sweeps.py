@@ -45,3 +45,18 @@ def test_an_array_submit_returns_the_array_as_json(nvq: Nvq) -> None:
     assert doc == {"id": doc["id"], "ids": [doc["id"] + n for n in range(3)], "count": 3}
     code, done = nvq.wait(*doc["ids"])
     assert code == 0 and [j["array_index"] for j in done] == [1, 2, 3]
+
+
+def test_an_array_whose_members_would_not_fit_in_one_reply_is_submitted(nvq: Nvq) -> None:
+    # 40,000 members of ~2 KiB of environment each: far over one reply frame (64 MiB)
+    # if the submit fetched its members to name them.
+    gate = nvq.submit("--gpus", "0", "--", "sleep 600")
+    pad = "x" * 2048
+    doc = nvq.submit(
+        "--gpus", "0", "--after", str(gate["id"]), "--env", f"PAD={pad}",
+        "--array", "0-39999", "--", "true",
+    )
+    first = doc["id"]
+    assert (doc["count"], doc["ids"]) == (40000, list(range(first, first + 40000)))
+    last = nvq.show(first + 39999)
+    assert (last["array_id"], last["array_index"], last["state"]) == (first, 39999, "pending")

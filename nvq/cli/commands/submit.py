@@ -141,7 +141,7 @@ def job_submit(
     client = Client()
     job = client.submit_spec(spec)
     if job.array_id is not None:
-        return _submitted_array(client, job, wait=wait, as_json=as_json)
+        return _submitted_array(client, job, spec.array, wait=wait, as_json=as_json)
     said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}"
     if not wait:
         emit(job, as_json, said)
@@ -154,10 +154,12 @@ def job_submit(
     return done.exit_code
 
 
-def _submitted_array(client: Client, first: Job, *, wait: bool, as_json: bool) -> int:
+def _submitted_array(
+    client: Client, first: Job, array: str | None, *, wait: bool, as_json: bool
+) -> int:
     from nvq.cli.sweeps import submitted, submitted_line
 
-    doc = submitted(client, first)
+    doc = submitted(client, first, array)
     said = submitted_line(doc) + unchecked_note(first)
     if not wait:
         emit(doc, as_json, said)
