@@ -27,7 +27,7 @@ class FastCommand(NamedTuple):
 
     def run(self, as_json: bool) -> int:
         """The exit status; a refusal prints its one line, as the typer path does."""
-        from nvq.cli.main import fail
+        from nvq.cli.failure import fail
         from nvq.client.errors import ClientError
 
         try:

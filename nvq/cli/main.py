@@ -11,22 +11,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+from nvq.cli.failure import fail
 
 
 def wants_json(argv: list[str]) -> bool:
     head = argv[: argv.index("--")] if "--" in argv else argv
     return "--json" in head
-
-
-def fail(message: str, code: int, as_json: bool) -> NoReturn:
-    if as_json:
-        from nvq.cli.render.output import emit
-
-        emit({"error": message, "exit_code": code}, True)
-    else:
-        print(f"nvq: {message}", file=sys.stderr)
-    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,7 +8,7 @@ from click import exceptions as click_exc
 
 from nvq.cli.app import GROUPS
 from nvq.cli.commands import command_info, full_app
-from nvq.cli.main import fail
+from nvq.cli.failure import fail
 from nvq.cli.sweeps import resolve_members
 from nvq.client import ClientError
 

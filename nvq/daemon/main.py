@@ -64,10 +64,11 @@ async def serve(home: Path) -> None:
     state = State(config, store, home, hooks=ops)
     machines = Machines(state, Artifacts(state))
     runner_events = RunnerEvents(state, machines)
+    pilots = None
     if config.clusters:
         from nvq.daemon.pilots import DaemonPilots
 
-        state.pilots = DaemonPilots(state, machines, runner_events)
+        state.pilots = pilots = DaemonPilots(state, machines, runner_events)
     try:
         await state.load()
         await machines.load()
@@ -83,8 +84,8 @@ async def serve(home: Path) -> None:
             tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
             tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
             tg.start_soon(keep_history, state)  # the Nodes page's chart
-            if state.pilots is not None:
-                tg.start_soon(state.pilots.run)  # [[clusters]]: one pilot manager each
+            if pilots is not None:
+                tg.start_soon(pilots.run)  # [[clusters]]: one pilot manager each
             tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over
             for node in state.nodes.values():
                 opener = (

@@ -33,8 +33,8 @@ from nvq.daemon.apply import apply
 from nvq.daemon.errors import RequestError
 from nvq.daemon.link import NodeEvents, run_link
 from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.pending_view import time_limit
 from nvq.daemon.pilot_ids import PilotIds
-from nvq.daemon.placing import time_limit
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.domain import reassign

@@ -13,18 +13,17 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
 
 import anyio
 
 from nvq.config import Config
 from nvq.daemon.apply import record
+from nvq.daemon.pending_view import to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
 from nvq.daemon.waits import PassFacts, node_facts
 from nvq.domain import arrays, deps, lanes, ordering, starvation, transitions
-from nvq.domain.matching import parse_cuda
 from nvq.domain.pending_groups import Capacity
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult
 from nvq.model import Job, JobState, Tx
@@ -149,34 +148,6 @@ async def dependency_states(state: State, jobs: Iterable[Job]) -> dict[int, JobS
     states = {i: state.jobs[i].state for i in ids if i in state.jobs}
     states.update(await state.store.states_of(ids - states.keys()))
     return states
-
-
-def to_pending(job: Job, **extra: Any) -> PendingJob:
-    """The job as placement sees it; `extra` fills the fields other modules own
-    (who may use a busy node) without building the struct twice."""
-    lane_node, lane_gpu = (None, None)
-    if job.lane is not None:
-        lane_node, lane_gpu = lanes.parse_lane(job.lane)
-    return PendingJob(
-        id=job.id,
-        priority=job.priority,
-        created_at=job.rank,  # placement's order key: the dispatch sequence
-        gpus=1 if lane_gpu is not None else job.gpus_requested,
-        vram_mb=job.vram_mb,
-        node=lane_node if lane_node is not None else job.node_request,
-        cuda=parse_cuda(job.cuda) if job.cuda else None,
-        memory_mb=job.memory_mb,
-        gpu=lane_gpu,
-        time_limit=time_limit(job),
-        **extra,
-    )
-
-
-def time_limit(job: Job) -> float | None:
-    """The time a job may run (--timeout, --max-runtime): what a Slurm pilot's
-    remaining walltime must hold."""
-    limits = [t for t in (job.timeout, job.max_runtime) if t is not None]
-    return min(limits) if limits else None
 
 
 def lane_statuses(state: State, dep_status: dict[int, deps.DepStatus]) -> list[lanes.LaneStatus]:

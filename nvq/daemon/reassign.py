@@ -83,8 +83,8 @@ class Machines:
     def _steered(self, job: Job, avoid: str, fields: dict[str, Any]) -> dict[str, Any]:
         """The nodes a job that ran out its time on `avoid` may go to now (none given:
         any), by the rule of `reassign.steer_clear`."""
-        from nvq.daemon.placing import to_pending  # placing imports this
-        from nvq.daemon.slots import node_slots
+        from nvq.daemon.pending_view import to_pending
+        from nvq.daemon.slots import node_slots  # slots names a Machines protocol of its own
 
         queue = self.state.config.queue
         base = to_pending(job, **fields)

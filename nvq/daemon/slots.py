@@ -5,15 +5,22 @@ A node whose inputs did not change since the last pass keeps its slot."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from nvq.daemon.nodes import NodeRuntime
-from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views
 from nvq.domain.matching import memory_free, node_cuda
 from nvq.domain.placement import GpuSlot, NodeSlot
 from nvq.model import Job
+
+
+class Machines(Protocol):
+    """What slots read from reassign.Machines (busy owners, fences), named here so
+    that reassignment may ask for slots without an import circle."""
+
+    def slot_fields(self, node: NodeRuntime) -> dict[str, Any]: ...
+    def fenced(self, node: str) -> bool: ...
 
 
 def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:

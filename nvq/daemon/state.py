@@ -13,7 +13,7 @@ import secrets
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 import msgspec
@@ -28,14 +28,21 @@ from nvq.daemon.waits import PassFacts
 from nvq.domain import reassign
 from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.starvation import Reservation
-from nvq.model import Job, JobState, NewAlert, Reap, Tx
+from nvq.model import Job, JobState, NewAlert, NodeView, Reap, Tx
 from nvq.store import Store
 from nvq_runner import protocol as p
 
-if TYPE_CHECKING:
-    from nvq.daemon.pilots import DaemonPilots
-
 log = logging.getLogger("nvq.daemon")
+
+
+class PilotNodes(Protocol):
+    """What placement and the node views ask of the [[clusters]] pilot managers
+    (daemon/pilots.py), named here so the state does not import what builds on it."""
+
+    def after_placement(self) -> None: ...
+    def slot_fields(self, node: str) -> dict[str, Any]: ...
+    def may_fit(self, job: Job) -> bool: ...
+    def node_views(self, views: list[NodeView]) -> list[NodeView]: ...
 
 # States whose jobs live in memory (the rest are history, read from the database).
 LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.HELD, JobState.PAUSED})
@@ -77,7 +84,7 @@ class State:
         self.starves_at: float | None = None  # when the waiting head starts to starve
         self.subscribers = Subscribers()  # the live event stream's readers
         self.pass_facts: PassFacts | None = None  # what the last placement pass saw
-        self.pilots: DaemonPilots | None = None  # [[clusters]]: Slurm pilots as nodes
+        self.pilots: PilotNodes | None = None  # [[clusters]]: Slurm pilots as nodes
         # node → job ids its runner knows that queue.db does not (see runner_events)
         self.store_behind: dict[str, set[int]] = {}
 

@@ -8,7 +8,7 @@ import anyio
 
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.nodes import NodeRuntime
-from nvq.daemon.placing import to_pending
+from nvq.daemon.pending_view import to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State

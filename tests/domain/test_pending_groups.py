@@ -11,7 +11,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvq.daemon.placing import to_pending
+from nvq.daemon.pending_view import to_pending
 from nvq.domain import arrays, ordering
 from nvq.domain.pending_groups import Capacity, PendingGroups, merged
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult

@@ -11,7 +11,7 @@ from nvq.daemon.pilots import DaemonPilots
 
 
 def _pilots(ctx: Context) -> DaemonPilots:
-    if ctx.state.pilots is None:
+    if not isinstance(ctx.state.pilots, DaemonPilots):
         raise RequestError("no [[clusters]] in config.toml")
     return ctx.state.pilots
 

@@ -1,0 +1,17 @@
+"""How a CLI call that cannot go on ends: one line on stderr (with --json, a JSON
+error document on stdout) and the exit code. Shared by the fast path and typer's."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+
+def fail(message: str, code: int, as_json: bool) -> NoReturn:
+    if as_json:
+        from nvq.cli.render.output import emit
+
+        emit({"error": message, "exit_code": code}, True)
+    else:
+        print(f"nvq: {message}", file=sys.stderr)
+    sys.exit(code)
