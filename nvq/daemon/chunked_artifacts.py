@@ -161,6 +161,7 @@ class ChunkedArtifacts:
         if tree is None:
             return
         shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(mode=0o700, parents=True, exist_ok=True)  # no files: an empty directory
         for entry in tree.entries:
             target = dest / entry.path
             target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
