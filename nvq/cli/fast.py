@@ -14,7 +14,6 @@ path off (the test uses it to run the typer twin)."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -52,41 +51,22 @@ def job_show(job_id: int | None, as_json: bool) -> int:
 
 
 def job_ls(job_id: int | None, as_json: bool) -> int:
-    from nvq.cli.job_window import LEFT_OUT, json_document, window_request
-    from nvq.cli.render.jobs import jobs_table
-    from nvq.cli.render.output import emit
-    from nvq.client.sync import Client
+    from nvq.cli.job_window import print_window, window_request
 
-    # The same default window as the typer `job ls` (tests/cli/test_fast_path.py
-    # compares the two byte for byte).
-    window = window_request(
-        states=[], user=None, tag=None, array=None, since=None, limit=None, every=False
+    print_window(
+        window_request(
+            states=[], user=None, tag=None, array=None, since=None, limit=None, every=False
+        ),
+        as_json,
     )
-    page = Client().job_window(window)
-    text = jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
-    emit(json_document(page), as_json, text)
     return 0
 
 
 def job_logs(job_id: int | None, as_json: bool) -> int:
-    from nvq.cli.render.jobs import member_label
-    from nvq.cli.render.output import emit
-    from nvq.client.sync import Client
+    from nvq.cli.logs_output import print_logs
 
     assert job_id is not None
-    client = Client()
-    member = member_label(client.show(job_id))
-    chunks = client.logs(job_id, lines=50, follow=False, stream="stdout", attempt=None)
-    if as_json:
-        text = b"".join(chunks).decode(errors="replace")
-        doc = {"id": job_id, "stream": "stdout", "text": text}
-        emit({**doc, "member": member} if member else doc, True)
-        return 0
-    if member is not None:
-        print(f"==> job {job_id} ({member}) <==", file=sys.stderr, flush=True)
-    for data in chunks:
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+    print_logs(job_id, lines=50, follow=False, stream="stdout", attempt=None, as_json=as_json)
     return 0
 
 

@@ -74,3 +74,15 @@ def json_document(page: c.JobPage) -> Any:
     if page.more:
         return {"jobs": page.jobs, "more": True}
     return page.jobs
+
+
+def print_window(window: c.JobWindow, as_json: bool) -> None:
+    """Ask for `window` and print it: the table (saying when jobs were left out), or
+    the JSON document. The typer command and the fast path both print through here."""
+    from nvq.cli.render.jobs import jobs_table
+    from nvq.cli.render.output import emit
+    from nvq.client.sync import Client
+
+    page = Client().job_window(window)
+    text = jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
+    emit(json_document(page), as_json, text)

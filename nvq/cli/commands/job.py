@@ -3,7 +3,6 @@ one request each (submit, the policy commands and artifacts have their own modul
 
 from __future__ import annotations
 
-import sys
 from typing import Literal
 
 import msgspec
@@ -11,7 +10,7 @@ import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration
-from nvq.cli.render.jobs import job_detail, jobs_table, member_label, outcome
+from nvq.cli.render.jobs import job_detail, jobs_table, outcome
 from nvq.cli.render.output import emit
 from nvq.cli.render.why import why_text
 from nvq.client import Client
@@ -38,7 +37,7 @@ def job_ls(
 
     --limit N shows the newest N jobs, --all every one; the filters narrow either.
     When jobs were left out the list says so (with --json: {"jobs": [...], "more": true})."""
-    from nvq.cli.job_window import LEFT_OUT, json_document, window_request
+    from nvq.cli.job_window import print_window, window_request
 
     states = [*state, "held"] if held else state
     if active:
@@ -48,9 +47,7 @@ def job_ls(
     window = window_request(
         states=states, user=user, tag=tag, array=array, since=since, limit=limit, every=every
     )
-    page = Client().job_window(window)
-    text = jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
-    emit(json_document(page), as_json, text)
+    print_window(window, as_json)
     return 0
 
 
@@ -99,20 +96,11 @@ def job_logs(
     stream: Literal["stdout", "stderr", "setup"] = (
         "setup" if setup else "stderr" if stderr else "stdout"
     )
-    client = Client()
-    member = member_label(client.show(job_id))
-    chunks = client.logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt)
-    if as_json:
-        text = b"".join(chunks).decode(errors="replace")
-        doc = {"id": job_id, "stream": stream, "text": text}
-        emit({**doc, "member": member} if member else doc, True)
-        return 0
-    if member is not None:
-        # On stderr, so that the output itself stays the job's own bytes.
-        print(f"==> job {job_id} ({member}) <==", file=sys.stderr, flush=True)
-    for data in chunks:
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+    from nvq.cli.logs_output import print_logs
+
+    print_logs(
+        job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, as_json=as_json
+    )
     return 0
 
 
