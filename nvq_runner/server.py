@@ -113,7 +113,7 @@ class Runner:
                         JOURNAL_RETRY, self._journal_held)
                 return
             self._held.pop(0)
-            log.info("event %s", event)
+            log.debug("event %s", event)
             if self.conn is not None:
                 self.conn.send(event)
 
@@ -363,6 +363,7 @@ class Runner:
                 os.unlink(SOCKET)
             self.jobs.close()
             self.journal.close()
+            self.queue.flush()
             self.backend.close()
 
 

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
+from nvq_runner.launcher import runner_pid
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, Kill, LogData, Tail
 from tests.runner.test_live import Client, Node, job, stop_runner
 
@@ -66,3 +70,20 @@ def test_kill_before_start_names_the_identity(node: Node) -> None:
     assert c.expect(JobLost, job_id=6).reason == "killed before start"
     c.send(job(6, "echo never", queue_id="q1", nonce="new"))
     assert [e for e in c.events(0.5) if isinstance(e, JobStarted)] == []
+
+
+def test_a_runner_killed_hard_still_reports_the_newest_job_id(node: Node) -> None:
+    """The remembered id is written at most once a second; the job directories made
+    before each job ran carry it over a SIGKILL."""
+    node.start()
+    c, _ = node.hello()
+    c.send(job(3, "true", queue_id="q7", nonce="a"))  # a new queue: written at once
+    c.expect(JobExited, job_id=3)
+    c.send(job(8, "true", queue_id="q7", nonce="b"))  # a higher id: written later
+    c.expect(JobExited, job_id=8)
+    pid = runner_pid(node.home)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    node.start()
+    _, hello = node.hello()
+    assert (hello.queue_id, hello.max_job_id) == ("q7", 8)
