@@ -4,6 +4,7 @@ wrapper's exit record, else the waitpid status, else a hard kill's SIGKILL), and
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -49,12 +50,22 @@ def exited(
     progress, tail = d.progress(), d.stderr_tail()
     result, result_error = d.result_text(rec.max_result)
     files = workfiles.written(d.path)
+    kept = _holds_anything(d.artifacts)
     return lambda seq: JobExited(
         seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=code,
         signal=sig, ended_at=ended, reason=reason, progress=progress,
         stderr_tail=tail, result=result, result_error=result_error,
         log_truncated=truncated, written=files, oom_killed=oom_killed,
+        artifacts=kept,
     )
+
+
+def _holds_anything(path: Path) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
 
 
 def _mtime(path: Path) -> float:

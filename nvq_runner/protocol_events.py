@@ -130,6 +130,9 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     # The kernel's OOM killer killed a process of the job's memory cgroup (its
     # `memory.events` says so); False where the runner cannot tell.
     oom_killed: bool = False
+    # Its $NVQ_ARTIFACTS held something when it ended. False lets the daemon skip the
+    # final sync of a job that never kept artifacts (True from older runners).
+    artifacts: bool = True
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):

@@ -43,7 +43,7 @@ async def commit_together(
             return 0
         tx = Tx()
         seen: dict[int, Job] = {}  # jobs as earlier events of this batch left them
-        ended: list[tuple[Job, int]] = []
+        ended: list[tuple[Job, p.JobExited]] = []
         taken = 0
         last_seq = node.applied_seq
         for ev in evs:
@@ -62,7 +62,7 @@ async def commit_together(
                 outcome = transitions.started(job, ev, node.name)
             else:
                 outcome = transitions.exited(job, ev, node.name)
-                ended.append((outcome.job if outcome.job is not None else job, ev.attempt))
+                ended.append((outcome.job if outcome.job is not None else job, ev))
             if outcome.job is not None:
                 seen[ev.job_id] = outcome.job
             record(tx, outcome)
@@ -75,7 +75,7 @@ async def commit_together(
             node.applied_seq = last_seq
         if taken:
             node.post(p.Ack(max(last_seq, node.applied_seq)))
-        for job, attempt in ended:
+        for job, exited in ended:
             # Its last artifacts are fetched before the job may run again.
-            machines.attempt_ended(node, job, attempt)
+            machines.attempt_ended(node, job, exited.attempt, kept=exited.artifacts)
         return taken

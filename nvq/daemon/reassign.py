@@ -188,13 +188,19 @@ class Machines:
 
     # ------------------------------------------------------------ attempts ending
 
-    def attempt_ended(self, node: NodeRuntime, job: Job | None, attempt: int) -> None:
+    def attempt_ended(
+        self, node: NodeRuntime, job: Job | None, attempt: int, *, kept: bool = True,
+    ) -> None:
         """An attempt exited on `node`: take its last artifacts before the job may run
-        again. Must hold the lock (placement must see `syncing` at once)."""
+        again. Must hold the lock (placement must see `syncing` at once). `kept`:
+        False when the runner saw nothing in the job's artifacts folder."""
         if job is None or job.attempt != attempt or job.node not in (None, node.name):
             return  # a stale attempt: the job has moved on, its copy must not regress
         if node.hello is None or "artifacts" not in node.hello.features:
             return
+        if not kept and not (self.artifacts.chunked.latest_tree(job.id)
+                             or self.artifacts.has_stored(job.id)):
+            return  # nothing there and nothing here: the sync would find nothing
         self.syncing.add(job.id)
         self._submit(("final", node.name, job.id))
 

@@ -255,7 +255,9 @@ class RunnerEvents:
             node.post(p.Ack(ev.seq))
             if not isinstance(ev, p.JobStarted):
                 # Its last artifacts are fetched before the job may run again.
-                self.machines.attempt_ended(node, new if new is not None else job, ev.attempt)
+                kept = ev.artifacts if isinstance(ev, p.JobExited) else True
+                self.machines.attempt_ended(node, new if new is not None else job, ev.attempt,
+                                            kept=kept)
             if not node.reconciled and ev.seq >= node.replay_until:
                 await self._reconcile(node)
         if not isinstance(ev, p.JobStarted):
