@@ -89,3 +89,14 @@ def machine() -> dict[str, Any]:
             if line.startswith("MemTotal:"):
                 mem_kb = int(line.split()[1])
     return {"cores": os.cpu_count(), "mem_gib": round(mem_kb / 1024 / 1024, 1)}
+
+
+def cpu_busy_ms() -> float:
+    """CPU time the whole machine spent busy so far (every core, every process), from
+    /proc/stat: the difference over a run, divided by its jobs, is what one job cost,
+    a figure that holds when the wall-clock rate is skewed by a noisy machine."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(f) for f in fields]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    busy = sum(ticks[:8]) - idle  # guest time is already inside user
+    return busy * 1000 / os.sysconf("SC_CLK_TCK")
