@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not from typing: importing it costs every CLI call
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from nvq.client import AsyncClient, Client, ClientError, DaemonUnavailable
 
 __all__ = ["AsyncClient", "Client", "ClientError", "DaemonUnavailable", "__version__"]

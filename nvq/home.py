@@ -10,9 +10,11 @@ import grp
 import os
 import pwd
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and msgspec cost a CLI call milliseconds
+    from typing import IO
 
 # What every file and directory nvq makes gets (0600 / 0700), whatever the caller's
 # umask: the queue's database, logs and backups are its owner's alone.
@@ -53,9 +55,27 @@ def default_root() -> Path:
     return Path(os.environ.get("NVQ_HOME") or Path.home() / ".nvq").expanduser()
 
 
-@dataclass(frozen=True)
 class Home:
+    """The paths under one `$NVQ_HOME`. (Not a dataclass: importing dataclasses costs
+    every CLI call milliseconds.)"""
+
+    __slots__ = ("root",)
     root: Path
+
+    def __init__(self, root: Path) -> None:
+        object.__setattr__(self, "root", root)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Home is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Home) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Home(root={self.root!r})"
 
     @classmethod
     def from_env(cls) -> Home:

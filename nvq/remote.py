@@ -24,9 +24,10 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from nvq.home import Home
+
+TYPE_CHECKING = False  # not from typing: every CLI call imports this module
 
 if TYPE_CHECKING:  # every CLI call imports this module; most never parse a config
     from nvq.config import RemoteConfig, SubmitConfig

@@ -24,28 +24,30 @@ from __future__ import annotations
 import json
 import math
 import re
-from fractions import Fraction
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing itself costs a CLI call milliseconds
+    from typing import Any
 
 MAX_INT = 2**63 - 1  # SQLite's largest integer: ids, sizes in MiB and counts fit in it
 MIN_INT = -(2**63)
 MAX_SECONDS = 100 * 365.25 * 86400  # 100 years: anything longer is a typo
 
 # MiB per unit; K is a fraction so KiB round up to whole MiB exactly.
-_SIZE_UNITS: dict[str, Fraction] = {
-    "": Fraction(1),
-    "k": Fraction(1, 1024),
-    "ki": Fraction(1, 1024),
-    "kib": Fraction(1, 1024),
-    "m": Fraction(1),
-    "mi": Fraction(1),
-    "mib": Fraction(1),
-    "g": Fraction(1024),
-    "gi": Fraction(1024),
-    "gib": Fraction(1024),
-    "t": Fraction(1024**2),
-    "ti": Fraction(1024**2),
-    "tib": Fraction(1024**2),
+_SIZE_UNITS: dict[str, tuple[int, int]] = {
+    "": (1, 1),
+    "k": (1, 1024),
+    "ki": (1, 1024),
+    "kib": (1, 1024),
+    "m": (1, 1),
+    "mi": (1, 1),
+    "mib": (1, 1),
+    "g": (1024, 1),
+    "gi": (1024, 1),
+    "gib": (1024, 1),
+    "t": (1024**2, 1),
+    "ti": (1024**2, 1),
+    "tib": (1024**2, 1),
 }
 _DECIMAL_UNITS = {"kb": "KiB", "mb": "MiB", "gb": "GiB", "tb": "TiB"}
 
@@ -99,7 +101,9 @@ def parse_size(text: str) -> int:
             f"invalid size {text!r}: expected a number with a binary unit, like 20GiB or 512MiB"
         )
     # Fraction keeps "1.5GiB" exact; ceil so a request is never silently shrunk.
-    mib = math.ceil(Fraction(match.group(1)) * _SIZE_UNITS[unit])
+    from fractions import Fraction  # not at import: every CLI call loads this module
+
+    mib = math.ceil(Fraction(match.group(1)) * Fraction(*_SIZE_UNITS[unit]))
     if mib > MAX_INT:
         raise ValueError(f"invalid size {text!r}: too large")
     return mib

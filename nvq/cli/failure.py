@@ -4,7 +4,10 @@ error document on stdout) and the exit code. Shared by the fast path and typer's
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and msgspec cost a CLI call milliseconds
+    from typing import NoReturn
 
 
 def fail(message: str, code: int, as_json: bool) -> NoReturn:

@@ -14,15 +14,22 @@ path off (the test uses it to run the typer twin)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import NamedTuple
+import sys
 
 JSON = "--json"
 
 
-class FastCommand(NamedTuple):
-    body: Callable[[int | None, bool], int]
-    job_id: int | None
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing itself costs the calls this module exists to make cheap
+    from collections.abc import Callable
+
+
+class FastCommand:
+    __slots__ = ("body", "job_id")
+
+    def __init__(self, body: Callable[[int | None, bool], int], job_id: int | None) -> None:
+        self.body = body
+        self.job_id = job_id
 
     def run(self, as_json: bool) -> int:
         """The exit status; a refusal prints its one line, as the typer path does."""
@@ -40,11 +47,14 @@ class FastCommand(NamedTuple):
 
 
 def job_show(job_id: int | None, as_json: bool) -> int:
+    assert job_id is not None
+    request = {"type": "show", "id": job_id, "logs": 0}
+    if _plain(request, as_json, "job_detail"):
+        return 0
     from nvq.cli.render.jobs import job_detail
     from nvq.cli.render.output import emit
     from nvq.client.sync import Client
 
-    assert job_id is not None
     doc = Client().show(job_id, logs=0)
     emit(doc, as_json, job_detail(doc), reveal=False)
     return 0
@@ -71,6 +81,8 @@ def job_logs(job_id: int | None, as_json: bool) -> int:
 
 
 def queue_status(job_id: int | None, as_json: bool) -> int:
+    if _plain({"type": "status"}, as_json, "status_text"):
+        return 0
     from nvq.cli.render.output import emit
     from nvq.cli.render.queue import status_text
     from nvq.client.sync import Client
@@ -78,6 +90,28 @@ def queue_status(job_id: int | None, as_json: bool) -> int:
     doc = Client().status()
     emit(doc, as_json, status_text(doc))
     return 0
+
+
+def _plain(request: dict[str, object], as_json: bool, render: str) -> bool:
+    """Answer over the plain wire (no msgspec, no typed replies): the `--json` text as
+    the daemon formatted it, or the data rendered by the typed path's own function.
+    False when no daemon answers: the typed path then starts one or says why not."""
+    from nvq.client.plain import NotAnswering, ask
+    from nvq.home import Home, default_root
+
+    try:
+        data, _ = ask(Home(default_root()).socket, request, "json" if as_json else "data")
+    except NotAnswering:
+        return False
+    if as_json:
+        sys.stdout.write(data + "\n")
+        return True
+    from nvq.cli.render import jobs, queue
+    from nvq.cli.render.fields import fields
+
+    doc = fields(data)
+    print(jobs.job_detail(doc) if render == "job_detail" else queue.status_text(doc))
+    return True
 
 
 # (group, command) → (its body, whether it takes one job id)

@@ -14,22 +14,33 @@ runs) and returns its answer decoded into a msgspec Struct of `nvq.control` or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from nvq.client.errors import ClientError, DaemonUnavailable
-from nvq.client.spec import job_spec
-from nvq.client.sync import Client
+TYPE_CHECKING = False  # not from typing: the CLI's plain reads import this package
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from nvq.client.asynchronous import AsyncClient
+    from nvq.client.errors import ClientError, DaemonUnavailable
+    from nvq.client.spec import job_spec
+    from nvq.client.sync import Client
 
 __all__ = ["AsyncClient", "Client", "ClientError", "DaemonUnavailable", "job_spec"]
 
+# Loaded when first asked for: a CLI call that only needs `nvq.client.plain` (or the
+# errors) must not pay for msgspec and the typed requests, nor anyio for AsyncClient.
+_WHERE = {
+    "AsyncClient": "nvq.client.asynchronous",
+    "Client": "nvq.client.sync",
+    "ClientError": "nvq.client.errors",
+    "DaemonUnavailable": "nvq.client.errors",
+    "job_spec": "nvq.client.spec",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # anyio costs a CLI call milliseconds it never needs: load it only when asked.
-    if name == "AsyncClient":
-        from nvq.client.asynchronous import AsyncClient
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return AsyncClient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

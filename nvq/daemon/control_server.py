@@ -3,6 +3,7 @@ with `Chunk`s (streams) and a final `Done`."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import grp
 import logging
@@ -19,9 +20,10 @@ import msgspec
 from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 from nvq import control as c
+from nvq.control.plain import PlainRequest, plain_encoder, plain_request_decoder
 from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers import HANDLERS, permission
 from nvq.daemon.handlers.events import FellBehind, subscribe
 from nvq.daemon.handlers.logs import open_logs
@@ -29,6 +31,7 @@ from nvq.domain import permissions
 from nvq.domain.permissions import Rule
 from nvq.home import queue_owner
 from nvq.values import MAX_INT, MIN_INT
+from nvq.world.secrets import hide_secrets, shown_json
 from nvq_runner.protocol import FrameError, FrameReader
 
 log = logging.getLogger("nvq.control")
@@ -38,8 +41,8 @@ ACCEPT_RETRY = 0.1
 _HEADER = struct.Struct(">I")
 
 
-def _frame(msg: c.Reply) -> bytes:
-    payload = c.encoder.encode(msg)
+def _frame(msg: c.Reply, plain: bool = False) -> bytes:
+    payload = plain_encoder.encode(msg) if plain else c.encoder.encode(msg)
     return _HEADER.pack(len(payload)) + payload
 
 
@@ -54,13 +57,17 @@ def peer_user(stream: SocketStream) -> str:
         return str(uid)
 
 
-async def _read_request(stream: SocketStream) -> c.Request:
+async def _read_request(stream: SocketStream) -> tuple[c.Request, PlainRequest | None]:
+    """The request, and its plain-wire wrapper when it came as JSON (nvq.control.plain)."""
     frames = FrameReader()
     while True:
         data = await stream.receive()
         payloads = frames.feed(data)
         if payloads:
-            return c.request_decoder.decode(payloads[0])
+            if payloads[0][:1] == b"{":
+                plain = plain_request_decoder.decode(payloads[0])
+                return plain.request, plain
+            return c.request_decoder.decode(payloads[0]), None
 
 
 async def open_control_socket(path: Path, members_group: str | None) -> SocketListener:
@@ -120,10 +127,13 @@ def _out_of_descriptors(exc: BaseException) -> bool:
 async def _handle(ctx: Context, stream: SocketStream) -> None:
     async with stream:
         try:
-            request = await _read_request(stream)
+            request, plain = await _read_request(stream)
         except (anyio.EndOfStream, anyio.BrokenResourceError, FrameError, msgspec.DecodeError):
             return
         user = peer_user(stream)
+        if plain is not None:
+            await _answer_plain(ctx, stream, request, plain, user)
+            return
         try:
             if isinstance(request, c.Logs):
                 await check_permission(ctx, request, user)
@@ -145,6 +155,25 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
             pass
         if isinstance(request, c.StopDaemon):
             ctx.state.stop_requested.set()
+
+
+async def _answer_plain(
+    ctx: Context, stream: SocketStream, request: c.Request, plain: PlainRequest, user: str
+) -> None:
+    """One `Done` as JSON: the answer hidden of secrets, as data or as `--json` text."""
+    try:
+        if isinstance(request, c.Logs | c.Subscribe):
+            raise BadRequest("streams are not answered on the plain wire")
+        data, code = await _answer(ctx, request, user)
+        shown = shown_json(data) if plain.want == "json" else hide_secrets(data)
+        reply = c.Done(data=shown, exit_code=code)
+    except RequestError as exc:
+        reply = c.Done(error=str(exc), exit_code=exc.exit_code)
+    except Exception as exc:
+        log.exception("request %r failed", request)
+        reply = c.Done(error=f"internal error: {exc}", exit_code=1)
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await stream.send(_frame(reply, plain=True))
 
 
 async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:

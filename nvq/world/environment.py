@@ -13,9 +13,12 @@ not follow), then the node's configured env, then `--env`. Whatever nvq sets
 from __future__ import annotations
 
 import fnmatch
-import functools
 from collections.abc import Iterable, Mapping
 
+from nvq.world.secret_names import MASK as MASK
+from nvq.world.secret_names import SECRET_WORDS as SECRET_WORDS
+from nvq.world.secret_names import is_secret as is_secret
+from nvq.world.secret_names import masked as masked
 from nvq_runner.node_env import (
     NO_SUCH_PATH,
     NODE_IDENTITY,
@@ -36,8 +39,6 @@ SHELL_ONLY = frozenset({
     "PWD", "OLDPWD", "SHLVL", "_", "DISPLAY", "XDG_RUNTIME_DIR", "CUDA_VISIBLE_DEVICES",
 })
 SHELL_ONLY_PREFIXES = ("SSH_", "WAYLAND_", "TERM", "NVQ_")
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
-MASK = "***"
 
 
 def _excluded(name: str, extra: Iterable[str]) -> bool:
@@ -53,14 +54,3 @@ def capture(environ: Mapping[str, str], exclude: Iterable[str] = ()) -> dict[str
     return {k: v for k, v in sorted(environ.items()) if not _excluded(k, extra)}
 
 
-@functools.lru_cache(maxsize=4096)  # the same few names, job after job
-def is_secret(name: str) -> bool:
-    upper = name.upper()
-    return any(word in upper for word in SECRET_WORDS)
-
-
-def masked(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment as shown to people: values of secret-looking names hidden."""
-    if not any(map(is_secret, env)):
-        return dict(env)
-    return {k: MASK if is_secret(k) else v for k, v in env.items()}

@@ -4,7 +4,10 @@ the previous artifacts, and per sync what crossed against what it describes."""
 from __future__ import annotations
 
 from nvq.cli.render.table import ago
-from nvq.control.replies import JobDetail
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
+    from nvq.control.replies import JobDetail
 
 SHOWN = 10  # the newest syncs; --json has them all
 

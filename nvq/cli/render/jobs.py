@@ -9,9 +9,12 @@ from collections.abc import Sequence
 from nvq.cli.render.artifacts import artifact_lines
 from nvq.cli.render.table import ago, clip, safe, table
 from nvq.cli.render.world import world_lines
-from nvq.control import JobDetail
-from nvq.model import Job
 from nvq.values import format_duration, format_mib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
+    from nvq.control import JobDetail
+    from nvq.model import Job
 
 
 def runtime(job: Job, now: float | None = None) -> str:

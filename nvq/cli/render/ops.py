@@ -4,8 +4,11 @@ lanes and stored artifacts."""
 from __future__ import annotations
 
 from nvq.cli.render.table import ago, clip, table
-from nvq.control import Alert, Artifacts, LaneStatus, QueueStatus, StoreCheck
 from nvq.values import format_mib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
+    from nvq.control import Alert, Artifacts, LaneStatus, QueueStatus, StoreCheck
 
 
 def alerts_table(alerts: list[Alert], detail: bool = False) -> str:

@@ -7,9 +7,12 @@ import time
 from nvq.cli.render.jobs import jobs_table
 from nvq.cli.render.ops import status_lead, status_tail
 from nvq.cli.render.table import clip, table
-from nvq.control import ArraySummary, QueueStatus
-from nvq.model import Event, NodeView
 from nvq.values import format_duration, format_mib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
+    from nvq.control import ArraySummary, QueueStatus
+    from nvq.model import Event, NodeView
 
 
 def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import time
 
-from nvq.model import Job
-from nvq.world.environment import masked
+from nvq.world.secret_names import masked
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
+    from nvq.model import Job
 
 SHORT_ID = 12
 MAX_WRITTEN = 500  # the runner lists no more (nvq_runner.workfiles.MAX_LISTED)

@@ -1,0 +1,68 @@
+"""A request over the plain wire (nvq.control.plain) with nothing but the standard
+library: what the CLI's commonest reads use, so that a call costs little more than
+the interpreter's start. It never starts a daemon; `NotAnswering` tells the caller
+to take the typed client, which does, and which says why it cannot."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from pathlib import Path
+
+from nvq.client.autostart import WENT_AWAY
+from nvq.client.errors import ClientError
+
+TYPE_CHECKING = False  # typing itself costs the CLI call this module serves
+if TYPE_CHECKING:
+    from typing import Any
+
+HEADER = struct.Struct(">I")
+MAX_FRAME = 64 * 1024 * 1024  # nvq_runner.protocol.MAX_FRAME
+
+
+class NotAnswering(Exception):
+    """Nothing listens on the socket (or it cannot be reached): nothing was sent."""
+
+
+def ask(socket_path: Path, request: dict[str, Any], want: str = "data") -> tuple[Any, int]:
+    """`Done.data` and `Done.exit_code` of one request (`{"type": …, …}`, as msgspec
+    writes the typed one). A refusal raises ClientError with the daemon's words."""
+    payload = json.dumps({"request": request, "want": want}).encode()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            sock.connect(str(socket_path))
+        except OSError as exc:
+            raise NotAnswering(str(exc)) from None
+        try:
+            sock.sendall(HEADER.pack(len(payload)) + payload)
+            done = json.loads(_read_frame(sock))
+        except OSError as exc:
+            raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
+    finally:
+        sock.close()
+    if done.get("error") is not None:
+        raise ClientError(done["error"], done.get("exit_code") or 1)
+    return done.get("data"), done.get("exit_code", 0)
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    size = HEADER.unpack(_read_exactly(sock, HEADER.size))[0]
+    if size > MAX_FRAME:
+        raise ClientError(
+            f"the daemon's reply cannot be read: frame of {size} bytes is over the "
+            f"{MAX_FRAME} limit"
+        )
+    return _read_exactly(sock, size)
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    parts: list[bytes] = []
+    while n:
+        data = sock.recv(min(n, 1 << 20))
+        if not data:
+            raise ClientError(WENT_AWAY.format("it closed the connection"))
+        parts.append(data)
+        n -= len(data)
+    return b"".join(parts)
