@@ -76,7 +76,10 @@ class JobWorld:
             manifest = await self._working_copy(msg, d)
             top = work_dir(d)
             prepared.workdir = top / msg.subdir if msg.subdir else top
-        env, prepared.dropped = await asyncio.to_thread(self._env, msg)
+        if msg.env_mode == "remote":  # may run a login shell: off the loop
+            env, prepared.dropped = await asyncio.to_thread(self._env, msg)
+        else:  # a merge of dicts: cheaper here than a hop to a thread and back
+            env, prepared.dropped = self._env(msg)
         if msg.setup:
             cwd = prepared.workdir or (Path(msg.workdir).expanduser() if msg.workdir else d.path)  # noqa: ASYNC240
             env = await asyncio.to_thread(self._setup, msg, d, manifest, cwd, env)
@@ -108,22 +111,29 @@ class JobWorld:
             if top.is_dir():
                 return manifest  # an earlier attempt's copy, with its outputs
             d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            missing = await asyncio.to_thread(self.cache.materialise, manifest, top)
+            missing = await asyncio.to_thread(self._build, manifest, top, d)
             if missing:
                 sizes = {e.sha256: e.size for e in manifest.files()}
                 await self.fetcher.fetch(msg.job_id, missing, sizes)
-                missing = await asyncio.to_thread(self.cache.materialise, manifest, top)
+                missing = await asyncio.to_thread(self._build, manifest, top, d)
                 if missing:
                     raise PrepareError(
                         f"{len(missing)} snapshot file(s) left the node's cache before "
                         "use; raise [[nodes]] cache_size")
-            # what the copy was built with: the job's own files are told from these
-            await asyncio.to_thread(workfiles.record, d.path)
         except FetchError as exc:
             raise PrepareError(f"cannot fetch the job's snapshot: {exc}") from None
         except (ManifestError, OSError) as exc:
             raise PrepareError(f"cannot build the job's working copy: {exc}") from None
         return manifest
+
+    def _build(self, manifest: Manifest, top: Path, d: JobDir) -> list[str]:
+        """The working copy from the cache (one trip to a thread, not two): the hashes
+        missing from the cache, or [] once it is built and recorded."""
+        missing = self.cache.materialise(manifest, top)
+        if not missing:
+            # what the copy was built with: the job's own files are told from these
+            workfiles.record(d.path)
+        return missing
 
     # ------------------------------------------------------------ environment
 
