@@ -56,7 +56,7 @@ def main() -> None:
     doc: dict[str, object] = {"bench": "scale", "machine": machine(), "nodes": args.nodes}
     started = time.monotonic()
     with queue("ssh", nodes=args.nodes, gpus=EMPTY, sample_interval=2.0) as nvq:
-        wait_nodes_up(nvq, timeout=300)
+        wait_nodes_up(nvq, timeout=max(300, 3 * args.nodes))
         doc["all_nodes_up_s"] = round(time.monotonic() - started, 1)
         pid = int((nvq.home / "daemon.pid").read_text())
         time.sleep(3)

@@ -47,6 +47,20 @@ class _NodeClient(asyncssh.SSHClient):
         self.lost = exc
 
 
+# AES-GCM first: every packet of every node link is sealed in Python here, and
+# asyncssh's chacha20-poly1305 builds cipher objects per packet (14.7 µs a small
+# packet against 2.4 µs for AES-GCM, which is one call into OpenSSL with AES-NI).
+# Both are OpenSSH's own defaults; the order only says which this client asks first.
+ENCRYPTION_ALGS = [
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "chacha20-poly1305@openssh.com",
+    "aes256-ctr",
+    "aes192-ctr",
+    "aes128-ctr",
+]
+
+
 def client_of(conn: asyncssh.SSHClientConnection) -> _NodeClient | None:
     owner = conn.get_owner()
     return owner if isinstance(owner, _NodeClient) else None
@@ -77,6 +91,7 @@ async def connect_node(
         "connect_timeout": connect_timeout,
         "keepalive_interval": keepalive_interval,
         "keepalive_count_max": keepalive_count_max,
+        "encryption_algs": ENCRYPTION_ALGS,
     }
     if node.user:
         options["username"] = node.user
