@@ -3,9 +3,10 @@ daemon on the local node, beside the floor under it.
 
 Timed, round-robin so that a drift of the machine's speed touches all alike:
   python_pass      `python -c pass`: the interpreter's start (site included)
-  import_msgspec   `python -c "import msgspec"`: the one library every call needs
-  job_show_json    `nvq job show ID --json` (the read fast path)
-  job_show         `nvq job show ID`
+  import_msgspec   `python -c "import msgspec"`: what every typed call needs (the
+                   plain-wire reads below do without it)
+  job_show_json    `nvq job show ID --json` (the read fast path, plain wire)
+  job_show         `nvq job show ID` (plain wire)
   job_ls_json      `nvq job ls --json` (a one-job queue: start-up, not listing)
   queue_status     `nvq queue status --json`
   job_show_typer   `nvq job show ID --json` through typer (NVQ_CLI_TYPER=1)
