@@ -22,7 +22,8 @@ MAX_FRAME = 64 * 1024 * 1024  # nvq_runner.protocol.MAX_FRAME
 
 
 class NotAnswering(Exception):
-    """Nothing listens on the socket (or it cannot be reached): nothing was sent."""
+    """Nothing listens on the socket, or what listens does not speak the plain wire:
+    the caller asks again through the typed client."""
 
 
 def ask(socket_path: Path, request: dict[str, Any], want: str = "data") -> tuple[Any, int]:
@@ -37,7 +38,16 @@ def ask(socket_path: Path, request: dict[str, Any], want: str = "data") -> tuple
             raise NotAnswering(str(exc)) from None
         try:
             sock.sendall(HEADER.pack(len(payload)) + payload)
-            done = json.loads(_read_frame(sock))
+            first = sock.recv(HEADER.size)
+        except OSError as exc:
+            raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
+        if not first:
+            # Closed unanswered: a daemon from before the plain wire (the CLI was
+            # upgraded under a running one) drops a request it cannot decode. The typed
+            # path asks again; a read asked twice changes nothing.
+            raise NotAnswering("the daemon closed the connection without an answer")
+        try:
+            done = json.loads(_read_frame(sock, first))
         except OSError as exc:
             raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
     finally:
@@ -47,8 +57,8 @@ def ask(socket_path: Path, request: dict[str, Any], want: str = "data") -> tuple
     return done.get("data"), done.get("exit_code", 0)
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    size = HEADER.unpack(_read_exactly(sock, HEADER.size))[0]
+def _read_frame(sock: socket.socket, start: bytes) -> bytes:
+    size = HEADER.unpack(start + _read_exactly(sock, HEADER.size - len(start)))[0]
     if size > MAX_FRAME:
         raise ClientError(
             f"the daemon's reply cannot be read: frame of {size} bytes is over the "

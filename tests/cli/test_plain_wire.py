@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,26 @@ def test_a_malformed_request_is_dropped_and_the_daemon_serves_on(nvq: Nvq) -> No
 def test_nothing_listening_is_not_answering(tmp_path: Path) -> None:
     with pytest.raises(NotAnswering):
         ask(tmp_path / "daemon.sock", {"type": "status"})
+
+
+def test_a_daemon_without_the_plain_wire_is_not_answering(tmp_path: Path) -> None:
+    """A daemon from before the plain wire drops the JSON request unanswered (its
+    msgpack decoder refuses it): the CLI then takes the typed path."""
+    path = tmp_path / "daemon.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+
+    def drop_one() -> None:
+        conn, _ = server.accept()
+        conn.recv(1 << 16)
+        conn.close()
+
+    thread = threading.Thread(target=drop_one)
+    thread.start()
+    try:
+        with pytest.raises(NotAnswering):
+            ask(path, {"type": "status"})
+    finally:
+        thread.join()
+        server.close()
