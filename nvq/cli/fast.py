@@ -61,6 +61,9 @@ def job_show(job_id: int | None, as_json: bool) -> int:
 
 
 def job_ls(job_id: int | None, as_json: bool) -> int:
+    # bare `job ls`: every field of the window at its default
+    if _plain({"type": "ls_window"}, as_json, "window_text"):
+        return 0
     from nvq.cli.job_window import print_window, window_request
 
     print_window(
@@ -110,7 +113,12 @@ def _plain(request: dict[str, object], as_json: bool, render: str) -> bool:
     from nvq.cli.render.fields import fields
 
     doc = fields(data)
-    print(jobs.job_detail(doc) if render == "job_detail" else queue.status_text(doc))
+    if render == "job_detail":
+        print(jobs.job_detail(doc))
+    elif render == "window_text":
+        print(jobs.window_text(doc))
+    else:
+        print(queue.status_text(doc))
     return True
 
 

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any
 
 from nvq import control as c
 from nvq.values import parse_duration
-
-LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|DATE)"
 
 
 def since_point(text: str | None) -> tuple[int | None, float | None]:
@@ -68,21 +65,13 @@ def window_request(
     )
 
 
-def json_document(page: c.JobPage) -> Any:
-    """The list `job ls --json` always printed; an object saying `more` when cut, so a
-    script that expected every job fails loudly instead of missing some."""
-    if page.more:
-        return {"jobs": page.jobs, "more": True}
-    return page.jobs
-
-
 def print_window(window: c.JobWindow, as_json: bool) -> None:
     """Ask for `window` and print it: the table (saying when jobs were left out), or
     the JSON document. The typer command and the fast path both print through here."""
-    from nvq.cli.render.jobs import jobs_table
+    from nvq.cli.render.jobs import window_text
     from nvq.cli.render.output import emit
     from nvq.client.sync import Client
+    from nvq.control.plain import json_document
 
     page = Client().job_window(window)
-    text = jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
-    emit(json_document(page), as_json, text)
+    emit(json_document(window, page), as_json, window_text(page))

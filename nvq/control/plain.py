@@ -10,11 +10,12 @@ plain data, to render as text."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
-from nvq.control.requests import Request
+from nvq.control.replies import JobPage
+from nvq.control.requests import JobWindow, Request
 
 
 class PlainRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -24,3 +25,16 @@ class PlainRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 plain_request_decoder = msgspec.json.Decoder(PlainRequest)
 plain_encoder = msgspec.json.Encoder()
+
+
+def json_document(request: Request, answer: Any) -> Any:
+    """What `--json` prints for `request`'s answer: the answer itself, except for a
+    `job ls` window, printed as the list of jobs it always was, or as an object saying
+    `more` when the window cut it (a script that expected every job then fails loudly
+    instead of missing some). The typed CLI and the plain wire both print this."""
+    if not isinstance(request, JobWindow):
+        return answer
+    # a JobPage where the CLI decoded it; the dict the daemon's handler built
+    jobs, more = (answer.jobs, answer.more) if isinstance(answer, JobPage) else (
+        answer["jobs"], answer["more"])
+    return {"jobs": jobs, "more": True} if more else jobs

@@ -20,7 +20,12 @@ import msgspec
 from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 from nvq import control as c
-from nvq.control.plain import PlainRequest, plain_encoder, plain_request_decoder
+from nvq.control.plain import (
+    PlainRequest,
+    json_document,
+    plain_encoder,
+    plain_request_decoder,
+)
 from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
@@ -165,7 +170,10 @@ async def _answer_plain(
         if isinstance(request, c.Logs | c.Subscribe):
             raise BadRequest("streams are not answered on the plain wire")
         data, code = await _answer(ctx, request, user)
-        shown = shown_json(data) if plain.want == "json" else hide_secrets(data)
+        if plain.want == "json":
+            shown = shown_json(json_document(request, data))
+        else:
+            shown = hide_secrets(data)
         reply = c.Done(data=shown, exit_code=code)
     except RequestError as exc:
         reply = c.Done(error=str(exc), exit_code=exc.exit_code)

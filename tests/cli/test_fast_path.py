@@ -72,14 +72,15 @@ def test_fast_and_typer_print_the_same(nvq: Nvq) -> None:
 def test_reads_load_no_typer_and_typer_is_the_other_path(nvq: Nvq) -> None:
     job = nvq.submit("--", "true")["id"]
     nvq.wait(job)
-    for args in (["job", "ls"], ["job", "logs", str(job)]):
+    for args in (["job", "logs", str(job)],):
         loaded = imported(args, nvq.env)
         assert "nvq" in loaded and "msgspec" in loaded, args
         assert not loaded.intersection(HEAVY), (args, sorted(loaded.intersection(HEAVY)))
     # the plain wire: nothing but the standard library (msgspec and typing cost more
     # than the interpreter's start)
     for args in (["job", "show", str(job)], ["job", "show", str(job), "--json"],
-                 ["queue", "status"], ["queue", "status", "--json"]):
+                 ["queue", "status"], ["queue", "status", "--json"], ["job", "ls"],
+                 ["job", "ls", "--json"]):
         loaded = imported(args, nvq.env)
         assert "nvq" in loaded, args
         assert not loaded.intersection({*HEAVY, "msgspec", "typing"}), (args, sorted(loaded))

@@ -13,7 +13,7 @@ from nvq.values import format_duration, format_mib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
-    from nvq.control import JobDetail
+    from nvq.control import JobDetail, JobPage
     from nvq.model import Job
 
 
@@ -72,6 +72,14 @@ def jobs_table(jobs: Sequence[Job]) -> str:
     if any(reasons.values()):
         header.insert(6, "REASON")
     return table(header, rows)
+
+
+LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|DATE)"
+
+
+def window_text(page: JobPage) -> str:
+    """`job ls`: the table, and a closing line when the window left jobs out."""
+    return jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
 
 
 def member_label(job: Job) -> str | None:
