@@ -22,6 +22,7 @@ JSON = "--json"
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing itself costs the calls this module exists to make cheap
     from collections.abc import Callable
+    from typing import Any
 
 
 class FastCommand:
@@ -48,10 +49,10 @@ class FastCommand:
 
 def job_show(job_id: int | None, as_json: bool) -> int:
     assert job_id is not None
-    request = {"type": "show", "id": job_id, "logs": 0}
-    if _plain(request, as_json, "job_detail"):
-        return 0
     from nvq.cli.render.jobs import job_detail
+
+    if _plain({"type": "show", "id": job_id, "logs": 0}, as_json, job_detail):
+        return 0
     from nvq.cli.render.output import emit
     from nvq.client.sync import Client
 
@@ -61,8 +62,10 @@ def job_show(job_id: int | None, as_json: bool) -> int:
 
 
 def job_ls(job_id: int | None, as_json: bool) -> int:
+    from nvq.cli.render.jobs import window_text
+
     # bare `job ls`: every field of the window at its default
-    if _plain({"type": "ls_window"}, as_json, "window_text"):
+    if _plain({"type": "ls_window"}, as_json, window_text):
         return 0
     from nvq.cli.job_window import print_window, window_request
 
@@ -84,10 +87,11 @@ def job_logs(job_id: int | None, as_json: bool) -> int:
 
 
 def queue_status(job_id: int | None, as_json: bool) -> int:
-    if _plain({"type": "status"}, as_json, "status_text"):
+    from nvq.cli.render.queue import status_text
+
+    if _plain({"type": "status"}, as_json, status_text):
         return 0
     from nvq.cli.render.output import emit
-    from nvq.cli.render.queue import status_text
     from nvq.client.sync import Client
 
     doc = Client().status()
@@ -95,7 +99,7 @@ def queue_status(job_id: int | None, as_json: bool) -> int:
     return 0
 
 
-def _plain(request: dict[str, object], as_json: bool, render: str) -> bool:
+def _plain(request: dict[str, object], as_json: bool, render: Callable[[Any], str]) -> bool:
     """Answer over the plain wire (no msgspec, no typed replies): the `--json` text as
     the daemon formatted it, or the data rendered by the typed path's own function.
     False when no daemon answers: the typed path then starts one or says why not."""
@@ -109,16 +113,9 @@ def _plain(request: dict[str, object], as_json: bool, render: str) -> bool:
     if as_json:
         sys.stdout.write(data + "\n")
         return True
-    from nvq.cli.render import jobs, queue
     from nvq.cli.render.fields import fields
 
-    doc = fields(data)
-    if render == "job_detail":
-        print(jobs.job_detail(doc))
-    elif render == "window_text":
-        print(jobs.window_text(doc))
-    else:
-        print(queue.status_text(doc))
+    print(render(fields(data)))
     return True
 
 

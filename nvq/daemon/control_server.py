@@ -136,52 +136,41 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
         except (anyio.EndOfStream, anyio.BrokenResourceError, FrameError, msgspec.DecodeError):
             return
         user = peer_user(stream)
-        if plain is not None:
-            await _answer_plain(ctx, stream, request, plain, user)
-            return
-        try:
-            if isinstance(request, c.Logs):
-                await check_permission(ctx, request, user)
-                await _stream_logs(ctx, stream, request)
-                return
-            if isinstance(request, c.Subscribe):
-                await _send_chunks(stream, await subscribe(ctx.state, request))
-                return
-            data, code = await _answer(ctx, request, user)
-            reply = c.Done(data=data, exit_code=code)
-        except RequestError as exc:
-            reply = c.Done(error=str(exc), exit_code=exc.exit_code)
-        except Exception as exc:
-            log.exception("request %r failed", request)
-            reply = c.Done(error=f"internal error: {exc}", exit_code=1)
-        try:
-            await stream.send(_frame(reply))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
+        reply = await _reply(ctx, stream, request, plain, user)
+        if reply is None:
+            return  # a stream, answered as it went
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await stream.send(_frame(reply, plain=plain is not None))
         if isinstance(request, c.StopDaemon):
             ctx.state.stop_requested.set()
 
 
-async def _answer_plain(
-    ctx: Context, stream: SocketStream, request: c.Request, plain: PlainRequest, user: str
-) -> None:
-    """One `Done` as JSON: the answer hidden of secrets, as data or as `--json` text."""
+async def _reply(
+    ctx: Context, stream: SocketStream, request: c.Request, plain: PlainRequest | None, user: str
+) -> c.Done | None:
+    """The request's `Done`, or None for a stream (its chunks and `Done` are sent as they
+    come). On the plain wire the answer is hidden of secrets, as data or as the text
+    `--json` prints, and streams are refused."""
     try:
         if isinstance(request, c.Logs | c.Subscribe):
-            raise BadRequest("streams are not answered on the plain wire")
+            if plain is not None:
+                raise BadRequest("streams are not answered on the plain wire")
+            if isinstance(request, c.Logs):
+                await check_permission(ctx, request, user)
+                await _stream_logs(ctx, stream, request)
+            else:
+                await _send_chunks(stream, await subscribe(ctx.state, request))
+            return None
         data, code = await _answer(ctx, request, user)
-        if plain.want == "json":
-            shown = shown_json(json_document(request, data))
-        else:
-            shown = hide_secrets(data)
-        reply = c.Done(data=shown, exit_code=code)
+        if plain is not None:
+            data = shown_json(json_document(request, data)) if plain.want == "json" else (
+                hide_secrets(data))
+        return c.Done(data=data, exit_code=code)
     except RequestError as exc:
-        reply = c.Done(error=str(exc), exit_code=exc.exit_code)
+        return c.Done(error=str(exc), exit_code=exc.exit_code)
     except Exception as exc:
         log.exception("request %r failed", request)
-        reply = c.Done(error=f"internal error: {exc}", exit_code=1)
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        await stream.send(_frame(reply, plain=True))
+        return c.Done(error=f"internal error: {exc}", exit_code=1)
 
 
 async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
