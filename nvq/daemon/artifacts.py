@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from nvq.daemon.awaited import Awaited
 from nvq.daemon.chunked_artifacts import ChunkedArtifacts, supports
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
@@ -144,8 +145,7 @@ class Artifacts:
     def __init__(self, state: State) -> None:
         self.state = state
         self.root = state.home / "artifacts"
-        self._waiters: dict[int, Any] = {}  # req → memory stream send side
-        self._next_req = 1
+        self._manifests = Awaited[p.ArtifactsManifest](QUERY_TIMEOUT)
         self._locks: dict[int, anyio.Lock] = {}
         self.last_sync: dict[int, float] = {}
         self._quota_raised: set[tuple[int, int]] = set()
@@ -166,28 +166,12 @@ class Artifacts:
     # ------------------------------------------------------------ manifests
 
     def on_manifest(self, msg: p.ArtifactsManifest) -> None:
-        send = self._waiters.pop(msg.req, None)
-        if send is not None:
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                send.send_nowait(msg)
+        self._manifests.answer(msg.req, msg)
 
     async def query(self, node: NodeRuntime, job_id: int) -> p.ArtifactsManifest | None:
         if node.hello is None or "artifacts" not in node.hello.features:
             return None  # an older runner: it would drop a frame it does not know
-        req = self._next_req
-        self._next_req += 1
-        send, receive = anyio.create_memory_object_stream[p.ArtifactsManifest](1)
-        self._waiters[req] = send
-        try:
-            if not node.post(p.ArtifactsQuery(req=req, job_id=job_id)):
-                return None
-            with anyio.move_on_after(QUERY_TIMEOUT):
-                return await receive.receive()
-            return None
-        finally:
-            self._waiters.pop(req, None)
-            send.close()
-            receive.close()
+        return await self._manifests.ask(node, lambda req: p.ArtifactsQuery(req=req, job_id=job_id))
 
     async def _files(self, node: NodeRuntime) -> Files:
         if node.config is None:

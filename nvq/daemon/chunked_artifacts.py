@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from nvq.daemon.awaited import Awaited
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.chunk_sync import (
     ReadRanges,
@@ -52,8 +53,7 @@ class ChunkedArtifacts:
         self.state = state
         self.log = TreeLog(state.home)
         self.store = blob_store(state.home)
-        self._waiters: dict[int, Any] = {}
-        self._next_req = 1
+        self._trees = Awaited[ArtifactsTreeReply](QUERY_TIMEOUT)
 
     def start_msg(self, node: NodeRuntime, start: p.Start) -> p.Start:
         """`start` with the job's newest tree, for a runner that mounts it."""
@@ -75,26 +75,11 @@ class ChunkedArtifacts:
         return last.tree if last is not None else ""
 
     def on_reply(self, msg: ArtifactsTreeReply) -> None:
-        send = self._waiters.pop(msg.req, None)
-        if send is not None:
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                send.send_nowait(msg)
+        self._trees.answer(msg.req, msg)
 
     async def _query(self, node: NodeRuntime, job_id: int, known: str) -> ArtifactsTreeReply | None:
-        req = self._next_req
-        self._next_req += 1
-        send, receive = anyio.create_memory_object_stream[ArtifactsTreeReply](1)
-        self._waiters[req] = send
-        try:
-            if not node.post(ArtifactsTreeQuery(req=req, job_id=job_id, known=known)):
-                return None
-            with anyio.move_on_after(QUERY_TIMEOUT):
-                return await receive.receive()
-            return None
-        finally:
-            self._waiters.pop(req, None)
-            send.close()
-            receive.close()
+        return await self._trees.ask(
+            node, lambda req: ArtifactsTreeQuery(req=req, job_id=job_id, known=known))
 
     def described(self, but: int) -> int:
         """Bytes the newest trees of every job except `but` describe."""
