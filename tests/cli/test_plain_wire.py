@@ -8,6 +8,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,14 @@ def test_a_daemon_without_the_plain_wire_is_not_answering(tmp_path: Path) -> Non
     finally:
         thread.join()
         server.close()
+
+
+def test_a_stop_request_on_the_plain_wire_stops_the_daemon(nvq: Nvq) -> None:
+    nvq.ok("queue", "status")
+    pid = int((nvq.home / "daemon.pid").read_text())
+    ask(Home(nvq.home).socket, {"type": "stop"})
+    for _ in range(100):
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists()
