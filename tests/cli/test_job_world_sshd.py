@@ -4,26 +4,12 @@ connection, and the submitting shell's environment meets the node's login one.""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.cli.test_job_world import logs, make_project
 from tests.cluster import Nvq, make_nvq, write_mesh_config
 from tests.harness.sshd import SshdNode
-
-
-@pytest.fixture
-def remote(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, SshdNode]]:
-    (node,) = sshd_nodes(1)
-    nvq = make_nvq(tmp_path / "q")
-    write_mesh_config(nvq, [node])
-    try:
-        yield nvq, node
-    finally:
-        nvq.shutdown()
 
 
 def test_relative_script_runs_on_an_sshd_node(remote: tuple[Nvq, SshdNode]) -> None:

@@ -6,26 +6,11 @@ first)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from tests.cli.test_job_world import logs
-from tests.cluster import Nvq, make_nvq, write_mesh_config
+from tests.cluster import Nvq
 from tests.harness.sshd import SshdNode
-
-
-@pytest.fixture
-def node_nvq(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, SshdNode]]:
-    (node,) = sshd_nodes(1)
-    nvq = make_nvq(tmp_path / "q")
-    write_mesh_config(nvq, [node])
-    try:
-        yield nvq, node
-    finally:
-        nvq.shutdown()
 
 
 def with_node_keys(nvq: Nvq, **keys: str) -> None:
@@ -35,9 +20,9 @@ def with_node_keys(nvq: Nvq, **keys: str) -> None:
 
 
 def test_node_setup_runs_once_and_before_the_jobs_own(
-    node_nvq: tuple[Nvq, SshdNode], tmp_path: Path,
+    remote: tuple[Nvq, SshdNode], tmp_path: Path,
 ) -> None:
-    nvq, _node = node_nvq
+    nvq, _node = remote
     count = tmp_path / "setups"
     with_node_keys(nvq, setup=(
         'mkdir -p "$NVQ_ENV_DIR/bin"; '
@@ -58,9 +43,9 @@ def test_node_setup_runs_once_and_before_the_jobs_own(
 
 
 def test_node_cache_size_evicts_least_recently_used(
-    node_nvq: tuple[Nvq, SshdNode], tmp_path: Path,
+    remote: tuple[Nvq, SshdNode], tmp_path: Path,
 ) -> None:
-    nvq, node = node_nvq
+    nvq, node = remote
     with_node_keys(nvq, cache_size="1MiB")
     first, second = tmp_path / "first", tmp_path / "second"
     for project, byte in ((first, b"a"), (second, b"b")):
