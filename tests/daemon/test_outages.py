@@ -48,6 +48,9 @@ def test_an_attempt_that_ended_before_node_down_ends_the_job(mesh: Any, tmp_path
     )
     job = nvq.submit("--", body)
     nvq.wait_for(job["id"], lambda x: x["state"] == "running" and x["node"] == "n1")
+    # "running" is told when the process starts; pausing before its shell has run
+    # the first line would stop attempt 1 too, and it would never end.
+    _until(lambda: ledger.exists() and ledger.read_text().strip() == "1", what="attempt 1 to begin")
     nvq.ok("queue", "resume", "n0")
     nodes[1].pause()  # hung: attempt 1 ends, but nobody hears of it
     gate.touch()
