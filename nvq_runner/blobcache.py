@@ -56,6 +56,9 @@ class Evicted:
     bytes: int
 
 
+MANIFESTS_KEPT = 16
+
+
 class BlobCache:
     """`root` is `<runner home>/cache`. Safe to share between the runner's threads."""
 
@@ -65,6 +68,10 @@ class BlobCache:
         self._objects = ObjectDir(root, file_mode=CACHED_MODE)
         # eviction must not remove an object between a check and its link
         self._lock = threading.Lock()
+        # Decoded manifests by id: content-addressed, so never stale. A queue of
+        # jobs from one snapshot (an array) would otherwise read and decode the same
+        # manifest once per job.
+        self._manifests: dict[str, Manifest] = {}
 
     def path(self, digest: str) -> Path:
         return self._objects.path(digest)
@@ -100,14 +107,21 @@ class BlobCache:
 
     def load_manifest(self, manifest_id: str) -> Manifest | None:
         """The manifest if its blob is cached (fetch it first when this is None)."""
+        known = self._manifests.get(manifest_id)
+        if known is not None:
+            return known
         try:
             data = self._objects.read_bytes(manifest_id)
         except FileNotFoundError:
             return None
         try:
-            return decode_manifest(data)
+            manifest = decode_manifest(data)
         except msgspec.DecodeError as e:
             raise ManifestError(f"unreadable manifest {manifest_id}: {e}") from None
+        if len(self._manifests) >= MANIFESTS_KEPT:
+            del self._manifests[next(iter(self._manifests))]
+        self._manifests[manifest_id] = manifest
+        return manifest
 
     # ------------------------------------------------------------ using it
 

@@ -9,6 +9,7 @@ fails instead of taking the node down."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 from collections.abc import Callable
@@ -17,7 +18,10 @@ from pathlib import Path
 _ROOT = Path("/sys/fs/cgroup")
 
 
+@functools.cache
 def _own_cgroup() -> Path | None:
+    """The runner's cgroup, read once: it is asked twice per job exit, and a runner
+    is not moved between cgroups while it runs."""
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             if line.startswith("0::"):
