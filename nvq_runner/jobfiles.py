@@ -92,11 +92,17 @@ class JobDir:
         rec = self.read_record()
         return live if rec is None or rec.attempt == attempt else None
 
-    def keep_previous_logs(self, attempt: int) -> None:
-        """Before attempt `attempt` starts here: move the logs of the one before it
-        (if it ran on this node) to `attempts/<n>/`, so a new attempt does not
-        overwrite them."""
+    def make_way(self, attempt: int) -> None:
+        """Before attempt `attempt` starts here: clear what the one before it left
+        (exit, status, result, pid file) and move its logs to `attempts/<n>/`, so a
+        new attempt does not overwrite them. Without a record no attempt was ever
+        launched here (the record is written before the process exists), so there is
+        nothing to clear: the common case costs a failed open and a stat."""
         rec = self.read_record()
+        if rec is None and not self.attempt_json.exists():
+            return
+        for p in (self.exit, self.path / "exit.tmp", self.status, self.result, self.wrapper_pid):
+            p.unlink(missing_ok=True)
         if rec is None or rec.attempt == attempt:
             return
         kept = self.path / "attempts" / str(rec.attempt)
@@ -191,10 +197,6 @@ class JobDir:
 
     def stderr_tail(self) -> str:
         return tail_text(self.stderr) or tail_text(self.stdout)
-
-    def clear_attempt_files(self) -> None:
-        for p in (self.exit, self.path / "exit.tmp", self.status, self.result, self.wrapper_pid):
-            p.unlink(missing_ok=True)
 
 
 def size_text(n: int) -> str:

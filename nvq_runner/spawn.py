@@ -63,8 +63,7 @@ def spawn(
         workdir = prepared.workdir
     if not workdir.is_dir():
         raise LaunchError(f"workdir {workdir} is not a directory")
-    d.clear_attempt_files()
-    d.keep_previous_logs(msg.attempt)
+    d.make_way(msg.attempt)
     # Made here, private, so the job's `echo … > $NVQ_STATUS_FILE` keeps it so.
     os.close(os.open(d.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
     d.script.write_text(msg.command if msg.command.endswith("\n") else msg.command + "\n")

@@ -21,7 +21,7 @@ def test_a_new_attempt_keeps_the_previous_logs(tmp_path: Path) -> None:
     d.write_record(record(1))
     d.stdout.write_text("first\n")
     d.stderr.write_text("first err\n")
-    d.keep_previous_logs(2)
+    d.make_way(2)
     assert not d.stdout.exists()
     assert (d.path / "attempts" / "1" / "stdout.log").read_text() == "first\n"
     assert (d.path / "attempts" / "1" / "stderr.log").read_text() == "first err\n"
@@ -38,7 +38,7 @@ def test_the_same_attempt_again_keeps_its_own_log_in_place(tmp_path: Path) -> No
     d.path.mkdir()
     d.write_record(record(1))
     d.stdout.write_text("x\n")
-    d.keep_previous_logs(1)
+    d.make_way(1)
     assert d.stdout.read_text() == "x\n" and not (d.path / "attempts").exists()
 
 
