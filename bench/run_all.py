@@ -28,6 +28,7 @@ BENCHES: list[list[str]] = [
     ["world_dispatch.py", "--mib", "50"],
     ["big_queue.py", "--jobs", "1000000", "--runs", "10"],
     ["chunking.py", "--mib", "256"],
+    ["blob_cache.py"],
     ["lazy_artifacts.py", "--files", "10", "--mib", "50"],
 ]
 

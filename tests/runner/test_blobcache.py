@@ -156,6 +156,32 @@ def test_materialising_marks_blobs_used_and_keeps_the_cache_in_bounds(tmp_path: 
     assert cache.missing_for(TREE) == []
 
 
+def test_blobs_stored_after_a_start_count_towards_the_size_at_the_next(tmp_path: Path) -> None:
+    cache = filled(tmp_path / "cache")
+    cache.max_bytes = 10_000
+    cache.materialise(TREE, tmp_path / "w1")  # under the size: nothing goes
+    big = b"x" * 20_000
+    cache.put_bytes(big, sha(big))  # a fetch for some other job: now over it
+    os.utime(cache.path(sha(big)), (1_600_000_000, 1_600_000_000))
+    cache.materialise(TREE, tmp_path / "w2")
+    assert not cache.has(sha(big))
+    assert cache.missing_for(TREE) == []
+
+
+def test_what_another_process_stored_is_counted_at_the_next_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cache = filled(tmp_path / "cache")
+    cache.max_bytes = 10_000
+    cache.materialise(TREE, tmp_path / "w1")
+    big = b"y" * 20_000
+    BlobCache(tmp_path / "cache").put_bytes(big, sha(big))  # unseen by `cache`
+    os.utime(cache.path(sha(big)), (1_600_000_000, 1_600_000_000))
+    monkeypatch.setattr(blobcache, "RECOUNT_AFTER", 0.0)  # the count is old now
+    cache.materialise(TREE, tmp_path / "w2")
+    assert not cache.has(sha(big))
+
+
 def test_the_runner_side_imports_nothing_of_nvq() -> None:
     code = (
         "import sys, nvq_runner.blobcache, nvq_runner.setup_env, nvq_runner.manifest_wire; "
