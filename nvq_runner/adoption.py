@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import procfs
 from .jobfiles import AttemptRecord, JobDir
-from .spawn import WRAPPER
+from .spawn import WRAPPER, WRAPPER_COPY
 
 
 def reopen(rec: AttemptRecord) -> int | None:
@@ -29,11 +29,14 @@ def reopen(rec: AttemptRecord) -> int | None:
 
 
 def is_wrapper(pid: int, d: JobDir) -> bool:
+    """Whether `pid` runs the wrapper of job directory `d`: the installed one, or the
+    copy a job run as another user runs from its own directory."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return str(WRAPPER).encode() in cmdline and str(d.path).encode() in cmdline
+    scripts = (str(WRAPPER).encode(), str(d.path / WRAPPER_COPY).encode())
+    return any(s in cmdline for s in scripts) and str(d.path).encode() in cmdline
 
 
 def attempts(root: Path) -> Iterator[tuple[AttemptRecord, JobDir]]:

@@ -18,6 +18,8 @@ from .jobworld import Prepared
 from .protocol import Start
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
+# A job run as another user runs this copy of the wrapper, in its job directory.
+WRAPPER_COPY = ".nvq-wrapper.sh"
 
 
 class LaunchError(Exception):
@@ -80,7 +82,7 @@ def spawn(
     if prefix:
         # The member may not reach the runner's own installed files (a 0700 home or
         # checkout): they run a copy of the wrapper in their job directory.
-        wrapper = d.path / ".nvq-wrapper.sh"
+        wrapper = d.path / WRAPPER_COPY
         wrapper.write_bytes(WRAPPER.read_bytes())
         who = pwd.getpwnam(msg.user)
         os.chown(wrapper, who.pw_uid, who.pw_gid)
