@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -37,6 +38,12 @@ def run() -> Iterator[Run]:
         p = subprocess.Popen(["/bin/sh", str(script), str(d.path), "0022"],
                              start_new_session=True)
         procs.append(p)
+        # Popen returns once exec has begun; the kernel sets up the new command line
+        # a moment later, and until then /proc shows it empty.
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{p.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the process never showed a command line"
+            time.sleep(0.01)
         return p.pid
 
     yield start
