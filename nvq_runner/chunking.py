@@ -18,7 +18,7 @@ boundaries are two chains, each link "the first marker past the last boundary pl
 MIN_CHUNK", and they fall back into step only when no marker lies between their two
 skip ends. With the minimum four times the spacing (the first version: 256 KiB past a
 marker every 64 KiB) that took up to a dozen chunks, so one rewrite of 1 % of a 20 MiB
-checkpoint sent over 2 MiB about one time in twenty; with the minimum equal to the
+checkpoint sent over 2 MiB about one time in fifteen; with the minimum equal to the
 spacing, the chains meet within a chunk or two (at most 1.5 MiB sent in 300 such
 rewrites), and the search still skips half the bytes. `bench/chunking.py` measures it.
 """
