@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint bench sshd browser clean
+.PHONY: install dist demo test lint bench sshd browser clean
 
 install: $(STAMP)
 
@@ -16,6 +16,13 @@ $(STAMP): pyproject.toml
 	@# fresh interpreter, and compiling the CLI's imports each time costs ~50 ms.
 	$(PY) -m compileall -q -j 0 $(VENV)/lib nvq nvq_runner >/dev/null
 	touch $(STAMP)
+
+# A wheel to install nvq for good (`pipx install dist/nvq-*.whl`, `uv tool install
+# dist/nvq-*.whl`): pure Python, runner included; the build backend comes from the
+# index pip is configured for.
+DIST ?= dist
+dist: install
+	$(PY) -m pip wheel -q --no-deps -w $(DIST) .
 
 # The tests start real OpenSSH servers on loopback: install sshd when it is missing.
 sshd:

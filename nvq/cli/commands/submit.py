@@ -140,6 +140,11 @@ def job_submit(
         spec = with_manifest(spec, manifest, ctx)
     client = Client()
     job = client.submit_spec(spec)
+    if from_cwd is None and not no_env:
+        from nvq.cli.own_python import warn_once
+        from nvq.home import default_root
+
+        warn_once(spec.command, spec.env_captured or {}, default_root())
     if job.array_id is not None:
         return _submitted_array(client, job, spec.array, wait=wait, as_json=as_json)
     said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}"
