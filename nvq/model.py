@@ -74,6 +74,8 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     # which endings spend a --retries restart: "lost" (the process vanished), "oom"
     # (the kernel's OOM killer killed it, where the runner can tell), comma-separated
     retries_on: str = "lost"
+    # a terminal session (`job shell`): the command runs on a pty the CLI drives
+    interactive: bool = False
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -153,6 +155,10 @@ class Job(msgspec.Struct, kw_only=True):
     written: list[WrittenFile] = []
     # what spends a --retries restart (see JobSpec); schema version 12
     retries_on: str = "lost"
+    # schema version 13: a terminal session (`job shell`), and the current attempt's
+    # $NVQ_PORT as its runner chose it
+    interactive: bool = False
+    port: int | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

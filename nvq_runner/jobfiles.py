@@ -39,6 +39,7 @@ class AttemptRecord(msgspec.Struct):
     log_truncated: bool = False  # a log's middle was cut to keep it under the cap
     queue_id: str = ""  # the attempt's identity beyond job_id (identity.py)
     nonce: str = ""
+    port: int | None = None  # $NVQ_PORT, held while the attempt lives (ports.py)
 
 
 def new_record(msg: Start, boot_id: str) -> AttemptRecord:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import exits, logcap, memlimit, procfs
+from . import exits, logcap, memlimit, ports, procfs
 from .adoption import attempts, is_wrapper, reopen
 from .jobfiles import AttemptRecord, JobDir, new_record
 from .jobworld import JobWorld, Prepared, PrepareError
@@ -66,6 +66,7 @@ class JobManager:
         self._starting: dict[int, tuple[Path, int]] = {}
         self._dirs: dict[int, JobDir] = {}  # job id → directory of its latest Start
         self._boot_id = procfs.boot_id()
+        self._last_port: int | None = None
         self._loop = asyncio.get_running_loop()
 
     # ------------------------------------------------------------ queries
@@ -179,8 +180,18 @@ class JobManager:
         except OSError:
             pass
 
+    def _next_port(self) -> int | None:
+        """A port free on this node that no live attempt holds (None: range exhausted;
+        the job then runs without one rather than not at all)."""
+        taken = {r.rec.port for r in self.running.values() if r.rec.port is not None}
+        port = ports.pick(taken, self._last_port, *ports.port_range())
+        if port is not None:
+            self._last_port = port
+        return port
+
     def _launch(self, msg: Start, d: JobDir, prepared: Prepared | None = None) -> None:
         rec = new_record(msg, self._boot_id)
+        rec.port = self._next_port()
         self._dirs[msg.job_id] = d
         try:
             popen, pidfd = launch(msg, d, rec, self._job_umask, prepared)
@@ -193,7 +204,7 @@ class JobManager:
         self._watch(run)
         self._emit(lambda seq: JobStarted(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
                                           pid=popen.pid, started_at=rec.started_at,
-                                          env_dropped=dropped))
+                                          env_dropped=dropped, port=rec.port))
         # Written after JobStarted is journaled: a record with a pid always means the
         # start was announced (see adopt_all for the record without one).
         self._save(run)

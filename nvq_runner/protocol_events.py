@@ -100,6 +100,7 @@ class JobStarted(msgspec.Struct, tag="started", frozen=True):
     started_at: float
     # captured variables this node left out of the job's environment, in words
     env_dropped: list[str] = []
+    port: int | None = None  # the attempt's $NVQ_PORT (ports.py)
 
 
 ExitReason = Literal["exit", "timeout", "killed"]

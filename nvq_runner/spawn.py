@@ -26,7 +26,9 @@ class LaunchError(Exception):
     pass
 
 
-def job_env(msg: Start, d: JobDir, base: dict[str, str] | None = None) -> dict[str, str]:
+def job_env(
+    msg: Start, d: JobDir, base: dict[str, str] | None = None, port: int | None = None,
+) -> dict[str, str]:
     """`base`: the environment the job's world prepared (it holds `msg.env` already);
     None: the runner's own plus `msg.env`."""
     # CUDA numbers cards fastest-first by default; NVML (and so the queue)
@@ -52,6 +54,10 @@ def job_env(msg: Start, d: JobDir, base: dict[str, str] | None = None) -> dict[s
         NVQ_ARTIFACTS=str(d.artifacts),
         NVQ_ATTEMPT=str(msg.attempt),
     )
+    if port is not None:
+        env["NVQ_PORT"] = str(port)
+        # torchrun and torch.distributed read it; a job that chose its own keeps it.
+        env.setdefault("MASTER_PORT", str(port))
     return env
 
 
@@ -90,7 +96,8 @@ def spawn(
     with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
         return subprocess.Popen(
             argv,
-            cwd=workdir, env=job_env(msg, d, prepared.env if prepared else None), stdin=subprocess.DEVNULL,
+            cwd=workdir, env=job_env(msg, d, prepared.env if prepared else None, rec.port),
+            stdin=subprocess.DEVNULL,
             stdout=out, stderr=err, start_new_session=True, close_fds=True,
             preexec_fn=memlimit.preexec(msg.memory_mb, group),
         )

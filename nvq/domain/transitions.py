@@ -59,6 +59,7 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         setup=spec.setup,
         setup_files=list(spec.setup_files),
         retries_on=spec.retries_on,
+        interactive=spec.interactive,
     )
 
 
@@ -77,6 +78,7 @@ def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:
         node=node,
         gpus=list(gpus),
         pid=None,
+        port=None,
         dispatched_at=now,
         started_at=None,
         ended_at=None,
@@ -93,7 +95,8 @@ def started(job: Job, ev: JobStarted, node: str) -> Outcome:
     if job.state is not JobState.RUNNING or job.attempt != ev.attempt or job.node != node:
         return Outcome()
     new = msgspec.structs.replace(
-        job, pid=ev.pid, started_at=ev.started_at, env_dropped=list(ev.env_dropped)
+        job, pid=ev.pid, started_at=ev.started_at, env_dropped=list(ev.env_dropped),
+        port=ev.port,
     )
     data = {"attempt": ev.attempt, "pid": ev.pid}
     return Outcome(new, [NewEvent("job_started", job.id, node, data)])

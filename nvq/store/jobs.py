@@ -29,6 +29,7 @@ _JSON_FIELDS = frozenset(
         "setup_files",
         "env_dropped",
         "written",
+        "interactive",
     }
 )
 # JSON fields decoded into structs, not plain dicts

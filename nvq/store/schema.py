@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -216,6 +216,11 @@ ALTER TABLE jobs ADD COLUMN written TEXT NOT NULL DEFAULT '[]';
     # 12: which endings spend a --retries restart (`--retries-on oom,lost`).
     """
 ALTER TABLE jobs ADD COLUMN retries_on TEXT NOT NULL DEFAULT 'lost';
+""",
+    # 13: terminal sessions (`job shell`) and each attempt's port ($NVQ_PORT).
+    """
+ALTER TABLE jobs ADD COLUMN interactive TEXT NOT NULL DEFAULT 'false';
+ALTER TABLE jobs ADD COLUMN port INTEGER;
 """,
 ]
 

@@ -101,7 +101,8 @@ def job_detail(doc: JobDetail) -> str:
         + (f" node={safe(doc.node_request)}" if doc.node_request else "")
         + (f" timeout={format_duration(doc.timeout)}" if doc.timeout else "")
         + f" priority={doc.priority}",
-        f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else ""),
+        f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else "")
+        + (f"  port {doc.port}" if getattr(doc, "port", None) and doc.state not in WAITING else ""),
         f"  created     {ago(doc.created_at)}",
         f"  started     {ago(doc.started_at)}",
         f"  ended       {ago(doc.ended_at)}",
