@@ -39,7 +39,7 @@ from nvq.clusters.login import (
     login_node,
     pilot_node,
 )
-from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide
+from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, fits_shape
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.ssh import NodeUnreachable, RunnerChannel
@@ -52,6 +52,7 @@ BACKOFF_MAX = 60.0
 # Said of a pilot that left squeue or stopped running (scancel, walltime, preemption).
 ENDED = "the Slurm allocation ended"
 RELEASED = "released: no job needed it"
+DRAINED = "released: the cluster is drained"
 
 PilotOpener = Callable[[], Awaitable[RunnerChannel]]
 
@@ -121,6 +122,7 @@ class PilotManager:
         self._clock = clock
         self._wake = anyio.Event()
         self._idle: dict[str, float] = {}  # running pilots' idle_since, last pass
+        self.waiting: list[WaitingJob] = []  # jobs only a pilot could take, last pass
 
     # ---------------------------------------------------------- commands
 
@@ -151,6 +153,8 @@ class PilotManager:
             "target": self.target,
             "refused": self.refused,
             "demand": self.last.demand if self.last else 0,
+            "waiting": len(self.waiting),
+            "request_in": self._request_in(),
             "pilots": [
                 {
                     "node": f"{self.cluster.name}/{s.job_id}",
@@ -163,6 +167,16 @@ class PilotManager:
                 for s in self.statuses.values()
             ],
         }
+
+    def _request_in(self) -> float | None:
+        now = self._clock()
+        due = [
+            left
+            for j in self.waiting
+            if fits_shape(j, self.cluster)
+            and (left := j.waiting_since + self.cluster.scale_after - now) > 0
+        ]
+        return min(due, default=None)
 
     # ---------------------------------------------------------- the task
 
@@ -206,6 +220,11 @@ class PilotManager:
         wait = self._poll_starting if starting else self._poll
         if self.target is None:
             now = self._clock()
+            # No later than the moment a waiting job has waited `scale_after`.
+            for job in self.hooks.waiting_jobs(self.cluster):
+                due = job.waiting_since + self.cluster.scale_after - now
+                if due > 0:
+                    wait = min(wait, max(self._poll_starting, due))
             for since in self._idle.values():
                 due = since + self.cluster.idle_release - now
                 wait = min(wait, max(self._poll_starting, due))
@@ -243,6 +262,24 @@ class PilotManager:
             await self._ended(job_id, ENDED)
             self.known.discard(job_id)
             self.ended.discard(job_id)
+        if self.target == 0:
+            # Drained: a pilot whose sbatch was in flight when the drain came starts
+            # after it. It is given back before it is handed a job.
+            late = [
+                job_id
+                for job_id, status in mine.items()
+                if status.phase == "running" and job_id not in self.started
+            ]
+            if late:
+                log.info(
+                    "cluster %s: drained: releasing pilots %s that started after the drain",
+                    self.cluster.name,
+                    ", ".join(late),
+                )
+                await login.cancel(late)
+                for job_id in late:
+                    del mine[job_id]
+                    await self._ended(job_id, DRAINED)
         for job_id, status in mine.items():
             name = f"{self.cluster.name}/{job_id}"
             if status.phase == "running" and job_id not in self.started:
@@ -268,9 +305,10 @@ class PilotManager:
             for s in mine.values()
         ]
         self._idle = {v.job_id: v.idle_since for v in views if v.idle_since is not None}
+        self.waiting = self.hooks.waiting_jobs(self.cluster)
         decision = decide(
             views,
-            self.hooks.waiting_jobs(self.cluster),
+            self.waiting,
             self.cluster,
             now,
             target=self.target,
@@ -285,8 +323,10 @@ class PilotManager:
             # Gone for the daemon now, before Slurm ends its runner under a live link.
             for job_id in decision.release:
                 await self._ended(job_id, RELEASED)
+        target = self.target
         for _ in range(decision.request):
-            if not await self._submit(login):
+            # A drain or scale that came while an sbatch was in flight stops the rest.
+            if self.target != target or not await self._submit(login):
                 break
         return decision
 

@@ -7,8 +7,10 @@ ones to cancel:
 
 * a job counts towards a new pilot once it would fit one (GPUs, memory, walltime)
   and has waited `scale_after`;
-* pilots still pending in Slurm absorb that demand before new ones are requested,
-  and pending ones beyond it are cancelled (their jobs found room elsewhere);
+* pilots still pending in Slurm, and running ones that sit idle with room for a job
+  (one that started this moment and has not been given its job yet), absorb that
+  demand before new ones are requested, and pending ones beyond it are cancelled
+  (their jobs found room elsewhere);
 * the total stays within `max_pilots`, and `min_pilots` are kept and requested;
 * a running pilot idle for `idle_release` is released, oldest idle first, while
   more than `min_pilots` remain;
@@ -99,6 +101,32 @@ def pilots_needed(
     return max(len(free), for_cpu)
 
 
+def absorb(
+    jobs: list[WaitingJob], running: list[PilotView], cluster: ClusterConfig
+) -> tuple[list[WaitingJob], set[str]]:
+    """Pack jobs onto the idle running pilots they fit (cards and walltime), largest
+    first; answer the jobs left over and the pilots that take some."""
+    free = {p.job_id: cluster.gpus_per_pilot for p in running if p.idle_since is not None}
+    left = {p.job_id: p.time_left for p in running}
+    unplaced: list[WaitingJob] = []
+    taking: set[str] = set()
+    for job in sorted(jobs, key=lambda j: -j.gpus):
+        home = next(
+            (
+                pilot
+                for pilot, cards in free.items()
+                if cards >= job.gpus and fits_walltime(job.timeout, left[pilot], cluster)
+            ),
+            None,
+        )
+        if home is None:
+            unplaced.append(job)
+        else:
+            free[home] -= job.gpus
+            taking.add(home)
+    return unplaced, taking
+
+
 def decide(
     pilots: list[PilotView],
     waiting: list[WaitingJob],
@@ -116,7 +144,10 @@ def decide(
         for j in waiting
         if fits_shape(j, cluster) and now - j.waiting_since >= cluster.scale_after
     ]
-    demand = pilots_needed(ripe, cluster, cpu_jobs_per_pilot)
+    # Jobs an idle running pilot can take are about to be placed there (the pass that
+    # sees a pilot start still sees its job waiting): they ask for no new pilot.
+    unplaced, taking = absorb(ripe, [p for p in alive if p.phase == "running"], cluster)
+    demand = pilots_needed(unplaced, cluster, cpu_jobs_per_pilot)
 
     if target is not None:
         wanted = target
@@ -139,7 +170,10 @@ def decide(
         (
             p
             for p in alive
-            if p.phase == "running" and p.idle_since is not None and now - p.idle_since >= idle_for
+            if p.phase == "running"
+            and p.idle_since is not None
+            and now - p.idle_since >= idle_for
+            and (target is not None or p.job_id not in taking)
         ),
         key=lambda p: (p.idle_since, p.job_id),
     )

@@ -286,7 +286,11 @@ class ClusterView(msgspec.Struct, kw_only=True):
     error: str | None  # why the login node cannot be reached
     target: int | None  # `cluster scale N` (0 after `drain`); None: automatic
     refused: str | None  # Slurm's refusal, while no more pilots are requested
-    demand: int  # pilots the waiting jobs would fill
+    demand: int  # new pilots the waiting jobs would fill
+    # Jobs only a pilot could take, at the last pass, and the seconds until the first
+    # of them has waited `scale_after` (None: none is still within it).
+    waiting: int = 0
+    request_in: float | None = None
     pilots: list[ClusterPilot]
 
 

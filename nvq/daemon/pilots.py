@@ -63,6 +63,10 @@ class DaemonPilots:
         self.ids = PilotIds(state.home / "pilots.json")
         self._tg: anyio.abc.TaskGroup | None = None
         self._waiting: frozenset[int] = frozenset()  # pending jobs at the last kick
+        # When each pending job started waiting, for `scale_after`: its submission, or
+        # the moment this daemon first saw it back in the queue (requeued, reassigned,
+        # released). Not `rank`: that is a dispatch sequence number, not a time.
+        self.pending_since: dict[int, float] = {}
 
     # ---------------------------------------------------------- daemon side
 
@@ -99,12 +103,27 @@ class DaemonPilots:
         for name in list(self.status):
             self.idle_since(name)
         waiting = frozenset(j.id for j in self.state.jobs.values() if j.state is JobState.PENDING)
+        self._note_pending(waiting)
         # Only news wakes a manager (each pass is an squeue over SSH); its own poll
         # catches jobs that reach scale_after.
         if set(self.idle) - was_idle or waiting - self._waiting:
             for manager in self.managers.values():
                 manager.kick()
         self._waiting = waiting
+
+    def _note_pending(self, waiting: frozenset[int]) -> None:
+        now = time.time()
+        for job_id in waiting - self.pending_since.keys():
+            job = self.state.jobs[job_id]
+            self.pending_since[job_id] = job.created_at if job.dispatched_at is None else now
+        for job_id in self.pending_since.keys() - waiting:
+            del self.pending_since[job_id]
+
+    def waiting_since(self, job: Job) -> float:
+        since = self.pending_since.get(job.id)
+        if since is None:  # not seen by a placement pass yet: it has just arrived
+            since = job.created_at if job.dispatched_at is None else time.time()
+        return since
 
     def time_left(self, node: str) -> float | None:
         seen = self.status.get(node)
@@ -172,7 +191,7 @@ class DaemonPilots:
             gpus=job.gpus_requested,
             memory_mb=job.memory_mb or None,
             timeout=time_limit(job),
-            waiting_since=job.rank or job.created_at,
+            waiting_since=self.waiting_since(job),
         )
 
     def waiting_jobs(self, cluster: ClusterConfig) -> list[WaitingJob]:

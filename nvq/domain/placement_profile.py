@@ -83,7 +83,7 @@ class Profile:
             if accepting[i]
             and (job.cuda is None or _new_enough(slots[i].cuda, job.cuda, unknown=False))
             and (not slots[i].busy or _owner_may(slots[i], job))
-            and _time_fits(slots[i], job.time_limit)
+            and time_fits(slots[i], job.time_limit)
         }
         # best_card[n−1]: the largest size every one of some node's n best cards can hold
         # when empty, over eligible nodes — to tell "not now" from "never".
@@ -115,7 +115,9 @@ class Profile:
             self.limit[n] = min(self.limit[n], vram)
 
 
-def _time_fits(slot: NodeSlot, limit: float | None) -> bool:
+def time_fits(slot: NodeSlot, limit: float | None) -> bool:
+    """May a job with time limit `limit` start on this node before its end (a pilot's
+    allocation)? The limit plus the node's margin must fit in the time left."""
     if slot.time_left is None:
         return limit is not None or slot.untimed_ok
     if limit is None:  # untimed: not where it would have to leave at once

@@ -6,8 +6,10 @@ Reasons, as `job ls` prints them in its REASON column:
 `Priority` (it fits now; jobs ahead of it go first), `Resources` (no node has room),
 `Dependency`, `ArrayLimit`, `Lane`, `NodeDrained`/`NodeDown`/`NodeConnecting` (every
 node it may use is), `Busy` (their owners are active), `Starvation` (room is kept for
-a job that has waited too long), `Stopping` (its previous attempt is still being
-stopped or its files synced), `Paused`, `Held`.
+a job that has waited too long), `Walltime` (every node that could take it is a Slurm
+pilot with less time left than the job's limit needs), `Untimed` (those pilots take only
+jobs with a time limit), `Stopping` (its previous attempt is still being stopped or its
+files synced), `Paused`, `Held`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from collections.abc import Sequence
 import msgspec
 
 from nvq.domain.placement import NodeSlot, PendingJob
-from nvq.values import format_mib
+from nvq.domain.placement_profile import time_fits
+from nvq.values import format_duration, format_mib
 
 PRIORITY = "Priority"
 RESOURCES = "Resources"
@@ -29,6 +32,8 @@ NODE_DOWN = "NodeDown"
 NODE_CONNECTING = "NodeConnecting"
 BUSY = "Busy"
 STARVATION = "Starvation"
+WALLTIME = "Walltime"
+UNTIMED = "Untimed"
 STOPPING = "Stopping"
 PAUSED = "Paused"
 HELD = "Held"
@@ -51,8 +56,8 @@ class NodeFacts(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Check(msgspec.Struct, frozen=True):
-    constraint: str  # pin, state, drained, fenced, busy, cuda, host memory, cards,
-    # memory per card, cpu slots, lane
+    constraint: str  # pin, state, drained, fenced, busy, walltime, untimed, cuda,
+    # host memory, cards, memory per card, cpu slots, lane
     ok: bool
     detail: str
 
@@ -115,6 +120,9 @@ def analyze(
             may = slot.owner is not None and job.user == slot.owner and not job.forbid_busy
             who = slot.owner or "its owner"
             checks.append(Check("busy", may, f"{who} is using it: only {who}'s own jobs go there"))
+        timing = _walltime(job, slot)
+        if timing is not None:
+            checks.append(timing)
         if job.cuda is not None:
             need = f"{job.cuda[0]}.{job.cuda[1]}"
             if slot.cuda is None:
@@ -130,6 +138,29 @@ def analyze(
         fit, best = _cards(job, slot, headroom_mb, max_cpu_jobs)
         checks.extend(fit)
     return NodeFit(name, all(c.ok for c in checks), checks, best)
+
+
+def _walltime(job: PendingJob, slot: NodeSlot) -> Check | None:
+    """A node with an end (a Slurm pilot): does the job's time limit fit before it?"""
+    if slot.time_left is None and slot.untimed_ok:
+        return None
+    ok = time_fits(slot, job.time_limit)
+    if job.time_limit is None:
+        if slot.untimed_ok:
+            left = format_duration(slot.time_left or 0.0)
+            return Check("untimed", ok, f"{slot.name} has {left} left: untimed jobs leave it now")
+        return Check(
+            "untimed", ok, "pilots take only jobs with --timeout (allow_untimed = false)"
+        )
+    if slot.time_left is None:
+        return Check("walltime", True, f"{slot.name} has no end")
+    need = job.time_limit + slot.time_margin
+    detail = (
+        f"{slot.name} has {format_duration(slot.time_left)} left, the job needs "
+        f"{format_duration(need)} (its limit {format_duration(job.time_limit)} + "
+        f"{format_duration(slot.time_margin)} to sync before the allocation ends)"
+    )
+    return Check("walltime", ok, detail)
 
 
 def _cards(
@@ -196,6 +227,10 @@ def summarize(
         return Waiting(BUSY, _nodes_say(candidates, blocking))
     if kinds == {"lane"}:
         return Waiting(LANE, blocking[0].detail)
+    if kinds == {"untimed"}:
+        return Waiting(UNTIMED, blocking[0].detail)
+    if kinds <= {"walltime", "untimed"}:
+        return Waiting(WALLTIME, _nodes_say(candidates, blocking))
     return Waiting(RESOURCES, _best_candidate(candidates))
 
 

@@ -204,3 +204,39 @@ def test_restarted_daemon_adopts_its_running_pilot_and_sees_scancel(
         assert slurm_cluster.job_state(stranger) in ("PENDING", "RUNNING")
 
     run(main)
+
+
+def test_a_pilot_whose_sbatch_was_in_flight_at_a_drain_is_never_given_a_job(
+    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+) -> None:
+    config = cluster_config(slurm_cluster, slurm_login, tmp_path, scale_after=0.0)
+    hooks = Hooks()
+    hooks.waiting = [waiting_job(config)]
+
+    async def main() -> None:
+        pilots = manager(config, hooks)
+        submitted = hooks.submitted
+
+        async def drain_meanwhile(cluster: ClusterConfig, job_id: str) -> None:
+            await submitted(cluster, job_id)
+            pilots.drain()  # `nvq cluster drain` while sbatch was answering
+
+        hooks.submitted = drain_meanwhile  # type: ignore[method-assign]
+        conn = await connect_login(config)
+        try:
+            pilots.login = SlurmLogin(config, conn)
+            await pilots.step()
+            _, name = await hooks.until("submitted")
+            await anyio.to_thread.run_sync(
+                slurm_cluster.wait_state, name.removeprefix("hpc/"), "RUNNING"
+            )
+            await pilots.step()  # it came up after the drain: given back, not started
+        finally:
+            conn.close()
+        assert hooks.events == [
+            ("submitted", name),
+            ("ended", name, "released: the cluster is drained"),
+        ]
+        await anyio.to_thread.run_sync(slurm_cluster.wait_state, name.removeprefix("hpc/"), "")
+
+    run(main)

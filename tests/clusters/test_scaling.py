@@ -168,7 +168,8 @@ def test_an_idle_pilot_too_short_for_the_waiting_job_is_replaced() -> None:
 
 
 def test_refused_submission_blocks_requests_but_not_releases() -> None:
-    d = decide([running("1", idle_for=600.0)], [job(1)], HPC, NOW, blocked=True)
+    # The idle pilot is too short for the job: it goes, and no new one is asked for.
+    d = decide([running("1", idle_for=600.0, left=1000.0)], [job(1)], HPC, NOW, blocked=True)
     assert d == ScaleDecision(0, ["1"], 1)
 
 
@@ -176,10 +177,32 @@ def test_manual_target() -> None:
     assert decide([], [], HPC, NOW, target=2).request == 2
     assert decide([], [], HPC, NOW, target=5).request == 3  # still within max_pilots
     pilots = [running("1", idle_for=1.0), running("2"), pending("3")]
-    assert decide(pilots, [job(1)], HPC, NOW, target=2) == ScaleDecision(0, ["3"], 1)
-    assert decide(pilots, [job(1)], HPC, NOW, target=1) == ScaleDecision(0, ["3", "1"], 1)
+    # Pilot 1 sits idle with room: job 1 goes there, it needs no new pilot.
+    assert decide(pilots, [job(1)], HPC, NOW, target=2) == ScaleDecision(0, ["3"], 0)
+    assert decide(pilots, [job(1)], HPC, NOW, target=1) == ScaleDecision(0, ["3", "1"], 0)
 
 
 def test_drain_releases_idle_and_pending_pilots_at_once_and_keeps_busy_ones() -> None:
     pilots = [running("1", idle_for=0.0), running("2"), pending("3")]
-    assert decide(pilots, [job(1)], HPC, NOW, target=0) == ScaleDecision(0, ["3", "1"], 1)
+    assert decide(pilots, [job(1)], HPC, NOW, target=0) == ScaleDecision(0, ["3", "1"], 0)
+
+
+def test_a_pilot_that_just_started_takes_the_waiting_job_and_no_spare_is_requested() -> None:
+    # The pass that sees the pilot running still sees its job waiting (placement has
+    # not run yet): it must not ask for a second pilot for the same job.
+    started = running("1", idle_for=0.0)
+    assert decide([started], [job(1)], HPC, NOW) == ScaleDecision(0, [], 0)
+    # Four cards: two 2-card jobs fit it, a third asks for one more pilot.
+    two = [job(i, gpus=2) for i in range(3)]
+    assert decide([started], two, HPC, NOW) == ScaleDecision(1, [], 1)
+
+
+def test_an_idle_pilot_about_to_take_a_job_is_not_released() -> None:
+    long_idle = running("1", idle_for=3600.0)
+    assert decide([long_idle], [job(1)], HPC, NOW) == ScaleDecision(0, [], 0)
+    assert decide([long_idle], [], HPC, NOW).release == ["1"]
+
+
+def test_a_job_within_scale_after_asks_for_nothing() -> None:
+    assert decide([], [job(1, waited=29.0)], HPC, NOW) == ScaleDecision(0, [], 0)
+    assert decide([], [job(1, waited=30.0)], HPC, NOW) == ScaleDecision(1, [], 1)

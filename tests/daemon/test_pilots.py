@@ -29,6 +29,8 @@ def test_waiting_job_runs_on_a_pilot_that_is_released_when_idle(
     assert (code, done["state"]) == (0, "completed"), done
     assert done["node"].startswith("hpc/")
     assert nvq.ok("job", "logs", str(job["id"])).out == "on the cluster\n"
+    # One pilot for one job: the pass that saw it start did not ask for a spare.
+    assert requested_pilots(nvq) == 1, requested_pilots(nvq)
 
     deadline = time.monotonic() + 60
     while done["node"] in nodes(nvq):
@@ -36,6 +38,48 @@ def test_waiting_job_runs_on_a_pilot_that_is_released_when_idle(
         time.sleep(0.5)
     # Released: scancelled, so Slurm lets the allocation go.
     slurm_cluster.wait_state(done["node"].removeprefix("hpc/"), "")
+
+
+def requested_pilots(nvq: Nvq) -> int:
+    log = (nvq.home / "daemon.log").read_text()
+    return sum(1 for line in log.splitlines() if "cluster hpc: requested pilot" in line)
+
+
+def test_a_job_within_scale_after_asks_slurm_for_nothing(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
+) -> None:
+    nvq = cluster_queue(scale_after=toml_str("1h"))
+    job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "true")
+
+    def seen() -> bool:
+        [view] = nvq.json("cluster", "status", "hpc")
+        return bool(view["waiting"] == 1)
+
+    # The pass that saw the job waiting did not count it: it has waited seconds, not 1h.
+    wait_until("a pass of the pilot manager that sees the job", seen)
+    [view] = nvq.json("cluster", "status", "hpc")
+    assert (view["pilots"], view["demand"]) == ([], 0), view
+    assert 3000 < view["request_in"] <= 3600
+    assert requested_pilots(nvq) == 0
+    assert nvq.show(job["id"])["state"] == "pending"
+    assert "asks for one in 5" in nvq.ok("cluster", "status", "hpc").out
+
+
+def test_a_job_too_long_for_the_pilot_says_walltime(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
+) -> None:
+    nvq = cluster_queue(idle_release=toml_str("10m"))
+    gpus = pilot_gpus(slurm_cluster)
+    first = nvq.submit("--gpus", gpus, "--timeout", "1m", "--", "true")
+    code, [done] = nvq.wait(first["id"], timeout=120)
+    assert code == 0, done
+    # The pilot stays (idle_release 10m) with less than 10m left: a 9m30s job cannot
+    # go there, and says so instead of "jobs ahead of it are placed first".
+    long = nvq.submit("--gpus", gpus, "--timeout", "9m30s", "--", "true")
+    why = nvq.wait_for(long["id"], lambda j: j.get("reason") == "Walltime", timeout=60)
+    assert done["node"] in why["reason_detail"] and "left, the job needs 10m30s" in why[
+        "reason_detail"
+    ], why
 
 
 def wait_until(what: str, check: object, timeout: float = 90) -> None:

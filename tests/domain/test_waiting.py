@@ -239,3 +239,31 @@ def test_many_nodes_are_summed_up() -> None:
     nodes = [facts(slot(f"gpu{i}"), state="down") for i in range(5)]
     got = reason(job(node="gpu"), *nodes)
     assert got.reason == "NodeDown" and got.detail.endswith("(and 2 more)")
+
+
+# ------------------------------------------------------------------ Slurm pilots
+
+
+def pilot(left: float | None, untimed_ok: bool = False) -> NodeSlot:
+    return slot("hpc/4", time_left=left, untimed_ok=untimed_ok, time_margin=60.0)
+
+
+def test_a_pilot_too_short_for_the_job_is_walltime_not_priority() -> None:
+    short = fit(job(time_limit=465.0), facts(pilot(488.0)))
+    assert not short.fits
+    assert failing(short) == {
+        "walltime": "hpc/4 has 8m08s left, the job needs 8m45s "
+        "(its limit 7m45s + 1m00s to sync before the allocation ends)"
+    }
+    assert w.summarize(job(time_limit=465.0), [short]) == w.Waiting(
+        w.WALLTIME, "hpc/4: " + failing(short)["walltime"]
+    )
+    assert fit(job(time_limit=400.0), facts(pilot(488.0))).fits
+
+
+def test_an_untimed_job_on_pilots_that_take_only_timed_ones_is_untimed() -> None:
+    untimed = fit(job(), facts(pilot(3600.0)))
+    assert w.summarize(job(), [untimed]) == w.Waiting(
+        w.UNTIMED, "pilots take only jobs with --timeout (allow_untimed = false)"
+    )
+    assert fit(job(), facts(pilot(3600.0, untimed_ok=True))).fits

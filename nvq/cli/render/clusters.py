@@ -12,9 +12,12 @@ def cluster_text(view: ClusterView) -> str:
     if view.target == 0:
         mode = "draining"
     login = "connected" if view.connected else f"unreachable: {view.error or 'connecting'}"
+    waiting = f"{view.waiting} job{'s' if view.waiting != 1 else ''} waiting for a pilot"
+    if view.request_in is not None:
+        waiting += f" (the next asks for one in {format_duration(view.request_in)}: scale_after)"
     lines = [
         f"cluster {view.name}: login {view.login} {login}; pilots {mode}; "
-        f"waiting jobs would fill {view.demand}"
+        f"{waiting}; new pilots they would fill: {view.demand}"
     ]
     if view.refused:
         lines.append(f"  requests stopped: {view.refused}")
