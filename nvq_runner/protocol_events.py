@@ -83,6 +83,9 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     # for that queue: a daemon restored from a backup continues its ids after it.
     queue_id: str = ""
     max_job_id: int = 0
+    # Inside a Slurm job (a pilot): the cards its allocation was granted, as NVML
+    # indices; only those may be offered. None outside one.
+    allocated: list[int] | None = None
 
 
 class Sample(msgspec.Struct, tag="sample", frozen=True):

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__, owner, procfs
+from .allocation import allocated_gpus
 from .artifact_wire import ArtifactsTreeQuery, SyncWanted
 from .artifacts import manifest
 from .blobcache import BlobCache
@@ -151,6 +152,7 @@ class Runner:
             features=["artifacts", "owner", "world", "chunked_artifacts"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
+            allocated=allocated_gpus(os.environ, len(facts.gpus)),
         )
 
     # ------------------------------------------------------------ connections

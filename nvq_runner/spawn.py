@@ -54,6 +54,10 @@ def job_env(
         NVQ_ARTIFACTS=str(d.artifacts),
         NVQ_ATTEMPT=str(msg.attempt),
     )
+    # A pilot's jobs run inside its Slurm allocation: they see it as a Slurm job step
+    # would (SLURM_JOB_ID, the node list, the granted cards), whatever the submitter's
+    # shell carried.
+    env.update((k, v) for k, v in os.environ.items() if k.startswith("SLURM_"))
     if port is not None:
         env["NVQ_PORT"] = str(port)
         # torchrun and torch.distributed read it; a job that chose its own keeps it.

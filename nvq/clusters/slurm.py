@@ -92,6 +92,15 @@ def format_walltime(seconds: float) -> str:
     return f"{days}-{clock}" if days else clock
 
 
+def gpus_option(cluster: ClusterConfig) -> str:
+    """How a pilot asks for its cards, in the form the site takes: `--gres=gpu:2`,
+    `--gres=gpu:a100:2`, `--gpus-per-node=a100:2`, `--gpus=2`."""
+    _, _, model = cluster.gres.partition(":")
+    if cluster.gpus_flag == "--gres":
+        return f"--gres={cluster.gres}:{cluster.gpus_per_pilot}"
+    return f"{cluster.gpus_flag}={model + ':' if model else ''}{cluster.gpus_per_pilot}"
+
+
 def sbatch_options(cluster: ClusterConfig) -> list[str]:
     """The sbatch options of one pilot: one node, one task, the configured shape."""
     opts = [
@@ -104,7 +113,7 @@ def sbatch_options(cluster: ClusterConfig) -> list[str]:
     if cluster.time is not None:
         opts.append(f"--time={format_walltime(cluster.time)}")
     if cluster.gpus_per_pilot:
-        opts.append(f"--gres=gpu:{cluster.gpus_per_pilot}")
+        opts.append(gpus_option(cluster))
     if cluster.cpus:
         opts.append(f"--cpus-per-task={cluster.cpus}")
     if cluster.memory_mb:

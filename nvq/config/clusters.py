@@ -15,6 +15,8 @@ from nvq.config.fields import NAME_RE, Convert, FieldReader
 from nvq.config.types import ClusterConfig
 from nvq.values import show
 
+GPUS_FLAGS = ("--gres", "--gpus", "--gpus-per-node")
+
 
 class _ClusterReader(FieldReader):
     def name(self, value: Any, key: str) -> str:
@@ -40,6 +42,19 @@ class _ClusterReader(FieldReader):
             raise self.fail(key, f"a pilot's walltime must be at least 1m, got {show(value)}")
         return seconds
 
+    def gres(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        kind, _, model = text.partition(":")
+        if kind != "gpu" or ":" in model or (model and not NAME_RE.fullmatch(model)):
+            raise self.fail(key, f"expected \"gpu\" or \"gpu:TYPE\", got {show(text)}")
+        return text
+
+    def gpus_flag(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        if text not in GPUS_FLAGS:
+            raise self.fail(key, f"expected one of {', '.join(GPUS_FLAGS)}, got {show(text)}")
+        return text
+
     def lines(self, value: Any, key: str) -> list[str]:
         # One command or a list of them; each runs in the pilot's shell before the runner.
         return [value] if isinstance(value, str) and value else self.string_list(value, key)
@@ -54,6 +69,8 @@ class _ClusterReader(FieldReader):
             "known_hosts": self.path_value,
             "partition": self.string,
             "gpus_per_pilot": lambda v, k: self.integer(v, k, 0),
+            "gres": self.gres,
+            "gpus_flag": self.gpus_flag,
             "cpus": lambda v, k: self.integer(v, k, 1),
             "memory": self.memory,
             "time": self.walltime,

@@ -142,7 +142,9 @@ class ClusterConfig(msgspec.Struct, kw_only=True, frozen=True):
     identity: str | None = None
     known_hosts: str | None = None
     partition: str | None = None  # None: the cluster's default partition
-    gpus_per_pilot: int = 1  # → --gres=gpu:N; 0 asks for no GPUs
+    gpus_per_pilot: int = 1  # → --gres=gpu:N (see gres, gpus_flag); 0 asks for no GPUs
+    gres: str = "gpu"  # "gpu", or a typed one: "gpu:a100" → --gres=gpu:a100:N
+    gpus_flag: str = "--gres"  # or "--gpus" / "--gpus-per-node": how cards are asked for
     cpus: int | None = None  # → --cpus-per-task
     memory_mb: int | None = None  # → --mem
     time: float | None = None  # walltime in seconds; None: the partition's default

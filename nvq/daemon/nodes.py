@@ -45,6 +45,17 @@ class NodeRuntime:
     busy_detail: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def open_cards(self) -> list[int] | None:
+        """Cards open to new placements: the configured allowlist, within what a
+        Slurm allocation granted the runner (a pilot). None: every card."""
+        granted = self.hello.allocated if self.hello is not None else None
+        if granted is None:
+            return self.allow
+        if self.allow is None:
+            return granted
+        return [i for i in self.allow if i in granted]
+
+    @property
     def owner(self) -> str | None:
         return self.config.owner if self.config else None
 

@@ -53,7 +53,7 @@ def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
         accepting = node.accepting and not machines.fenced(node.name)
         # Everything the slot is made of: an unchanged node (the common case after an
         # event elsewhere) keeps its slot, instead of its cards being worked out again.
-        key = (node.hello, node.sample, accepting, node.allow, headroom, extra, *on_node)
+        key = (node.hello, node.sample, accepting, node.open_cards, headroom, extra, *on_node)
         cached = state.slot_cache.get(node.name)
         if cached is not None and _same(cached[0], key):
             slots.append(cached[1])
@@ -77,7 +77,7 @@ def _node_slot(
         node.sample.gpus if node.sample and node.accepting else None,
         on_node,
         headroom_mb=headroom,
-        allow=node.allow,
+        allow=node.open_cards,
     )
     gpus = [
         GpuSlot(

@@ -56,6 +56,21 @@ def test_sbatch_options_follow_the_config() -> None:
 
 
 @pytest.mark.parametrize(
+    ("gres", "flag", "option"),
+    [
+        ("gpu", "--gres", "--gres=gpu:2"),
+        ("gpu:a100", "--gres", "--gres=gpu:a100:2"),
+        ("gpu", "--gpus-per-node", "--gpus-per-node=2"),
+        ("gpu:a100", "--gpus-per-node", "--gpus-per-node=a100:2"),
+        ("gpu:h100", "--gpus", "--gpus=h100:2"),
+    ],
+)
+def test_each_site_form_of_asking_for_cards(gres: str, flag: str, option: str) -> None:
+    cluster = ClusterConfig(name="hpc", host="login", gpus_per_pilot=2, gres=gres, gpus_flag=flag)
+    assert option in slurm.sbatch_options(cluster)
+
+
+@pytest.mark.parametrize(
     ("seconds", "text"),
     [(60, "00:01:00"), (8 * 3600, "08:00:00"), (90061, "1-01:01:01"), (59.1, "00:01:00")],
 )

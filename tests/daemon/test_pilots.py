@@ -231,3 +231,30 @@ def test_scale_keeps_pilots_and_drain_releases_them(
     assert "pilots draining" in nvq.ok("cluster", "status", "hpc").out
     assert nvq.json("cluster", "scale", "hpc", "auto")["target"] is None
     assert "no cluster named 'nosuch'" in nvq.run("cluster", "status", "nosuch").err
+
+
+def test_a_pilot_offers_only_the_cards_slurm_granted_and_its_jobs_see_the_allocation(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    if slurm_cluster.gpus < 2:
+        pytest.skip("this Slurm has no fake GRES GPUs (device nodes cannot be made here)")
+    # Card 0 is another Slurm job's: the pilot is granted card 1 of the two its NVML
+    # (the fake backend here) sees, and must not use card 0.
+    other = slurm_cluster.run(
+        "sbatch", "--parsable", "--gres=gpu:1", "--wrap", "sleep 300"
+    ).stdout.strip()
+    slurm_cluster.wait_state(other, "RUNNING")
+    nvq = cluster_queue()
+    (tmp_path / "pilot-gpus.toml").write_text(
+        'cuda = "12.4"\n[[gpu]]\nname = "A100"\nmemory = "80GiB"\n'
+        '[[gpu]]\nname = "A100"\nmemory = "80GiB"\n'
+    )
+    job = nvq.submit(
+        "--gpus", "1", "--timeout", "2m", "--", "sh", "-c",
+        'echo "$CUDA_VISIBLE_DEVICES $SLURM_JOB_ID $SLURM_JOB_GPUS"',
+    )
+    code, [done] = nvq.wait(job["id"], timeout=120)
+    assert code == 0, done
+    pilot_id = done["node"].removeprefix("hpc/")
+    assert nvq.ok("job", "logs", str(job["id"])).out == f"1 {pilot_id} 1\n"
+    slurm_cluster.run("scancel", other)

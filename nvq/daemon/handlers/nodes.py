@@ -52,7 +52,7 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
                     node.sample.gpus if node.sample else None,
                     on_node,
                     headroom_mb=headroom,
-                    allow=node.allow,
+                    allow=node.open_cards,
                 )
                 if hello
                 else [],
