@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install dist demo test lint bench sshd browser clean
+.PHONY: install dist demo test test-fast lint bench parts clean
 
 install: $(STAMP)
 
@@ -24,34 +24,31 @@ DIST ?= dist
 dist: install
 	$(PY) -m pip wheel -q --no-deps -w $(DIST) .
 
-# The tests start real OpenSSH servers on loopback: install sshd when it is missing.
-sshd:
-	@test -x /usr/sbin/sshd || { \
-	  echo "installing openssh-server (the tests run real sshd nodes on loopback)"; \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssh-server openssh-client >/dev/null; }
-
-# The web page's tests drive Debian's chromium (Playwright never downloads its own
-# browser here); where it cannot be installed they skip and say why.
-browser:
-	@command -v chromium >/dev/null || { \
-	  echo "installing chromium (the web page tests drive a real browser)"; \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; } \
-	  || echo "chromium could not be installed: the browser tests will be skipped"; }
+# The real parts the tests run (OpenSSH, Slurm and munge, fuse3, tmux, chromium, podman,
+# runc, busybox), installed with apt where missing; no apt call when all are there.
+parts:
+	@scripts/test-parts.sh
 
 demo: install
 	$(PY) scripts/demo.py
 
-test: install sshd browser
+# The whole test, on a fresh machine too: every part installed first, so a test skips
+# only where a part truly cannot run here, and says why (-ra prints the reasons).
+test: install parts
 	@# The tests mostly wait on real processes and sshd nodes: 4 workers on 2 cores.
 	$(PY) -m pytest -q -p no:cacheprovider -n 4
+
+# The inner loop: the pure, store and in-process tests, none that drives the `nvq` CLI
+# as a process or starts sshd/Slurm (those carry the `e2e` mark, set in tests/conftest.py).
+# 802 tests in ~50 s on 2 busy cores (2026-12-01: `time make test-fast`).
+test-fast: install
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not e2e"
 
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-bench: install sshd browser
+bench: install parts
 	cd bench && ../$(PY) run_all.py
 
 clean:

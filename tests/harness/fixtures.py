@@ -6,7 +6,7 @@ Use from a test module or conftest with::
 
 or import the fixtures by name. `sshd_nodes(n)` starts `n` fresh nodes (it may be called
 more than once per test); every node is torn down after the test, pass or fail. Tests are
-skipped when `/usr/sbin/sshd` is missing (`.ci/run` installs it).
+skipped when `/usr/sbin/sshd` is missing (`make parts` installs it).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def sshd_client_key(tmp_path_factory: pytest.TempPathFactory) -> ClientKey:
 @pytest.fixture
 def sshd_nodes(tmp_path: Path, sshd_client_key: ClientKey) -> Iterator[SshdNodesFactory]:
     if not sshd_available():
-        pytest.skip("OpenSSH sshd is not installed (.ci/run installs openssh-server)")
+        pytest.skip("OpenSSH sshd is not installed (`make parts` installs openssh-server)")
     started: list[SshdNode] = []
 
     def factory(n: int) -> list[SshdNode]:

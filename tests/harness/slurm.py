@@ -43,7 +43,7 @@ class SlurmUnavailable(RuntimeError):
 
 
 def missing_programs() -> list[str]:
-    """Slurm and munge programs this machine lacks (`.ci/run` installs them)."""
+    """Slurm and munge programs this machine lacks (`make parts` installs them)."""
     out = [p for p in (MUNGED, SLURMCTLD, SLURMD) if not os.access(p, os.X_OK)]
     return out + [c for c in CLIENTS if shutil.which(c) is None]
 
@@ -117,7 +117,7 @@ class SlurmCluster:
         if missing:
             raise SlurmUnavailable(
                 f"Slurm is not installed ({', '.join(missing)} missing; "
-                ".ci/run installs slurmctld slurmd slurm-client munge)"
+                "`make parts` installs slurmctld slurmd slurm-client munge)"
             )
         cluster = cls(Path(tempfile.mkdtemp(prefix="nvqslurm-", dir="/tmp")), gpus)
         try:

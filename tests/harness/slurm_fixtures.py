@@ -49,7 +49,7 @@ def slurm_login(
     tmp_path: Path, sshd_client_key: ClientKey, slurm_cluster: SlurmCluster
 ) -> Iterator[SshdNode]:
     if not sshd_available():
-        pytest.skip("OpenSSH sshd is not installed (.ci/run installs openssh-server)")
+        pytest.skip("OpenSSH sshd is not installed (`make parts` installs openssh-server)")
     node = SshdNode(tmp_path / "login", sshd_client_key)
     try:
         slurm_cluster.login_node_env(node)
