@@ -97,8 +97,9 @@ class Nvq:
         doc = r.json()
         return r.code, doc["jobs"]
 
-    def wait_for(self, job_id: int, pred: Any, timeout: float = 30) -> dict[str, Any]:
-        """Re-read a job until `pred(job)` holds (for states `job wait` does not end on)."""
+    def wait_for(self, job_id: int, pred: Any, timeout: float = 60) -> dict[str, Any]:
+        """Re-read a job until `pred(job)` holds (for states `job wait` does not end on).
+        The deadline only stops a hung test: on a loaded machine a step can take long."""
         deadline = time.monotonic() + timeout
         while True:
             job = self.show(job_id)

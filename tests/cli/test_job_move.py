@@ -59,7 +59,9 @@ def test_a_running_job_is_stopped_and_runs_there_as_a_new_attempt(
     outcomes = [(a["gpus"], a["outcome"]) for a in shown["attempts"]]
     assert outcomes == [(running["gpus"], "moved"), ([other], "completed")]
     assert shown["attempts"][0]["reason"] == f"moved to local:{other} by {done['user']}"
-    # the artifacts were synced to the queue host as on any reassignment
+    # the artifacts were synced to the queue host as on any reassignment (attempt 2's
+    # own last sync lands after the job ended: wait for it so nothing changes under us)
+    nvq.wait_for(job["id"], lambda j: any(s["attempt"] == 2 for s in j.get("artifact_syncs") or []))
     listed = nvq.json("job", "artifacts", str(job["id"]))
     assert (Path(listed["dir"]) / "step").read_text() == "5\n"
     again = nvq.run("job", "move", str(job["id"]), "local")

@@ -21,9 +21,12 @@ def stored_step(nvq: Nvq, job_id: int) -> str:
     return (Path(listed["dir"]) / "step").read_text().strip()
 
 
-def synced(nvq: Nvq, job_id: int) -> None:
-    """Wait for the queue host to hold the ended attempt's artifacts."""
-    nvq.wait_for(job_id, lambda j: bool(j.get("artifact_syncs")))
+def synced(nvq: Nvq, job_id: int, attempt: int = 1) -> None:
+    """Wait for the queue host to hold `attempt`'s artifacts: an attempt's last sync
+    lands after the job has ended, so `job wait` alone does not say they are there."""
+    nvq.wait_for(
+        job_id, lambda j: any(s["attempt"] == attempt for s in j.get("artifact_syncs") or [])
+    )
 
 
 def test_requeue_of_a_completed_job_starts_fresh_and_keeps_the_first_result(nvq: Nvq) -> None:
@@ -61,6 +64,7 @@ def test_requeue_keeps_the_checkpoint_when_asked_and_json_says_which(nvq: Nvq) -
     ]
     code, (again,) = nvq.wait(job["id"])
     assert code == 0 and again["result"] == {"step": 2}
+    synced(nvq, job["id"], attempt=2)
     assert stored_step(nvq, job["id"]) == "2"
     bad = nvq.run("job", "requeue", str(job["id"]), "--artifacts", "some")
     assert bad.code == 2 and bad.err == "nvq: --artifacts some: expected keep or fresh\n"

@@ -30,17 +30,32 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def test_queue_host_disk_full_then_freed(small_disk: Path, tmp_path: Path) -> None:
     nvq = make_nvq(small_disk)
     filler = tmp_path / "filler-done"
+    gate = tmp_path / "disk-is-full"
+    ended = [tmp_path / f"ended-{i}" for i in range(3)]
     try:
-        quick = [nvq.submit("--gpus", "0", "--", "sh", "-c", f"sleep 3; exit {i + 2}")
-                 for i in range(3)]
+        quick = [
+            nvq.submit("--gpus", "0", "--", "sh", "-c",
+                       f"while [ ! -e {gate} ]; do sleep 0.05; done; touch {ended[i]}; exit {i + 2}")
+            for i in range(3)
+        ]
+        for j in quick:
+            nvq.wait_for(j["id"], lambda x: x["state"] == "running")
         # Fill the disk the queue host keeps its database on.
         hog = small_disk / "hog"
         subprocess.run(["sh", "-c", f"head -c 40000000 /dev/zero > {hog}"],
                        capture_output=True)
-        time.sleep(5)  # the three jobs exit while no commit can succeed
-        status = nvq.run("queue", "status", timeout=30)
-        assert status.code == 0, status.err  # the daemon is still up and answering
-        assert "disk full" in status.out
+        gate.touch()  # the three jobs exit while no commit can succeed
+        deadline = time.monotonic() + 60
+        while not all(e.exists() for e in ended):
+            assert time.monotonic() < deadline, "the jobs never ended"
+            time.sleep(0.05)
+        while True:  # the daemon is still up and answering, and says why nothing lands
+            status = nvq.run("queue", "status", timeout=30)
+            assert status.code == 0, status.err
+            if "disk full" in status.out:
+                break
+            assert time.monotonic() < deadline, status.out
+            time.sleep(0.2)
         hog.unlink()
         filler.touch()
         _code, jobs = nvq.wait(*(j["id"] for j in quick), timeout=60)

@@ -73,7 +73,8 @@ def move(nvq: Any, nodes: list[Any], job_id: int, attempt: int) -> str:
     """Take the job's node away; returns the node it ran on."""
     node = nvq.show(job_id)["node"]
     _die(nodes[_index(node)])
-    nvq.wait_for(job_id, lambda j: j["attempt"] == attempt + 1 and j["state"] == "running")
+    nvq.wait_for(job_id, lambda j: j["attempt"] == attempt + 1 and j["state"] == "running",
+                 timeout=90)  # node_grace, then 200 MiB restored on a busy machine
     return str(node)
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.cluster import Nvq
 
@@ -347,9 +348,16 @@ def test_blind_cards_infer_the_split_from_reservations(nvq: Nvq) -> None:
     )
     job = nvq.submit("--vram", "8GiB", "--", "sleep 30")
     nvq.wait_for(job["id"], lambda j: j["state"] == "running")
-    time.sleep(1.2)
-    (node,) = nvq.json("queue", "nodes")
-    (gpu,) = node["gpus"]
+
+    def card() -> dict[str, Any]:
+        (node,) = nvq.json("queue", "nodes")
+        (gpu,) = node["gpus"]
+        return gpu  # type: ignore[no-any-return]
+
+    deadline = time.monotonic() + 30  # a sample taken since the job started
+    while (gpu := card())["queue_mem_mb"] != 8192:
+        assert time.monotonic() < deadline, gpu
+        time.sleep(0.1)
     assert gpu["attribution"] == "blind"
     assert gpu["reserved_mb"] == 8192
     # nothing is measured per process: the queue is taken to use its reservation

@@ -147,9 +147,8 @@ def test_node_down_and_back(mesh: Any, tmp_path: Path) -> None:
     code, (o,) = nvq.wait(other["id"])
     assert code == 0 and o["node"] == "n0"
     gate.touch()  # the job ends while its node is unreachable
-    time.sleep(0.5)
     # Down past node_grace: back to the queue (pinned to n1, it waits for n1 to return).
-    waiting = nvq.show(job["id"])
+    waiting = nvq.wait_for(job["id"], lambda x: x["state"] == "pending", timeout=60)
     assert waiting["state"] == "pending" and "reassigned" in waiting["reason_detail"]
     assert waiting["reason"] == "NodeDown"
     nodes[1].start()
