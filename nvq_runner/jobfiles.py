@@ -30,7 +30,7 @@ class AttemptRecord(msgspec.Struct):
     pid: int | None = None  # None while launching
     start_ticks: int | None = None  # /proc/<pid>/stat field 22
     deadline: float | None = None  # timeout: SIGTERM due
-    kill_reason: str | None = None  # "timeout" | "killed" once SIGTERM was sent
+    kill_reason: str | None = None  # "timeout" | "killed" | "fenced" once SIGTERM sent
     kill_at: float | None = None  # SIGKILL due
     killed_hard: bool = False  # SIGKILL sent
     done: bool = False  # exit (or loss) journaled
@@ -40,6 +40,7 @@ class AttemptRecord(msgspec.Struct):
     queue_id: str = ""  # the attempt's identity beyond job_id (identity.py)
     nonce: str = ""
     port: int | None = None  # $NVQ_PORT, held while the attempt lives (ports.py)
+    reassign: bool = True  # False: `--no-reassign`, never fenced when the lease lapses
 
 
 def new_record(msg: Start, boot_id: str) -> AttemptRecord:
@@ -50,7 +51,7 @@ def new_record(msg: Start, boot_id: str) -> AttemptRecord:
         kill_grace=msg.kill_grace, boot_id=boot_id,
         deadline=now + msg.timeout if msg.timeout is not None else None,
         max_result=msg.max_result, max_log_size=msg.max_log_size,
-        queue_id=msg.queue_id, nonce=msg.nonce,
+        queue_id=msg.queue_id, nonce=msg.nonce, reassign=msg.reassign,
     )
 
 

@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from . import exits, logcap, memlimit, ports, procfs
@@ -25,6 +26,7 @@ from .jobfiles import AttemptRecord, JobDir, new_record
 from .jobworld import JobWorld, Prepared, PrepareError
 from .protocol import (
     ActiveJob,
+    AttemptFenced,
     JobLost,
     JobStarted,
     JournaledEvent,
@@ -318,6 +320,17 @@ class JobManager:
         run.rec.killed_hard = True
         self._save(run)
         self._signal(run, signal.SIGKILL)
+
+    def fence(self, lease: float, silent_for: float) -> list[tuple[int, int]]:
+        """The lease lapsed (lease.py): journal `AttemptFenced`, end it as a Kill."""
+        fenced: list[tuple[int, int]] = []
+        for rec, run in [(r.rec, r) for r in self.running.values()]:
+            if rec.reassign and rec.kill_reason is None and not rec.done:
+                self._emit(partial(AttemptFenced, job_id=rec.job_id, attempt=rec.attempt,
+                                   at=time.time(), silent_for=silent_for, lease=lease))
+                self._terminate(run, "fenced", rec.kill_grace)
+                fenced.append((rec.job_id, rec.attempt))
+        return fenced
 
     def kill(self, msg: Kill) -> None:
         d = self._dir_of(msg.job_id, msg.queue_id, msg.nonce)

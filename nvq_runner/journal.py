@@ -29,6 +29,7 @@ import zlib
 from pathlib import Path
 
 from .protocol import (
+    AttemptFenced,
     FrameError,
     JobExited,
     JobLost,
@@ -99,7 +100,7 @@ class Journal:
             except FrameError:
                 break
             good = end
-            if not isinstance(event, JobStarted | JobExited | JobLost | LaunchFailed):
+            if not isinstance(event, JobStarted | JobExited | JobLost | LaunchFailed | AttemptFenced):
                 continue
             seq = event.seq
             self.head = max(self.head, seq)

@@ -15,6 +15,7 @@ import msgspec
 from .protocol import (
     MAX_FRAME,
     ArtifactsManifest,
+    AttemptFenced,
     JobExited,
     JobLost,
     JournaledEvent,
@@ -101,5 +102,5 @@ def fit_event(event: JournaledEvent, limit: int = MAX_FRAME) -> JournaledEvent:
     if len(encode_payload(event)) <= limit:
         return event
     small = shrink(event)
-    assert isinstance(small, JobExited | JobLost | LaunchFailed)
+    assert isinstance(small, JobExited | JobLost | LaunchFailed | AttemptFenced)
     return small

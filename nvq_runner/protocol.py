@@ -7,13 +7,21 @@ alone, so a node needs nothing of the daemon to run the runner. The messages liv
 `protocol_events` (runner → daemon) and `protocol_commands` (daemon → runner); this
 module re-exports them all and holds the framing, so callers write `p.Hello`.
 
-Durable runner events (`JobStarted`, `JobExited`, `JobLost`, `LaunchFailed`) carry a
+Durable runner events (`JobStarted`, `JobExited`, `JobLost`, `LaunchFailed`,
+`AttemptFenced`) carry a
 per-node `seq`. The runner journals each one before sending it and keeps it until the
 daemon acknowledges it (`Ack(seq)`, cumulative); after a reconnect the runner sends
 `Hello` and then replays every unacknowledged event in order. The daemon stores the
 last applied `seq` per node in the same transaction as the transition, so a replayed
 event is applied exactly once. `Hello`, `Sample` and `LogData` are not journaled:
 they describe the present and are worthless once stale.
+
+Leases: a runner whose `Hello` lists the "lease" feature gets a `Heartbeat(lease)`
+on every idle link every few seconds; any daemon frame renews its lease. One that
+hears nothing for `lease` seconds stops its reassignable jobs itself and journals
+`AttemptFenced` for each, so a partition never leaves a job running in two places.
+Older runners lack the feature and never get the frame; older daemons never send it,
+and a runner that was never told a lease never fences.
 """
 
 from __future__ import annotations
@@ -41,6 +49,9 @@ from .protocol_commands import (
     DaemonMsg as DaemonMsg,
 )
 from .protocol_commands import (
+    Heartbeat as Heartbeat,
+)
+from .protocol_commands import (
     Kill as Kill,
 )
 from .protocol_commands import (
@@ -66,6 +77,9 @@ from .protocol_events import (
 )
 from .protocol_events import (
     ArtifactsManifest as ArtifactsManifest,
+)
+from .protocol_events import (
+    AttemptFenced as AttemptFenced,
 )
 from .protocol_events import (
     Busy as Busy,

@@ -64,6 +64,9 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # `lazy_artifacts` is off ([[nodes]] lazy_artifacts). "": none.
     artifacts_tree: str = ""
     lazy_artifacts: bool = True
+    # False for a `--no-reassign` job: the daemon never runs it elsewhere, so a runner
+    # whose lease lapses lets it run on (see `Heartbeat`).
+    reassign: bool = True
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):
@@ -134,7 +137,17 @@ class BlobData(msgspec.Struct, tag="blob_data", frozen=True):
     error: str | None = None
 
 
+class Heartbeat(msgspec.Struct, tag="heartbeat", frozen=True):
+    """The daemon is here. Sent on an idle link every few seconds, only to a runner
+    whose `Hello` lists the "lease" feature. Any frame from the daemon renews the
+    runner's lease; this one also says how long it lasts: a runner that hears nothing
+    for `lease` seconds stops its reassignable jobs itself (lease.py), because past
+    `node_grace` the daemon runs them elsewhere."""
+
+    lease: float
+
+
 DaemonMsg = (
     Start | Kill | Ack | Tail | Unfollow | Sync | ArtifactsQuery | Owner | BlobData
-    | ArtifactsTreeQuery
+    | ArtifactsTreeQuery | Heartbeat
 )

@@ -160,6 +160,20 @@ class LaunchFailed(msgspec.Struct, tag="launch_failed", frozen=True):
     at: float
 
 
+class AttemptFenced(msgspec.Struct, tag="attempt_fenced", frozen=True):
+    """The runner heard nothing from its daemon for `lease` seconds and is stopping
+    this attempt itself (SIGTERM, kill grace, SIGKILL): the daemon may run the job
+    elsewhere after `node_grace`, and two copies must never run at once. Its
+    `JobExited` ("killed") follows when the process is gone."""
+
+    seq: int
+    job_id: int
+    attempt: int
+    at: float  # when the runner gave up (wall clock)
+    silent_for: float  # seconds since the daemon's last frame
+    lease: float
+
+
 class LogData(msgspec.Struct, tag="log", frozen=True):
     """A piece of a job's log in answer to `Tail`; `eof` ends the answer."""
 
@@ -208,7 +222,7 @@ class NeedBlobs(msgspec.Struct, tag="need_blobs", frozen=True):
     hashes: list[str]
 
 
-JournaledEvent = JobStarted | JobExited | JobLost | LaunchFailed
+JournaledEvent = JobStarted | JobExited | JobLost | LaunchFailed | AttemptFenced
 RunnerMsg = (
     Hello
     | Sample
@@ -216,6 +230,7 @@ RunnerMsg = (
     | JobExited
     | JobLost
     | LaunchFailed
+    | AttemptFenced
     | LogData
     | ArtifactsManifest
     | Busy

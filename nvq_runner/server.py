@@ -31,6 +31,7 @@ from .job_artifacts import JobArtifacts
 from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
+from .lease import Lease, keep
 from .node_sample import take_sample
 from .outframes import fit_event
 from .protocol import (
@@ -43,6 +44,7 @@ from .protocol import (
     DaemonMsg,
     FrameError,
     FrameReader,
+    Heartbeat,
     Hello,
     JournaledEvent,
     Kill,
@@ -85,6 +87,7 @@ class Runner:
         self.world = JobWorld(home, self.fetcher.cache, self.fetcher, self.job_artifacts)
         self.jobs = JobManager(home, self._record, self._wake.set, job_umask, self.world)
         self.owner: Owner | None = None  # set by the daemon on each connection
+        self.lease = Lease()
         self._busy: Busy | None = None  # last reported
 
     # ------------------------------------------------------------ events
@@ -149,7 +152,7 @@ class Runner:
             boot_id=procfs.boot_id(),
             pid=os.getpid(),
             journal_id=self.journal.id,
-            features=["artifacts", "owner", "world", "chunked_artifacts"],
+            features=["artifacts", "owner", "world", "chunked_artifacts", "lease"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
@@ -163,6 +166,7 @@ class Runner:
             self.conn.close()
         conn = Conn(reader, writer)
         self.conn = conn
+        self.lease.renew()  # `attach` connects only for a daemon that reached us
         conn.send(self.hello())
         for event in self.journal.unacked():
             conn.send(event)
@@ -174,6 +178,8 @@ class Runner:
                 if not data:
                     break
                 for payload in frames.feed(data):
+                    if conn is self.conn:
+                        self.lease.renew()
                     self._dispatch(conn, decode_daemon_payload(payload))
         except FrameError as exc:
             log.warning("dropping daemon connection: %s", exc)
@@ -213,6 +219,8 @@ class Runner:
                     self.fetcher.on_data(msg)
                 case ArtifactsTreeQuery():
                     asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
+                case Heartbeat():
+                    self.lease.renew(msg.lease)
                 case Owner():
                     self.owner = msg
                     self._busy = None  # report afresh on this connection
@@ -344,6 +352,7 @@ class Runner:
         os.chmod(SOCKET, 0o600)
         sampler = asyncio.create_task(self._sampler())
         log_keeper = asyncio.create_task(self._log_keeper())
+        lease_keeper = asyncio.create_task(keep(self.lease, self.jobs.fence))
         log.info(
             "runner %s serving on %s (backend %s)",
             os.getpid(),
@@ -358,6 +367,7 @@ class Runner:
                 log.error("stopping with %d event(s) never journaled", len(self._held))
             sampler.cancel()
             log_keeper.cancel()
+            lease_keeper.cancel()
             server.close()
             if self.conn is not None:
                 self.conn.close()

@@ -10,6 +10,7 @@ from typing import Any
 
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
+from nvq.config.lease import lease_problem
 from nvq.config.submit import read_submit
 from nvq.config.types import (
     BackupConfig,
@@ -102,6 +103,7 @@ class _Parser(FieldReader):
             "max_cpu_jobs_per_node": lambda v, k: self.integer(v, k, 0),
             "kill_grace": self.delay,  # 0: SIGKILL straight away
             "node_grace": self.duration,
+            "lease": self.lease,
             "ssh_keepalive": self.duration,
             "ssh_connect_timeout": self.duration,
             "admins": self.string_list,
@@ -123,7 +125,18 @@ class _Parser(FieldReader):
             out["headroom_mb"] = out.pop("headroom")
         if "artifacts_quota" in out:
             out["artifacts_quota_mb"] = out.pop("artifacts_quota")
-        return QueueConfig(**out)
+        queue = QueueConfig(**out)
+        if queue.lease:
+            problem = lease_problem(queue.lease, queue.node_grace, queue.kill_grace)
+            if problem is not None:
+                raise self.fail("queue.lease", problem)
+        return queue
+
+    def lease(self, value: Any, key: str) -> float:
+        """A duration, or "off" (0.0): runners never stop jobs on their own."""
+        if value == "off":
+            return 0.0
+        return self.duration(value, key)
 
     def nodes(self, value: Any, queue: QueueConfig) -> list[NodeConfig]:
         if not isinstance(value, list):

@@ -44,6 +44,10 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     max_cpu_jobs_per_node: int = 4
     kill_grace: float = 10.0  # seconds between SIGTERM and SIGKILL
     node_grace: float = 120.0  # seconds unreachable before node_down
+    # Seconds a runner may go without a word from the daemon before it stops its
+    # reassignable jobs itself (nvq.config.lease): None derives it from node_grace,
+    # 0 is "off".
+    lease: float | None = None
     # A dead or hung node is noticed after about 3 missed keepalives.
     ssh_keepalive: float = 5.0
     ssh_connect_timeout: float = 10.0

@@ -80,6 +80,7 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         setup=merged_setup(node.setup if node else None, job.setup),
         setup_files=list(job.setup_files),
         cache_size=(node.cache_size or 0) if node else 0,
+        reassign=not job.no_reassign,
     )
 
 

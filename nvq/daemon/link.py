@@ -15,6 +15,7 @@ from typing import Protocol
 
 import anyio
 
+from nvq.config.lease import heartbeat_interval
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq_runner import protocol as p
 
@@ -61,6 +62,10 @@ class NodeEvents(Protocol):
 
     async def wait_unignored(self, node: NodeRuntime) -> None:
         """Return once the node is no longer ignored."""
+        ...
+
+    def lease(self) -> float | None:
+        """The lease runners are given (`nvq.config.lease`); None: no lease."""
         ...
 
 
@@ -129,6 +134,11 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
                 await channel.send(b"".join(batch) if len(batch) > 1 else frame)
+                if beat is not None:
+                    beat.wrote()
+
+    lease = events.lease()
+    beat = Heartbeat(lease, post) if lease is not None else None
 
     reason: str | None = None
     async with anyio.create_task_group() as tg:
@@ -142,6 +152,9 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
                     reason = "runner closed the connection"
                     break
                 msgs = [p.decode_runner_payload(payload) for payload in frames.feed(data)]
+                if beat is not None and not beat.started and _grants_lease(msgs):
+                    beat.started = True
+                    tg.start_soon(beat.run)
                 if msgs:
                     await events.on_messages(node, msgs)
         except anyio.EndOfStream:
@@ -156,3 +169,35 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
             send.close()
             tg.cancel_scope.cancel()
     return reason
+
+
+def _grants_lease(msgs: Sequence[p.RunnerMsg]) -> bool:
+    """This connection's runner said it keeps a lease (an older one would drop the
+    link on a frame it does not know)."""
+    return any(isinstance(m, p.Hello) and "lease" in m.features for m in msgs)
+
+
+class Heartbeat:
+    """The daemon's side of the lease: on a link idle for `heartbeat_interval`, a
+    `Heartbeat` frame, so the runner knows its daemon is there (any frame renews the
+    lease; this one also tells its length). The first goes out as soon as the
+    runner's `Hello` arrives."""
+
+    def __init__(self, lease: float, post: Callable[[p.DaemonMsg], bool]) -> None:
+        self.lease = lease
+        self.interval = heartbeat_interval(lease)
+        self.started = False
+        self._post = post
+        self._last = 0.0
+
+    def wrote(self) -> None:
+        self._last = time.monotonic()
+
+    async def run(self) -> None:
+        while True:
+            idle = time.monotonic() - self._last
+            if idle >= self.interval:
+                self._post(p.Heartbeat(self.lease))
+                await anyio.sleep(self.interval)
+            else:
+                await anyio.sleep(self.interval - idle)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from nvq.config.lease import effective_lease
 from nvq.daemon import blobs, store_behind
 from nvq.daemon.apply import record
 from nvq.daemon.group_commit import Plain, commit_together, plain_run
@@ -17,14 +18,14 @@ from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
-from nvq.domain import reassign, transitions
+from nvq.domain import fencing, reassign, transitions
 from nvq.model import Job, JobState, NewEvent, NodeSeq, Outcome, Reap, Tx
 from nvq_runner import protocol as p
 from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
 
 log = logging.getLogger("nvq.daemon")
 
-_JOURNALED = (p.JobStarted, p.JobExited, p.JobLost, p.LaunchFailed)
+_JOURNALED = (p.JobStarted, p.JobExited, p.JobLost, p.LaunchFailed, p.AttemptFenced)
 
 
 class RunnerEvents:
@@ -85,6 +86,10 @@ class RunnerEvents:
         log.warning("node %s is down: %s", node.name, node.error)
         self.state.kick()
 
+    def lease(self) -> float | None:
+        queue = self.state.config.queue
+        return effective_lease(queue.lease, queue.node_grace, queue.kill_grace)
+
     async def wait_unignored(self, node: NodeRuntime) -> None:
         while node.ignored:
             changed = self.state.changed
@@ -133,6 +138,8 @@ class RunnerEvents:
             self.machines.artifacts.chunked.on_reply(msg)
         elif isinstance(msg, SyncWanted):
             self.machines.sync_now(node, msg.job_id, msg.attempt)
+        elif isinstance(msg, p.AttemptFenced):
+            await self._on_fenced(node, msg)
         else:
             await self._on_journaled(node, msg)
 
@@ -242,7 +249,7 @@ class RunnerEvents:
                     outcome = await self._exited(node, job, ev)
                 elif isinstance(ev, p.JobLost):
                     outcome = transitions.lost(job, ev, node.name)
-                else:
+                elif isinstance(ev, p.LaunchFailed):
                     outcome = transitions.launch_failed(job, ev, node.name)
             new = outcome.job
             record(tx, outcome)
@@ -262,6 +269,32 @@ class RunnerEvents:
                 await self._reconcile(node)
         if not isinstance(ev, p.JobStarted):
             self.state.kick()
+
+    async def _on_fenced(self, node: NodeRuntime, ev: p.AttemptFenced) -> None:
+        """The runner stopped an attempt itself: its lease from this daemon lapsed
+        (`nvq.domain.fencing`). Journaled like an exit, applied exactly once."""
+        async with self.state.lock:
+            if ev.seq <= node.applied_seq:
+                node.post(p.Ack(ev.seq))
+                return
+            key = (ev.job_id, ev.attempt)
+            job = self.state.jobs.get(ev.job_id) or self.state.reaping.get(key)
+            tx = Tx(node_seq=NodeSeq(node.name, node.journal_id, ev.seq))
+            if job is not None:
+                requeued = fencing.record_fenced(
+                    tx, fencing.fenced(job, ev, node.name, self.state.reaps.get(key)))
+                log.warning(
+                    "node %s: job %s attempt %s was stopped by its runner, which heard "
+                    "nothing from the daemon for %.1fs (lease %gs)%s",
+                    node.name, ev.job_id, ev.attempt, ev.silent_for, ev.lease,
+                    "; the job goes back to the queue" if requeued else "",
+                )
+            await self.state.commit(tx)
+            node.applied_seq = ev.seq
+            node.post(p.Ack(ev.seq))
+            if not node.reconciled and ev.seq >= node.replay_until:
+                await self._reconcile(node)
+        self.state.kick()
 
     async def _exited(self, node: NodeRuntime, job: Job, ev: p.JobExited) -> Outcome:
         """What an attempt's exit does to its job, including an attempt the job was
@@ -327,10 +360,25 @@ class RunnerEvents:
                 or live.state is not JobState.RUNNING
             ):
                 reap = self.state.reaps.get((job_id, attempt))
+                lost = self.state.reaping.get((job_id, attempt))
+                found = fencing.resumed(lost, attempt, node.name, reap) if lost else Outcome()
+                if found.job is not None:
+                    # --no-reassign ran on through the partition: it is running.
+                    record(tx, found)
+                    tx.drop_reaps.append((job_id, attempt))
+                    log.warning("node %s: job %s (--no-reassign) ran on while the node "
+                                "was away; it is running again", node.name, job_id)
+                    continue
                 if reap is None:
                     # Recorded, so placement on this node waits for its exit.
                     reap = Reap(job_id, attempt, node.name, "orphan")
                     tx.add_reaps.append(reap)
+                else:
+                    # A kill owed since the node went away, carried out now: said.
+                    tx.events.append(fencing.owed_kill_event(reap))
+                    log.warning("node %s: job %s attempt %s is still running there; "
+                                "killing it now (owed: %s)", node.name, job_id, attempt,
+                                reap.reason)
                 kills.append(self.state.kill_msg(reap))
         # Reaps for attempts the runner no longer runs are settled already.
         for key, reap in list(self.state.reaps.items()):

@@ -36,6 +36,8 @@ def _what(ev: p.JournaledEvent) -> str:
         return "started"
     if isinstance(ev, p.JobLost):
         return f"lost: {ev.reason}"
+    if isinstance(ev, p.AttemptFenced):
+        return "stopped: its lease lapsed"
     return f"could not start: {ev.error}"
 
 

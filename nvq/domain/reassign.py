@@ -31,13 +31,14 @@ from nvq_runner.protocol import JobExited
 
 # Reaps after which no job is placed on the node until the old attempt's exit is
 # confirmed: its process may still hold the cards.
-FENCING_REASONS = frozenset({"reassigned", "orphan", "lost", "superseded"})
+FENCING_REASONS = frozenset({"reassigned", "orphan", "lost", "superseded", "fenced"})
 # Reaps after which the job itself waits for its old attempt's exit (and final
 # artifact sync) before it may be placed again (`moved`: `nvq job move`).
-STOPPING_REASONS = frozenset({"preempted", "moved"})
+# `fenced`: its runner stopped it, the lease from the daemon having lapsed (fencing.py).
+STOPPING_REASONS = frozenset({"preempted", "moved", "fenced"})
 
 
-def _back_to_queue(job: Job, reason: str) -> Job:
+def back_to_queue(job: Job, reason: str) -> Job:
     return msgspec.structs.replace(
         job, state=JobState.PENDING, node=None, gpus=[], pid=None, progress=None, reason=reason
     )
@@ -56,7 +57,7 @@ def reassign(job: Job, node: str, why: str, now: float) -> Outcome:
         lost = NewEvent("job_lost", job.id, node, {**data, "no_reassign": True})
         return Outcome(new, [lost], reap)
     reap = Reap(job_id=job.id, attempt=job.attempt, node=node, reason="reassigned")
-    new = _back_to_queue(job, f"reassigned: {why}")
+    new = back_to_queue(job, f"reassigned: {why}")
     return Outcome(new, [NewEvent("job_reassigned", job.id, node, data)], reap)
 
 
@@ -134,7 +135,7 @@ def node_removed(job: Job, node: str, configured: Collection[str], now: float) -
     if job.no_reassign or not elsewhere:
         new = msgspec.structs.replace(job, state=JobState.LOST, ended_at=now, reason=f"lost: {why}")
         return Outcome(new, [NewEvent("job_lost", job.id, node, data)])
-    new = _back_to_queue(job, f"reassigned: {why}")
+    new = back_to_queue(job, f"reassigned: {why}")
     return Outcome(new, [NewEvent("job_reassigned", job.id, node, data)])
 
 
@@ -143,7 +144,7 @@ def preempt(job: Job, why: str) -> Outcome:
     if job.state is not JobState.RUNNING or job.node is None:
         return Outcome()
     reap = Reap(job_id=job.id, attempt=job.attempt, node=job.node, reason="preempted")
-    new = _back_to_queue(job, f"preempted: {why}")
+    new = back_to_queue(job, f"preempted: {why}")
     ev = NewEvent("job_preempted", job.id, job.node, {"attempt": job.attempt, "reason": why})
     return Outcome(new, [ev], reap)
 

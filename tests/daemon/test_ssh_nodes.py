@@ -206,6 +206,10 @@ def test_cancel_while_node_unreachable_is_carried_out_on_return(mesh: Any, tmp_p
     _until(lambda: not _alive(pid), timeout=30, what="the process to be killed")
     _until(lambda: nvq.json("queue", "status")["pending_reaps"] == 0, what="reap settled")
     assert nvq.show(job["id"])["state"] == "cancelled"
+    # The kill owed since the cancel, carried out late, is said: an event and a log line.
+    owed = [e["data"] for e in nvq.events() if e["kind"] == "owed_kill"]
+    assert owed == [{"attempt": 1, "reason": "cancel"}]
+    assert "killing it now (owed: cancel)" in (nvq.home / "daemon.log").read_text()
 
 
 def test_drain_resume_ignore(mesh: Any, tmp_path: Path) -> None:
