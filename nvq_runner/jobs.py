@@ -17,7 +17,6 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from . import exits, logcap, memlimit, ports, procfs
@@ -26,7 +25,6 @@ from .jobfiles import AttemptRecord, JobDir, new_record
 from .jobworld import JobWorld, Prepared, PrepareError
 from .protocol import (
     ActiveJob,
-    AttemptFenced,
     JobLost,
     JobStarted,
     JournaledEvent,
@@ -136,7 +134,7 @@ class JobManager:
         log.warning("job %s: ending attempt %s before starting %s",
                     msg.job_id, old.rec.attempt, msg.attempt)
         self._starting[msg.job_id] = (d.path, msg.attempt)
-        self._terminate(old, "killed", msg.kill_grace)
+        self.terminate(old, "killed", msg.kill_grace)
         self._loop.create_task(self._start_after(msg, d, old))
 
     async def _start_after(self, msg: Start, d: JobDir, old: Running) -> None:
@@ -234,7 +232,7 @@ class JobManager:
             else:
                 self._at(run, rec.kill_at or time.time(), self._kill_hard, run)
         elif rec.deadline is not None:
-            self._at(run, rec.deadline, self._terminate, run, "timeout", rec.kill_grace)
+            self._at(run, rec.deadline, self.terminate, run, "timeout", rec.kill_grace)
 
     def _at(self, run: Running, when: float, fn: Callable[..., object], *args: object) -> None:
         run.timers.append(self._loop.call_later(max(0.0, when - time.time()), fn, *args))
@@ -301,7 +299,7 @@ class JobManager:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def _terminate(self, run: Running, reason: str, grace: float) -> None:
+    def terminate(self, run: Running, reason: str, grace: float) -> None:
         rec = run.rec
         kill_at = time.time() + max(0.0, grace)
         if rec.kill_reason is not None:
@@ -321,22 +319,11 @@ class JobManager:
         self._save(run)
         self._signal(run, signal.SIGKILL)
 
-    def fence(self, lease: float, silent_for: float) -> list[tuple[int, int]]:
-        """The lease lapsed (lease.py): journal `AttemptFenced`, end it as a Kill."""
-        fenced: list[tuple[int, int]] = []
-        for rec, run in [(r.rec, r) for r in self.running.values()]:
-            if rec.reassign and rec.kill_reason is None and not rec.done:
-                self._emit(partial(AttemptFenced, job_id=rec.job_id, attempt=rec.attempt,
-                                   at=time.time(), silent_for=silent_for, lease=lease))
-                self._terminate(run, "fenced", rec.kill_grace)
-                fenced.append((rec.job_id, rec.attempt))
-        return fenced
-
     def kill(self, msg: Kill) -> None:
         d = self._dir_of(msg.job_id, msg.queue_id, msg.nonce)
         run = self.running.get(msg.job_id)
         if run is not None and run.dir.path == d.path and run.rec.attempt == msg.attempt:
-            self._terminate(run, "killed", msg.grace)
+            self.terminate(run, "killed", msg.grace)
             return
         if self._starting.get(msg.job_id) != (d.path, msg.attempt) and self._seen(d, msg.attempt):
             return  # older than what runs, already ended, or already tombstoned

@@ -15,6 +15,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
+
+from .jobs import EventSink, JobManager
+from .protocol import AttemptFenced
 
 log = logging.getLogger("nvq_runner")
 
@@ -43,6 +47,20 @@ class Lease:
         if self.seconds is None:
             return 0.5
         return max(0.05, min(0.5, self.seconds / 10))
+
+
+def fence(jobs: JobManager, emit: EventSink, lease: float, silent_for: float) -> list[tuple[int, int]]:
+    """The lease lapsed: for each reassignable attempt not already ending, journal
+    `AttemptFenced`, then end it as a `Kill` would (SIGTERM, its kill grace, SIGKILL).
+    `--no-reassign` jobs run on: they are never run elsewhere."""
+    runs = [r for r in jobs.running.values()
+            if r.rec.reassign and r.rec.kill_reason is None and not r.rec.done]
+    for run in runs:
+        rec = run.rec
+        emit(partial(AttemptFenced, job_id=rec.job_id, attempt=rec.attempt, at=time.time(),
+                     silent_for=silent_for, lease=lease))
+        jobs.terminate(run, "fenced", rec.kill_grace)
+    return [(r.rec.job_id, r.rec.attempt) for r in runs]
 
 
 async def keep(lease: Lease, fence: Callable[[float, float], list[tuple[int, int]]]) -> None:

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from . import __version__, owner, procfs
@@ -31,7 +32,7 @@ from .job_artifacts import JobArtifacts
 from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
-from .lease import Lease, keep
+from .lease import Lease, fence, keep
 from .node_sample import take_sample
 from .outframes import fit_event
 from .protocol import (
@@ -352,7 +353,8 @@ class Runner:
         os.chmod(SOCKET, 0o600)
         sampler = asyncio.create_task(self._sampler())
         log_keeper = asyncio.create_task(self._log_keeper())
-        lease_keeper = asyncio.create_task(keep(self.lease, self.jobs.fence))
+        lease_keeper = asyncio.create_task(
+            keep(self.lease, partial(fence, self.jobs, self._record)))
         log.info(
             "runner %s serving on %s (backend %s)",
             os.getpid(),
