@@ -305,6 +305,7 @@ class Tx(msgspec.Struct, kw_only=True):
     drop_reaps: list[tuple[int, int]] = []  # (job_id, attempt)
     delete_jobs: list[int] = []
     lanes: list[tuple[str, bool]] = []  # (lane, paused) upserts
+    meta: list[tuple[str, str]] = []  # (key, value) upserts of the meta table
     # Filled by the daemon from `events` (nvq.alerts, nvq.notify.plan) just before commit.
     alerts: list[NewAlert] = []
     outbox: list[OutboxItem] = []
@@ -319,6 +320,7 @@ class Tx(msgspec.Struct, kw_only=True):
             or self.drop_reaps
             or self.delete_jobs
             or self.lanes
+            or self.meta
             or self.alerts
             or self.outbox
         )

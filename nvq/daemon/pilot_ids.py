@@ -1,44 +1,75 @@
-"""The Slurm job ids of the pilots this queue submitted, per cluster, in
-`$NVQ_HOME/pilots.json` (0600): a restarted daemon adopts them, and never touches a
-job of the same name it did not submit."""
+"""The Slurm job ids of the pilots this queue submitted, per cluster, kept in
+queue.db (the `meta` table, key `pilots`), so they are in its backups and a restarted
+daemon adopts them and never touches a job of the same name it did not submit. Each
+change is committed with its event (`pilot_requested`, `pilot_started`,
+`pilot_released`, `pilot_ended`), so `queue events` holds every pilot's history.
+
+Queues from before kept them in `$NVQ_HOME/pilots.json`: read once, then removed.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from nvq.model import NewEvent, Tx
+from nvq.store import Store
+
+KEY = "pilots"
+Ids = dict[str, list[str]]
+
+
+def decode(text: str | None) -> Ids:
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): [str(i) for i in v] for k, v in data.items() if isinstance(v, list)}
+
+
+def encode(ids: Ids) -> str:
+    return json.dumps({k: v for k, v in sorted(ids.items()) if v}, separators=(",", ":"))
 
 
 class PilotIds:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, store: Store, legacy: Path) -> None:
+        self.store = store
+        self.legacy = legacy
+        self.ids: Ids = {}
 
-    def load(self) -> dict[str, list[str]]:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        return {str(k): [str(i) for i in v] for k, v in data.items() if isinstance(v, list)}
+    async def load(self) -> Ids:
+        self.ids = decode(await self.store.meta(KEY))
+        if self.legacy.exists():
+            try:
+                old = decode(self.legacy.read_text())
+            except OSError:
+                old = {}
+            for cluster, ids in old.items():
+                self.ids.setdefault(cluster, []).extend(
+                    i for i in ids if i not in self.ids[cluster]
+                )
+            await self.store.commit(Tx(meta=[(KEY, encode(self.ids))]))
+            self.legacy.unlink(missing_ok=True)
+        return {k: list(v) for k, v in self.ids.items()}
 
-    def add(self, cluster: str, job_id: str) -> None:
-        ids = self.load()
-        if job_id not in ids.setdefault(cluster, []):
-            ids[cluster].append(job_id)
-            self._write(ids)
+    def added(self, cluster: str, job_id: str) -> Tx:
+        """The transition that records a submitted pilot."""
+        if job_id not in self.ids.setdefault(cluster, []):
+            self.ids[cluster].append(job_id)
+        return Tx(
+            meta=[(KEY, encode(self.ids))],
+            events=[NewEvent("pilot_requested", None, f"{cluster}/{job_id}", {"cluster": cluster})],
+        )
 
-    def forget(self, cluster: str, job_id: str) -> None:
-        ids = self.load()
-        if job_id in ids.get(cluster, []):
-            ids[cluster].remove(job_id)
-            self._write(ids)
-
-    def _write(self, ids: dict[str, list[str]]) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump({k: v for k, v in ids.items() if v}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.path)
+    def forgotten(self, cluster: str, job_id: str, why: str) -> Tx:
+        """The transition that records a pilot's end, released by the queue or ended by
+        Slurm, with the reason."""
+        if job_id in self.ids.get(cluster, []):
+            self.ids[cluster].remove(job_id)
+        kind = "pilot_released" if why.startswith("released") else "pilot_ended"
+        return Tx(
+            meta=[(KEY, encode(self.ids))],
+            events=[NewEvent(kind, None, f"{cluster}/{job_id}", {"reason": why})],
+        )

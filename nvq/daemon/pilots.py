@@ -10,8 +10,8 @@ and the hooks through which its pilots become nodes.
   on a machine that went away, keeping their checkpoints.
 * A pilot Slurm ended (scancel, walltime, preemption) is a node that went down: its
   jobs are reassigned at once. One released while idle just disappears.
-* Ids of submitted pilots live in `$NVQ_HOME/pilots.json` (see `PilotIds`), so a
-  restarted daemon adopts them.
+* Ids of submitted pilots live in queue.db (see `PilotIds`), so a restarted daemon
+  adopts them; each pilot's request, start and end is an event.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class DaemonPilots:
         self.status: dict[str, tuple[PilotStatus, float]] = {}  # node → (status, seen at)
         self.idle: dict[str, float] = {}
         self.scopes: dict[str, anyio.CancelScope] = {}
-        self.ids = PilotIds(state.home / "pilots.json")
+        self.ids = PilotIds(state.store, state.home / "pilots.json")
         self._tg: anyio.abc.TaskGroup | None = None
         self._waiting: frozenset[int] = frozenset()  # pending jobs at the last kick
         # When each pending job started waiting, for `scale_after`: its submission, or
@@ -73,7 +73,7 @@ class DaemonPilots:
     async def run(self) -> None:
         if not self.clusters:
             return
-        known = self.ids.load()
+        known = await self.ids.load()
         queue = self.state.config.queue
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -230,6 +230,10 @@ class DaemonPilots:
                 await run_link(self.events, runtime, open_channel)
 
         self._tg.start_soon(link)
+        async with self.state.lock:
+            await self.state.commit(
+                Tx(events=[NewEvent("pilot_started", None, node.name, {"host": node.host})])
+            )
         log.info("pilot %s is running: attaching", node.name)
 
     async def pilot_status(self, name: str, status: PilotStatus) -> None:
@@ -239,7 +243,8 @@ class DaemonPilots:
         self.status.pop(name, None)
         self.idle.pop(name, None)
         cluster, _, job_id = name.partition("/")
-        self.ids.forget(cluster, job_id)
+        async with self.state.lock:
+            await self.state.commit(self.ids.forgotten(cluster, job_id, why))
         scope = self.scopes.pop(name, None)
         if scope is not None:
             scope.cancel()
@@ -271,7 +276,8 @@ class DaemonPilots:
         state.kick()
 
     async def submitted(self, cluster: ClusterConfig, job_id: str) -> None:
-        self.ids.add(cluster.name, job_id)
+        async with self.state.lock:
+            await self.state.commit(self.ids.added(cluster.name, job_id))
 
     async def alert(self, cluster: ClusterConfig, message: str) -> None:
         async with self.state.lock:

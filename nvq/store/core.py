@@ -228,6 +228,9 @@ class Store:
     async def reaps(self) -> list[Reap]:
         return await self.sync(nodes.reaps)
 
+    async def meta(self, key: str) -> str | None:
+        return await self.sync(lambda conn: meta.get_meta(conn, key))
+
 
 def _queue_id(conn: sqlite3.Connection) -> str:
     return meta.get_meta(conn, QUEUE_ID) or ""
@@ -271,6 +274,8 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
             jobs.delete(conn, tx.delete_jobs)
         if tx.lanes:
             lanes.save(conn, tx.lanes)
+        for key, value in tx.meta:
+            meta.set_meta(conn, key, value)
         if tx.alerts or tx.outbox:
             alerts.write(conn, tx.alerts, tx.outbox, now)
         if tx.events:

@@ -1,32 +1,48 @@
-"""The pilot ids a restarted daemon adopts: kept per cluster, private to the user."""
+"""The pilot ids a restarted daemon adopts: kept per cluster in queue.db, each change
+committed with its event; a queue from before hands over its pilots.json once."""
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
+import anyio
+
 from nvq.daemon.pilot_ids import PilotIds
+from nvq.store import Store
 
 
-def test_ids_are_kept_per_cluster_until_forgotten(tmp_path: Path) -> None:
-    ids = PilotIds(tmp_path / "pilots.json")
-    assert ids.load() == {}
-    ids.add("hpc", "81234")
-    ids.add("hpc", "81235")
-    ids.add("hpc", "81234")  # twice is once
-    ids.add("other", "7")
-    assert PilotIds(tmp_path / "pilots.json").load() == {"hpc": ["81234", "81235"], "other": ["7"]}
-    assert stat.S_IMODE((tmp_path / "pilots.json").stat().st_mode) == 0o600
+def test_ids_are_kept_per_cluster_in_the_store_with_their_events(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = await Store.open(tmp_path / "queue.db")
+        try:
+            ids = PilotIds(store, tmp_path / "pilots.json")
+            assert await ids.load() == {}
+            for cluster, job_id in [("hpc", "81234"), ("hpc", "81235"), ("hpc", "81234"), ("other", "7")]:
+                await store.commit(ids.added(cluster, job_id))
+            await store.commit(ids.forgotten("hpc", "81234", "released: no job needed it"))
+            await store.commit(ids.forgotten("other", "7", "the Slurm allocation ended"))
+            again = PilotIds(store, tmp_path / "pilots.json")
+            assert await again.load() == {"hpc": ["81235"]}
+            kinds = [(e.kind, e.node) for e in await store.events(limit=20)]
+            assert ("pilot_requested", "hpc/81235") in kinds
+            assert ("pilot_released", "hpc/81234") in kinds
+            assert ("pilot_ended", "other/7") in kinds
+        finally:
+            await store.close()
 
-    ids.forget("hpc", "81234")
-    ids.forget("other", "7")
-    ids.forget("hpc", "99")  # never recorded: nothing to do
-    assert ids.load() == {"hpc": ["81235"]}
+    anyio.run(main)
 
 
-def test_an_unreadable_file_means_no_pilots_to_adopt(tmp_path: Path) -> None:
-    path = tmp_path / "pilots.json"
-    path.write_text("{not json")
-    assert PilotIds(path).load() == {}
-    path.write_text('["81234"]')
-    assert PilotIds(path).load() == {}
+def test_a_queue_from_before_hands_over_its_pilots_json_once(tmp_path: Path) -> None:
+    async def main() -> None:
+        legacy = tmp_path / "pilots.json"
+        legacy.write_text('{"hpc": ["81234"], "bad": "x"}')
+        store = await Store.open(tmp_path / "queue.db")
+        try:
+            assert await PilotIds(store, legacy).load() == {"hpc": ["81234"]}
+            assert not legacy.exists()
+            assert await PilotIds(store, legacy).load() == {"hpc": ["81234"]}
+        finally:
+            await store.close()
+
+    anyio.run(main)

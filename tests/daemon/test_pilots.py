@@ -38,6 +38,16 @@ def test_waiting_job_runs_on_a_pilot_that_is_released_when_idle(
         time.sleep(0.5)
     # Released: scancelled, so Slurm lets the allocation go.
     slurm_cluster.wait_state(done["node"].removeprefix("hpc/"), "")
+    history = [
+        (e["kind"], e["data"].get("reason"))
+        for e in nvq.events()
+        if e["kind"].startswith("pilot_") and e["node"] == done["node"]
+    ]
+    assert history == [
+        ("pilot_requested", None),
+        ("pilot_started", None),
+        ("pilot_released", "released: no job needed it"),
+    ]
 
 
 def requested_pilots(nvq: Nvq) -> int:
