@@ -3,6 +3,8 @@ answer itself, and all help."""
 
 from __future__ import annotations
 
+import errno
+
 import typer
 from click import exceptions as click_exc
 
@@ -53,4 +55,10 @@ def run(args: list[str], as_json: bool) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A full disk where this command writes (a snapshot, a pull): one line.
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        fail(f"no space left on the disk{where}: free some space and try again", 1, as_json)
     return result if isinstance(result, int) else 0

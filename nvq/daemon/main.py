@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from nvq.daemon.reassign import Machines
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
 from nvq.home import PRIVATE_UMASK, AlreadyRunning, Home, socket_path_problem
-from nvq.store import Store, StoreError
+from nvq.store import Store, StoreError, store_error
 
 log = logging.getLogger("nvq.daemon")
 
@@ -70,8 +71,15 @@ async def serve(home: Path) -> None:
 
         state.pilots = pilots = DaemonPilots(state, machines, runner_events)
     try:
-        await state.load()
-        await machines.load()
+        try:
+            await state.load()
+            await machines.load()
+        except sqlite3.Error as exc:
+            # A file damaged past its header is found only here, reading the jobs.
+            error = store_error(Home(home).db, exc)
+            if error is None:
+                raise
+            raise error from None
         async with anyio.create_task_group() as tg:
             await tg.start(
                 serve_control,
@@ -81,6 +89,7 @@ async def serve(home: Path) -> None:
             )
             tg.start_soon(placement_loop, state, machines)
             tg.start_soon(machines.run)  # artifact syncs, --max-runtime
+            tg.start_soon(state.later.run)  # writes left waiting for disk space
             tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
             tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
             tg.start_soon(keep_history, state)  # the Nodes page's chart

@@ -21,6 +21,7 @@ import msgspec
 from nvq.config import Config
 from nvq.daemon.errors import RequestError
 from nvq.daemon.frames import kill_msg, start_msg
+from nvq.daemon.later import Later
 from nvq.daemon.live_index import LiveIndex
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
@@ -87,6 +88,7 @@ class State:
         self.pilots: PilotNodes | None = None  # [[clusters]]: Slurm pilots as nodes
         # node → job ids its runner knows that queue.db does not (see runner_events)
         self.store_behind: dict[str, set[int]] = {}
+        self.later = Later()  # writes a request left to land once the disk has room
 
     async def load(self) -> None:
         queue = self.config.queue

@@ -3,7 +3,7 @@ family holds its SQL (`jobs`, `events`, `nodes` with reaps, `lanes`, `alerts` wi
 outbox, `meta`, `busy`), and `core.Store` is the daemon's handle that commits a
 transition in one transaction."""
 
-from nvq.store.core import Store, StoreError
+from nvq.store.core import Store, StoreError, store_error
 from nvq.store.jobs import JOB_COLUMNS, job_from_row
 from nvq.store.nodes import NodeRecord
 from nvq.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -16,4 +16,5 @@ __all__ = [
     "Store",
     "StoreError",
     "job_from_row",
+    "store_error",
 ]

@@ -37,6 +37,22 @@ class StoreError(Exception):
     """queue.db cannot be opened: one line for the user, naming the way out."""
 
 
+def store_error(path: Path, exc: BaseException) -> StoreError | None:
+    """What opening or loading queue.db failed with, as the one line the daemon
+    prints; None for what nvq does not expect (a cancel, a bug), which goes on as it
+    is."""
+    if isinstance(exc, schema.SchemaTooNew):
+        return StoreError(f"{exc} ({path})")
+    if space.not_a_database(exc):
+        what = "is damaged" if "malformed" in str(exc) else "is not a database"
+        return StoreError(
+            f"queue.db {what} ({path}: {exc}): restore a backup with nvq queue restore"
+        )
+    if isinstance(exc, sqlite3.Error | OSError):
+        return StoreError(f"cannot open queue.db ({path}): {exc}")
+    return None
+
+
 class Store:
     """The daemon's handle on queue.db. Open with `await Store.open(path)`."""
 
@@ -49,6 +65,7 @@ class Store:
         self.writes_waiting = 0
         # The last spell of a full disk, (from, to), until the daemon reports it.
         self.disk_was_full: tuple[float, float] | None = None
+        self._full = anyio.Event()  # set while the disk is full (see until_full)
 
     @classmethod
     async def open(cls, path: Path) -> Store:
@@ -63,15 +80,15 @@ class Store:
             store = cls(db)
             await store.sync(schema.migrate)
             store.queue_id = await store.sync(_queue_id)
-        except (sqlite3.Error, OSError) as exc:
-            # The connection's thread would keep a failed daemon alive: end it first.
-            await db.close()
-            if space.not_a_database(exc):
-                raise StoreError(
-                    f"queue.db is not a database ({path}: {exc}): "
-                    "restore a backup with nvq queue restore"
-                ) from None
-            raise StoreError(f"cannot open queue.db ({path}): {exc}") from None
+        except BaseException as exc:
+            # The connection's thread would keep a failed daemon alive: end it first,
+            # whatever went wrong (a cancel, a bug, a schema from a newer nvq).
+            with anyio.CancelScope(shield=True):
+                await db.close()
+            error = store_error(path, exc)
+            if error is None:
+                raise
+            raise error from None
         return store
 
     async def close(self) -> None:
@@ -119,7 +136,12 @@ class Store:
         write failed yet (a runner on the same disk cannot even report exits)."""
         if self.disk_full_since is None:
             self.disk_full_since = time.time()
+            self._full.set()
             log.error("disk full on the queue host")
+
+    async def until_full(self) -> None:
+        """Return once the disk is full (at once while it is)."""
+        await self._full.wait()
 
     def space_returned(self) -> None:
         """Writes can go through again: the spell is over, to be reported once."""
@@ -127,6 +149,7 @@ class Store:
             log.warning("the queue host has space again: waiting writes go on")
             self.disk_was_full = (self.disk_full_since, time.time())
             self.disk_full_since = None
+            self._full = anyio.Event()
 
     async def commit(self, tx: Tx) -> list[Job]:
         """Apply `tx` in one transaction; returns the inserted jobs with their ids. The

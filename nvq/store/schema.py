@@ -225,13 +225,17 @@ ALTER TABLE jobs ADD COLUMN port INTEGER;
 ]
 
 
+class SchemaTooNew(Exception):
+    """queue.db was written by a newer nvq: this one must not touch it."""
+
+
 def migrate(conn: sqlite3.Connection) -> None:
     """Bring the database up to `SCHEMA_VERSION`, one transaction per version."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
     row = conn.execute("SELECT version FROM schema_version").fetchone()
     version = row[0] if row else 0
     if version > SCHEMA_VERSION:
-        raise RuntimeError(
+        raise SchemaTooNew(
             f"queue.db has schema version {version}, newer than this nvq knows "
             f"({SCHEMA_VERSION}); upgrade nvq"
         )

@@ -4,6 +4,7 @@ the directory stored in the queue host's blob store."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,5 +57,12 @@ def submission_world(
         raise SnapshotError(
             f"cannot write the snapshot into {store.root}: {exc.strerror} "
             "(submit as the queue's owner, or pass --no-snapshot)"
+        ) from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise SnapshotError(
+            f"the queue host's disk is full: no room for the snapshot in {store.root} "
+            "(nothing was submitted; free some space, or pass --no-snapshot)"
         ) from None
     return fields

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import make_nvq
+from tests.cluster import Nvq, make_nvq
 
 
 @pytest.fixture
@@ -65,3 +65,36 @@ def test_queue_host_disk_full_then_freed(small_disk: Path, tmp_path: Path) -> No
         assert any("disk full" in a["message"] for a in alerts), alerts
     finally:
         nvq.shutdown()
+
+
+def test_submit_and_cancel_on_a_full_disk_answer_at_once(small_disk: Path) -> None:
+    nvq = make_nvq(small_disk)
+    assert nvq.cwd is not None
+    (nvq.cwd / "train.py").write_text("print('hi')\n")  # a project to snapshot
+    try:
+        job = nvq.submit("--gpus", "0", "--", "sleep", "600")
+        nvq.wait_for(job["id"], lambda j: j["state"] == "running")
+        hog = small_disk / "hog"
+        subprocess.run(["sh", "-c", f"head -c 40000000 /dev/zero > {hog}"],
+                       capture_output=True)
+        _until_status_says(nvq, "disk full")
+        r = nvq.run("job", "submit", "--gpus", "0", "--", "true")
+        assert r.code != 0
+        assert r.err.count("\n") == 1 and "disk is full" in r.err, r.err
+        # The cancel is answered, not left waiting for a write that cannot land.
+        r = nvq.run("job", "cancel", str(job["id"]), timeout=60)
+        assert r.code == 0, r.err
+        assert r.out.strip() == f"job {job['id']}: cancel recorded; written when the disk has room"
+        assert nvq.show(job["id"])["state"] == "running"  # nothing written, nothing killed
+        hog.unlink()
+        ended = nvq.wait_for(job["id"], lambda j: j["state"] != "running", timeout=60)
+        assert ended["state"] == "cancelled"
+    finally:
+        nvq.shutdown()
+
+
+def _until_status_says(nvq: Nvq, text: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in nvq.ok("queue", "status").out:
+        assert time.monotonic() < deadline, f"queue status never said {text!r}"
+        time.sleep(0.1)

@@ -66,6 +66,7 @@ async def running_daemon(
         async with anyio.create_task_group() as tg:
             tg.start_soon(placement_loop, state, machines)
             tg.start_soon(machines.run)
+            tg.start_soon(state.later.run)
             tg.start_soon(ops.notifier.run)
             for name, runner in runners.items():
                 tg.start_soon(run_link, events, state.nodes[name], runner.open)

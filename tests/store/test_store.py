@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from nvq.model import Job, JobState, NewEvent, NodeSeq, Reap, Tx
-from nvq.store import MIGRATIONS, SCHEMA_VERSION, Store, busy, meta
+from nvq.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError, busy, meta
 
 T = TypeVar("T")
 
@@ -141,5 +141,5 @@ def test_a_queue_db_from_a_newer_nvq_is_refused(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE schema_version (version INTEGER)")
     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 1,))
     conn.close()
-    with pytest.raises(RuntimeError, match=r"newer than this nvq knows.*upgrade nvq"):
+    with pytest.raises(StoreError, match=r"newer than this nvq knows.*upgrade nvq"):
         run(lambda: Store.open(db))

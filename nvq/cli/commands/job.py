@@ -14,6 +14,7 @@ from nvq.cli.render.jobs import job_detail, jobs_table, outcome
 from nvq.cli.render.output import emit
 from nvq.cli.render.why import why_text
 from nvq.client import Client
+from nvq.model import JobState
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -137,7 +138,12 @@ def job_cancel(
 ) -> int:
     """Cancel jobs; a running one's process group is killed."""
     jobs = Client().cancel(job_ids, array=array)
-    emit(jobs, as_json, "\n".join(f"job {j.id} cancelled" for j in jobs))
+    # A job not shown cancelled: the queue host's disk is full, the cancel waits there.
+    emit(jobs, as_json, "\n".join(
+        f"job {j.id} cancelled" if j.state is JobState.CANCELLED
+        else f"job {j.id}: cancel recorded; written when the disk has room"
+        for j in jobs
+    ))
     return 0
 
 

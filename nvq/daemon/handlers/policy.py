@@ -13,8 +13,9 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest, RequestError
+from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers.submit import lane_tail
+from nvq.daemon.later import unless_disk_full
 from nvq.daemon.placing import dependency_states
 from nvq.daemon.state import State
 from nvq.domain import deps, ordering, transitions
@@ -42,16 +43,31 @@ async def named_jobs(
 
 
 async def cancel(ctx: Context, req: c.Cancel, user: str) -> tuple[Any, int]:
+    """The cancelled jobs; while the queue host's disk is full, at once the jobs as they
+    stand (not yet cancelled), the cancel landing when the disk has room."""
     state, now = ctx.state, time.time()
     # With --array: every member not yet running.
     ids = [j.id for j in await named_jobs(state, req.ids, True, WAITING)] if req.array else req.ids
-    async with state.lock:
-        jobs = [await state.get_job(i) for i in ids]
 
-        def cancel_one(job: Job) -> Outcome:
-            return transitions.cancel(job, now=now, by=user)
+    def cancel_one(job: Job) -> Outcome:
+        return transitions.cancel(job, now=now, by=user)
 
-        return await apply(state, jobs, cancel_one, by=user, action="cancel"), 0
+    # Refused now or never: a cancel that may be left to land later must be sound
+    # before it is answered (reads go on while the disk is full).
+    jobs = [await state.get_job(i) for i in ids]
+    check_allowed(state, jobs, user, "cancel")
+    with map_exceptions():
+        for job in jobs:
+            cancel_one(job)
+
+    async def write() -> list[Job]:
+        async with state.lock:
+            jobs = [await state.get_job(i) for i in ids]
+            return await apply(state, jobs, cancel_one, by=user, action="cancel")
+
+    what = f"cancel of {', '.join(map(str, ids))} by {user}"
+    cancelled = await unless_disk_full(state.later, state.store, write, what)
+    return (jobs if cancelled is None else cancelled), 0
 
 
 async def release(ctx: Context, req: c.Release, user: str) -> tuple[Any, int]:
