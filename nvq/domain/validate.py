@@ -35,8 +35,11 @@ class SubmitField(NamedTuple):
 _FLAG_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "tags": "tag"}
 _KEY_NAMES = {"vram_mb": "vram", "memory_mb": "memory"}
 # Set from the environment (NVQ_SUBMITTER; the submitting shell's directory, its
-# variables and their snapshot), not by a flag or a manifest.
-_NOT_SUBMITTED = frozenset({"submitter", "cwd", "env_captured", "manifest_id", "subdir"})
+# variables and their snapshot), not by a flag or a manifest; `interactive` is what
+# `job shell` is, not an option of it.
+_NOT_SUBMITTED = frozenset(
+    {"submitter", "cwd", "env_captured", "manifest_id", "subdir", "interactive"}
+)
 
 
 def _submit_field(field: str) -> SubmitField:
@@ -102,8 +105,10 @@ def _text(spec: JobSpec, field: str) -> None:
 
 def validate_spec(spec: JobSpec) -> JobSpec:
     """`spec` if it can be queued as it is; else `SpecError` for the first problem."""
-    if not spec.command.strip():
+    if not spec.command.strip() and not spec.interactive:  # a shell's default: the login shell
         raise SpecError("command", NO_COMMAND)
+    if spec.interactive and spec.array:
+        raise SpecError("array", "an interactive session is one job, not an array")
     if "\0" in spec.command:
         raise SpecError("command", "the command contains a NUL byte")
     _count(spec, "gpus")
