@@ -22,7 +22,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--home", default="~/.nvq", help="runner state directory")
         if name == "serve":
             p.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)
+    pty = sub.add_parser("pty-attach", help="splice stdin/stdout to a session's terminal")
+    pty.add_argument("--sock", required=True, help="the session's pty.sock")
+    pty.add_argument("--wait", type=float, default=30.0, help="seconds to wait for it")
     args = parser.parse_args(argv)
+    if args.command == "pty-attach":
+        from .ptyattach import pty_attach
+
+        return pty_attach(Path(args.sock).expanduser(), args.wait)
     home = Path(args.home).expanduser().absolute()
 
     if args.command == "attach":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import procfs
 from .jobfiles import AttemptRecord, JobDir
-from .spawn import WRAPPER, WRAPPER_COPY
+from .spawn import PTYHOST, PTYHOST_COPY, WRAPPER, WRAPPER_COPY
 
 
 def reopen(rec: AttemptRecord) -> int | None:
@@ -35,7 +35,8 @@ def is_wrapper(pid: int, d: JobDir) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    scripts = (str(WRAPPER).encode(), str(d.path / WRAPPER_COPY).encode())
+    scripts = (str(WRAPPER).encode(), str(d.path / WRAPPER_COPY).encode(),
+               str(PTYHOST).encode(), str(d.path / PTYHOST_COPY).encode())
     return any(s in cmdline for s in scripts) and str(d.path).encode() in cmdline
 
 

@@ -25,9 +25,13 @@ def socket_path(home: Path) -> Path:
 
 
 def connect(home: Path, timeout: float | None = None) -> socket.socket:
-    """A connected socket to the runner of `home`; raises OSError when none listens.
-    Paths too long for sockaddr_un are reached through /proc/self/fd."""
-    path = socket_path(home)
+    """A connected socket to the runner of `home`; raises OSError when none listens."""
+    return connect_path(socket_path(home), timeout)
+
+
+def connect_path(path: Path, timeout: float | None = None) -> socket.socket:
+    """A connected socket to the Unix socket at `path`; raises OSError when none
+    listens. Paths too long for sockaddr_un are reached through /proc/self/fd."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -36,7 +40,7 @@ def connect(home: Path, timeout: float | None = None) -> socket.socket:
         else:
             dfd = os.open(path.parent, os.O_PATH)
             try:
-                sock.connect(f"/proc/self/fd/{dfd}/{SOCKET}")
+                sock.connect(f"/proc/self/fd/{dfd}/{path.name}")
             finally:
                 os.close(dfd)
     except OSError:

@@ -67,6 +67,9 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # False for a `--no-reassign` job: the daemon never runs it elsewhere, so a runner
     # whose lease lapses lets it run on (see `Heartbeat`).
     reassign: bool = True
+    # A terminal session (`nvq job shell`): ptyhost.py leads the job instead of
+    # wrapper.sh and runs `command` (or, when empty, the user's shell) on a pty.
+    interactive: bool = False
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):

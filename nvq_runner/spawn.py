@@ -9,6 +9,7 @@ import os
 import pwd
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import BinaryIO
 
@@ -20,6 +21,9 @@ from .protocol import Start
 WRAPPER = Path(__file__).with_name("wrapper.sh")
 # A job run as another user runs this copy of the wrapper, in its job directory.
 WRAPPER_COPY = ".nvq-wrapper.sh"
+# An interactive job's leader (see ptyhost.py), and the copy another user runs.
+PTYHOST = Path(__file__).with_name("ptyhost.py")
+PTYHOST_COPY = ".nvq-ptyhost.py"
 
 
 class LaunchError(Exception):
@@ -88,15 +92,19 @@ def spawn(
     # O_APPEND: when the runner cuts a log's middle (logcap), the job's next write
     # goes to the new end instead of leaving a hole where the cut-off part was.
     prefix = as_user(msg.user, d) if msg.user else []
-    wrapper = WRAPPER
+    leader, copy = (PTYHOST, PTYHOST_COPY) if msg.interactive else (WRAPPER, WRAPPER_COPY)
+    wrapper = leader
     if prefix:
         # The member may not reach the runner's own installed files (a 0700 home or
         # checkout): they run a copy of the wrapper in their job directory.
-        wrapper = d.path / WRAPPER_COPY
-        wrapper.write_bytes(WRAPPER.read_bytes())
+        wrapper = d.path / copy
+        wrapper.write_bytes(leader.read_bytes())
         who = pwd.getpwnam(msg.user)
         os.chown(wrapper, who.pw_uid, who.pw_gid)
-    argv = [*prefix, "/bin/sh", str(wrapper), str(d.path), f"{job_umask:04o}"]
+    # ptyhost.py needs only the standard library: the base interpreter, isolated,
+    # runs it even for a member who cannot read the runner's venv.
+    shell = [os.path.realpath(sys.executable), "-I"] if msg.interactive else ["/bin/sh"]
+    argv = [*prefix, *shell, str(wrapper), str(d.path), f"{job_umask:04o}"]
     with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
         return subprocess.Popen(
             argv,

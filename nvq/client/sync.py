@@ -96,6 +96,18 @@ class Client(Blocking):
         finally:
             sock.close()
 
+    def open_stream(self, request: c.Request) -> Any:
+        """Send `request` and hand over the connection (a socket) for a two-way stream:
+        `job shell`, `job exec`, `job forward` (nvq.control.terminal)."""
+        payload = frame(request)
+        sock = self._connect()
+        try:
+            sock.sendall(payload)
+        except OSError as exc:
+            sock.close()
+            raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
+        return sock
+
     def request(self, request: c.Request) -> c.Done:
         """Any request with a single answer, untyped: `Done.data` as the daemon sent it."""
         done = None

@@ -271,3 +271,24 @@ from nvq.control.requests import (
 from nvq.control.requests import (
     Why as Why,
 )
+from nvq.control.terminal import (
+    Exec as Exec,
+)
+from nvq.control.terminal import (
+    Forward as Forward,
+)
+from nvq.control.terminal import (
+    Progress as Progress,
+)
+from nvq.control.terminal import (
+    Shell as Shell,
+)
+from nvq.control.terminal import (
+    TermInput as TermInput,
+)
+from nvq.control.terminal import (
+    TermSize as TermSize,
+)
+from nvq.control.terminal import (
+    term_frame_decoder as term_frame_decoder,
+)

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from nvq.control.requests import Request
+from nvq.control.terminal import Progress
 from nvq.model import Event
 
 
@@ -22,7 +23,7 @@ class Done(msgspec.Struct, tag="done", frozen=True):
     exit_code: int = 0  # what the CLI should exit with (wait: 0, 1 or 2)
 
 
-Reply = Chunk | Done
+Reply = Chunk | Done | Progress
 
 # A subscription's chunk: the events of one commit (or a page of the backlog).
 event_batch_decoder = msgspec.msgpack.Decoder(list[Event])

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
 
@@ -320,4 +321,7 @@ Request = (
     | JobWindow
     | Move
     | NodeStop
+    | Shell
+    | Exec
+    | Forward
 )

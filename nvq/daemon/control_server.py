@@ -152,6 +152,11 @@ async def _reply(
     come). On the plain wire the answer is hidden of secrets, as data or as the text
     `--json` prints, and streams are refused."""
     try:
+        if isinstance(request, c.Shell | c.Exec | c.Forward):
+            if plain is not None:
+                raise BadRequest("streams are not answered on the plain wire")
+            await _serve_session(ctx, stream, request, user)
+            return None
         if isinstance(request, c.Logs | c.Subscribe):
             if plain is not None:
                 raise BadRequest("streams are not answered on the plain wire")
@@ -171,6 +176,24 @@ async def _reply(
     except Exception as exc:
         log.exception("request %r failed", request)
         return c.Done(error=f"internal error: {exc}", exit_code=1)
+
+
+async def _serve_session(
+    ctx: Context, stream: SocketStream, request: c.Shell | c.Exec | c.Forward, user: str
+) -> None:
+    """A terminal or connection relayed both ways until it ends (nvq.daemon.sessions)."""
+    from nvq.daemon import sessions
+
+    try:
+        if isinstance(request, c.Shell):
+            await check_permission(ctx, c.Submit(request.spec), user)
+            await sessions.serve_shell(ctx, stream, request, user)
+        else:
+            await check_permission(ctx, request, user)
+            await sessions.serve_other(ctx, stream, request, user)
+    except RequestError as exc:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code)))
 
 
 async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:

@@ -81,6 +81,7 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         setup_files=list(job.setup_files),
         cache_size=(node.cache_size or 0) if node else 0,
         reassign=not job.no_reassign,
+        interactive=job.interactive,
     )
 
 

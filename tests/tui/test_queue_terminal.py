@@ -4,7 +4,6 @@ and the screen it draws is read back with `capture-pane`."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -12,48 +11,16 @@ from collections.abc import Iterator
 import pytest
 
 from tests.cluster import Nvq
+from tests.harness.tmux import Tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
-class Tmux:
-    def __init__(self, nvq: Nvq) -> None:
-        # a private server per test: nothing shared with a person's own tmux
-        self.socket = str(nvq.home.parent / "tmux.sock")
-        # the terminal's size is tmux's window, not whatever COLUMNS this process has
-        self.env = {k: v for k, v in nvq.env.items() if k not in ("COLUMNS", "LINES")}
-        self.env["TERM"] = "xterm-256color"
-
-    def __call__(self, *args: str) -> str:
-        proc = subprocess.run(
-            ["tmux", "-S", self.socket, *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "tui")
-
-    def until(self, text: str, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared on the screen:\n{screen}")
-            time.sleep(0.2)
-
-
 @pytest.fixture
 def tmux(nvq: Nvq) -> Iterator[Tmux]:
-    t = Tmux(nvq)
+    t = Tmux(nvq.home.parent / "tmux.sock", nvq.env)
     yield t
-    subprocess.run(["tmux", "-S", t.socket, "kill-server"], capture_output=True, timeout=30)
+    t.close()
 
 
 def test_queue_opens_the_ui_in_a_terminal_and_shows_a_job(nvq: Nvq, tmux: Tmux) -> None:

@@ -57,6 +57,7 @@ def full_app() -> typer.Typer:
         ops,
         policy,
         queue,
+        shell,  # noqa: F401 - declares `job shell` on submit's Typer
         submit,
         world,
     )

@@ -20,6 +20,9 @@ from nvq.client import Client
 from nvq.model import Job, JobSpec
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
+# `job shell` runs this command's own option parsing and hands the spec to the
+# function it leaves here in the click context's meta (nvq.cli.commands.shell).
+RUN_SPEC = "nvq.run_spec"
 
 
 @on_job.command(
@@ -96,7 +99,7 @@ def job_submit(
         if command:
             raise CliError("give either --script or a command, not both", 2)
         body = read_local(script, "--script")  # "-": stdin (what a [remote] forward sends)
-    elif not command and manifest is None:
+    elif not command and manifest is None and RUN_SPEC not in ctx.meta:
         raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
     else:
         body = "" if not command else command[0] if len(command) == 1 else shlex.join(command)
@@ -138,6 +141,8 @@ def job_submit(
         raise CliError("--max-runtime must be positive", 2)
     if manifest is not None:
         spec = with_manifest(spec, manifest, ctx)
+    if RUN_SPEC in ctx.meta:
+        return int(ctx.meta[RUN_SPEC](spec, as_json))
     client = Client()
     job = client.submit_spec(spec)
     if from_cwd is None and not no_env:

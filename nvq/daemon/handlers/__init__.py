@@ -142,6 +142,10 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.JobWindow: ANYONE,
     c.Move: owner("move"),
     c.NodeStop: admin("stop a node's runner"),
+    # streams served by nvq.daemon.sessions (a shell's submit is checked as a submit)
+    c.Shell: ANYONE,
+    c.Exec: owner("exec into"),
+    c.Forward: owner("forward a port to"),
 }
 
 

@@ -1,0 +1,92 @@
+"""A byte pipe to a command run on a node, beside its runner link: over the node's
+existing SSH connection (a new exec channel; no second login), or as a local process
+for the queue host's own node. Interactive sessions use it to reach a job's terminal
+socket (`nvq_runner pty-attach`) and ports on the node."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import sys
+from pathlib import Path
+
+import anyio
+import anyio.abc
+from anyio.streams.stapled import StapledByteStream
+
+from nvq.daemon.errors import RequestError
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.runner_stop import local_runner_home
+from nvq.daemon.state import State
+from nvq_runner.identity import dir_name
+
+ATTACH_WAIT = 30.0  # the terminal socket appears a moment after the job starts
+
+
+def job_dir(state: State, node: NodeRuntime, job_id: int, nonce: str) -> str:
+    """The job's directory on its node, as the node's shell should read it."""
+    queue_id = state.store.queue_id if nonce else ""
+    name = dir_name(job_id, queue_id, nonce)
+    if node.config is None:
+        return str(local_runner_home(state.config, state.home) / "jobs" / name)
+    return f"{node.config.home.rstrip('/')}/jobs/{name}"
+
+
+class _ProcessPipe(anyio.abc.ByteStream):
+    """A local process's stdin/stdout as one byte stream; closing it ends the process."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._process = process
+        self._stream = StapledByteStream(process.stdin, process.stdout)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        return await self._stream.receive(max_bytes)
+
+    async def send(self, item: bytes) -> None:
+        await self._stream.send(item)
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._stream.send_eof()
+        with anyio.move_on_after(2, shield=True):
+            await self._process.wait()
+        if self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+        await self._process.aclose()
+
+
+async def open_on_node(state: State, node: NodeRuntime, args: list[str]) -> anyio.abc.ByteStream:
+    """Run `python -m nvq_runner ARGS` on `node` (its runner's interpreter) and return
+    its stdin/stdout. Raises RequestError when the node is not connected."""
+    if node.config is None:
+        process = await anyio.open_process(
+            [sys.executable, "-m", "nvq_runner", *args], stderr=None,
+        )
+        return _ProcessPipe(process)
+    channel = node.channel
+    conn = getattr(channel, "connection", None)
+    if conn is None:
+        raise RequestError(f"node {node.name} is not connected over SSH right now")
+    from nvq.daemon.ssh.channel import open_runner_channel
+    from nvq.daemon.ssh.connection import shell_path
+    from nvq.daemon.ssh.opener import runner_node
+
+    cfg = runner_node(node.config)
+    command = " ".join([shell_path(cfg.python), "-m", "nvq_runner",
+                        *(shell_path(a) if a.startswith("~") else shlex.quote(a) for a in args)])
+    return await open_runner_channel(conn, cfg, command=command)
+
+
+async def attach_terminal(
+    state: State, node: NodeRuntime, job_id: int, nonce: str
+) -> anyio.abc.ByteStream:
+    sock = str(Path(job_dir(state, node, job_id, nonce)) / "pty.sock")
+    if node.config is not None:
+        sock = f"{job_dir(state, node, job_id, nonce)}/pty.sock"
+    return await open_on_node(state, node, ["pty-attach", "--sock", sock,
+                                            "--wait", str(ATTACH_WAIT)])

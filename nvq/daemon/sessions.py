@@ -1,0 +1,237 @@
+"""Interactive sessions on the control socket (nvq.control.terminal): `job shell`
+queues a job and, once it runs, relays its terminal; the CLI's frames go to the job's
+pty on its node and the pty's output comes back as `Chunk`s.
+
+The bytes cross the node's existing connection: a new exec channel on the SSH
+connection the runner link already holds (`nvq_runner pty-attach`, spliced to the
+job's ptyhost.py), or a local process for the queue host's own node. The job itself is
+an ordinary job of the runner's: it is placed, counted, cancelled and ended as any
+other, and its exit is the shell's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+from anyio.abc import SocketStream
+
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
+from nvq.daemon.handlers import policy, submit
+from nvq.daemon.handlers.why import with_reason
+from nvq.daemon.node_pipes import attach_terminal
+from nvq.model import FINISHED_STATES, Job, JobState
+from nvq_runner.protocol import FrameReader
+from nvq_runner.ptyhost import WINSIZE, frame
+
+log = logging.getLogger("nvq.sessions")
+_HEADER = struct.Struct(">I")
+ENDING_WAIT = 60.0  # after the terminal closed, for the runner's word that the job ended
+
+Send = Callable[[c.Reply], Awaitable[None]]
+
+
+def reply_frame(msg: c.Reply) -> bytes:
+    payload = c.encoder.encode(msg)
+    return _HEADER.pack(len(payload)) + payload
+
+
+def to_pty(msg: c.TermInput | c.TermSize) -> bytes:
+    """A client frame as ptyhost.py reads it."""
+    if isinstance(msg, c.TermInput):
+        return frame(b"d", msg.data)
+    return frame(b"w", WINSIZE.pack(max(1, min(msg.rows, 65535)), max(1, min(msg.cols, 65535))))
+
+
+class ClientFrames:
+    """The client's frames after its request, and whether it has gone away."""
+
+    def __init__(self, stream: SocketStream) -> None:
+        self.stream = stream
+        self.gone = anyio.Event()
+        self.send, self.inbox = anyio.create_memory_object_stream[c.TermInput | c.TermSize](1000)
+
+    async def read(self) -> None:
+        frames = FrameReader()
+        try:
+            while True:
+                data = await self.stream.receive()
+                for payload in frames.feed(data):
+                    await self.send.send(c.term_frame_decoder.decode(payload))
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError, msgspec.DecodeError):
+            pass
+        finally:
+            self.send.close()
+            self.gone.set()
+
+
+def waiting_doc(ctx: Context, job: Job) -> dict[str, Any]:
+    """What a waiting shell shows: its state, the reason, and its place in the line."""
+    shown = with_reason(ctx, job)
+    ahead = sum(
+        1 for j in ctx.state.jobs.values()
+        if j.state is JobState.PENDING and j.id != job.id
+        and (-j.priority, j.rank, j.id) < (-job.priority, job.rank, job.id)
+    )
+    return {
+        "job": job.id,
+        "state": str(job.state),
+        "reason": shown.reason,
+        "detail": getattr(shown, "reason_detail", None),
+        "position": ahead + 1,
+    }
+
+
+async def _latest(ctx: Context, job_id: int) -> Job:
+    state = ctx.state
+    job = state.jobs.get(job_id)
+    return job if job is not None else await state.get_job(job_id)
+
+
+async def wait_placed(ctx: Context, job_id: int, send: Send, client: ClientFrames) -> Job | None:
+    """Until the job runs with its process started (the job), ends first (None after
+    the Done is sent), or the client leaves (None: the job is withdrawn)."""
+    last: dict[str, Any] | None = None
+    while True:
+        changed = ctx.state.changed
+        job = await _latest(ctx, job_id)
+        if job.state in FINISHED_STATES:
+            await send(c.Done(data=job, error=f"job {job.id} {job.state}"
+                              + (f": {job.reason}" if job.reason else ""), exit_code=1))
+            return None
+        if job.state is JobState.RUNNING and job.pid is not None:
+            return job
+        doc = waiting_doc(ctx, job) if job.state is not JobState.RUNNING else {
+            "job": job.id, "state": "starting", "reason": None, "detail": None, "position": 0}
+        if doc != last:
+            await send(c.Progress(doc))
+            last = doc
+        with anyio.move_on_after(5):  # reasons also change with node samples
+            async with anyio.create_task_group() as tg:
+                async def either(event: anyio.Event) -> None:
+                    await event.wait()
+                    tg.cancel_scope.cancel()
+                tg.start_soon(either, changed)
+                tg.start_soon(either, client.gone)
+        if client.gone.is_set():
+            await withdraw(ctx, job_id)
+            return None
+
+
+async def withdraw(ctx: Context, job_id: int) -> None:
+    """The person left before (or while) the session ran: the job ends."""
+    job = await _latest(ctx, job_id)
+    if job.state in FINISHED_STATES:
+        return
+    with contextlib.suppress(RequestError):
+        await policy.cancel(ctx, c.Cancel(ids=[job_id]), job.user)
+
+
+async def relay(
+    pty: anyio.abc.ByteStream, client: ClientFrames, send: Send
+) -> None:
+    """Client frames → pty, pty output → client, until the pty side ends (the shell
+    exited, or was hung up because the client left)."""
+    async with anyio.create_task_group() as tg:
+
+        async def upstream() -> None:
+            async with client.inbox:
+                async for msg in client.inbox:
+                    await pty.send(to_pty(msg))
+            # The client left: closing our end hangs the shell up (ptyhost.py).
+            with contextlib.suppress(Exception):
+                await pty.send_eof()
+
+        tg.start_soon(upstream)
+        try:
+            while True:
+                data = await pty.receive()
+                with contextlib.suppress(anyio.BrokenResourceError, OSError):
+                    await send(c.Chunk(data))
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        tg.cancel_scope.cancel()
+
+
+async def wait_ended(ctx: Context, job_id: int) -> Job:
+    with anyio.move_on_after(ENDING_WAIT):
+        while True:
+            changed = ctx.state.changed
+            job = await _latest(ctx, job_id)
+            if job.state in FINISHED_STATES:
+                return job
+            await changed.wait()
+    return await _latest(ctx, job_id)
+
+
+def final_done(job: Job) -> c.Done:
+    """The shell's exit code when it ended by itself; 1 (with the reason) otherwise."""
+    if job.state in (JobState.COMPLETED, JobState.FAILED) and job.exit_code is not None:
+        return c.Done(data=job, exit_code=job.exit_code)
+    said = f"job {job.id} {job.state}" + (f": {job.reason}" if job.reason else "")
+    return c.Done(data=job, error=said, exit_code=1)
+
+
+async def serve_shell(ctx: Context, stream: SocketStream, req: c.Shell, user: str) -> None:
+    spec = msgspec.structs.replace(req.spec, interactive=True, name=req.spec.name or "interactive")
+    lock = anyio.Lock()
+
+    async def send(msg: c.Reply) -> None:
+        async with lock:
+            await stream.send(reply_frame(msg))
+
+    try:
+        job, _ = await submit.submit(ctx, c.Submit(spec), user)
+    except RequestError as exc:
+        await send(c.Done(error=str(exc), exit_code=exc.exit_code))
+        return
+    client = ClientFrames(stream)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.read)
+        try:
+            await _session(ctx, job.id, send, client, req)
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def _session(ctx: Context, job_id: int, send: Send, client: ClientFrames,
+                   req: c.Shell) -> None:
+    try:
+        job = await wait_placed(ctx, job_id, send, client)
+        if job is None:
+            return
+        assert job.node is not None
+        node = ctx.state.nodes[job.node]
+        where = f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else f"{job.node}:cpu"
+        pty = await attach_terminal(ctx.state, node, job.id, job.nonce)
+        await send(c.Progress({"job": job.id, "placed": where, "port": job.port}))
+        await pty.send(to_pty(c.TermSize(req.rows, req.cols)))
+        try:
+            await relay(pty, client, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pty.aclose()
+        if client.gone.is_set():
+            await withdraw(ctx, job_id)
+            return
+        await send(final_done(await wait_ended(ctx, job_id)))
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await withdraw(ctx, job_id)
+    except RequestError as exc:
+        await withdraw(ctx, job_id)
+        with contextlib.suppress(Exception):
+            await send(c.Done(error=str(exc), exit_code=1))
+
+
+async def serve_other(
+    ctx: Context, stream: SocketStream, req: c.Exec | c.Forward, user: str
+) -> None:
+    raise RequestError(f"{type(req).__name__.lower()} is not served yet")
