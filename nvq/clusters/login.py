@@ -10,6 +10,7 @@ Slurm's own message; squeue or scancel failing raises `SlurmError`.
 from __future__ import annotations
 
 import asyncssh
+import msgspec
 
 from nvq.clusters import slurm
 from nvq.clusters.config import ClusterConfig
@@ -17,6 +18,9 @@ from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.ssh import RunnerChannel, connect_node, open_runner_channel, run_command
 
+DEFAULT_PYTHON: str = next(
+    f.default for f in msgspec.structs.fields(ClusterConfig) if f.name == "python"
+)
 COMMAND_TIMEOUT = 60.0  # sbatch and squeue answer in well under a second unless slurmctld is stuck
 
 
@@ -40,6 +44,18 @@ def login_node(cluster: ClusterConfig) -> NodeConfig:
         known_hosts=cluster.known_hosts,
         python=cluster.python,
         env=dict(cluster.env),
+    )
+
+
+def runner_install_node(cluster: ClusterConfig) -> NodeConfig | None:
+    """Where nvq installs the pilots' runner, as bootstrap sees it: `<home>/runner` on
+    the login node, which the compute nodes see too (the pilots' home is on a shared
+    file system), once per version; None when the cluster names its own `python` (the
+    site manages nvq_runner there, as `python` does for a node)."""
+    if cluster.python != DEFAULT_PYTHON:
+        return None
+    return msgspec.structs.replace(
+        login_node(cluster), home=f"{cluster.home.rstrip('/')}/runner"
     )
 
 
@@ -82,13 +98,14 @@ class SlurmLogin:
         self.conn = conn
         self.timeout = timeout
         self.node = login_node(cluster)
+        self.python: str | None = None  # the runner nvq installed for the pilots, if any
 
     async def _run(self, command: str) -> tuple[int, str, str]:
         return await run_command(self.conn, command, timeout=self.timeout, node=self.node)
 
     async def submit(self) -> str:
         """Submit one pilot; its Slurm job id."""
-        code, out, err = await self._run(slurm.sbatch_command(self.cluster))
+        code, out, err = await self._run(slurm.sbatch_command(self.cluster, self.python))
         if code != 0:
             raise SubmitRefused(slurm.sbatch_error(err, code))
         try:
@@ -113,6 +130,13 @@ class SlurmLogin:
         # scancel of a job that already ended is not an error worth raising.
         if code != 0 and "Invalid job id" not in err:
             raise SlurmError(f"scancel failed: {_one_line(err) or f'exit status {code}'}")
+
+    async def sees_pilot_home(self, job_id: str) -> bool:
+        """Does the login node see the files a running pilot wrote in its home on the
+        compute node (its `attach` script)? Only where the two share a file system."""
+        home = slurm.pilot_home(self.cluster, job_id)
+        code, _, _ = await self._run(f"test -e {slurm.shell_path(home + '/attach')}")
+        return code == 0
 
     async def open_pilot(self, job_id: str) -> RunnerChannel:
         """A channel to the pilot's runner (what a link's opener returns). It ends at

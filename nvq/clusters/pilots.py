@@ -38,11 +38,13 @@ from nvq.clusters.login import (
     connect_login,
     login_node,
     pilot_node,
+    runner_install_node,
 )
 from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, fits_shape
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.ssh import NodeUnreachable, RunnerChannel
+from nvq.daemon.ssh.bootstrap import bootstrap_node
 
 log = logging.getLogger("nvq.clusters")
 
@@ -123,6 +125,7 @@ class PilotManager:
         self._wake = anyio.Event()
         self._idle: dict[str, float] = {}  # running pilots' idle_since, last pass
         self.waiting: list[WaitingJob] = []  # jobs only a pilot could take, last pass
+        self.unshared: str | None = None  # why the pilots' home is not shared, once seen
 
     # ---------------------------------------------------------- commands
 
@@ -204,11 +207,31 @@ class PilotManager:
             failures += 1
 
     async def _serve(self, conn: asyncssh.SSHClientConnection) -> None:
-        self.login = SlurmLogin(self.cluster, conn)
+        login = SlurmLogin(self.cluster, conn)
+        login.python = await self._install(conn)
+        self.login = login
         self.error = None
         while True:
             await self.step()
             await self._sleep(self._next_pass())
+
+    async def _install(self, conn: asyncssh.SSHClientConnection) -> str | None:
+        """Install this version's runner for the pilots (once per version: an
+        up-to-date install is only probed); its interpreter, or None when the cluster
+        names its own `python`."""
+        node = runner_install_node(self.cluster)
+        if node is None:
+            return None
+        result = await bootstrap_node(conn, node)
+        if result.installed:
+            log.info(
+                "cluster %s: installed nvq_runner %s for its pilots in %.1fs (%s)",
+                self.cluster.name,
+                result.version,
+                result.seconds,
+                result.python,
+            )
+        return result.python
 
     def _next_pass(self) -> float:
         """Seconds to the next pass: sooner while a pilot waits to start, and no later
@@ -239,6 +262,46 @@ class PilotManager:
         if self.error is None:
             log.warning("cluster %s: login node unreachable: %s", self.cluster.name, why)
         self.error = why
+
+    async def check_home_shared(self, job_id: str) -> None:
+        """Once a pilot's runner answers: artifact syncs of its jobs go through the login
+        node's SFTP to the pilot's home, so that home must be on a file system the login
+        node shares. Said once per cluster, as an alert, when it is not."""
+        login = self.login
+        if login is None or self.unshared is not None:
+            return
+        try:
+            shared = await login.sees_pilot_home(job_id)
+        except (NodeUnreachable, asyncssh.Error, OSError):
+            return
+        if shared:
+            return
+        self.unshared = (
+            f"cluster {self.cluster.name}: the login node does not see the pilots' home "
+            f"({self.cluster.home}) that pilot {job_id} wrote on its compute node: jobs run "
+            "there, but their artifacts cannot be synced back; set `home` to a path on a "
+            "file system the login and compute nodes share"
+        )
+        log.error("%s", self.unshared)
+        await self.hooks.alert(self.cluster, self.unshared)
+
+    async def refuse_pilot(self, job_id: str, why: str) -> None:
+        """A pilot the daemon will not use (its runner is another version): give it
+        back, alert once, and request no more until `retry()` — each new pilot would be
+        refused the same way."""
+        self.refused = why
+        login = self.login
+        if login is not None:
+            try:
+                await login.cancel([job_id])
+            except SlurmError as exc:
+                log.warning("cluster %s: %s", self.cluster.name, exc)
+        await self.hooks.alert(
+            self.cluster,
+            f"cluster {self.cluster.name}: {why} (no more pilots until the config changes "
+            f"or `nvq cluster retry {self.cluster.name}`)",
+        )
+        await self._ended(job_id, f"released: {why}")
 
     async def _ended(self, job_id: str, why: str) -> None:
         self.started.discard(job_id)

@@ -71,6 +71,9 @@ def _path(path: str) -> str:
     return shlex.quote(path)
 
 
+shell_path = _path
+
+
 def _home_word(path: str) -> str:
     """Like `_path`, for a word where `~` would not expand (after `--opt=`)."""
     if path.startswith("~/"):
@@ -125,9 +128,10 @@ def sbatch_options(cluster: ClusterConfig) -> list[str]:
     return opts + list(cluster.sbatch_args)
 
 
-def pilot_script(cluster: ClusterConfig) -> str:
+def pilot_script(cluster: ClusterConfig, python: str | None = None) -> str:
     """The batch script: set up, write the attach script, run the runner in the
-    foreground (the allocation lasts as long as it does)."""
+    foreground (the allocation lasts as long as it does). `python`: the interpreter
+    nvq installed the runner for (see `runner_install_node`); else `cluster.python`."""
     lines = [
         "#!/bin/bash -l",
         f"# nvq pilot for cluster {cluster.name}",
@@ -136,7 +140,7 @@ def pilot_script(cluster: ClusterConfig) -> str:
         'mkdir -p "$H"',
         *cluster.setup,
         *(f"export {key}={shlex.quote(value)}" for key, value in cluster.env.items()),
-        f"PY=$(command -v {shlex.quote(cluster.python)})",
+        f"PY=$(command -v {_path(python or cluster.python)})",
         # The socket appears only once `serve` holds the home's lock; an attach before
         # that would start a second runner that takes the lock and ends the pilot.
         "printf '#!/bin/bash\\ntest -S %q/runner.sock || { echo \"nvq pilot: runner not up"
@@ -148,7 +152,7 @@ def pilot_script(cluster: ClusterConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sbatch_command(cluster: ClusterConfig) -> str:
+def sbatch_command(cluster: ClusterConfig, python: str | None = None) -> str:
     """`sbatch --parsable <options>` with the pilot script on stdin (a quoted here
     document, so the login shell expands nothing in it)."""
     home = cluster.home.rstrip("/")
@@ -158,7 +162,7 @@ def sbatch_command(cluster: ClusterConfig) -> str:
     output = f"--output={_home_word(home + '/slurm-%j.out')}"
     return (
         f"mkdir -p {_path(home)} && sbatch --parsable {output} {opts} "
-        f"<<'{HEREDOC_END}'\n{pilot_script(cluster)}{HEREDOC_END}\n"
+        f"<<'{HEREDOC_END}'\n{pilot_script(cluster, python)}{HEREDOC_END}\n"
     )
 
 

@@ -35,6 +35,7 @@ from nvq.daemon.link import NodeEvents, run_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.pending_view import time_limit
 from nvq.daemon.pilot_ids import PilotIds
+from nvq.daemon.pilot_link import PilotLinkEvents
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.domain import reassign
@@ -227,7 +228,11 @@ class DaemonPilots:
         async def link() -> None:
             with anyio.CancelScope() as scope:
                 self.scopes[node.name] = scope
-                await run_link(self.events, runtime, open_channel)
+                await run_link(
+                    PilotLinkEvents(self.events, self._refuse_runner, self._runner_up),
+                    runtime,
+                    open_channel,
+                )
 
         self._tg.start_soon(link)
         async with self.state.lock:
@@ -235,6 +240,20 @@ class DaemonPilots:
                 Tx(events=[NewEvent("pilot_started", None, node.name, {"host": node.host})])
             )
         log.info("pilot %s is running: attaching", node.name)
+
+    async def _refuse_runner(self, node: NodeRuntime, why: str) -> None:
+        log.error("%s", why)
+        cluster, _, job_id = node.name.partition("/")
+        manager = self.managers.get(cluster)
+        if manager is not None and self._tg is not None:
+            # Not on the link's own task: giving the pilot back cancels that task.
+            self._tg.start_soon(manager.refuse_pilot, job_id, why)
+
+    def _runner_up(self, node: NodeRuntime) -> None:
+        cluster, _, job_id = node.name.partition("/")
+        manager = self.managers.get(cluster)
+        if manager is not None and self._tg is not None:
+            self._tg.start_soon(manager.check_home_shared, job_id)
 
     async def pilot_status(self, name: str, status: PilotStatus) -> None:
         self.status[name] = (status, time.time())

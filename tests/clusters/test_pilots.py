@@ -240,3 +240,29 @@ def test_a_pilot_whose_sbatch_was_in_flight_at_a_drain_is_never_given_a_job(
         await anyio.to_thread.run_sync(slurm_cluster.wait_state, name.removeprefix("hpc/"), "")
 
     run(main)
+
+
+class UnsharedLogin:
+    """A login node that does not see what pilots write in their home."""
+
+    async def sees_pilot_home(self, job_id: str) -> bool:
+        return False
+
+
+def test_a_pilot_home_the_login_node_cannot_see_raises_one_alert(tmp_path: Path) -> None:
+    config = ClusterConfig(name="hpc", host="login", home="/scratch/nvq")
+    hooks = Hooks()
+
+    async def main() -> None:
+        pilots = manager(config, hooks)
+        pilots.login = UnsharedLogin()  # type: ignore[assignment]
+        await pilots.check_home_shared("81234")
+        await pilots.check_home_shared("81235")  # said once per cluster
+        [(kind, message)] = hooks.events
+        assert kind == "alert"
+        assert message.startswith(
+            "cluster hpc: the login node does not see the pilots' home (/scratch/nvq)"
+        )
+        assert "set `home` to a path on a file system the login and compute nodes share" in message
+
+    run(main)

@@ -3,11 +3,16 @@ waiting job, runs the job there, and gives the pilot back once it sits idle."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from nvq import __version__ as nvq_version
 from tests.cluster import Nvq
 from tests.harness.slurm import SlurmCluster
 from tests.harness.slurm_fixtures import ClusterQueue, pilot_gpus, toml_str
@@ -43,6 +48,8 @@ def test_waiting_job_runs_on_a_pilot_that_is_released_when_idle(
         for e in nvq.events()
         if e["kind"].startswith("pilot_") and e["node"] == done["node"]
     ]
+    # The test cluster's login and compute node share the pilots' home: no alert.
+    assert not [e for e in nvq.events() if e["kind"] == "cluster_refused"]
     assert history == [
         ("pilot_requested", None),
         ("pilot_started", None),
@@ -268,3 +275,51 @@ def test_a_pilot_offers_only_the_cards_slurm_granted_and_its_jobs_see_the_alloca
     pilot_id = done["node"].removeprefix("hpc/")
     assert nvq.ok("job", "logs", str(job["id"])).out == f"1 {pilot_id} 1\n"
     slurm_cluster.run("scancel", other)
+
+
+def login_python_is_new_enough() -> bool:
+    found = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    code = "import sys; sys.exit(sys.version_info < (3, 11))"
+    return bool(found) and subprocess.run([str(found), "-c", code], check=False).returncode == 0
+
+
+def test_nvq_installs_the_pilots_runner_itself(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    if not login_python_is_new_enough():
+        pytest.skip("the login node's python3 is older than 3.11: bootstrap would refuse it")
+    # No `python` in the table: nvq installs this version's runner under <home>/runner.
+    nvq = cluster_queue(python=toml_str("python3"))
+    job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "true")
+    code, [done] = nvq.wait(job["id"], timeout=180)
+    assert code == 0, done
+    installed = json.loads((tmp_path / "pilots" / "runner" / "venv" / "nvq-build.json").read_text())
+    assert installed["version"] == nvq_version
+    log = (nvq.home / "daemon.log").read_text()
+    assert f"cluster hpc: installed nvq_runner {nvq_version} for its pilots" in log
+
+
+def test_a_pilot_running_another_runner_version_is_refused_with_one_alert(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    # A site-managed `python` whose nvq_runner is an older release.
+    old = tmp_path / "old-runner"
+    old.mkdir()
+    (old / "sitecustomize.py").write_text("import nvq_runner\nnvq_runner.__version__ = '0.0.1'\n")
+    python = tmp_path / "old-python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={old} exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    nvq = cluster_queue(python=toml_str(python))
+    job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "true")
+
+    def refused() -> bool:
+        return any(e["kind"] == "cluster_refused" for e in nvq.events())
+
+    wait_until("the pilot's refusal", refused)
+    [alert] = [e for e in nvq.events() if e["kind"] == "cluster_refused"]
+    assert f"runs nvq_runner 0.0.1, this queue runs {nvq_version}" in alert["data"]["message"]
+    assert nvq.show(job["id"])["state"] == "pending"
+    [view] = nvq.json("cluster", "status", "hpc")
+    assert "0.0.1" in view["refused"]
+    ended = [e for e in nvq.events() if e["kind"] == "pilot_released"]
+    assert len(ended) == 1 and "0.0.1" in ended[0]["data"]["reason"]
