@@ -30,6 +30,7 @@ BENCHES: list[list[str]] = [
     ["chunking.py", "--mib", "256"],
     ["blob_cache.py"],
     ["lazy_artifacts.py", "--files", "10", "--mib", "50"],
+    ["pilot_scaling.py"],
 ]
 
 
