@@ -55,6 +55,11 @@ def run(args: list[str], as_json: bool) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except PermissionError as exc:
+        # What this user may not touch on this machine (the queue's home, when a
+        # member runs what is the queue owner's to run): one line, never a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail(f"{where}permission denied (it is not yours to change)", 1, as_json)
     except OSError as exc:
         # A full disk where this command writes (a snapshot, a pull): one line.
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):

@@ -130,9 +130,10 @@ class Requests:
         return window
 
     @returns(c.JobDetail)
-    def show(self, id: int, *, logs: int = 0) -> c.Request:
-        """One job with its events, attempts, why it waits, and `logs` lines of output."""
-        return c.ShowJob(id=id, logs=logs)
+    def show(self, id: int, *, logs: int = 0, reveal: bool = False) -> c.Request:
+        """One job with its events, attempts, why it waits, and `logs` lines of output;
+        `reveal`: secret-looking values will be shown (the owner's and admins' right)."""
+        return c.ShowJob(id=id, logs=logs, reveal=reveal)
 
     @returns(c.WhyReport)
     def why(self, id: int) -> c.Request:

@@ -108,6 +108,7 @@ class _Parser(FieldReader):
             "ssh_connect_timeout": self.duration,
             "admins": self.string_list,
             "members_group": self.group,
+            "members_read": lambda v, k: self.choice(v, k, ("metadata", "all")),
             "backup_dirs": lambda v, k: [
                 self.path_value(item, f"{k}[{i}]") for i, item in enumerate(self.string_list(v, k))
             ],

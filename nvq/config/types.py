@@ -57,6 +57,10 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     # The OS group whose members may use this queue (its socket becomes 0660 with that
     # group); None: only the queue's owner can connect.
     members_group: str | None = None
+    # What a member may read of another user's job: "metadata" (state, node, name,
+    # times, as squeue shows) or "all" (also its environment, logs, result and files;
+    # secret-looking values stay hidden, `--reveal` is still the owner's and admins').
+    members_read: str = "metadata"
     # Directories besides $NVQ_HOME/backups (and [queue.backup] directory) that
     # `queue backup PATH` may write into.
     backup_dirs: list[str] = []

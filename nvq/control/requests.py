@@ -25,6 +25,7 @@ class ListJobs(msgspec.Struct, tag="ls", frozen=True):
 class ShowJob(msgspec.Struct, tag="show", frozen=True):
     id: int
     logs: int = 0
+    reveal: bool = False  # secret-looking values will be shown: its owner's and admins' only
 
 
 class Cancel(msgspec.Struct, tag="cancel", frozen=True):

@@ -32,6 +32,7 @@ from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers import HANDLERS, permission
 from nvq.daemon.handlers.events import FellBehind, subscribe
 from nvq.daemon.handlers.logs import open_logs
+from nvq.daemon.visibility import Viewer, event_job_ids, shown_to
 from nvq.domain import permissions
 from nvq.domain.permissions import Rule
 from nvq.home import queue_owner
@@ -141,7 +142,9 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
             return  # a stream, answered as it went
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await stream.send(_frame(reply, plain=plain is not None))
-        if isinstance(request, c.StopDaemon):
+        # The one effect applied after its handler (the reply must leave first): only
+        # for a stop that was allowed and answered, never for a refused one.
+        if isinstance(request, c.StopDaemon) and reply.error is None:
             ctx.state.stop_requested.set()
 
 
@@ -164,9 +167,11 @@ async def _reply(
                 await check_permission(ctx, request, user)
                 await _stream_logs(ctx, stream, request)
             else:
-                await _send_chunks(stream, await subscribe(ctx.state, request))
+                events = await subscribe(ctx.state, request, viewer(ctx, user))
+                await _send_chunks(stream, events)
             return None
         data, code = await _answer(ctx, request, user)
+        data = await shown_to_user(ctx, data, user)
         if plain is not None:
             data = shown_json(json_document(request, data)) if plain.want == "json" else (
                 hide_secrets(data))
@@ -254,6 +259,20 @@ def _too_large(value: Any) -> bool:
     return False
 
 
+def viewer(ctx: Context, user: str) -> Viewer:
+    return Viewer(user, queue_admins(ctx.state), ctx.state.config.queue.members_read)
+
+
+async def shown_to_user(ctx: Context, data: Any, user: str) -> Any:
+    """`data` as `user` may see it (nvq.daemon.visibility)."""
+    who = viewer(ctx, user)
+    if user in who.admins:
+        return data
+    ids = event_job_ids(data)
+    owners = {j.id: j.user for j in await ctx.state.store.jobs(ids=sorted(ids))} if ids else {}
+    return shown_to(data, who, owners)
+
+
 async def check_permission(ctx: Context, request: c.Request, user: str) -> None:
     """The one gate: `request`'s row of the permission table, for `user`."""
     allowed = permission(request)
@@ -266,6 +285,10 @@ async def check_permission(ctx: Context, request: c.Request, user: str) -> None:
     with map_exceptions():
         if allowed.rule is Rule.ADMIN:
             permissions.check_admin(user, admins, allowed.action)
+        elif allowed.rule is Rule.PRIVATE and user not in admins:
+            jobs = [await ctx.state.get_job(i) for i in await _named_ids(ctx, request)]
+            read = ctx.state.config.queue.members_read
+            permissions.check_private(jobs, user, admins, read, allowed.action)
         elif user not in admins:
             jobs = [await ctx.state.get_job(i) for i in await _named_ids(ctx, request)]
             permissions.check(jobs, user, admins, allowed.action)

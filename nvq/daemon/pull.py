@@ -6,6 +6,7 @@ on the connection its link already holds."""
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import shutil
 import stat
@@ -76,9 +77,31 @@ async def _copy_sftp(conn: Any, pairs: list[tuple[str, Path]]) -> None:
         sftp.exit()
 
 
+def _give_to(root: Path, staging: Path, user: str) -> None:
+    """Hand the staged tree to `user` (a member pulling as themselves, the daemon being
+    root), who moves it out and removes it: the staging root is theirs to pass through
+    and to delete their own entries in (sticky, like /tmp), never to list."""
+    try:
+        who = pwd.getpwnam(user)
+    except KeyError:
+        raise RequestError(f"no OS user {user} to hand the pulled files to") from None
+    if os.geteuid() != 0:
+        raise RequestError(
+            f"this queue runs as {pwd.getpwuid(os.geteuid()).pw_name}, not root: it cannot "
+            f"hand pulled files to {user}"
+        )
+    os.chmod(root, 0o1733)
+    for dirpath, dirnames, filenames in os.walk(staging):
+        os.lchown(dirpath, who.pw_uid, who.pw_gid)
+        for name in [*dirnames, *filenames]:
+            os.lchown(os.path.join(dirpath, name), who.pw_uid, who.pw_gid)
+
+
 async def pull_into_staging(
     home: Path, node: NodeRuntime, job: Job, artifacts_root: str, paths: list[str],
+    *, for_user: str | None = None,
 ) -> Path:
+    """The staging directory, `for_user`'s when they are not the queue's owner."""
     staging = staging_root(home) / f"{job.id}-{secrets.token_hex(4)}"
     staging.mkdir(parents=True, mode=0o700)
     pairs = [(src, staging / name) for src, name in sources(job, artifacts_root, paths)]
@@ -94,6 +117,8 @@ async def pull_into_staging(
                 raise RequestError(f"node {node.name} has no SSH connection now")
             await _copy_sftp(conn, pairs)
         await anyio.to_thread.run_sync(_writable, staging)
+        if for_user is not None:
+            await anyio.to_thread.run_sync(_give_to, staging_root(home), staging, for_user)
     except RequestError:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -21,7 +21,12 @@ TOKEN_FILE = "web.token"
 
 
 def token_path(root: Path) -> Path:
-    return root / TOKEN_FILE
+    """The queue owner's token lives in the queue's home; a member (who cannot write
+    there) keeps theirs in their own home, one per queue."""
+    if os.access(root, os.W_OK | os.X_OK) or not root.exists():
+        return root / TOKEN_FILE
+    tag = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    return Path.home() / ".nvq-web" / f"{tag}.token"
 
 
 def load_or_create_token(root: Path) -> str:
@@ -34,7 +39,7 @@ def load_or_create_token(root: Path) -> str:
             return token
     except FileNotFoundError:
         pass
-    root.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     token = secrets.token_urlsafe(32)
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -54,11 +54,11 @@ def url_of(sock: socket.socket, token: str) -> str:
 def serve(
     root: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, as_json: bool = False
 ) -> int:
+    token = access.load_or_create_token(root)  # before the imports: a refusal is quick
     import uvicorn
 
     from nvq.web.app import build
 
-    token = access.load_or_create_token(root)
     try:
         sock = bind(host, port)
     except OSError as exc:

@@ -4,106 +4,25 @@ owner's or the queue's."""
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.cluster import Nvq, Run, kill_processes_under, make_nvq
-
-
-def _can_add_users() -> str | None:
-    if os.geteuid() != 0:
-        return "creating a second OS user needs root"
-    for tool in ("useradd", "groupadd", "userdel", "groupdel", "runuser", "setpriv"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    return None
+from tests.cluster import Nvq
+from tests.members import as_user, reachable_nvq, second_user
 
 
 @pytest.fixture
 def member() -> Iterator[tuple[str, str]]:
-    """(user, group): a fresh user in a fresh group, removed afterwards."""
-    why = _can_add_users()
-    if why is not None:
-        pytest.skip(f"no second OS user: {why}")
-    tag = secrets.token_hex(3)
-    user, group = f"nvqm{tag}", f"nvqlab{tag}"
-    made = subprocess.run(["groupadd", group], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"no second OS user: groupadd failed: {made.stderr.strip()}")
-    made = subprocess.run(["useradd", "-M", "-N", "-G", group, user], capture_output=True, text=True)
-    if made.returncode != 0:
-        subprocess.run(["groupdel", group], capture_output=True)
-        pytest.skip(f"no second OS user: useradd failed: {made.stderr.strip()}")
-    try:
-        yield user, group
-    finally:
-        subprocess.run(["pkill", "-u", user], capture_output=True)
-        subprocess.run(["userdel", user], capture_output=True)
-        subprocess.run(["groupdel", group], capture_output=True)
+    with second_user() as made:
+        yield made
 
 
 @pytest.fixture
 def shared_nvq() -> Iterator[Nvq]:
-    """A queue whose home others can reach (pytest's own tmp is root's alone)."""
-    top = Path(tempfile.mkdtemp(prefix="nvq-members-", dir="/tmp"))
-    top.chmod(0o755)
-    q = make_nvq(top)
-    try:
+    with reachable_nvq() as q:
         yield q
-    finally:
-        q.shutdown()
-        kill_processes_under(top)
-        shutil.rmtree(top, ignore_errors=True)
-
-
-# The CLI as another user. Where that user may run this Python, through runuser; else
-# (a Python under root's 0700 home) it starts as root, imports everything, and only
-# then takes the user's uid, gids and groups: to the daemon (SO_PEERCRED) it is that
-# user either way.
-_DROP_THEN_RUN = """
-import os, pwd, sys
-import importlib, pkgutil
-import nvq.cli, nvq.cli.commands, nvq.cli.main, nvq.client, nvq.config, nvq.remote
-# The CLI loads only what a command needs, and finds a command by reading its
-# package's sources: load every module of nvq and read the declarations now, as root.
-import nvq, nvq_runner
-for pkg in (nvq, nvq_runner):
-    for found in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-        if not found.name.endswith("__main__"):
-            importlib.import_module(found.name)
-nvq.cli.commands.full_app()
-nvq.cli.commands.command_info("job", "ls")
-import encodings.idna, json, shlex, socket, email.utils
-who = pwd.getpwnam(sys.argv[1])
-os.setgroups(os.getgrouplist(who.pw_name, who.pw_gid))
-os.setgid(who.pw_gid)
-os.setuid(who.pw_uid)
-os.environ["HOME"] = who.pw_dir
-nvq.cli.main.main(sys.argv[2:])
-"""
-
-
-def _usable_by(user: str) -> bool:
-    probe = ["runuser", "-u", user, "--", sys.executable, "-c", "pass"]
-    return subprocess.run(probe, capture_output=True, cwd="/tmp").returncode == 0
-
-
-def _as(user: str, nvq: Nvq, *args: str) -> Run:
-    if _usable_by(user):
-        argv = ["runuser", "-u", user, "--", sys.executable, "-m", "nvq", *args]
-    else:
-        argv = [sys.executable, "-c", _DROP_THEN_RUN, user, *args]
-    env = {**nvq.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    p = subprocess.run(argv, env=env, cwd="/tmp", capture_output=True, text=True, timeout=60)
-    return Run(p.returncode, p.stdout, p.stderr)
 
 
 def test_without_a_members_group_others_cannot_connect(
@@ -111,7 +30,7 @@ def test_without_a_members_group_others_cannot_connect(
 ) -> None:
     user, _group = member
     shared_nvq.ok("queue", "status")
-    r = _as(user, shared_nvq, "job", "ls")
+    r = as_user(user, shared_nvq, "job", "ls")
     assert r.code != 0 and "Traceback" not in r.err
     assert r.err.startswith("nvq: permission denied on the queue's socket "), r.err
 
@@ -123,26 +42,26 @@ def test_a_member_manages_their_own_jobs_only(shared_nvq: Nvq, member: tuple[str
     theirs = nvq.submit("--gpus", "0", "--", "sleep", "60")
 
     # Their own job: submitted, noted, run as them.
-    r = _as(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", "id", "-u")
+    r = as_user(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", "id", "-u")
     assert r.code == 0, r.err
     mine = r.json()
     assert mine["user"] == user
-    assert _as(user, nvq, "job", "note", str(mine["id"]), "mine").code == 0
-    done = _as(user, nvq, "job", "wait", str(mine["id"]), "--json")
+    assert as_user(user, nvq, "job", "note", str(mine["id"]), "mine").code == 0
+    done = as_user(user, nvq, "job", "wait", str(mine["id"]), "--json")
     assert done.code == 0, done.out + done.err
     uid = subprocess.run(["id", "-u", user], capture_output=True, text=True).stdout.strip()
-    assert _as(user, nvq, "job", "logs", str(mine["id"])).out.strip() == uid
-    sleeper = _as(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", "sleep", "60").json()
-    assert _as(user, nvq, "job", "cancel", str(sleeper["id"])).code == 0
+    assert as_user(user, nvq, "job", "logs", str(mine["id"])).out.strip() == uid
+    sleeper = as_user(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", "sleep", "60").json()
+    assert as_user(user, nvq, "job", "cancel", str(sleeper["id"])).code == 0
 
     # The owner's job: readable, not changeable.
-    assert _as(user, nvq, "job", "show", str(theirs["id"])).code == 0
+    assert as_user(user, nvq, "job", "show", str(theirs["id"])).code == 0
     for args in (
         ["job", "note", str(theirs["id"]), "ssh-ed25519 AAAA"],
         ["job", "cancel", str(theirs["id"])],
         ["job", "result", str(theirs["id"]), "--set", "{}"],
     ):
-        r = _as(user, nvq, *args)
+        r = as_user(user, nvq, *args)
         assert r.code != 0 and "belongs to root" in r.err, (args, r.err)
     assert nvq.show(theirs["id"])["state"] == "running"
     assert nvq.show(theirs["id"])["note"] == ""
@@ -154,7 +73,7 @@ def test_a_member_manages_their_own_jobs_only(shared_nvq: Nvq, member: tuple[str
         ["queue", "backup"],
         ["daemon", "stop"],
     ):
-        r = _as(user, nvq, *args)
+        r = as_user(user, nvq, *args)
         assert r.code != 0 and "only a queue admin may" in r.err, (args, r.out, r.err)
     assert nvq.ok("queue", "status")
     nvq.ok("job", "cancel", str(theirs["id"]))

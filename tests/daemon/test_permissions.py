@@ -21,22 +21,25 @@ from tests.fakes import daemon as fake
 OWNER_OF_JOB = "tester"  # who tests.fakes.daemon.submit submits as
 STRANGER = "mallory"
 
-# (request, who may send it: "anyone" | "owner" | "admin"), job 1 being OWNER_OF_JOB's.
+# (request, who may send it: "anyone" | "private" | "owner" | "admin"), job 1 being
+# OWNER_OF_JOB's. "private": its owner and admins, and anyone with members_read = "all".
 CASES: list[tuple[c.Request, str]] = [
     (c.Ping(), "anyone"),
     (c.Submit(spec=JobSpec(command="true")), "anyone"),
     (c.ListJobs(), "anyone"),
     (c.ShowJob(id=1), "anyone"),
+    (c.ShowJob(id=1, logs=5), "private"),
+    (c.ShowJob(id=1, reveal=True), "owner"),
     (c.Wait(ids=[1]), "anyone"),
-    (c.Logs(id=1), "anyone"),
+    (c.Logs(id=1), "private"),
     (c.Status(), "anyone"),
     (c.Nodes(), "anyone"),
     (c.Events(), "anyone"),
     (c.Alerts(), "anyone"),
     (c.Lanes(), "anyone"),
-    (c.JobArtifacts(id=1), "anyone"),
+    (c.JobArtifacts(id=1), "private"),
     (c.Note(id=1), "anyone"),
-    (c.Result(id=1), "anyone"),
+    (c.Result(id=1), "private"),
     (c.Lane(lane="local:0"), "anyone"),
     (c.BusyMode(node="local"), "anyone"),
     (c.Cancel(ids=[1]), "owner"),
@@ -70,7 +73,7 @@ CASES: list[tuple[c.Request, str]] = [
     (c.ClusterRetry(name="hpc"), "admin"),
     (c.Check(), "admin"),
     (c.Gc(), "admin"),
-    (c.Pull(id=1), "anyone"),
+    (c.Pull(id=1), "private"),
     (c.JobWindow(), "anyone"),
     (c.Move(id=1, to="local"), "owner"),
     (c.NodeStop(node="local"), "admin"),
@@ -103,6 +106,13 @@ def test_the_rule_of_each_request(tmp_path: Path, request_: c.Request, who: str)
     assert _allowed(tmp_path, request_, OWNER_OF_JOB) is (who != "admin")
     # The queue's owner, the OS user the daemon runs as, is always an admin.
     assert _allowed(tmp_path, request_, queue_owner()) is True
+
+
+def test_members_read_all_opens_what_a_job_holds_and_nothing_else(tmp_path: Path) -> None:
+    config = '[queue]\nmembers_read = "all"\n'
+    for request, who in CASES:
+        if who in ("private", "owner"):
+            assert _allowed(tmp_path, request, STRANGER, config) is (who == "private"), request
 
 
 def test_configured_admins_may_do_everything(tmp_path: Path) -> None:

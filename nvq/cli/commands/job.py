@@ -62,7 +62,7 @@ def job_show(
     as_json: bool = JsonOpt,
 ) -> int:
     """One job in full, with its events."""
-    doc = Client().show(job_id, logs=logs)
+    doc = Client().show(job_id, logs=logs, reveal=reveal)
     emit(doc, as_json, job_detail(doc), reveal=reveal)
     return 0
 

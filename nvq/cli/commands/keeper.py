@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+from pathlib import Path
+
 import typer
 
 from nvq.cli.app import JsonOpt
@@ -10,6 +14,23 @@ from nvq.cli.render.output import emit
 from nvq.home import default_root
 
 on_keeper = typer.Typer()  # attached to the `keeper` group in nvq.cli.commands
+
+
+def owner_only(root: Path, action: str) -> None:
+    """The keeper restarts the daemon as its owner: only the owner of the queue's home
+    may install or stop it (a member is refused before anything is written)."""
+    try:
+        owner_uid = root.stat().st_uid
+    except FileNotFoundError:
+        return  # a queue not made yet: this user's own
+    except OSError as exc:
+        raise CliError(f"cannot reach the queue's home {root}: {exc.strerror}") from None
+    if owner_uid != os.geteuid():
+        try:
+            owner = pwd.getpwuid(owner_uid).pw_name
+        except KeyError:
+            owner = str(owner_uid)
+        raise CliError(f"only the queue's owner ({owner}) may {action}")
 
 
 @on_keeper.command("install")
@@ -21,8 +42,10 @@ def keeper_install(
     """Install a keeper that restarts the daemon whenever it exits."""
     from nvq.keeper import KeeperError, install
 
+    root = default_root()
+    owner_only(root, "install its keeper")
     try:
-        doc = install(default_root(), systemd=systemd, start=start)
+        doc = install(root, systemd=systemd, start=start)
     except KeeperError as exc:
         raise CliError(str(exc)) from None
     text = f"keeper installed ({doc['kind']})"
@@ -70,6 +93,7 @@ def keeper_stop(as_json: bool = JsonOpt) -> int:
     """Stop the keeper; the daemon keeps running until `nvq daemon stop`."""
     from nvq.keeper import stop
 
+    owner_only(default_root(), "stop its keeper")
     doc = stop(default_root())
     emit(doc, as_json, "keeper stopped" if doc["stopped"] else "no keeper was running")
     return 0

@@ -26,9 +26,12 @@ def web(
     from nvq.web.serve import ListenError, serve
 
     root = default_root()
-    if new_token:
-        access.new_token(root)
     try:
+        if new_token:
+            access.new_token(root)
         return serve(root, host, port, as_json=as_json)
     except ListenError as exc:
         raise CliError(str(exc)) from None
+    except OSError as exc:  # the token's directory: not writable, no home directory
+        where = exc.filename or access.token_path(root)
+        raise CliError(f"cannot keep the page's token in {where}: {exc.strerror}") from None

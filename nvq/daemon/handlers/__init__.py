@@ -29,7 +29,7 @@ from nvq.daemon.handlers.job_edit import edit_job
 from nvq.daemon.handlers.job_window import job_window
 from nvq.daemon.handlers.move import move
 from nvq.daemon.handlers.node_stop import node_stop
-from nvq.domain.permissions import ANYONE, Permission, admin, owner
+from nvq.domain.permissions import ANYONE, Permission, admin, owner, private
 
 # The request parameter is each handler's own request type: Any here, so the table
 # can hold them all (the lookup by type guarantees the match).
@@ -91,15 +91,23 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Ping: ANYONE,
     c.Submit: ANYONE,
     c.ListJobs: ANYONE,
-    c.ShowJob: ANYONE,
+    # Reading a job: its metadata is anyone's, what it holds (logs, result, files) its
+    # owner's (nvq.daemon.visibility blanks the rest of other users' jobs in replies).
+    c.ShowJob: lambda r: (
+        owner("reveal the secrets of")
+        if r.reveal
+        else private("read the logs of")
+        if r.logs
+        else ANYONE
+    ),
     c.Wait: ANYONE,
-    c.Logs: ANYONE,
+    c.Logs: private("read the logs of"),
     c.Status: ANYONE,
     c.Nodes: ANYONE,
     c.Events: ANYONE,
     c.Alerts: ANYONE,
     c.Lanes: ANYONE,
-    c.JobArtifacts: ANYONE,
+    c.JobArtifacts: private("read the artifacts of"),
     c.Cancel: owner("cancel"),
     c.Release: owner("release"),
     c.Note: lambda r: (
@@ -107,7 +115,9 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
         if r.text is None and r.append is None and not r.clear
         else owner("change the note of")
     ),
-    c.Result: lambda r: ANYONE if r.set_json is None else owner("set the result of"),
+    c.Result: lambda r: (
+        private("read the result of") if r.set_json is None else owner("set the result of")
+    ),
     c.Requeue: owner("requeue"),
     c.Edit: owner("edit"),
     c.Priority: owner("re-prioritise"),
@@ -138,7 +148,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.EditJob: owner("edit"),
     c.Check: admin("check the queue's store"),
     c.Gc: admin("free the blob store"),
-    c.Pull: ANYONE,
+    c.Pull: private("pull the files of"),
     c.JobWindow: ANYONE,
     c.Move: owner("move"),
     c.NodeStop: admin("stop a node's runner"),

@@ -12,6 +12,7 @@ from nvq import control as c
 from nvq.daemon.errors import RequestError
 from nvq.daemon.state import State
 from nvq.daemon.subscribers import Subscriber
+from nvq.daemon.visibility import Viewer, event_job_ids, shown_to
 from nvq.model import Event
 
 BACKLOG_PAGE = 1000  # events per chunk while catching up from the store
@@ -30,10 +31,13 @@ def _last_event_id(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-async def subscribe(state: State, req: c.Subscribe) -> AsyncIterator[bytes]:
+async def subscribe(
+    state: State, req: c.Subscribe, viewer: Viewer | None = None
+) -> AsyncIterator[bytes]:
     """msgpack `list[Event]` payloads, oldest first, each event once, for as long as
     the caller iterates. Raises `FellBehind` when the reader is too slow. The reader
-    counts from the moment of this call (for `since` -1), not of the first read."""
+    counts from the moment of this call (for `since` -1), not of the first read.
+    `viewer`: who reads, for what of other users' jobs they may see (None: everything)."""
     # Registered before the backlog is read: a commit in between is then both in the
     # store and in the buffer, and the id check in `_stream` sends it once.
     sub = state.subscribers.add()
@@ -42,18 +46,27 @@ async def subscribe(state: State, req: c.Subscribe) -> AsyncIterator[bytes]:
     except BaseException:
         state.subscribers.remove(sub)
         raise
-    return _stream(state, sub, since, req.job_id)
+    return _stream(state, sub, since, req.job_id, viewer)
+
+
+async def _shown(state: State, page: list[Event], viewer: Viewer | None) -> list[Event]:
+    if viewer is None or viewer.user in viewer.admins:
+        return page
+    ids = event_job_ids(page)
+    owners = {j.id: j.user for j in await state.store.jobs(ids=sorted(ids))} if ids else {}
+    shown: list[Event] = shown_to(page, viewer, owners)
+    return shown
 
 
 async def _stream(
-    state: State, sub: Subscriber, last: int, job_id: int | None
+    state: State, sub: Subscriber, last: int, job_id: int | None, viewer: Viewer | None
 ) -> AsyncIterator[bytes]:
     try:
         while True:
             page = await state.store.events(since=last, job_id=job_id, limit=BACKLOG_PAGE)
             if page:
                 last = page[-1].id
-                yield c.encoder.encode(page)
+                yield c.encoder.encode(await _shown(state, page, viewer))
             if len(page) < BACKLOG_PAGE:
                 break
         while True:
@@ -63,7 +76,7 @@ async def _stream(
             batch = _after(fresh, last, job_id)
             if batch:
                 last = batch[-1].id
-                yield c.encoder.encode(batch)
+                yield c.encoder.encode(await _shown(state, batch, viewer))
     finally:
         state.subscribers.remove(sub)
 

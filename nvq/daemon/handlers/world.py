@@ -17,6 +17,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
 from nvq.daemon.pull import check_paths, pull_into_staging
 from nvq.daemon.state import State
+from nvq.home import queue_owner
 from nvq.world.blobs import GcReport
 
 
@@ -51,5 +52,8 @@ async def pull(ctx: Context, req: c.Pull, user: str) -> tuple[Any, int]:
     if listing is None or not listing.root:
         why = listing.error if listing is not None and listing.error else "no answer"
         raise RequestError(f"cannot find job {job.id}'s directory on {node.name}: {why}")
-    staging = await pull_into_staging(state.home, node, job, listing.root, req.paths)
+    mine = user == queue_owner()
+    staging = await pull_into_staging(
+        state.home, node, job, listing.root, req.paths, for_user=None if mine else user
+    )
     return c.Pulled(path=str(staging), node=node.name), 0
