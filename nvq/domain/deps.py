@@ -7,7 +7,7 @@ every listed job to end, however it ends.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from nvq.model import FINISHED_STATES, Job, JobState
@@ -60,3 +60,33 @@ def dependency_status(job: Job, states: Mapping[int, JobState]) -> DepStatus:
 def dead_prerequisites(job: Job, states: Mapping[int, JobState]) -> list[int]:
     """The `--after` prerequisites that ended badly (what `job release` drops)."""
     return [d for d in job.after if states.get(d, JobState.COMPLETED) in BAD_ENDS]
+
+
+def cycle_closed_by(
+    job_id: int, adding: Iterable[int], waits_for: Callable[[int], Iterable[int]]
+) -> list[int] | None:
+    """The cycle that making `job_id` wait for each of `adding` would close, as the
+    path `[job_id, a, …, job_id]`, or None. `waits_for(j)` is what job j waits for (only
+    jobs not yet ended matter: one that ended holds nobody back, so the caller gives
+    none for it). Iterative, each job visited once: a chain of a million jobs is fine."""
+    for start in adding:
+        if start == job_id:
+            return [job_id, job_id]
+        parent: dict[int, int] = {start: job_id}
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            for nxt in waits_for(node):
+                if nxt == job_id:
+                    path = [node]
+                    while path[-1] != job_id:
+                        path.append(parent[path[-1]])
+                    return [job_id, *reversed(path[:-1]), job_id]
+                if nxt not in parent:
+                    parent[nxt] = node
+                    stack.append(nxt)
+    return None
+
+
+def cycle_message(cycle: list[int]) -> str:
+    return f"job {cycle[0]} would wait for itself: " + " → ".join(map(str, cycle))

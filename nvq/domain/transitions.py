@@ -9,9 +9,11 @@ A request that is not allowed raises `TransitionError` with a message for the us
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import msgspec
 
-from nvq.domain import retry_policy
+from nvq.domain import deps, retry_policy
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
 from nvq.values import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
@@ -350,10 +352,19 @@ def resume(job: Job, *, by: str) -> Outcome:
 EDITABLE = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 
 
-def edit_after(job: Job, *, drop: list[int], add: list[int], by: str) -> Outcome:
+def edit_after(
+    job: Job,
+    *,
+    drop: list[int],
+    add: list[int],
+    by: str,
+    waits_for: Callable[[int], Iterable[int]] = lambda _id: (),
+) -> Outcome:
     """Re-attach a waiting job's `--after` prerequisites, in place: id, note, rank and
     submitter are untouched. A held job goes back to pending; the next pass holds it
-    again if a prerequisite it still has ended badly."""
+    again if a prerequisite it still has ended badly. `waits_for(j)`: what job j not
+    yet ended waits for, so that no edge closing a cycle (jobs waiting on each other
+    for ever) is stored."""
     if job.state not in EDITABLE:
         raise TransitionError(f"job {job.id} cannot be edited: it is {job.state}")
     missing = [d for d in drop if d not in job.after and d not in job.after_any]
@@ -361,6 +372,9 @@ def edit_after(job: Job, *, drop: list[int], add: list[int], by: str) -> Outcome
         raise TransitionError(f"job {job.id} does not wait for {', '.join(map(str, missing))}")
     if job.id in add:
         raise TransitionError(f"job {job.id} cannot wait for itself")
+    cycle = deps.cycle_closed_by(job.id, [a for a in add if a not in drop], waits_for)
+    if cycle is not None:
+        raise TransitionError(deps.cycle_message(cycle))
     after = sorted((set(job.after) - set(drop)) | set(add))
     after_any = sorted(set(job.after_any) - set(drop) - set(add))
     state = JobState.PENDING if job.state is JobState.HELD else job.state

@@ -126,8 +126,17 @@ async def edit(ctx: Context, req: c.Edit, user: str) -> tuple[Any, int]:
         for dep in req.add_after:
             await state.get_job(dep)
 
+        def waits_for(job_id: int) -> list[int]:
+            # Only a job still waiting can hold anyone back for ever: a running or
+            # ended one is past its prerequisites (the waiting ones are in memory).
+            live = state.jobs.get(job_id)
+            waiting = live is not None and live.state is not JobState.RUNNING
+            return deps.prerequisites(live) if waiting and live else []
+
         def edit_one(job: Job) -> Outcome:
-            return transitions.edit_after(job, drop=req.drop_after, add=req.add_after, by=user)
+            return transitions.edit_after(
+                job, drop=req.drop_after, add=req.add_after, by=user, waits_for=waits_for
+            )
 
         return (await apply(state, [job], edit_one))[0], 0
 
