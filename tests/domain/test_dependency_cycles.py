@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -39,7 +41,7 @@ def test_a_cycle_is_found_exactly_when_one_closes(
         # a real path: starts and ends at the job, first step is an added edge, every
         # other step an existing one
         assert cycle[0] == cycle[-1] == job and cycle[1] in adding
-        for a, b in zip(cycle[1:-1], cycle[2:], strict=True):
+        for a, b in itertools.pairwise(cycle[1:]):
             assert b in graph.get(a, [])
 
 
