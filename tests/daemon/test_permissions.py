@@ -77,13 +77,17 @@ CASES: list[tuple[c.Request, str]] = [
     (c.JobWindow(), "anyone"),
     (c.Move(id=1, to="local"), "owner"),
     (c.NodeStop(node="local"), "admin"),
+    (c.Shell(spec=JobSpec(command="bash")), "anyone"),
+    (c.Exec(id=1), "owner"),
+    (c.Forward(id=1), "owner"),
 ]
 
 
 def test_every_request_has_a_rule_and_a_case() -> None:
     every = set(typing.get_args(c.Request))
     assert every == set(PERMISSIONS)
-    assert set(HANDLERS) | {c.Logs, c.Subscribe} == every  # the two streams
+    streams = {c.Logs, c.Subscribe, c.Shell, c.Exec, c.Forward}
+    assert set(HANDLERS) | streams == every
     assert {type(req) for req, _ in CASES} == every
 
 
