@@ -64,8 +64,12 @@ class Call(Generic[P, T]):
 Build = Callable[Concatenate[Any, P], c.Request]
 
 
-def returns(kind: type[T]) -> Callable[[Build[P]], Call[P, T]]:
-    """The answer is `Done.data` decoded into `kind`."""
+def returns(request: type[c.Request], kind: type[T]) -> Callable[[Build[P]], Call[P, T]]:
+    """The answer to `request` is `Done.data` decoded into `kind`: the reply
+    nvq.control.REPLIES names for it (written here too so that the method's type is
+    known statically; a mismatch fails on import)."""
+    if c.REPLIES[request] != kind:
+        raise TypeError(f"{request.__name__} is answered with {c.REPLIES[request]}, not {kind}")
     return reads(lambda done: typed(done, kind))
 
 
@@ -98,18 +102,18 @@ class Requests:
 
     # ------------------------------------------------------------ jobs
 
-    @returns(c.Submitted)
+    @returns(c.Submit, c.Submitted)
     def submit(self, /, command: list[str] | str, **options: Any) -> c.Request:
         """Queue a job: `submit(["python", "train.py"], vram="20GiB", gpus=1)`. Options
         are JobSpec's fields; `vram`/`memory` take "20GiB" (or MiB), `timeout` and
         `max_runtime` take "2h" (or seconds)."""
         return c.Submit(spec=job_spec(command, **options))
 
-    @returns(c.Submitted)
+    @returns(c.Submit, c.Submitted)
     def submit_spec(self, spec: JobSpec) -> c.Request:
         return c.Submit(spec=spec)
 
-    @returns(list[c.JobRow])
+    @returns(c.ListJobs, list[c.JobRow])
     def jobs(
         self,
         *,
@@ -123,19 +127,19 @@ class Requests:
             active=active, states=list(states) if states else None, limit=limit, array=array
         )
 
-    @returns(c.JobPage)
+    @returns(c.JobWindow, c.JobPage)
     def job_window(self, window: c.JobWindow) -> c.Request:
         """`job ls`: the live jobs and the newest finished ones, narrowed by `window`'s
         filters; `more` says whether the window left jobs out."""
         return window
 
-    @returns(c.JobDetail)
+    @returns(c.ShowJob, c.JobDetail)
     def show(self, id: int, *, logs: int = 0, reveal: bool = False) -> c.Request:
         """One job with its events, attempts, why it waits, and `logs` lines of output;
         `reveal`: secret-looking values will be shown (the owner's and admins' right)."""
         return c.ShowJob(id=id, logs=logs, reveal=reveal)
 
-    @returns(c.WhyReport)
+    @returns(c.Why, c.WhyReport)
     def why(self, id: int) -> c.Request:
         """Why it waits: its reason, and per node each constraint with the numbers."""
         return c.Why(id=id)
@@ -145,16 +149,16 @@ class Requests:
         """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""
         return c.Wait(ids=_ids(ids), timeout=timeout)
 
-    @returns(list[Job])
+    @returns(c.Cancel, list[Job])
     def cancel(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
         return c.Cancel(ids=_ids(ids), array=array)
 
-    @returns(list[Job])
+    @returns(c.Release, list[Job])
     def release(self, ids: int | Sequence[int]) -> c.Request:
         """Run held jobs without the prerequisites that ended badly."""
         return c.Release(ids=_ids(ids))
 
-    @returns(Job)
+    @returns(c.Note, Job)
     def note(
         self, id: int, text: str | None = None, *, append: str | None = None, clear: bool = False
     ) -> c.Request:
@@ -165,13 +169,13 @@ class Requests:
         """The job's result.json payload; `set_json` stores this JSON text instead."""
         return c.Result(id=id, set_json=set_json)
 
-    @returns(list[c.Requeued])
+    @returns(c.Requeue, list[c.Requeued])
     def requeue(
         self, ids: int | Sequence[int], *, artifacts: str | None = None, command: str | None = None
     ) -> c.Request:
         return c.Requeue(ids=_ids(ids), artifacts=artifacts, command=command)
 
-    @returns(c.Purged)
+    @returns(c.Purge, c.Purged)
     def purge(
         self,
         *,
@@ -183,19 +187,19 @@ class Requests:
         if given). `dry_run`: forget nothing, and say which jobs it would."""
         return c.Purge(before=before, dry_run=dry_run, ids=None if ids is None else list(ids))
 
-    @returns(Job)
+    @returns(c.EditJob, Job)
     def edit_job(self, id: int, changes: dict[str, Any]) -> c.Request:
         """Change what a job asks for: JobSpec field → new value (a running job: only
         its name, note, tags and priority)."""
         return c.EditJob(id=id, changes=changes)
 
-    @returns(Job)
+    @returns(c.Edit, Job)
     def edit(
         self, id: int, *, drop_after: Sequence[int] = (), add_after: Sequence[int] = ()
     ) -> c.Request:
         return c.Edit(id=id, drop_after=list(drop_after), add_after=list(add_after))
 
-    @returns(list[Job])
+    @returns(c.Priority, list[Job])
     def priority(
         self,
         ids: int | Sequence[int],
@@ -207,42 +211,42 @@ class Requests:
         """`change` "5" sets, "+1"/"-2" adjust; or move `up` places (negative: down)."""
         return c.Priority(ids=_ids(ids), change=change, up=up, array=array)
 
-    @returns(list[Job])
+    @returns(c.Pause, list[Job])
     def pause(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
         return c.Pause(ids=_ids(ids), array=array)
 
-    @returns(list[Job])
+    @returns(c.Resume, list[Job])
     def resume(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
         return c.Resume(ids=_ids(ids), array=array)
 
-    @returns(c.Moved)
+    @returns(c.Move, c.Moved)
     def move(self, id: int, to: str) -> c.Request:
         return c.Move(id=id, to=to)
 
-    @returns(c.Artifacts)
+    @returns(c.JobArtifacts, c.Artifacts)
     def artifacts(self, id: int) -> c.Request:
         return c.JobArtifacts(id=id)
 
     # ------------------------------------------------------------ the queue
 
-    @returns(c.QueueStatus)
+    @returns(c.Status, c.QueueStatus)
     def status(self) -> c.Request:
         return c.Status()
 
-    @returns(list[NodeView])
+    @returns(c.Nodes, list[NodeView])
     def nodes(self, *, procs: bool = False, include_ignored: bool = False) -> c.Request:
         return c.Nodes(procs=procs, include_ignored=include_ignored)
 
-    @returns(NodeView)
+    @returns(c.NodeFlag, NodeView)
     def node_flag(self, node: str, flag: Literal["drained", "ignored"], value: bool) -> c.Request:
         """Drain (or ignore) a node, or undo it."""
         return c.NodeFlag(node=node, flag=flag, value=value)
 
-    @returns(c.Bootstrapped)
+    @returns(c.Bootstrap, c.Bootstrapped)
     def bootstrap(self, node: str, *, force: bool = False) -> c.Request:
         return c.Bootstrap(node=node, force=force)
 
-    @returns(list[c.GpuPoint])
+    @returns(c.GpuHistory, list[c.GpuPoint])
     def gpu_history(
         self, *, since: float | None = None, node: str | None = None, step: float = 60.0
     ) -> c.Request:
@@ -250,68 +254,68 @@ class Requests:
         days kept), averaged over `step` seconds, from `since` (default: 24 hours ago)."""
         return c.GpuHistory(since=since, node=node, step=step)
 
-    @returns(list[c.ClusterView])
+    @returns(c.ClusterStatus, list[c.ClusterView])
     def clusters(self, name: str | None = None) -> c.Request:
         """Slurm clusters and their pilots (one cluster with `name`)."""
         return c.ClusterStatus(name=name)
 
-    @returns(c.ClusterView)
+    @returns(c.ClusterScale, c.ClusterView)
     def cluster_scale(self, name: str, pilots: int | None) -> c.Request:
         """Keep exactly `pilots` pilots; None: back to automatic scaling."""
         return c.ClusterScale(name=name, pilots=pilots)
 
-    @returns(c.ClusterView)
+    @returns(c.ClusterDrain, c.ClusterView)
     def cluster_drain(self, name: str) -> c.Request:
         """Request no pilots and release each one once idle."""
         return c.ClusterDrain(name=name)
 
-    @returns(c.ClusterView)
+    @returns(c.ClusterRetry, c.ClusterView)
     def cluster_retry(self, name: str) -> c.Request:
         """Request pilots again after Slurm refused one."""
         return c.ClusterRetry(name=name)
 
-    @returns(list[Event])
+    @returns(c.Events, list[Event])
     def events(
         self, since: int = 0, *, limit: int | None = None, job: int | None = None
     ) -> c.Request:
         """The event log after event id `since`."""
         return c.Events(since=since, limit=limit, job_id=job)
 
-    @returns(list[c.Alert])
+    @returns(c.Alerts, list[c.Alert])
     def alerts(self, *, include_acked: bool = False) -> c.Request:
         return c.Alerts(include_acked=include_acked)
 
-    @returns(list[c.Alert])
+    @returns(c.Ack, list[c.Alert])
     def ack(self, ids: Sequence[int] | None = None) -> c.Request:
         """Acknowledge these alerts (None: every open one)."""
         return c.Ack(ids=None if ids is None else list(ids))
 
-    @returns(c.Pulled)
+    @returns(c.Pull, c.Pulled)
     def pull(self, id: int, paths: Sequence[str] = ()) -> c.Request:
         """Copy job `id`'s working directory (or `paths` in it) and artifacts into a
         staging directory on the queue host (`Pulled.path`), to be moved by the caller."""
         return c.Pull(id=id, paths=list(paths))
 
-    @returns(c.GcDone)
+    @returns(c.Gc, c.GcDone)
     def gc(self) -> c.Request:
         """Free the queue host's snapshot blobs that no job in the queue references."""
         return c.Gc()
 
-    @returns(c.BackupMade)
+    @returns(c.Backup, c.BackupMade)
     def backup(self, path: str | None = None) -> c.Request:
         """A snapshot of queue.db at `path` (absolute, on the queue host)."""
         return c.Backup(path=path)
 
-    @returns(c.StoreCheck)
+    @returns(c.Check, c.StoreCheck)
     def check(self, *, wait: float = 10.0) -> c.Request:
         """queue.db's integrity and the job ids nodes know that it does not."""
         return c.Check(wait=wait)
 
-    @returns(list[c.LaneStatus])
+    @returns(c.Lanes, list[c.LaneStatus])
     def lanes(self) -> c.Request:
         return c.Lanes()
 
-    @returns(c.LaneDetail)
+    @returns(c.Lane, c.LaneDetail)
     def lane(
         self,
         lane: str,
@@ -326,27 +330,27 @@ class Requests:
         resume) changes it first."""
         return c.Lane(lane=lane, action=action, ids=list(ids), to=to, before=before, at=at)
 
-    @returns(c.BusyView)
+    @returns(c.BusyMode, c.BusyView)
     def busy(self, node: str, mode: str | None = None) -> c.Request:
         """Whether a node counts as busy; `mode` on, off or auto sets it."""
         return c.BusyMode(node=node, mode=mode)
 
-    @returns(c.BusyAssignment)
+    @returns(c.BusyAssign, c.BusyAssignment)
     def busy_assign(self, *, forbid: bool) -> c.Request:
         return c.BusyAssign(forbid=forbid)
 
     # ------------------------------------------------------------ the daemon
 
-    @returns(c.Pong)
+    @returns(c.Ping, c.Pong)
     def ping(self) -> c.Request:
         return c.Ping()
 
-    @returns(c.DaemonStopping)
+    @returns(c.StopDaemon, c.DaemonStopping)
     def stop_daemon(self) -> c.Request:
         """Ask the daemon to exit; jobs (and their runners: it says how many) keep running."""
         return c.StopDaemon()
 
-    @returns(c.NodesStopped)
+    @returns(c.NodeStop, c.NodesStopped)
     def node_stop(
         self, node: str | None = None, *, all: bool = False, kill_jobs: bool = False
     ) -> c.Request:

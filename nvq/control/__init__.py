@@ -1,294 +1,217 @@
 """The CLI ⇄ daemon protocol on `$NVQ_HOME/daemon.sock`: requests, frames and the typed
-replies. Everything is re-exported here so callers keep writing `c.Submit`,
-`c.JobDetail`."""
+replies. Everything is exported here (`__all__`) so callers write `c.Submit`, `c.JobDetail`,
+`c.REPLIES`."""
 
 from __future__ import annotations
 
 from nvq.control.frames import (
-    Chunk as Chunk,
-)
-from nvq.control.frames import (
-    Done as Done,
-)
-from nvq.control.frames import (
-    Reply as Reply,
-)
-from nvq.control.frames import (
-    encoder as encoder,
-)
-from nvq.control.frames import (
-    event_batch_decoder as event_batch_decoder,
-)
-from nvq.control.frames import (
-    reply_decoder as reply_decoder,
-)
-from nvq.control.frames import (
-    request_decoder as request_decoder,
+    Chunk,
+    Done,
+    Reply,
+    encoder,
+    event_batch_decoder,
+    reply_decoder,
+    request_decoder,
 )
 from nvq.control.replies import (
-    UNSET as UNSET,
+    UNSET,
+    Alert,
+    ArraySubmitted,
+    ArraySummary,
+    ArtifactFile,
+    Artifacts,
+    ArtifactSync,
+    BackupMade,
+    Bootstrapped,
+    BusyAssignment,
+    BusyView,
+    ChannelHealth,
+    ClusterPilot,
+    ClusterView,
+    DaemonInfo,
+    DaemonStopping,
+    GcDone,
+    GpuPoint,
+    JobDetail,
+    JobPage,
+    JobRow,
+    LaneDetail,
+    LaneStatus,
+    Moved,
+    NodeCheck,
+    NodeLeft,
+    NodesStopped,
+    Pong,
+    Pulled,
+    Purged,
+    QueueStatus,
+    Requeued,
+    StoreCheck,
+    Submitted,
+    Unset,
+    WaitResult,
+    WhyReport,
 )
-from nvq.control.replies import (
-    Alert as Alert,
-)
-from nvq.control.replies import (
-    ArraySubmitted as ArraySubmitted,
-)
-from nvq.control.replies import (
-    ArraySummary as ArraySummary,
-)
-from nvq.control.replies import (
-    ArtifactFile as ArtifactFile,
-)
-from nvq.control.replies import (
-    Artifacts as Artifacts,
-)
-from nvq.control.replies import (
-    ArtifactSync as ArtifactSync,
-)
-from nvq.control.replies import (
-    BackupMade as BackupMade,
-)
-from nvq.control.replies import (
-    Bootstrapped as Bootstrapped,
-)
-from nvq.control.replies import (
-    BusyAssignment as BusyAssignment,
-)
-from nvq.control.replies import (
-    BusyView as BusyView,
-)
-from nvq.control.replies import (
-    ChannelHealth as ChannelHealth,
-)
-from nvq.control.replies import (
-    ClusterPilot as ClusterPilot,
-)
-from nvq.control.replies import (
-    ClusterView as ClusterView,
-)
-from nvq.control.replies import (
-    DaemonInfo as DaemonInfo,
-)
-from nvq.control.replies import (
-    DaemonStopping as DaemonStopping,
-)
-from nvq.control.replies import (
-    GcDone as GcDone,
-)
-from nvq.control.replies import (
-    GpuPoint as GpuPoint,
-)
-from nvq.control.replies import (
-    JobDetail as JobDetail,
-)
-from nvq.control.replies import (
-    JobPage as JobPage,
-)
-from nvq.control.replies import (
-    JobRow as JobRow,
-)
-from nvq.control.replies import (
-    LaneDetail as LaneDetail,
-)
-from nvq.control.replies import (
-    LaneStatus as LaneStatus,
-)
-from nvq.control.replies import (
-    Moved as Moved,
-)
-from nvq.control.replies import (
-    NodeCheck as NodeCheck,
-)
-from nvq.control.replies import (
-    NodeLeft as NodeLeft,
-)
-from nvq.control.replies import (
-    NodesStopped as NodesStopped,
-)
-from nvq.control.replies import (
-    Pong as Pong,
-)
-from nvq.control.replies import (
-    Pulled as Pulled,
-)
-from nvq.control.replies import (
-    Purged as Purged,
-)
-from nvq.control.replies import (
-    QueueStatus as QueueStatus,
-)
-from nvq.control.replies import (
-    Requeued as Requeued,
-)
-from nvq.control.replies import (
-    StoreCheck as StoreCheck,
-)
-from nvq.control.replies import (
-    Submitted as Submitted,
-)
-from nvq.control.replies import (
-    Unset as Unset,
-)
-from nvq.control.replies import (
-    WaitResult as WaitResult,
-)
-from nvq.control.replies import (
-    WhyReport as WhyReport,
+from nvq.control.reply_types import (
+    REPLIES,
+    Coded,
+    JsonValue,
 )
 from nvq.control.requests import (
-    Ack as Ack,
-)
-from nvq.control.requests import (
-    Alerts as Alerts,
-)
-from nvq.control.requests import (
-    Backup as Backup,
-)
-from nvq.control.requests import (
-    Bootstrap as Bootstrap,
-)
-from nvq.control.requests import (
-    BusyAssign as BusyAssign,
-)
-from nvq.control.requests import (
-    BusyMode as BusyMode,
-)
-from nvq.control.requests import (
-    Cancel as Cancel,
-)
-from nvq.control.requests import (
-    Check as Check,
-)
-from nvq.control.requests import (
-    ClusterDrain as ClusterDrain,
-)
-from nvq.control.requests import (
-    ClusterRetry as ClusterRetry,
-)
-from nvq.control.requests import (
-    ClusterScale as ClusterScale,
-)
-from nvq.control.requests import (
-    ClusterStatus as ClusterStatus,
-)
-from nvq.control.requests import (
-    Edit as Edit,
-)
-from nvq.control.requests import (
-    EditJob as EditJob,
-)
-from nvq.control.requests import (
-    Events as Events,
-)
-from nvq.control.requests import (
-    Gc as Gc,
-)
-from nvq.control.requests import (
-    GpuHistory as GpuHistory,
-)
-from nvq.control.requests import (
-    JobArtifacts as JobArtifacts,
-)
-from nvq.control.requests import (
-    JobWindow as JobWindow,
-)
-from nvq.control.requests import (
-    Lane as Lane,
-)
-from nvq.control.requests import (
-    Lanes as Lanes,
-)
-from nvq.control.requests import (
-    ListJobs as ListJobs,
-)
-from nvq.control.requests import (
-    Logs as Logs,
-)
-from nvq.control.requests import (
-    Move as Move,
-)
-from nvq.control.requests import (
-    NodeFlag as NodeFlag,
-)
-from nvq.control.requests import (
-    Nodes as Nodes,
-)
-from nvq.control.requests import (
-    NodeStop as NodeStop,
-)
-from nvq.control.requests import (
-    Note as Note,
-)
-from nvq.control.requests import (
-    Pause as Pause,
-)
-from nvq.control.requests import (
-    Ping as Ping,
-)
-from nvq.control.requests import (
-    Priority as Priority,
-)
-from nvq.control.requests import (
-    Pull as Pull,
-)
-from nvq.control.requests import (
-    Purge as Purge,
-)
-from nvq.control.requests import (
-    Release as Release,
-)
-from nvq.control.requests import (
-    Request as Request,
-)
-from nvq.control.requests import (
-    Requeue as Requeue,
-)
-from nvq.control.requests import (
-    Result as Result,
-)
-from nvq.control.requests import (
-    Resume as Resume,
-)
-from nvq.control.requests import (
-    ShowJob as ShowJob,
-)
-from nvq.control.requests import (
-    Status as Status,
-)
-from nvq.control.requests import (
-    StopDaemon as StopDaemon,
-)
-from nvq.control.requests import (
-    Submit as Submit,
-)
-from nvq.control.requests import (
-    Subscribe as Subscribe,
-)
-from nvq.control.requests import (
-    Wait as Wait,
-)
-from nvq.control.requests import (
-    Why as Why,
+    Ack,
+    Alerts,
+    Backup,
+    Bootstrap,
+    BusyAssign,
+    BusyMode,
+    Cancel,
+    Check,
+    ClusterDrain,
+    ClusterRetry,
+    ClusterScale,
+    ClusterStatus,
+    Edit,
+    EditJob,
+    Events,
+    Gc,
+    GpuHistory,
+    JobArtifacts,
+    JobWindow,
+    Lane,
+    Lanes,
+    ListJobs,
+    Logs,
+    Move,
+    NodeFlag,
+    Nodes,
+    NodeStop,
+    Note,
+    Pause,
+    Ping,
+    Priority,
+    Pull,
+    Purge,
+    Release,
+    Request,
+    Requeue,
+    Result,
+    Resume,
+    ShowJob,
+    Status,
+    StopDaemon,
+    Submit,
+    Subscribe,
+    Wait,
+    Why,
 )
 from nvq.control.terminal import (
-    Exec as Exec,
+    Exec,
+    Forward,
+    Progress,
+    Shell,
+    TermInput,
+    TermSize,
+    term_frame_decoder,
 )
-from nvq.control.terminal import (
-    Forward as Forward,
-)
-from nvq.control.terminal import (
-    Progress as Progress,
-)
-from nvq.control.terminal import (
-    Shell as Shell,
-)
-from nvq.control.terminal import (
-    TermInput as TermInput,
-)
-from nvq.control.terminal import (
-    TermSize as TermSize,
-)
-from nvq.control.terminal import (
-    term_frame_decoder as term_frame_decoder,
-)
+
+__all__ = [
+    "REPLIES",
+    "UNSET",
+    "Ack",
+    "Alert",
+    "Alerts",
+    "ArraySubmitted",
+    "ArraySummary",
+    "ArtifactFile",
+    "ArtifactSync",
+    "Artifacts",
+    "Backup",
+    "BackupMade",
+    "Bootstrap",
+    "Bootstrapped",
+    "BusyAssign",
+    "BusyAssignment",
+    "BusyMode",
+    "BusyView",
+    "Cancel",
+    "ChannelHealth",
+    "Check",
+    "Chunk",
+    "ClusterDrain",
+    "ClusterPilot",
+    "ClusterRetry",
+    "ClusterScale",
+    "ClusterStatus",
+    "ClusterView",
+    "Coded",
+    "DaemonInfo",
+    "DaemonStopping",
+    "Done",
+    "Edit",
+    "EditJob",
+    "Events",
+    "Exec",
+    "Forward",
+    "Gc",
+    "GcDone",
+    "GpuHistory",
+    "GpuPoint",
+    "JobArtifacts",
+    "JobDetail",
+    "JobPage",
+    "JobRow",
+    "JobWindow",
+    "JsonValue",
+    "Lane",
+    "LaneDetail",
+    "LaneStatus",
+    "Lanes",
+    "ListJobs",
+    "Logs",
+    "Move",
+    "Moved",
+    "NodeCheck",
+    "NodeFlag",
+    "NodeLeft",
+    "NodeStop",
+    "Nodes",
+    "NodesStopped",
+    "Note",
+    "Pause",
+    "Ping",
+    "Pong",
+    "Priority",
+    "Progress",
+    "Pull",
+    "Pulled",
+    "Purge",
+    "Purged",
+    "QueueStatus",
+    "Release",
+    "Reply",
+    "Request",
+    "Requeue",
+    "Requeued",
+    "Result",
+    "Resume",
+    "Shell",
+    "ShowJob",
+    "Status",
+    "StopDaemon",
+    "StoreCheck",
+    "Submit",
+    "Submitted",
+    "Subscribe",
+    "TermInput",
+    "TermSize",
+    "Unset",
+    "Wait",
+    "WaitResult",
+    "Why",
+    "WhyReport",
+    "encoder",
+    "event_batch_decoder",
+    "reply_decoder",
+    "request_decoder",
+    "term_frame_decoder",
+]

@@ -307,6 +307,7 @@ async def _named_ids(ctx: Context, request: c.Request) -> list[int]:
 
 
 async def _answer(ctx: Context, request: c.Request, user: str) -> tuple[Any, int]:
+    """The handler's reply and the exit code it sets (0 unless it is `Coded`)."""
     handler = HANDLERS.get(type(request))
     if handler is None:
         raise RequestError(f"unknown request {type(request).__name__}")
@@ -314,4 +315,7 @@ async def _answer(ctx: Context, request: c.Request, user: str) -> tuple[Any, int
         raise RequestError(f"a number is too large: the largest nvq takes is {MAX_INT}")
     await check_permission(ctx, request, user)
     with map_exceptions():
-        return await handler(ctx, request, user)
+        reply = await handler(ctx, request, user)
+    if isinstance(reply, c.Coded):
+        return reply.reply, reply.exit_code
+    return reply, 0

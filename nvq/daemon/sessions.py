@@ -189,7 +189,7 @@ async def serve_shell(ctx: Context, stream: SocketStream, req: c.Shell, user: st
             await stream.send(reply_frame(msg))
 
     try:
-        job, _ = await submit.submit(ctx, c.Submit(spec), user)
+        job = await submit.submit(ctx, c.Submit(spec), user)
     except RequestError as exc:
         await send(c.Done(error=str(exc), exit_code=exc.exit_code))
         return

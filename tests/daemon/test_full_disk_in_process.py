@@ -45,9 +45,9 @@ def test_exits_wait_for_space_then_arrive_with_their_codes(
             assert all(core.jobs[j.id].state is JobState.RUNNING for j in jobs)
             stored = await core.store.job(jobs[0].id)  # reads go on
             assert stored is not None and stored.state is JobState.RUNNING
-            doc, code = await status(_contexts[id(core)], c.Status(), "tester")
-            assert code == 0
-            assert doc["disk_full"].startswith("disk full on the queue host since")
+            doc = await status(_contexts[id(core)], c.Status(), "tester")
+            assert doc.disk_full is not None
+            assert doc.disk_full.startswith("disk full on the queue host since")
 
             full = False
             await runner.until(lambda: runner.acked >= seqs[-1])
@@ -56,8 +56,8 @@ def test_exits_wait_for_space_then_arrive_with_their_codes(
                 (JobState.FAILED, 3),
                 (JobState.COMPLETED, 0),
             ]
-            doc, _ = await status(_contexts[id(core)], c.Status(), "tester")
-            assert doc["disk_full"] is None
+            doc = await status(_contexts[id(core)], c.Status(), "tester")
+            assert doc.disk_full is None
             found = await core.store.sync(lambda conn: alert_table.alerts(conn, include_acked=True))
             assert any(a.message.startswith("disk full on the queue host") for a in found)
 

@@ -23,7 +23,7 @@ GIB = 1024
 
 
 async def listed(core: State) -> dict[int, Any]:
-    jobs, _ = await list_jobs(_contexts[id(core)], c.ListJobs(), "tester")
+    jobs = await list_jobs(_contexts[id(core)], c.ListJobs(), "tester")
     return {j.id: j for j in jobs}
 
 
@@ -55,7 +55,7 @@ def test_resources_dependency_and_the_best_candidate(tmp_path: Path) -> None:
             assert detail == f"waits for job {big.id} (running) to complete"
             running = (await listed(core))[big.id]
             assert running.reason is None and not hasattr(running, "reason_detail")
-            report, _ = await why(_contexts[id(core)], c.Why(id=waits.id), "tester")
+            report = await why(_contexts[id(core)], c.Why(id=waits.id), "tester")
             assert (report.reason, report.state) == ("Resources", "pending")
             (node,) = report.nodes
             assert node.node == "local" and not node.fits
@@ -75,14 +75,14 @@ def test_array_limit_pause_and_a_drained_pin(tmp_path: Path) -> None:
             members = sorted(j.id for j in core.jobs.values() if j.array_id == first.id)
             detail = await settled(core, core.jobs[members[1]], "ArrayLimit")
             assert detail == f"array {first.id}: 1 of at most 1 running"
-            (paused,), _ = await pause(ctx, c.Pause(ids=[members[2]]), "tester")
+            (paused,) = await pause(ctx, c.Pause(ids=[members[2]]), "tester")
             assert await reason(core, paused) == ("Paused", "paused by tester")
             await node_flag(ctx, c.NodeFlag(node="local", flag="drained", value=True), "tester")
             pinned = await submit(core, "pinned", node="local")
             detail = await settled(core, pinned, "NodeDrained")
             assert detail == "local: drained: it takes no new jobs"
-            doc, _ = await show(ctx, c.ShowJob(id=pinned.id), "tester")
-            assert (doc["reason"], list(doc)[-1]) == ("NodeDrained", "reason_detail")
+            doc = await show(ctx, c.ShowJob(id=pinned.id), "tester")
+            assert (doc.reason, doc.reason_detail) == ("NodeDrained", detail)
 
     run(main)
 

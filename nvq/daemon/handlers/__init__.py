@@ -1,6 +1,7 @@
 """Every CLI request's handler, by request type: one table, looked up by the control
-server. A handler locks what it needs, checks, acts (one transition), and returns the
-reply's data with the exit code the CLI should end with.
+server, beside who may send it (PERMISSIONS) and the reply it returns (REPLIES, in
+nvq.control, where the client reads it too). A handler locks what it needs, checks,
+acts (one transition), and returns its reply.
 
 `nvq logs` is not here: it streams (`nvq.daemon.handlers.logs.open_logs`)."""
 
@@ -31,9 +32,11 @@ from nvq.daemon.handlers.move import move
 from nvq.daemon.handlers.node_stop import node_stop
 from nvq.domain.permissions import ANYONE, Permission, admin, owner, private
 
-# The request parameter is each handler's own request type: Any here, so the table
-# can hold them all (the lookup by type guarantees the match).
-Handler = Callable[[Context, Any, str], Awaitable[tuple[Any, int]]]
+# The request parameter is each handler's own request type, and the reply the one
+# nvq.control.REPLIES names for it (a `Coded` reply where the answer sets the exit
+# code): Any here, so the table can hold them all. The lookup by type guarantees the
+# request's match; tests/daemon/test_reply_types.py holds each annotation to REPLIES.
+Handler = Callable[[Context, Any, str], Awaitable[Any]]
 
 HANDLERS: dict[type[c.Request], Handler] = {
     c.Ping: ops.ping,

@@ -3,22 +3,22 @@ to keep their own jobs off their busy nodes, and a job's stored artifacts."""
 
 from __future__ import annotations
 
-from typing import Any
+import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
 
 
-async def job_artifacts(ctx: Context, req: c.JobArtifacts, user: str) -> tuple[Any, int]:
+async def job_artifacts(ctx: Context, req: c.JobArtifacts, user: str) -> c.Artifacts:
     await ctx.state.get_job(req.id)  # no such job: one line, exit 1
-    return ctx.machines.artifacts.listing(req.id), 0
+    return msgspec.convert(ctx.machines.artifacts.listing(req.id), c.Artifacts)
 
 
-async def busy_mode(ctx: Context, req: c.BusyMode, user: str) -> tuple[Any, int]:
+async def busy_mode(ctx: Context, req: c.BusyMode, user: str) -> c.BusyView:
     if req.mode is None:
-        return ctx.machines.busy_view(ctx.state.find_node(req.node)), 0
-    return await ctx.machines.set_busy_mode(req.node, req.mode), 0
+        return msgspec.convert(ctx.machines.busy_view(ctx.state.find_node(req.node)), c.BusyView)
+    return msgspec.convert(await ctx.machines.set_busy_mode(req.node, req.mode), c.BusyView)
 
 
-async def busy_assign(ctx: Context, req: c.BusyAssign, user: str) -> tuple[Any, int]:
-    return await ctx.machines.set_forbid(user, req.forbid), 0
+async def busy_assign(ctx: Context, req: c.BusyAssign, user: str) -> c.BusyAssignment:
+    return msgspec.convert(await ctx.machines.set_forbid(user, req.forbid), c.BusyAssignment)

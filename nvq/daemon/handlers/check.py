@@ -4,8 +4,6 @@ otherwise)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 
 from nvq import control as c
@@ -40,7 +38,7 @@ def _node_check(state: State, node: NodeRuntime) -> c.NodeCheck:
     )
 
 
-async def check(ctx: Context, req: c.Check, user: str) -> tuple[Any, int]:
+async def check(ctx: Context, req: c.Check, user: str) -> c.Coded[c.StoreCheck]:
     state = ctx.state
     await _wait_for_nodes(state, max(0.0, min(req.wait, 60.0)))
     report = c.StoreCheck(
@@ -50,4 +48,4 @@ async def check(ctx: Context, req: c.Check, user: str) -> tuple[Any, int]:
     wrong = report.integrity != "ok" or any(
         n.missing or n.lost_events for n in report.nodes.values()
     )
-    return report, 1 if wrong else 0
+    return c.Coded(report, 1 if wrong else 0)

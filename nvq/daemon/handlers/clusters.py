@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
@@ -16,11 +18,15 @@ def _pilots(ctx: Context) -> DaemonPilots:
     return ctx.state.pilots
 
 
-async def cluster_status(ctx: Context, req: c.ClusterStatus, user: str) -> tuple[Any, int]:
+async def cluster_status(ctx: Context, req: c.ClusterStatus, user: str) -> list[c.ClusterView]:
     pilots = _pilots(ctx)
     if req.name is not None:
-        return [pilots.manager(req.name).view()], 0
-    return [pilots.manager(name).view() for name in sorted(pilots.managers)], 0
+        return [_view(pilots.manager(req.name))]
+    return [_view(pilots.manager(name)) for name in sorted(pilots.managers)]
+
+
+def _view(manager: Any) -> c.ClusterView:
+    return msgspec.convert(manager.view(), c.ClusterView)
 
 
 def _drain_pilots(ctx: Context, cluster: str, drained: bool) -> None:
@@ -31,24 +37,24 @@ def _drain_pilots(ctx: Context, cluster: str, drained: bool) -> None:
     ctx.state.kick()
 
 
-async def cluster_scale(ctx: Context, req: c.ClusterScale, user: str) -> tuple[Any, int]:
+async def cluster_scale(ctx: Context, req: c.ClusterScale, user: str) -> c.ClusterView:
     if req.pilots is not None and req.pilots < 0:
         raise RequestError(f"cannot keep {req.pilots} pilots")
     manager = _pilots(ctx).manager(req.name)
     manager.scale(req.pilots)
     if req.pilots != 0:
         _drain_pilots(ctx, req.name, False)
-    return manager.view(), 0
+    return _view(manager)
 
 
-async def cluster_drain(ctx: Context, req: c.ClusterDrain, user: str) -> tuple[Any, int]:
+async def cluster_drain(ctx: Context, req: c.ClusterDrain, user: str) -> c.ClusterView:
     manager = _pilots(ctx).manager(req.name)
     manager.drain()
     _drain_pilots(ctx, req.name, True)
-    return manager.view(), 0
+    return _view(manager)
 
 
-async def cluster_retry(ctx: Context, req: c.ClusterRetry, user: str) -> tuple[Any, int]:
+async def cluster_retry(ctx: Context, req: c.ClusterRetry, user: str) -> c.ClusterView:
     manager = _pilots(ctx).manager(req.name)
     manager.retry()
-    return manager.view(), 0
+    return _view(manager)

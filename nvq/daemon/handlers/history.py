@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+
+import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
@@ -13,7 +14,7 @@ from nvq.store import gpu_history as history_table
 DAY = 86400.0
 
 
-async def gpu_history(ctx: Context, req: c.GpuHistory, user: str) -> tuple[Any, int]:
+async def gpu_history(ctx: Context, req: c.GpuHistory, user: str) -> list[c.GpuPoint]:
     if req.step < 60:
         raise RequestError("step: the history holds one point a minute; ask for 60 s or more")
     since = req.since if req.since is not None else time.time() - DAY
@@ -21,4 +22,4 @@ async def gpu_history(ctx: Context, req: c.GpuHistory, user: str) -> tuple[Any, 
         lambda conn: history_table.read(conn, since=since, node=req.node, step=req.step)
     )
     fields = history_table.COLUMNS.split(", ")
-    return [dict(zip(fields, row, strict=True)) for row in rows], 0
+    return msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[c.GpuPoint])

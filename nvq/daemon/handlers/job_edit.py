@@ -18,7 +18,7 @@ from nvq.domain import job_edit
 from nvq.model import Job, JobState
 
 
-async def edit_job(ctx: Context, req: c.EditJob, user: str) -> tuple[Any, int]:
+async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
     state = ctx.state
     async with state.lock:
         job = await state.get_job(req.id)
@@ -37,5 +37,5 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> tuple[Any, int]:
 
         changed = await apply(state, [job], change)
     state.kick()
-    return (changed[0] if changed else job), 0
+    return (changed[0] if changed else job)
 

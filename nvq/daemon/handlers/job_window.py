@@ -4,12 +4,10 @@ answer costs the same at a hundred jobs as at a million."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
-from nvq.daemon.handlers.why import with_reason
+from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.daemon.state import LIVE_STATES
 from nvq.model import Job, JobState
 from nvq.store.windows import JobFilter
@@ -23,7 +21,7 @@ def _states(names: list[str] | None) -> frozenset[JobState]:
         return frozenset(JobState(s) for s in names)
 
 
-async def job_window(ctx: Context, req: c.JobWindow, user: str) -> tuple[Any, int]:
+async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     state = ctx.state
     if req.limit is not None and req.limit < 1:
         raise RequestError(f"--limit must be at least 1, not {req.limit}")
@@ -47,4 +45,4 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> tuple[Any, in
     rows = sorted(by_id.values(), key=lambda j: j.id)
     if req.limit is not None and not req.all and len(rows) > req.limit:
         rows, more = rows[-req.limit :], True
-    return {"jobs": [with_reason(ctx, j) for j in rows], "more": more}, 0
+    return c.JobPage(jobs=rows_of([with_reason(ctx, j) for j in rows]), more=more)

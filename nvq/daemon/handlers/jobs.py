@@ -16,20 +16,20 @@ from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.explain import explain
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.logs import tail_text
-from nvq.daemon.handlers.why import with_reason
+from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.domain import attempts
 from nvq.model import Job, JobState, NewEvent, Tx
 
 
-async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> tuple[Any, int]:
+async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> list[c.JobRow]:
     state = ctx.state
     if req.array is not None:
         members = await state.store.array_members(req.array)
         if not members:
             raise RequestError(f"no array with id {req.array}")
-        return [with_reason(ctx, state.live(m)) for m in members], 0
+        return rows_of([with_reason(ctx, state.live(m)) for m in members])
     if req.active:
-        return [with_reason(ctx, j) for j in sorted(state.jobs.values(), key=lambda j: j.id)], 0
+        return rows_of([with_reason(ctx, j) for j in sorted(state.jobs.values(), key=lambda j: j.id)])
     wanted = None
     if req.states:
         template = "{}; states are " + ", ".join(s.value for s in JobState)
@@ -39,10 +39,10 @@ async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> tuple[Any, int]
     jobs = await state.store.jobs(states=wanted, limit=limit, newest_first=limit is not None)
     if limit is not None:
         jobs.reverse()
-    return [with_reason(ctx, state.live(j)) for j in jobs], 0
+    return rows_of([with_reason(ctx, state.live(j)) for j in jobs])
 
 
-async def show(ctx: Context, req: c.ShowJob, user: str) -> tuple[Any, int]:
+async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     state = ctx.state
     job = state.live(await state.get_job(req.id))
     shown = with_reason(ctx, job)
@@ -63,10 +63,10 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> tuple[Any, int]:
     if synced["syncs"]:
         doc["artifact_syncs"] = synced["syncs"]
         doc["artifact_notes"] = synced["notes"]
-    return doc, 0
+    return msgspec.convert(doc, c.JobDetail)
 
 
-async def note(ctx: Context, req: c.Note, user: str) -> tuple[Any, int]:
+async def note(ctx: Context, req: c.Note, user: str) -> Job:
     state = ctx.state
     async with state.lock:
         job = await state.get_job(req.id)
@@ -77,28 +77,28 @@ async def note(ctx: Context, req: c.Note, user: str) -> tuple[Any, int]:
         elif req.text is not None:
             text = req.text
         else:
-            return job, 0
+            return job
         new = msgspec.structs.replace(job, note=text)
         await state.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
-        return new, 0
+        return new
 
 
-async def result(ctx: Context, req: c.Result, user: str) -> tuple[Any, int]:
+async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
     state = ctx.state
     async with state.lock:
         job = await state.get_job(req.id)
         if req.set_json is None:
-            return job.result, 0
+            return job.result
         with map_exceptions(
             {msgspec.DecodeError: RequestError}, template="--set is not valid JSON: {}"
         ):
             value = msgspec.json.decode(req.set_json)
         new = msgspec.structs.replace(job, result=value)
         await state.commit(Tx(jobs=[new], events=[NewEvent("job_result_set", job.id, None, {})]))
-        return value, 0
+        return value
 
 
-async def wait(ctx: Context, req: c.Wait, user: str) -> tuple[Any, int]:
+async def wait(ctx: Context, req: c.Wait, user: str) -> c.Coded[list[Job]]:
     """Until every job has ended (exit 0 if all completed, else 1) or the timeout
     passes (exit 2)."""
     state, ids = ctx.state, req.ids
@@ -118,14 +118,14 @@ async def wait(ctx: Context, req: c.Wait, user: str) -> tuple[Any, int]:
             by_id = {j.id: state.live(j) for j in await state.store.jobs(ids=ids)}
             jobs: list[Job] = [by_id[i] for i in ids]
             if remaining:
-                return jobs, 2
+                return c.Coded(jobs, 2)
             ok = all(j.state is JobState.COMPLETED for j in jobs)
-            return jobs, 0 if ok else 1
+            return c.Coded(jobs, 0 if ok else 1)
         with anyio.move_on_after(min(left, 3600)):
             await changed.wait()
 
 
-async def purge(ctx: Context, req: c.Purge, user: str) -> tuple[Any, int]:
+async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
     state = ctx.state
     async with state.lock:
         ids = await state.store.finished_ids(req.before)
@@ -136,7 +136,7 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> tuple[Any, int]:
             mine = await state.store.jobs(ids=ids)
             ids = [j.id for j in mine if j.user == user]
         if req.dry_run:
-            return {"purged": 0, "ids": ids}, 0
+            return c.Purged(purged=0, ids=ids)
         if ids:
             data = {"count": len(ids), "by": user, "before": req.before}
             await state.commit(
@@ -146,4 +146,4 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> tuple[Any, int]:
     if ids:
         await world.free_blobs(state)  # and their snapshots, unless another job shares one
     state.kick()  # a purged prerequisite no longer holds anyone back
-    return {"purged": len(ids), "ids": ids}, 0
+    return c.Purged(purged=len(ids), ids=ids)

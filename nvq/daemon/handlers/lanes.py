@@ -102,17 +102,17 @@ async def lane_view(state: State, text: str) -> dict[str, Any]:
     return doc
 
 
-async def lanes_request(ctx: Context, req: c.Lanes, user: str) -> tuple[Any, int]:
-    return await lanes_view(ctx.state), 0
+async def lanes_request(ctx: Context, req: c.Lanes, user: str) -> list[c.LaneStatus]:
+    return msgspec.convert(await lanes_view(ctx.state), list[c.LaneStatus])
 
 
-async def lane_request(ctx: Context, req: c.Lane, user: str) -> tuple[Any, int]:
+async def lane_request(ctx: Context, req: c.Lane, user: str) -> c.LaneDetail:
     if req.action is None:
-        return await lane_view(ctx.state, req.lane), 0
+        return msgspec.convert(await lane_view(ctx.state, req.lane), c.LaneDetail)
     doc = await lane_action(
         ctx.state, req.lane, req.action, req.ids, to=req.to, before=req.before, at=req.at, user=user
     )
-    return doc, 0
+    return msgspec.convert(doc, c.LaneDetail)
 
 
 async def lane_action(

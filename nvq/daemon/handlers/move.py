@@ -39,7 +39,7 @@ def resolve(state: State, to: str) -> tuple[str, int | None]:
     return node.name, gpu
 
 
-async def move(ctx: Context, req: c.Move, user: str) -> tuple[c.Moved, int]:
+async def move(ctx: Context, req: c.Move, user: str) -> c.Moved:
     state = ctx.state
     async with state.lock:
         job = await state.get_job(req.id)
@@ -64,4 +64,4 @@ async def move(ctx: Context, req: c.Move, user: str) -> tuple[c.Moved, int]:
         (moved,) = await apply(state, [job], move_one)
     stopped = f"attempt {job.attempt} on {job.node}" if job.state is JobState.RUNNING else None
     fields = msgspec.structs.asdict(moved)
-    return c.Moved(**fields, to=where, stopped=stopped), 0
+    return c.Moved(**fields, to=where, stopped=stopped)

@@ -28,7 +28,7 @@ from nvq.model import NewEvent, Tx
 log = logging.getLogger("nvq.nodes")
 
 
-async def node_stop(ctx: Context, req: c.NodeStop, user: str) -> tuple[c.NodesStopped, int]:
+async def node_stop(ctx: Context, req: c.NodeStop, user: str) -> c.NodesStopped:
     state = ctx.state
     if (req.node is None) == (not req.all):
         raise BadRequest("give a node name or --all, not both")
@@ -48,7 +48,7 @@ async def node_stop(ctx: Context, req: c.NodeStop, user: str) -> tuple[c.NodesSt
             raise RequestError(f"node {node.name}: {left}")
         else:
             done.left.append(c.NodeLeft(node=node.name, reason=left))
-    return done, 0
+    return done
 
 
 async def _stop_one(ctx: Context, node: NodeRuntime, kill_jobs: bool, user: str) -> str | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import msgspec
+
 from nvq import __version__
 from nvq import control as c
 from nvq.daemon.array_summaries import summarise_arrays
@@ -13,7 +15,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views
-from nvq.model import ACTIVE_STATES, JobState, NewEvent, NodeView, Tx
+from nvq.model import ACTIVE_STATES, Event, JobState, NewEvent, NodeView, Tx
 
 _FLAG_EVENTS = {
     ("drained", True): "node_drained",
@@ -63,7 +65,7 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
     return views
 
 
-async def status(ctx: Context, req: c.Status, user: str) -> tuple[Any, int]:
+async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
     state = ctx.state
     counts = await state.store.state_counts()
     shown = ACTIVE_STATES | {JobState.HELD, JobState.PAUSED}
@@ -83,15 +85,15 @@ async def status(ctx: Context, req: c.Status, user: str) -> tuple[Any, int]:
         "jobs": active,
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
-    doc["arrays"] = arrays  # last, as in the reply struct
-    return doc, 0
+    doc["arrays"] = arrays
+    return msgspec.convert(doc, c.QueueStatus)
 
 
-async def nodes(ctx: Context, req: c.Nodes, user: str) -> tuple[Any, int]:
-    return node_views(ctx.state, include_ignored=req.include_ignored), 0
+async def nodes(ctx: Context, req: c.Nodes, user: str) -> list[NodeView]:
+    return node_views(ctx.state, include_ignored=req.include_ignored)
 
 
-async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> tuple[Any, int]:
+async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     """drain/resume (no new placements) and ignore/unignore (no link at all)."""
     state, flag, value = ctx.state, req.flag, req.value
     async with state.lock:
@@ -114,10 +116,10 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> tuple[Any, int]
         state.notify()
     state.kick()
     view = next(v for v in node_views(state, include_ignored=True) if v.name == node.name)
-    return view, 0
+    return view
 
 
-async def bootstrap(ctx: Context, req: c.Bootstrap, user: str) -> tuple[Any, int]:
+async def bootstrap(ctx: Context, req: c.Bootstrap, user: str) -> c.Bootstrapped:
     """Install (or refresh) the runner on an SSH node, then reconnect to it."""
     # asyncssh is only loaded when a node is bootstrapped.
     from nvq.daemon.ssh import NodeUnreachable
@@ -148,8 +150,8 @@ async def bootstrap(ctx: Context, req: c.Bootstrap, user: str) -> tuple[Any, int
             f"nodes.python is set to {node.config.python}: the daemon runs the runner "
             "with it, not with the installed venv"
         )
-    return doc, 0
+    return msgspec.convert(doc, c.Bootstrapped)
 
 
-async def events(ctx: Context, req: c.Events, user: str) -> tuple[Any, int]:
-    return await ctx.state.store.events(since=req.since, limit=req.limit, job_id=req.job_id), 0
+async def events(ctx: Context, req: c.Events, user: str) -> list[Event]:
+    return await ctx.state.store.events(since=req.since, limit=req.limit, job_id=req.job_id)

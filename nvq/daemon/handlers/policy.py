@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
@@ -42,7 +41,7 @@ async def named_jobs(
     return out
 
 
-async def cancel(ctx: Context, req: c.Cancel, user: str) -> tuple[Any, int]:
+async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
     """The cancelled jobs; while the queue host's disk is full, at once the jobs as they
     stand (not yet cancelled), the cancel landing when the disk has room."""
     state, now = ctx.state, time.time()
@@ -67,10 +66,10 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> tuple[Any, int]:
 
     what = f"cancel of {', '.join(map(str, ids))} by {user}"
     cancelled = await unless_disk_full(state.later, state.store, write, what)
-    return (jobs if cancelled is None else cancelled), 0
+    return jobs if cancelled is None else cancelled
 
 
-async def release(ctx: Context, req: c.Release, user: str) -> tuple[Any, int]:
+async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
     state = ctx.state
     async with state.lock:
         jobs = [await state.get_job(i) for i in req.ids]
@@ -79,10 +78,10 @@ async def release(ctx: Context, req: c.Release, user: str) -> tuple[Any, int]:
         def release_one(job: Job) -> Outcome:
             return transitions.release(job, deps.dead_prerequisites(job, states), by=user)
 
-        return await apply(state, jobs, release_one), 0
+        return await apply(state, jobs, release_one)
 
 
-async def requeue(ctx: Context, req: c.Requeue, user: str) -> tuple[Any, int]:
+async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
     state, now = ctx.state, time.time()
     if req.command is not None and len(req.ids) != 1:
         raise BadRequest("a new command is for one job: give one id with --edit")
@@ -115,10 +114,10 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> tuple[Any, int]:
                 ctx.machines.start_fresh(job, ended[job.id].node)
             fields = msgspec.structs.asdict(job)
             replies.append(c.Requeued(**fields, artifacts=modes[job.id], artifacts_kept=kept))
-        return replies, 0
+        return replies
 
 
-async def edit(ctx: Context, req: c.Edit, user: str) -> tuple[Any, int]:
+async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
     state = ctx.state
     async with state.lock:
         job = await state.get_job(req.id)
@@ -138,10 +137,10 @@ async def edit(ctx: Context, req: c.Edit, user: str) -> tuple[Any, int]:
                 job, drop=req.drop_after, add=req.add_after, by=user, waits_for=waits_for
             )
 
-        return (await apply(state, [job], edit_one))[0], 0
+        return (await apply(state, [job], edit_one))[0]
 
 
-async def priority(ctx: Context, req: c.Priority, user: str) -> tuple[Any, int]:
+async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
     """Set/adjust the priority (`change`), or move `up` places (negative: down)."""
     state = ctx.state
     async with state.lock:
@@ -162,10 +161,10 @@ async def priority(ctx: Context, req: c.Priority, user: str) -> tuple[Any, int]:
                 raise TransitionError(str(exc)) from None
             return transitions.reorder(job, priority=prio, rank=rank, by=user)
 
-        return await apply(state, jobs, reorder_one, by=user, action="re-prioritise"), 0
+        return await apply(state, jobs, reorder_one, by=user, action="re-prioritise")
 
 
-async def pause(ctx: Context, req: c.Pause, user: str) -> tuple[Any, int]:
+async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
     state, now = ctx.state, time.time()
     async with state.lock:
         jobs = await named_jobs(
@@ -175,10 +174,10 @@ async def pause(ctx: Context, req: c.Pause, user: str) -> tuple[Any, int]:
         def pause_one(job: Job) -> Outcome:
             return transitions.pause(job, by=user, now=now)
 
-        return await apply(state, jobs, pause_one, by=user, action="pause"), 0
+        return await apply(state, jobs, pause_one, by=user, action="pause")
 
 
-async def resume(ctx: Context, req: c.Resume, user: str) -> tuple[Any, int]:
+async def resume(ctx: Context, req: c.Resume, user: str) -> list[Job]:
     state = ctx.state
     async with state.lock:
         jobs = await named_jobs(state, req.ids, req.array, frozenset({JobState.PAUSED}))
@@ -186,4 +185,4 @@ async def resume(ctx: Context, req: c.Resume, user: str) -> tuple[Any, int]:
         def resume_one(job: Job) -> Outcome:
             return transitions.resume(job, by=user)
 
-        return await apply(state, jobs, resume_one, by=user, action="resume"), 0
+        return await apply(state, jobs, resume_one, by=user, action="resume")

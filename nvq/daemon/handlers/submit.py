@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import msgspec
 
@@ -21,7 +20,7 @@ from nvq.model import Job, JobSpec, Tx
 from nvq_runner.manifest_wire import is_hash
 
 
-async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
+async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     spec, state = req.spec, ctx.state
     # The authority: whatever sent the frame (not only the CLI), nothing unchecked
     # reaches the store or a runner's exec.
@@ -44,11 +43,11 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> tuple[Any, int]:
         unreported = check_runnable(state, ctx.machines, new_jobs[0])
         inserted = await state.commit(Tx(new_jobs=new_jobs))
     state.kick()
+    fields = msgspec.structs.asdict(inserted[0])
     if unreported:
         # Accepted unchecked: the reply says which nodes it waits to hear from.
-        fields = msgspec.structs.asdict(inserted[0])
-        return c.Submitted(**fields, unreported=unreported), 0
-    return inserted[0], 0
+        return c.Submitted(**fields, unreported=unreported)
+    return c.Submitted(**fields)
 
 
 async def shape_submission(state: State, spec: JobSpec, job: Job) -> list[Job]:

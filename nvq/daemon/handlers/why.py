@@ -3,7 +3,7 @@ analysis (the placement pass's facts, checked constraint by constraint)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import msgspec
 
@@ -36,6 +36,13 @@ def with_reason(ctx: Context, job: Job) -> Job:
     return c.JobRow(**fields, reason_detail=detail)
 
 
+def rows_of(jobs: list[Job]) -> list[c.JobRow]:
+    """`job ls`'s rows as sent: `with_reason` makes a JobRow only of a waiting job, and a
+    plain Job is a JobRow on the wire (the row's own fields are optional), so the rest
+    go as they are rather than be copied once per job on every listing."""
+    return cast(list[c.JobRow], jobs)
+
+
 def current_facts(ctx: Context) -> PassFacts:
     """The last pass's facts; before any pass, the nodes as they are now."""
     state = ctx.state
@@ -45,7 +52,7 @@ def current_facts(ctx: Context) -> PassFacts:
     return pass_facts(state, ctx.machines, node_slots(state, ctx.machines), [], empty, {})
 
 
-async def why(ctx: Context, req: c.Why, user: str) -> tuple[Any, int]:
+async def why(ctx: Context, req: c.Why, user: str) -> c.WhyReport:
     state = ctx.state
     job = state.live(await state.get_job(req.id))
     shown = with_reason(ctx, job)
@@ -61,4 +68,4 @@ async def why(ctx: Context, req: c.Why, user: str) -> tuple[Any, int]:
         reason_detail=getattr(shown, "reason_detail", None),
         nodes=nodes,
     )
-    return report, 0
+    return report

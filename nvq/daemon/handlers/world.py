@@ -6,7 +6,6 @@ snapshot but not yet its job is never robbed."""
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import anyio
 
@@ -31,15 +30,15 @@ async def free_blobs(state: State) -> GcReport:
         functools.partial(store.gc, live, live_objects=artifacts))
 
 
-async def gc(ctx: Context, req: c.Gc, user: str) -> tuple[Any, int]:
+async def gc(ctx: Context, req: c.Gc, user: str) -> c.GcDone:
     report = await free_blobs(ctx.state)
     return c.GcDone(
         objects_freed=report.objects_freed, bytes_freed=report.bytes_freed,
         objects_kept=report.objects_kept, bytes_kept=report.bytes_kept,
-    ), 0
+    )
 
 
-async def pull(ctx: Context, req: c.Pull, user: str) -> tuple[Any, int]:
+async def pull(ctx: Context, req: c.Pull, user: str) -> c.Pulled:
     state = ctx.state
     check_paths(req.paths)
     job = await state.get_job(req.id)
@@ -56,4 +55,4 @@ async def pull(ctx: Context, req: c.Pull, user: str) -> tuple[Any, int]:
     staging = await pull_into_staging(
         state.home, node, job, listing.root, req.paths, for_user=None if mine else user
     )
-    return c.Pulled(path=str(staging), node=node.name), 0
+    return c.Pulled(path=str(staging), node=node.name)

@@ -1,0 +1,78 @@
+"""Which reply answers each request: one table, named once. The daemon's handlers
+return it (their annotations are held to it by a test), the client decodes `Done.data`
+into it, and `nvq schema` prints its JSON Schema. `Logs` and `Subscribe` stream
+chunks instead, and `Shell`, `Exec` and `Forward` open a terminal session: they are
+not here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from nvq.control import replies as r
+from nvq.control import requests as q
+from nvq.model import Alert, Event, Job, NodeView
+
+T = TypeVar("T")
+
+# A job's result.json payload: any JSON value the job wrote (None: none yet).
+JsonValue = Any
+
+REPLIES: dict[type[q.Request], Any] = {
+    q.Ping: r.Pong,
+    q.Submit: r.Submitted,
+    q.ListJobs: list[r.JobRow],
+    q.JobWindow: r.JobPage,
+    q.ShowJob: r.JobDetail,
+    q.Why: r.WhyReport,
+    q.Wait: list[Job],
+    q.Cancel: list[Job],
+    q.Release: list[Job],
+    q.Note: Job,
+    q.Result: JsonValue,
+    q.Requeue: list[r.Requeued],
+    q.Purge: r.Purged,
+    q.EditJob: Job,
+    q.Edit: Job,
+    q.Priority: list[Job],
+    q.Pause: list[Job],
+    q.Resume: list[Job],
+    q.Move: r.Moved,
+    q.JobArtifacts: r.Artifacts,
+    q.Status: r.QueueStatus,
+    q.Nodes: list[NodeView],
+    q.NodeFlag: NodeView,
+    q.Bootstrap: r.Bootstrapped,
+    q.NodeStop: r.NodesStopped,
+    q.GpuHistory: list[r.GpuPoint],
+    q.ClusterStatus: list[r.ClusterView],
+    q.ClusterScale: r.ClusterView,
+    q.ClusterDrain: r.ClusterView,
+    q.ClusterRetry: r.ClusterView,
+    q.Events: list[Event],
+    q.Alerts: list[Alert],
+    q.Ack: list[Alert],
+    q.Pull: r.Pulled,
+    q.Gc: r.GcDone,
+    q.Backup: r.BackupMade,
+    q.Check: r.StoreCheck,
+    q.Lanes: list[r.LaneStatus],
+    q.Lane: r.LaneDetail,
+    q.BusyMode: r.BusyView,
+    q.BusyAssign: r.BusyAssignment,
+    q.StopDaemon: r.DaemonStopping,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Coded(Generic[T]):
+    """A reply with the exit code the CLI should end with, for the requests whose
+    answer is also a verdict (`Wait`: 0 all completed, 1 one ended badly, 2 timed out;
+    `Check`: 1 when something is wrong; `Alerts`: 1 while any is open). Every other handler returns its reply bare
+    (exit 0). Not on the wire: the control server puts the code in `Done`."""
+
+    reply: T
+    exit_code: int
+
+
+__all__ = ["REPLIES", "Coded", "JsonValue"]
