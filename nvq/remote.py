@@ -41,6 +41,11 @@ SSH_UNREACHABLE = 255
 PULL_FLAG = "--over-remote"
 # the hidden `queue` command that takes a forwarded snapshot's blobs
 RECEIVE_BLOBS = "receive-blobs"
+# Commands that are a terminal on the queue host's side: ssh gives them a pty there
+# (window changes and Ctrl-C then cross as ssh carries them) when this end has one.
+TERMINALS = (["job", "shell"], ["job", "exec"])
+# Commands that take this machine's directory, environment and snapshot with them.
+SUBMITS = (["job", "submit"], ["job", "shell"])
 
 
 class RemoteError(Exception):
@@ -102,10 +107,12 @@ def remote_command(cfg: RemoteConfig, argv: list[str], submitter: str | None) ->
     return f"exec {prefix}{cfg.nvq} {shlex.join(argv)}".rstrip()
 
 
-def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool) -> list[str]:
+def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool, tty: bool = False) -> list[str]:
     args = [
         "ssh",
-        "-T",  # no PTY: stdout and stderr stay apart, bytes pass unchanged
+        # no PTY: stdout and stderr stay apart, bytes pass unchanged (a terminal
+        # command is the exception: it wants one)
+        "-t" if tty else "-T",
         "-o",
         "BatchMode=yes",
         "-o",
@@ -137,9 +144,10 @@ def forward(cfg: RemoteConfig, argv: list[str]) -> int:
             raise RemoteError(f"{local_file}: {exc.strerror}") from None
     try:
         command = remote_command(cfg, argv, os.environ.get("NVQ_SUBMITTER"))
-        reads_stdin = stdin_file is not None or "-" in argv
+        tty = argv[:2] in TERMINALS and sys.stdin.isatty()
+        reads_stdin = stdin_file is not None or "-" in argv or argv[:2] in TERMINALS
         proc = subprocess.run(
-            ssh_argv(cfg, command, stdin=reads_stdin),
+            ssh_argv(cfg, command, stdin=reads_stdin, tty=tty),
             stdin=stdin_file,
             check=False,
         )
@@ -200,7 +208,7 @@ def with_submit_world(
     snapshot with it: the snapshot's blobs the queue host lacks go first, by a call of
     their own, and the submit then names the snapshot."""
     head, sep, tail = _split_dashdash(argv)
-    if head[:2] != ["job", "submit"]:
+    if head[:2] not in SUBMITS:
         return argv
     needs_none = submit.in_place or any(
         arg in ("--no-snapshot", "--in-place") or arg.split("=", 1)[0] == "--workdir"

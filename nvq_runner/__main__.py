@@ -25,7 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     pty = sub.add_parser("pty-attach", help="splice stdin/stdout to a session's terminal")
     pty.add_argument("--sock", required=True, help="the session's pty.sock")
     pty.add_argument("--wait", type=float, default=30.0, help="seconds to wait for it")
+    ex = sub.add_parser("pty-exec", help="a shell or command inside a running job, on a pty")
+    ex.add_argument("--pid", type=int, required=True, help="the job's leader process")
+    ex.add_argument("--dir", required=True, help="the job's directory")
+    ex.add_argument("--cmd", default="", help="the command (default: a shell)")
+    ex.add_argument("--rows", type=int, default=24)
+    ex.add_argument("--cols", type=int, default=80)
     args = parser.parse_args(argv)
+    if args.command == "pty-exec":
+        from .ptyexec import pty_exec
+
+        return pty_exec(args.pid, str(Path(args.dir).expanduser()), args.cmd, args.rows, args.cols)
     if args.command == "pty-attach":
         from .ptyattach import pty_attach
 

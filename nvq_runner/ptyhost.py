@@ -50,15 +50,15 @@ def _write_all(fd: int, data: bytes) -> None:
             select.select([], [fd], [], 1.0)
 
 
-def _send(conn: socket.socket | None, data: bytes) -> socket.socket | None:
-    if conn is None:
+def _send(wfd: int | None, data: bytes) -> int | None:
+    """Write all of `data` to the client; None once it is gone."""
+    if wfd is None:
         return None
     try:
-        conn.sendall(data)
+        _write_all(wfd, data)
     except OSError:
-        conn.close()
         return None
-    return conn
+    return wfd
 
 
 def _listen(jobdir: str) -> socket.socket:
@@ -94,11 +94,19 @@ def _argv(jobdir: str) -> list[str]:
     return [shell if os.path.isfile(shell) else "/bin/bash"]
 
 
-def _child(slave: int, argv: list[str], closing: list[int]) -> None:
+def child(
+    slave: int, argv: list[str], closing: list[int], *, new_session: bool = False,
+    env: dict[str, str] | None = None, cwd: str | None = None, uid: int | None = None,
+) -> None:
     """In the forked child: own process group in the foreground of the pty, the pty as
-    stdin/out/err, default signal dispositions, then exec."""
+    stdin/out/err, default signal dispositions, then exec. `new_session` (job exec):
+    a session of its own with the pty as its terminal, as `uid` when that differs."""
     try:
-        os.setpgid(0, 0)
+        if new_session:
+            os.setsid()
+            fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        else:
+            os.setpgid(0, 0)
         signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # tcsetpgrp from the background
         os.tcsetpgrp(slave, os.getpid())
         for sig in (signal.SIGTTOU, signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
@@ -112,7 +120,17 @@ def _child(slave: int, argv: list[str], closing: list[int]) -> None:
             os.dup2(slave, target)
         if slave > 2:
             os.close(slave)
-        os.execvp(argv[0], argv)
+        if uid is not None and uid != os.geteuid():
+            who = pwd.getpwuid(uid)
+            os.initgroups(who.pw_name, who.pw_gid)
+            os.setgid(who.pw_gid)
+            os.setuid(uid)
+        if cwd is not None:
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
+        if env is None:
+            os.execvp(argv[0], argv)
+        os.execvpe(argv[0], argv, env)
     except BaseException as exc:  # nothing may return into the parent's code
         with contextlib.suppress(Exception):
             os.write(2, f"nvq: cannot start {argv[0]}: {exc}\r\n".encode())
@@ -147,82 +165,107 @@ def _status_code(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
-def run(jobdir: str, umask: int) -> int:
-    with open(os.path.join(jobdir, "wrapper.pid"), "w") as f:
-        f.write(f"{os.getpid()}\n")
+def set_size(master: int, rows: int, cols: int) -> None:
+    """The terminal's size (the kernel tells its foreground group with SIGWINCH)."""
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def wakeup_pipe() -> int:
+    """Signals arrive as bytes on the returned fd (select wakes on them): TERM, INT
+    and HUP are handled (so the child gets them back at their defaults), CHLD wakes
+    the loop when the shell ends."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
-        signal.signal(sig, lambda *_: None)  # handled (reset for the child), not ignored
+        signal.signal(sig, lambda *_: None)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    return wake_r
+
+
+def run(jobdir: str, umask: int) -> int:
+    with open(os.path.join(jobdir, "wrapper.pid"), "w") as f:
+        f.write(f"{os.getpid()}\n")
+    wake_r = wakeup_pipe()
     listener = _listen(jobdir)
     ready, _, _ = select.select([listener], [], [], ATTACH_TIMEOUT)
     if not ready:
         print("nvq: nobody attached to the session's terminal", file=sys.stderr)
         return _finish(jobdir, 1, listener)
-    conn: socket.socket | None = listener.accept()[0]
+    conn = listener.accept()[0]
     os.umask(umask)
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSCTTY, 0)  # this session's controlling terminal
     pid = os.fork()
     if pid == 0:
-        _child(slave, _argv(jobdir), [master, wake_r, wake_w, listener.fileno(),
-                                      conn.fileno() if conn else -1])
+        child(slave, _argv(jobdir), [master, wake_r, listener.fileno(), conn.fileno()])
     os.close(slave)
+    code = pump(master, pid, conn.fileno(), conn.fileno(), wake_r)
+    conn.close()
+    return _finish(jobdir, code, listener)
+
+
+def pump(master: int, pid: int, rfd: int, wfd: int, wake_r: int) -> int:
+    """Relay between the client (frames in on `rfd`, raw bytes out on `wfd`) and the
+    pty until the child `pid` ends; its exit code in the shell's convention. The
+    client leaving, or SIGTERM/INT/HUP here, hangs the child up."""
     os.set_blocking(master, False)
     frames = Frames()
     hangup_at: float | None = None
     status: int | None = None
     master_open = True
+    out: int | None = wfd
+    inp: int | None = rfd
     while status is None:
-        watch = [wake_r] + ([master] if master_open else []) + ([conn] if conn else [])
+        watch = [wake_r] + ([master] if master_open else []) + ([inp] if inp is not None else [])
         timeout = None if hangup_at is None else max(0.0, hangup_at + HANGUP_GRACE - time.monotonic())
         readable, _, _ = select.select(watch, [], [], timeout)
         if wake_r in readable:
             signals = os.read(wake_r, 512)
             if any(s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) for s in signals):
-                conn = _send(conn, ENDED_BY_QUEUE)
+                out = _send(out, ENDED_BY_QUEUE)
                 hangup_at = hangup_at or _hang_up(pid, master)
         if master_open and master in readable:
             try:
                 data = os.read(master, BUF)
+            except BlockingIOError:
+                data = None
             except OSError as exc:  # EIO: every slave descriptor is closed
-                if exc.errno not in (errno.EIO, errno.EAGAIN):
+                if exc.errno != errno.EIO:
                     raise
-                data = b"" if exc.errno == errno.EIO else b"\0"
-            if not data:
+                data = b""
+            if data == b"":
                 master_open = False
-            elif data != b"\0":
-                conn = _send(conn, data)
-        if conn is not None and conn in readable:
-            data = conn.recv(BUF)
+            elif data is not None:
+                out = _send(out, data)
+        if inp is not None and inp in readable:
+            try:
+                data = os.read(inp, BUF)
+            except OSError:
+                data = b""
             if not data:
-                conn.close()
-                conn = None
+                inp = None
                 hangup_at = hangup_at or _hang_up(pid, master)
             for kind, payload in frames.feed(data):
                 if kind == b"d":
                     _write_all(master, payload)
                 elif kind == b"w" and len(payload) == WINSIZE.size:
-                    rows, cols = WINSIZE.unpack(payload)
-                    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+                    set_size(master, *WINSIZE.unpack(payload))
         if hangup_at is not None and time.monotonic() >= hangup_at + HANGUP_GRACE:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
             status = st
-    # The shell is gone: what it wrote last still reaches the client.
+    # The child is gone: what it wrote last still reaches the client.
     with contextlib.suppress(OSError):
-        while conn is not None:
+        while out is not None:
             data = os.read(master, BUF)
             if not data:
                 break
-            conn = _send(conn, data)
-    if conn is not None:
-        conn.close()
-    return _finish(jobdir, _status_code(status), listener)
+            out = _send(out, data)
+    os.close(master)
+    return _status_code(status)
 
 
 def _hang_up(pid: int, master: int) -> float:

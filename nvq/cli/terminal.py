@@ -80,7 +80,7 @@ class Status:
 
 
 def run_session(
-    sock: socket.socket, *, placed_at_once: bool = False,
+    sock: socket.socket, *, placed_at_once: bool = False, quiet: bool = False,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> c.Done:
     """Drive one session until the daemon's `Done` (returned). `placed_at_once`: the
@@ -137,8 +137,10 @@ def run_session(
                         if on_progress is not None:
                             on_progress(doc)
                         if "placed" in doc:
-                            status.done(f"job {doc['job']} placed on {doc['placed']}")
-                            go_live()
+                            if not quiet:
+                                status.done(f"job {doc['job']} placed on {doc['placed']}")
+                            if not live:
+                                go_live()
                         else:
                             status.show(waiting_line(doc))
                     elif isinstance(reply, c.Done):

@@ -63,13 +63,17 @@ def peer_user(stream: SocketStream) -> str:
         return str(uid)
 
 
-async def _read_request(stream: SocketStream) -> tuple[c.Request, PlainRequest | None]:
-    """The request, and its plain-wire wrapper when it came as JSON (nvq.control.plain)."""
-    frames = FrameReader()
+async def _read_request(
+    stream: SocketStream, frames: FrameReader, early: list[bytes]
+) -> tuple[c.Request, PlainRequest | None]:
+    """The request, and its plain-wire wrapper when it came as JSON (nvq.control.plain).
+    Frames that came with it (a session's first keystrokes) are left in `early`, and
+    a part of one in `frames`."""
     while True:
         data = await stream.receive()
         payloads = frames.feed(data)
         if payloads:
+            early += payloads[1:]
             if payloads[0][:1] == b"{":
                 plain = plain_request_decoder.decode(payloads[0])
                 return plain.request, plain
@@ -132,11 +136,15 @@ def _out_of_descriptors(exc: BaseException) -> bool:
 
 async def _handle(ctx: Context, stream: SocketStream) -> None:
     async with stream:
+        frames, early = FrameReader(), list[bytes]()
         try:
-            request, plain = await _read_request(stream)
+            request, plain = await _read_request(stream, frames, early)
         except (anyio.EndOfStream, anyio.BrokenResourceError, FrameError, msgspec.DecodeError):
             return
         user = peer_user(stream)
+        if isinstance(request, c.Shell | c.Exec | c.Forward) and plain is None:
+            await _serve_session(ctx, stream, request, user, (frames, early))
+            return
         reply = await _reply(ctx, stream, request, plain, user)
         if reply is None:
             return  # a stream, answered as it went
@@ -156,10 +164,7 @@ async def _reply(
     `--json` prints, and streams are refused."""
     try:
         if isinstance(request, c.Shell | c.Exec | c.Forward):
-            if plain is not None:
-                raise BadRequest("streams are not answered on the plain wire")
-            await _serve_session(ctx, stream, request, user)
-            return None
+            raise BadRequest("streams are not answered on the plain wire")
         if isinstance(request, c.Logs | c.Subscribe):
             if plain is not None:
                 raise BadRequest("streams are not answered on the plain wire")
@@ -184,21 +189,29 @@ async def _reply(
 
 
 async def _serve_session(
-    ctx: Context, stream: SocketStream, request: c.Shell | c.Exec | c.Forward, user: str
+    ctx: Context, stream: SocketStream, request: c.Shell | c.Exec | c.Forward, user: str,
+    early: tuple[FrameReader, list[bytes]],
 ) -> None:
-    """A terminal or connection relayed both ways until it ends (nvq.daemon.sessions)."""
+    """A terminal or connection relayed both ways until it ends (nvq.daemon.sessions).
+    `early`: the client's frames that came with the request."""
     from nvq.daemon import sessions
 
     try:
         if isinstance(request, c.Shell):
             await check_permission(ctx, c.Submit(request.spec), user)
-            await sessions.serve_shell(ctx, stream, request, user)
+            await sessions.serve_shell(ctx, stream, request, user, early)
         else:
             await check_permission(ctx, request, user)
-            await sessions.serve_other(ctx, stream, request, user)
+            await sessions.serve_other(ctx, stream, request, early)
     except RequestError as exc:
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code)))
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
+        pass  # the client went away
+    except Exception as exc:
+        log.exception("session %r failed", request)
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await stream.send(_frame(c.Done(error=f"internal error: {exc}", exit_code=1)))
 
 
 async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:

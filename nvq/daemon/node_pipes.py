@@ -49,6 +49,10 @@ class _ProcessPipe(anyio.abc.ByteStream):
     async def send_eof(self) -> None:
         await self._stream.send_eof()
 
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             await self._stream.send_eof()

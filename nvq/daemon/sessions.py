@@ -27,7 +27,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
 from nvq.daemon.handlers import policy, submit
 from nvq.daemon.handlers.why import with_reason
-from nvq.daemon.node_pipes import attach_terminal
+from nvq.daemon.node_pipes import attach_terminal, job_dir, open_on_node
 from nvq.model import FINISHED_STATES, Job, JobState
 from nvq_runner.protocol import FrameReader
 from nvq_runner.ptyhost import WINSIZE, frame
@@ -37,6 +37,9 @@ _HEADER = struct.Struct(">I")
 ENDING_WAIT = 60.0  # after the terminal closed, for the runner's word that the job ended
 
 Send = Callable[[c.Reply], Awaitable[None]]
+# The client's frames that came in the same read as its request, and the reader
+# holding any part of the next one.
+Early = tuple[FrameReader, list[bytes]]
 
 
 def reply_frame(msg: c.Reply) -> bytes:
@@ -54,14 +57,17 @@ def to_pty(msg: c.TermInput | c.TermSize) -> bytes:
 class ClientFrames:
     """The client's frames after its request, and whether it has gone away."""
 
-    def __init__(self, stream: SocketStream) -> None:
+    def __init__(self, stream: SocketStream, early: Early) -> None:
         self.stream = stream
+        self.frames, self.early = early
         self.gone = anyio.Event()
         self.send, self.inbox = anyio.create_memory_object_stream[c.TermInput | c.TermSize](1000)
 
     async def read(self) -> None:
-        frames = FrameReader()
+        frames = self.frames
         try:
+            for payload in self.early:
+                await self.send.send(c.term_frame_decoder.decode(payload))
             while True:
                 data = await self.stream.receive()
                 for payload in frames.feed(data):
@@ -180,7 +186,9 @@ def final_done(job: Job) -> c.Done:
     return c.Done(data=job, error=said, exit_code=1)
 
 
-async def serve_shell(ctx: Context, stream: SocketStream, req: c.Shell, user: str) -> None:
+async def serve_shell(
+    ctx: Context, stream: SocketStream, req: c.Shell, user: str, early: Early
+) -> None:
     spec = msgspec.structs.replace(req.spec, interactive=True, name=req.spec.name or "interactive")
     lock = anyio.Lock()
 
@@ -193,7 +201,7 @@ async def serve_shell(ctx: Context, stream: SocketStream, req: c.Shell, user: st
     except RequestError as exc:
         await send(c.Done(error=str(exc), exit_code=exc.exit_code))
         return
-    client = ClientFrames(stream)
+    client = ClientFrames(stream, early)
     async with anyio.create_task_group() as tg:
         tg.start_soon(client.read)
         try:
@@ -210,9 +218,8 @@ async def _session(ctx: Context, job_id: int, send: Send, client: ClientFrames,
             return
         assert job.node is not None
         node = ctx.state.nodes[job.node]
-        where = f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else f"{job.node}:cpu"
         pty = await attach_terminal(ctx.state, node, job.id, job.nonce)
-        await send(c.Progress({"job": job.id, "placed": where, "port": job.port}))
+        await send(c.Progress({"job": job.id, "placed": _where(job), "port": job.port}))
         await pty.send(to_pty(c.TermSize(req.rows, req.cols)))
         try:
             await relay(pty, client, send)
@@ -231,7 +238,60 @@ async def _session(ctx: Context, job_id: int, send: Send, client: ClientFrames,
             await send(c.Done(error=str(exc), exit_code=1))
 
 
+async def running_job(ctx: Context, job_id: int) -> Job:
+    job = await _latest(ctx, job_id)
+    if job.state is not JobState.RUNNING or job.node is None or job.pid is None:
+        raise RequestError(f"job {job_id} is not running (it is {job.state})")
+    node = ctx.state.nodes.get(job.node)
+    if node is None or node.send is None:
+        raise RequestError(f"job {job_id}'s node {job.node} is not connected right now")
+    return job
+
+
 async def serve_other(
-    ctx: Context, stream: SocketStream, req: c.Exec | c.Forward, user: str
+    ctx: Context, stream: SocketStream, req: c.Exec | c.Forward, early: Early
 ) -> None:
-    raise RequestError(f"{type(req).__name__.lower()} is not served yet")
+    if isinstance(req, c.Forward):
+        from nvq.daemon.forwards import serve_forward
+
+        await serve_forward(ctx, stream, req, early)
+        return
+    await serve_exec(ctx, stream, req, early)
+
+
+async def serve_exec(ctx: Context, stream: SocketStream, req: c.Exec, early: Early) -> None:
+    """A shell or command beside the job, on its node, with its environment; the job
+    is not touched, and the session's end is only the session's."""
+    lock = anyio.Lock()
+
+    async def send(msg: c.Reply) -> None:
+        async with lock:
+            await stream.send(reply_frame(msg))
+
+    job = await running_job(ctx, req.id)
+    assert job.node is not None and job.pid is not None
+    node = ctx.state.nodes[job.node]
+    args = ["pty-exec", "--pid", str(job.pid), "--dir", job_dir(ctx.state, node, job.id, job.nonce),
+            "--rows", str(req.rows), "--cols", str(req.cols)]
+    if req.command:
+        args += ["--cmd", req.command]
+    pipe = await open_on_node(ctx.state, node, args)
+    client = ClientFrames(stream, early)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.read)
+            await send(c.Progress({"job": job.id, "placed": _where(job), "port": job.port}))
+            await relay(pipe, client, send)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pipe.aclose()
+    code = getattr(pipe, "exit_status", None)
+    if code is None:
+        code = getattr(pipe, "returncode", None)
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await send(c.Done(data={"job": job.id}, exit_code=code if isinstance(code, int) else 1))
+
+
+def _where(job: Job) -> str:
+    return f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else f"{job.node}:cpu"

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from nvq.cli.render.jobs import job_where, runtime
+from nvq.cli.render.jobs import job_where, runtime, state_label
 from nvq.cli.render.table import clip
 from nvq.model import Job, JobState
 from nvq.values import format_mib
@@ -80,7 +80,7 @@ def row(job: Job) -> tuple[str, ...]:
     said = waiting_reason(job) if job.state in WAITING else (job.progress or job.reason or "")
     return (
         str(job.id),
-        job.state.value,
+        state_label(job),
         clip(job.submitter or job.user, 12),
         clip(job.name, 24),
         job_where(job),

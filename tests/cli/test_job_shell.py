@@ -5,6 +5,7 @@ the daemon's own SSH connection to the node."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.test_remote import pair  # noqa: F401 - the fixture
 from tests.cluster import Nvq, use_sshd_node
 from tests.harness.tmux import Tmux
 
@@ -75,3 +77,21 @@ def test_cancel_ends_the_session_with_a_word_in_the_terminal(nvq: Nvq, tmux: Tmu
     screen = tmux.until("nvq-exited=1")
     assert "the queue ended this session" in screen
     assert f"job {shell['id']} cancelled" in screen
+
+
+def test_shell_from_a_laptop_over_remote(pair: tuple[Nvq, Nvq]) -> None:  # noqa: F811
+    _, laptop = pair
+    t = Tmux(laptop.home.parent / "tmux.sock", laptop.env, session="sh")
+    try:
+        t.start(nvq_in_tmux(laptop, "job shell --gpus 1 --vram 1GiB"))
+        t.until("placed on local:")
+        t.keys(PROMPT, "Enter")
+        t.until("ready>")
+        t.keys("echo c''vd=$CUDA_VISIBLE_DEVICES term=$TERM size=$(stty size)", "Enter")
+        screen = t.until("cvd=")
+        # the laptop's terminal, through two relays: its type and its size
+        assert re.search(r"cvd=\d term=\S+ size=50 200", screen), screen
+        t.keys("exit 3", "Enter")
+        t.until("nvq-exited=3")
+    finally:
+        t.close()

@@ -57,13 +57,16 @@ def full_app() -> typer.Typer:
         ops,
         policy,
         queue,
+        reach,
         shell,  # noqa: F401 - declares `job shell` on submit's Typer
         submit,
         world,
     )
     from nvq.cli.commands.web import on_web
 
-    _attach(job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job, world.on_job)
+    _attach(
+        job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job, world.on_job, reach.on_job
+    )
     _attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue, world.on_queue)
     _attach(node_app, node.on_node)
     _attach(daemon_app, daemon.on_daemon)

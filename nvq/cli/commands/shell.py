@@ -6,10 +6,12 @@ job's node until the shell exits; `nvq` exits with the shell's code."""
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from pathlib import Path  # noqa: F401 - job_submit's annotations resolve here
 from typing import Any
 
+import msgspec
 import typer
 
 from nvq.cli.commands.submit import RUN_SPEC, job_submit, on_job
@@ -46,6 +48,10 @@ def run_shell(spec: JobSpec, as_json: bool) -> int:
     if as_json:
         raise CliError("--json is not for a shell: its output is a terminal", 2)
     rows, cols = window()
+    term = os.environ.get("TERM")
+    if term and "TERM" not in spec.env:
+        # Full-screen programs on the node draw for the terminal they run in.
+        spec = msgspec.structs.replace(spec, env={**spec.env, "TERM": term})
     job_id: list[int] = []
     sock = Client().open_stream(c.Shell(spec=spec, rows=rows, cols=cols))
     try:

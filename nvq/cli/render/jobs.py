@@ -34,6 +34,14 @@ def job_where(job: Job) -> str:
     return f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else f"{job.node}:cpu"
 
 
+def state_label(job: Job) -> str:
+    """A job's state as the tables show it: a running terminal session says
+    `interactive` (its cards are held by a person at a prompt, not by a batch run)."""
+    if job.state == "running" and getattr(job, "interactive", False):
+        return "interactive"
+    return str(job.state)
+
+
 def outcome(job: Job) -> str:
     """`job 12 failed: exit 3`, as `job wait` and `job submit --wait` end."""
     return f"job {job.id} {job.state}" + (f": {safe(job.reason)}" if job.reason else "")
@@ -58,7 +66,7 @@ def jobs_table(jobs: Sequence[Job]) -> str:
         why = reasons[j.id]
         row = [
             str(j.id),
-            j.state,
+            state_label(j),
             clip(j.name, 24),
             job_where(j),
             format_mib(j.vram_mb) if j.vram_mb else "-",
@@ -93,7 +101,7 @@ def job_detail(doc: JobDetail) -> str:
     why = waiting_reason(doc)
     member = member_label(doc)
     out = [
-        f"job {doc.id}" + (f" ({member})" if member else "") + f"  {safe(doc.name)}  [{doc.state}]",
+        f"job {doc.id}" + (f" ({member})" if member else "") + f"  {safe(doc.name)}  [{state_label(doc)}]",
         *([f"  waits       {why[0]}: {safe(why[1])}"] if why else []),
         f"  command     {safe(doc.command)}",
         f"  submitter   {safe(doc.submitter)} (user {doc.user})",

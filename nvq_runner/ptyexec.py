@@ -1,0 +1,58 @@
+"""`pty-exec --pid PID --dir JOBDIR [--cmd CMD]`: a shell or one command inside a
+running job's allocation (`nvq job exec`), on a fresh pty, with stdin/stdout speaking
+ptyhost.py's frames to the daemon.
+
+It takes the job's world from its leader process itself (/proc/PID): the environment
+the job was started with (CUDA_VISIBLE_DEVICES, NVQ_*, the job's own variables), its
+directory and its user. The command runs in a session of its own, so it ends without
+touching the job; its exit code is this process's."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from . import ptyhost
+
+
+def job_world(pid: int, jobdir: str) -> tuple[dict[str, str], str, int]:
+    """(environment, directory, uid) of the job whose leader is `pid`; ValueError when
+    `pid` is not that job's leader (it ended, or the pid was reused)."""
+    proc = Path(f"/proc/{pid}")
+    try:
+        cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        raw = (proc / "environ").read_bytes()
+        cwd = os.readlink(proc / "cwd")
+        uid = proc.stat().st_uid
+    except OSError as exc:
+        raise ValueError(f"the job's process {pid} is gone ({exc.strerror})") from None
+    if jobdir.encode() not in cmdline:
+        raise ValueError(f"process {pid} is not this job's")
+    env = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            env[key.decode(errors="replace")] = value.decode(errors="replace")
+    return env, cwd, uid
+
+
+def pty_exec(pid: int, jobdir: str, command: str, rows: int, cols: int) -> int:
+    try:
+        env, cwd, uid = job_world(pid, jobdir)
+    except ValueError as exc:
+        print(f"nvq_runner: {exc}", file=sys.stderr)
+        return 1
+    if command:
+        argv = ["bash", "-c", command]
+    else:
+        shell = env.get("SHELL") or "/bin/bash"
+        argv = [shell if os.path.isfile(shell) else "/bin/bash"]
+    wake_r = ptyhost.wakeup_pipe()
+    master, slave = os.openpty()
+    ptyhost.set_size(master, rows, cols)
+    child = os.fork()
+    if child == 0:
+        ptyhost.child(slave, argv, [master, wake_r], new_session=True, env=env, cwd=cwd, uid=uid)
+    os.close(slave)
+    return ptyhost.pump(master, child, 0, 1, wake_r)

@@ -1,0 +1,93 @@
+"""Reaching into a running job through the real CLI: `job exec` runs beside it with its
+environment and leaves it running; `job forward` lets a local HTTP client reach the
+server the job runs on its own $NVQ_PORT. On the local node and over an sshd node
+(where both ride the daemon's existing SSH connection to the node)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.cluster import Nvq, use_sshd_node
+
+
+@pytest.fixture(params=["local", "sshd"])
+def where(request: pytest.FixtureRequest, nvq: Nvq) -> str:
+    if request.param == "sshd":
+        (node,) = request.getfixturevalue("sshd_nodes")(1)
+        use_sshd_node(nvq, node)
+    return str(request.param)
+
+
+def logs_until(nvq: Nvq, job_id: int, text: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in nvq.ok("job", "logs", str(job_id)).out:
+        assert time.monotonic() < deadline, f"{text!r} never in job {job_id}'s output"
+        time.sleep(0.1)
+
+
+def first_json(stream: Any) -> dict[str, Any]:
+    text = ""
+    while True:
+        line = stream.readline()
+        assert line, f"no JSON document before the end: {text!r}"
+        text += line
+        try:
+            return json.loads(text)  # type: ignore[no-any-return]
+        except json.JSONDecodeError:
+            continue
+
+
+def test_exec_and_forward_reach_a_running_job(nvq: Nvq, where: str) -> None:
+    assert nvq.cwd is not None
+    (nvq.cwd / "hello.txt").write_text("hello from the job's copy\n")
+    job = nvq.submit(
+        "--gpus", "1", "--vram", "1GiB", "--env", "FOO=bar", "--",
+        "python3 -u -m http.server --bind 127.0.0.1 $NVQ_PORT",
+    )
+    logs_until(nvq, job["id"], "Serving HTTP")
+    shown = nvq.show(job["id"])
+    assert shown["port"], shown
+
+    # exec: the job's world, the command's exit code, the job untouched
+    r = nvq.run("job", "exec", str(job["id"]), "--", "sh", "-c",
+                'echo "env $FOO $CUDA_VISIBLE_DEVICES $NVQ_JOB_ID $NVQ_PORT"; ls; exit 4')
+    assert r.code == 4, r.err
+    cards = ",".join(map(str, shown["gpus"]))
+    assert f"env bar {cards} {job['id']} {shown['port']}" in r.out
+    assert "hello.txt" in r.out  # its working copy is the directory
+    assert nvq.show(job["id"])["state"] == "running"
+
+    # forward: the default port is the job's own
+    fwd = subprocess.Popen(
+        [sys.executable, "-m", "nvq", "job", "forward", str(job["id"]), "--json"],
+        env=nvq.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert fwd.stdout is not None
+        doc = first_json(fwd.stdout)
+        assert doc["port"] == shown["port"] and doc["url"].startswith("http://127.0.0.1:")
+        for _ in range(2):  # each connection is its own relay
+            with urllib.request.urlopen(doc["url"] + "hello.txt", timeout=30) as resp:
+                assert resp.read() == b"hello from the job's copy\n"
+    finally:
+        fwd.send_signal(signal.SIGINT)
+        assert fwd.wait(timeout=30) == 0
+    assert nvq.show(job["id"])["state"] == "running"
+    nvq.ok("job", "cancel", str(job["id"]))
+
+
+def test_exec_into_a_job_that_does_not_run_says_so(nvq: Nvq) -> None:
+    done = nvq.submit("--gpus", "0", "--", "true")
+    nvq.wait(done["id"])
+    r = nvq.run("job", "exec", str(done["id"]), "--", "true")
+    assert r.code == 1 and r.err.strip() == f"nvq: job {done['id']} is not running (it is completed)"
+    r = nvq.run("job", "forward", str(done["id"]))
+    assert r.code == 1 and "is not running" in r.err
