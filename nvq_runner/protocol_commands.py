@@ -102,6 +102,9 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
     # with the line "[nvq: output cut to the last 8 MiB]".
     max_bytes: int = 8 * 1024 * 1024
     attempt: int | None = None  # that attempt's log (None: the latest run on the node)
+    # From this byte on, whatever `lines` says (the queue host's copy taking up where
+    # it stopped); past the end (the log was cut meanwhile): from its end.
+    offset: int | None = None
 
 
 class Unfollow(msgspec.Struct, tag="unfollow", frozen=True):

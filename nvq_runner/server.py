@@ -244,7 +244,7 @@ class Runner:
             run = None  # an earlier attempt's log: it grows no more
         ended = run.ended if (run is not None and msg.follow) else None
         task = asyncio.create_task(
-            tail(path, msg.req, msg.lines, ended, conn.send_log, msg.max_bytes)
+            tail(path, msg.req, msg.lines, ended, conn.send_log, msg.max_bytes, msg.offset)
         )
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))

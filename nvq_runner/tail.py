@@ -85,18 +85,28 @@ async def send_from(path: Path, offset: int, req: int, send: Send) -> int:
     return offset
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def cut_marker(max_bytes: int) -> bytes:
     return f"[nvq: output cut to the last {size_text(max_bytes)}]\n".encode()
 
 
 async def tail(
     path: Path, req: int, lines: int, ended: asyncio.Future[None] | None, send: Send,
-    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_bytes: int = DEFAULT_MAX_BYTES, offset: int | None = None,
 ) -> None:
     """Send the tail, follow while `ended` is pending, and always finish with eof.
     A tail that would hold more than `max_bytes` starts with `cut_marker` instead."""
     try:
-        start, cut = await asyncio.to_thread(tail_start, path, lines, max_bytes)
+        if offset is not None:
+            start, cut = min(offset, _size(path)), False
+        else:
+            start, cut = await asyncio.to_thread(tail_start, path, lines, max_bytes)
         if cut:
             await send(LogData(req=req, data=cut_marker(max_bytes)))
         offset = await send_from(path, start, req, send)

@@ -82,7 +82,7 @@ def job_logs(job_id: int | None, as_json: bool) -> int:
     from nvq.cli.logs_output import print_logs
 
     assert job_id is not None
-    print_logs(job_id, lines=50, follow=False, stream="stdout", attempt=None, as_json=as_json)
+    print_logs(job_id, lines=50, follow=False, stream="both", attempt=None, as_json=as_json)
     return 0
 
 

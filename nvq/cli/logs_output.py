@@ -17,13 +17,16 @@ def print_logs(
     *,
     lines: int,
     follow: bool,
-    stream: Literal["stdout", "stderr", "setup"],
+    stream: Literal["stdout", "stderr", "setup", "both"],
     attempt: int | None,
     as_json: bool,
+    marks: bool = False,
 ) -> None:
     client = Client()
     member = member_label(client.show(job_id))
-    chunks = client.logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt)
+    chunks = client.logs(
+        job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, marks=marks
+    )
     if as_json:
         text = b"".join(chunks).decode(errors="replace")
         doc = {"id": job_id, "stream": stream, "text": text}

@@ -103,13 +103,17 @@ class AsyncClient(Awaiting):
         *,
         lines: int = 50,
         follow: bool = False,
-        stream: Literal["stdout", "stderr", "setup"] = "stdout",
+        stream: Literal["stdout", "stderr", "setup", "both"] = "stdout",
         attempt: int | None = None,
+        marks: bool = False,
     ) -> AsyncIterator[bytes]:
         """The last `lines` of its output (-1: all) as it arrives; with `follow`, until
-        the job ends. `attempt`: that attempt's output (default: the latest)."""
+        the job ends. `attempt`: that attempt's output (default: the latest); stream
+        "both": stdout and stderr in the order written (`marks`: each line marked)."""
         async for reply in self.exchange(
-            c.Logs(id=id, lines=lines, follow=follow, stream=stream, attempt=attempt)
+            c.Logs(
+                id=id, lines=lines, follow=follow, stream=stream, attempt=attempt, marks=marks
+            )
         ):
             if isinstance(reply, c.Chunk):
                 yield reply.data

@@ -58,8 +58,10 @@ class Logs(msgspec.Struct, tag="logs", frozen=True):
     id: int
     lines: int = 50
     follow: bool = False
-    stream: Literal["stdout", "stderr", "setup"] = "stdout"
+    # "both": stdout and stderr interleaved as they were written (the queue host's copy)
+    stream: Literal["stdout", "stderr", "setup", "both"] = "stdout"
     attempt: int | None = None  # that attempt's log (None: the latest)
+    marks: bool = False  # each line starts with its stream (`out| `, `err| `)
 
 
 class Status(msgspec.Struct, tag="status", frozen=True):

@@ -376,6 +376,8 @@ class Artifacts:
             for kept in self.root.glob(f"{job_id}-attempt-*"):
                 shutil.rmtree(kept, ignore_errors=True)
             self.last_sync.pop(job_id, None)
+            # the queue host's copies of its output (nvq.daemon.output_copies) go too
+            shutil.rmtree(self.state.home / "logs" / str(job_id), ignore_errors=True)
         self.chunked.delete(job_ids)
 
 

@@ -224,6 +224,7 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
             follow=req.follow,
             stream=req.stream,
             attempt=req.attempt,
+            marks=req.marks,
         )
     except RequestError as exc:
         await stream.send(_frame(c.Done(error=str(exc), exit_code=1)))

@@ -26,6 +26,7 @@ from nvq.daemon.gpu_history import keep_history
 from nvq.daemon.link import ByteChannel, Opener, run_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.ops import Ops
+from nvq.daemon.output_copies import OutputCopies
 from nvq.daemon.placing import placement_loop
 from nvq.daemon.reassign import Machines
 from nvq.daemon.runner_events import RunnerEvents
@@ -65,6 +66,7 @@ async def serve(home: Path) -> None:
     state = State(config, store, home, hooks=ops)
     machines = Machines(state, Artifacts(state))
     runner_events = RunnerEvents(state, machines)
+    state.output_copies = copies = OutputCopies(state)
     pilots = None
     if config.clusters:
         from nvq.daemon.pilots import DaemonPilots
@@ -93,6 +95,7 @@ async def serve(home: Path) -> None:
             tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
             tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
             tg.start_soon(keep_history, state)  # the Nodes page's chart
+            tg.start_soon(copies.run)  # every attempt's output, copied to this host
             if pilots is not None:
                 tg.start_soon(pilots.run)  # [[clusters]]: one pilot manager each
             tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over

@@ -49,6 +49,15 @@ class PilotNodes(Protocol):
 LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.HELD, JobState.PAUSED})
 
 
+class JobsSeen(Protocol):
+    """The output copier (`nvq.daemon.output_copies`): told of every job a commit
+    changed; `job logs` asks it how far a copy is and waits on it to grow."""
+
+    def on_jobs(self, jobs: list[Job]) -> None: ...
+    def copying(self, job_id: int, attempt: int) -> bool: ...
+    def grown(self, job_id: int, attempt: int) -> anyio.Event: ...
+
+
 class CommitHooks(Protocol):
     """What rides along with every commit: the alerts and notifications its events
     raise are added to the same transaction (`prepare`), deliveries start after it."""
@@ -86,6 +95,7 @@ class State:
         self.subscribers = Subscribers()  # the live event stream's readers
         self.pass_facts: PassFacts | None = None  # what the last placement pass saw
         self.pilots: PilotNodes | None = None  # [[clusters]]: Slurm pilots as nodes
+        self.output_copies: JobsSeen | None = None  # every attempt's output, copied here
         # node → job ids its runner knows that queue.db does not (see runner_events)
         self.store_behind: dict[str, set[int]] = {}
         self.later = Later()  # writes a request left to land once the disk has room
@@ -206,6 +216,8 @@ class State:
             self.reaping.pop(key, None)
         for lane, paused in tx.lanes:
             self.lane_paused[lane] = paused
+        if self.output_copies is not None and tx.jobs:
+            self.output_copies.on_jobs(tx.jobs)
         if tx.jobs or inserted:
             self.notify()
         return inserted

@@ -65,7 +65,7 @@ def test_fast_and_typer_print_the_same(nvq: Nvq) -> None:
         assert steady(fast) == steady(slow), args
     assert "API_TOKEN" in nvq.run("job", "show", str(done), "--json").out
     assert "hush" not in nvq.run("job", "show", str(done), "--json").out
-    assert nvq.run("job", "logs", str(done)).out == "out\n"
+    assert nvq.run("job", "logs", str(done), "--stdout").out == "out\n"
     assert nvq.run("job", "show", "999").err == "nvq: no job with id 999\n"
 
 

@@ -260,12 +260,14 @@ def test_logs_tail_follow_and_stderr(nvq: Nvq) -> None:
     job = nvq.submit(
         "--", "for i in 1 2 3 4 5; do echo line $i; done; echo err >&2; sleep 1; echo late"
     )
-    follow = nvq.run("job", "logs", str(job["id"]), "-f", timeout=30)
+    follow = nvq.run("job", "logs", str(job["id"]), "-f", "--stdout", timeout=30)
     nvq.wait(job["id"])
     assert follow.code == 0
     assert follow.out.splitlines() == ["line 1", "line 2", "line 3", "line 4", "line 5", "late"]
-    tail = nvq.run("job", "logs", str(job["id"]), "-n", "2")
+    tail = nvq.run("job", "logs", str(job["id"]), "-n", "2", "--stdout")
     assert tail.out.splitlines() == ["line 5", "late"]
+    both = nvq.run("job", "logs", str(job["id"]), "-n", "2")
+    assert both.out.splitlines() == ["err", "late"]  # both streams, as written
     assert nvq.run("job", "logs", str(job["id"]), "--stderr").out == "err\n"
     doc = nvq.json("job", "show", str(job["id"]), "--logs", "1")
     assert doc["logs"] == "late\n"

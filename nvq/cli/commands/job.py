@@ -84,23 +84,31 @@ def job_logs(
     job_id: int = typer.Argument(..., help="Job id."),
     lines: int = typer.Option(50, "-n", "--lines", help="Last N lines (-1 for all)."),
     follow: bool = typer.Option(False, "-f", "--follow", help="Keep printing until it ends."),
-    stderr: bool = typer.Option(False, "--stderr", help="Its stderr instead of stdout."),
+    stdout: bool = typer.Option(False, "--stdout", help="Only its stdout."),
+    stderr: bool = typer.Option(False, "--stderr", help="Only its stderr."),
+    streams: bool = typer.Option(
+        False, "--streams", help="Mark each line with its stream (out| , err| )."
+    ),
     attempt: int = typer.Option(
         None, "--attempt", help="Output of attempt N (see `job show`); default: the latest."
     ),
     setup: bool = typer.Option(False, "--setup", help="What its --setup printed."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """A job's output."""
-    if stderr and setup:
-        raise CliError("give --stderr or --setup, not both", 2)
-    stream: Literal["stdout", "stderr", "setup"] = (
-        "setup" if setup else "stderr" if stderr else "stdout"
+    """A job's output, stdout and stderr in the order written.
+
+    The queue host keeps a copy of every attempt's output: it reads while the node
+    is down or gone."""
+    if stdout + stderr + setup > 1:
+        raise CliError("give one of --stdout, --stderr, --setup", 2)
+    stream: Literal["stdout", "stderr", "setup", "both"] = (
+        "setup" if setup else "stderr" if stderr else "stdout" if stdout else "both"
     )
     from nvq.cli.logs_output import print_logs
 
     print_logs(
-        job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, as_json=as_json
+        job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, as_json=as_json,
+        marks=streams,
     )
     return 0
 

@@ -1,0 +1,159 @@
+"""Copying every attempt's output to the queue host as it is written.
+
+For each attempt that started on a node the daemon asks the node's runner to follow
+both logs from where the copy ends (`Tail` with an offset, following until the attempt
+ends); each piece is appended to the copy (`nvq.daemon.output_copy`) the moment it
+arrives. A link that drops leaves the copy incomplete; it is taken up again from its
+offsets when the node is back, and when the daemon restarts. An attempt that ended
+while its node was away is copied when the node returns; one whose node never
+returns keeps what arrived before it went."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import anyio
+
+from nvq.daemon.output_copy import (
+    CopyState,
+    append,
+    copy_paths,
+    cut_middle,
+    read_state,
+    write_state,
+)
+from nvq.daemon.state import State
+from nvq.model import Job
+from nvq_runner import protocol as p
+
+log = logging.getLogger("nvq.daemon")
+
+STREAMS = ("stdout", "stderr")
+# Request ids of their own range on each link: `job logs` streams count from 1.
+_requests = itertools.count(1 << 40)
+
+Key = tuple[int, int]  # (job id, attempt)
+
+
+class OutputCopies:
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.wanted: dict[Key, CopyState] = {}
+        self.active: dict[tuple[int, int, str], int] = {}
+        self._grown: dict[Key, anyio.Event] = {}
+
+    # ------------------------------------------------------------ what to copy
+
+    def on_jobs(self, jobs: Iterable[Job]) -> None:  # list[Job] in the protocol
+        """Jobs a commit changed: an attempt that started somewhere is copied."""
+        for job in jobs:
+            if job.node is not None and job.started_at is not None and job.attempt:
+                key = (job.id, job.attempt)
+                if key not in self.wanted:
+                    self._want(key, job.node)
+
+    def _want(self, key: Key, node: str) -> None:
+        _, state_path = copy_paths(self.state.home, *key)
+        st = read_state(state_path)
+        if st is None:
+            st = CopyState(node=node)
+        if not st.complete:
+            self.wanted[key] = st
+
+    def _seed(self) -> None:
+        for job in list(self.state.index.running.values()):
+            self.on_jobs([job])
+        root = self.state.home / "logs"
+        for path in root.glob("*/*.json") if root.is_dir() else []:
+            try:
+                key = (int(path.parent.name), int(path.stem))
+            except ValueError:
+                continue
+            st = read_state(path)
+            if st is not None and not st.complete and key not in self.wanted:
+                self.wanted[key] = st
+
+    # ------------------------------------------------------------ reading side
+
+    def copying(self, job_id: int, attempt: int) -> bool:
+        """Whether more of this attempt's output may still arrive."""
+        return (job_id, attempt) in self.wanted
+
+    def grown(self, job_id: int, attempt: int) -> anyio.Event:
+        """Set at the copy's next piece (or its end): take it before reading."""
+        return self._grown.setdefault((job_id, attempt), anyio.Event())
+
+    def _signal(self, key: Key) -> None:
+        event = self._grown.pop(key, None)
+        if event is not None:
+            event.set()
+
+    # ------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        self._seed()
+        while True:
+            changed = self.state.changed
+            self._open_what_can()
+            await changed.wait()
+
+    def _open_what_can(self) -> None:
+        for key, st in list(self.wanted.items()):
+            if st.complete:
+                self.wanted.pop(key, None)
+                continue
+            node = self.state.nodes.get(st.node)
+            if node is None or node.send is None or node.state != "up" or not node.reconciled:
+                continue
+            for stream in STREAMS:
+                if st.done.get(stream) or (*key, stream) in self.active:
+                    continue
+                req = next(_requests)
+                self.active[(*key, stream)] = req
+                node.log_streams[req] = self._deliverer(key, stream, node.name)
+                node.post(
+                    p.Tail(
+                        req=req, job_id=key[0], stream=stream,  # type: ignore[arg-type]
+                        lines=-1, follow=True, max_bytes=0, attempt=key[1],
+                        offset=st.offsets.get(stream, 0),
+                    )
+                )
+
+    def _deliverer(
+        self, key: Key, stream: str, node_name: str
+    ) -> Callable[[p.LogData], None]:
+        out_path, state_path = copy_paths(self.state.home, *key)
+        cap = self.state.config.queue.max_log_size
+
+        def deliver(msg: p.LogData) -> None:
+            st = self.wanted.get(key)
+            if st is None:
+                return
+            try:
+                if msg.data:
+                    size = append(out_path, stream, msg.data)
+                    st.offsets[stream] = st.offsets.get(stream, 0) + len(msg.data)
+                    if size > cap and cut_middle(out_path, cap):
+                        st.generation += 1
+                if msg.eof:
+                    self.active.pop((*key, stream), None)
+                    node = self.state.nodes.get(node_name)
+                    dropped = msg.error is not None and (node is None or node.send is None)
+                    if not dropped:
+                        # ended, or nothing there to copy (it never wrote a log there)
+                        st.done[stream] = True
+                        if st.complete:
+                            self.wanted.pop(key, None)
+                write_state(state_path, st)
+            except OSError as exc:
+                log.warning("copying the output of job %d failed: %s", key[0], exc)
+            self._signal(key)
+
+        return deliver
+
+
+def copy_file(home: Path, job_id: int, attempt: int) -> Path:
+    return copy_paths(home, job_id, attempt)[0]

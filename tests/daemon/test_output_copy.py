@@ -1,0 +1,43 @@
+"""The queue host's copy of an attempt's output: records in the order they arrived,
+rendered for one stream or both, and cut in the middle past its cap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nvq.daemon.output_copy import Renderer, append, cut_middle, last_lines, records
+
+
+def test_both_streams_render_in_arrival_order_with_marks_only_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "1.out"
+    append(path, "stdout", b"half a ")
+    append(path, "stderr", b"warning\n")
+    append(path, "stdout", b"line\nnext\n")
+    recs = list(records(path.read_bytes()))
+    assert Renderer("both", False).render(recs) == b"half a warning\nline\nnext\n"
+    assert Renderer("stderr", False).render(recs) == b"warning\n"
+    marked = Renderer("both", True).render(recs)
+    assert marked == b"out| half a \nerr| warning\nout| line\nout| next\n"
+
+
+def test_a_copy_over_its_cap_keeps_its_head_and_newest_output(tmp_path: Path) -> None:
+    path = tmp_path / "1.out"
+    for i in range(200):
+        append(path, "stdout" if i % 2 else "stderr", f"line {i:03}\n".encode() * 10)
+    cap = 4000
+    assert cut_middle(path, cap)
+    assert path.stat().st_size <= cap
+    text = Renderer("both", False).render(list(records(path.read_bytes())))
+    assert text.startswith(b"line 000\n")
+    assert b"[nvq: output cut here to keep the copy under" in text
+    assert text.endswith(b"line 199\n")
+    assert b"line 100" not in text
+    assert not cut_middle(path, cap)  # under the cap now: left alone
+
+
+def test_last_lines() -> None:
+    assert last_lines(b"a\nb\nc\n", 2, 0) == b"b\nc\n"
+    assert last_lines(b"a\nb\nc", 1, 0) == b"c"
+    assert last_lines(b"a\nb\n", -1, 0) == b"a\nb\n"
+    assert last_lines(b"a\nb\n", 0, 0) == b""
+    assert last_lines(b"abcdef\n", -1, 3).endswith(b"ef\n")
