@@ -65,7 +65,20 @@ def test_secrets_are_hidden_unless_revealed(nvq: Nvq) -> None:
     revealed = nvq.json("job", "show", str(job["id"]), "--reveal")
     assert revealed["env_captured"]["HF_TOKEN"] == "hf_abc"
     text = nvq.ok("job", "show", str(job["id"])).out
-    assert "HF_TOKEN=***" in text and "hf_abc" not in text and "MODE=fast" in text
+    assert "HF_TOKEN" not in text and "MODE=fast" not in text  # counted, not listed
+    assert f"from --env (`nvq job show {job['id']} --env` lists them)" in text
+    listed = nvq.ok("job", "show", str(job["id"]), "--env").out
+    assert "HF_TOKEN=***" in listed and "hf_abc" not in listed and "MODE=fast" in listed
+
+
+def test_show_leads_with_where_how_it_ended_and_what_happened(nvq: Nvq) -> None:
+    job = nvq.submit("--gpus", "0", "--", "echo step; echo 'Err''or: no data' >&2; exit 4")
+    assert nvq.wait(job["id"])[0] == 1
+    text = nvq.ok("job", "show", str(job["id"])).out
+    order = ["[failed]", "  where ", "  exit code   4", "  stderr tail:", "Error: no data",
+             "  attempts:", "  events:", "  submitter ", "  environment "]
+    at = [text.index(mark) for mark in order]
+    assert at == sorted(at), text
 
 
 def test_no_env_takes_only_explicit_values(nvq: Nvq) -> None:

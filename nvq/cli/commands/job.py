@@ -56,6 +56,9 @@ def job_ls(
 def job_show(
     job_id: int = typer.Argument(..., help="Job id."),
     logs: int = typer.Option(0, "--logs", help="Include the last N lines of its output."),
+    env: bool = typer.Option(
+        False, "--env", help="List its environment (secrets hidden), not only count it."
+    ),
     reveal: bool = typer.Option(
         False, "--reveal", help="With --json: show secret-looking variables' values."
     ),
@@ -63,7 +66,7 @@ def job_show(
 ) -> int:
     """One job in full, with its events."""
     doc = Client().show(job_id, logs=logs, reveal=reveal)
-    emit(doc, as_json, job_detail(doc), reveal=reveal)
+    emit(doc, as_json, job_detail(doc, env=env), reveal=reveal)
     return 0
 
 

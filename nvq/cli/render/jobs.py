@@ -97,24 +97,19 @@ def member_label(job: Job) -> str | None:
     return f"{job.array_id}[{job.array_index}]"
 
 
-def job_detail(doc: JobDetail) -> str:
+def job_detail(doc: JobDetail, *, env: bool = False) -> str:
+    """`job show`: what a user looks for first (state, where, how it ended, its stderr
+    tail, attempts, syncs, events), then how it was asked for; the environment as a
+    count (`env`: every variable)."""
     why = waiting_reason(doc)
     member = member_label(doc)
     out = [
         f"job {doc.id}" + (f" ({member})" if member else "") + f"  {safe(doc.name)}  [{state_label(doc)}]",
         *([f"  waits       {why[0]}: {safe(why[1])}"] if why else []),
-        f"  command     {safe(doc.command)}",
-        f"  submitter   {safe(doc.submitter)} (user {doc.user})",
-        f"  request     gpus={doc.gpus_requested} vram={format_mib(doc.vram_mb)}"
-        + (f" node={safe(doc.node_request)}" if doc.node_request else "")
-        + (f" timeout={format_duration(doc.timeout)}" if doc.timeout else "")
-        + f" priority={doc.priority}",
         f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else "")
         + (f"  port {doc.port}" if getattr(doc, "port", None) and doc.state not in WAITING else ""),
-        f"  created     {ago(doc.created_at)}",
-        f"  started     {ago(doc.started_at)}",
-        f"  ended       {ago(doc.ended_at)}",
-        f"  runtime     {runtime(doc)}",
+        f"  command     {safe(doc.command)}",
+        f"  runtime     {runtime(doc)}  (started {ago(doc.started_at)}, ended {ago(doc.ended_at)})",
     ]
     if doc.exit_code is not None:
         out.append(f"  exit code   {doc.exit_code}")
@@ -122,14 +117,6 @@ def job_detail(doc: JobDetail) -> str:
         out.append(f"  reason      {safe(doc.reason)}")
     if doc.progress:
         out.append(f"  progress    {safe(doc.progress)}")
-    if doc.note:
-        # A note keeps its lines (indented under the label); nothing else raw.
-        note_lines = [safe(line) for line in doc.note.split("\n")]
-        out.append("  note        " + "\n              ".join(note_lines))
-    if doc.tags:
-        out.append(f"  tags        {safe(', '.join(doc.tags))}")
-    out.extend(world_lines(doc))
-    out.extend(artifact_lines(doc))
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
     if doc.result_error:
@@ -154,12 +141,28 @@ def job_detail(doc: JobDetail) -> str:
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
                 f"started {ago(a.started_at):>10}  ended {ago(a.ended_at):>10}  {how}"
             )
+    out.extend(artifact_lines(doc))
     if doc.events:
         out.append("  events:")
         for ev in doc.events:
             data = ", ".join(f"{k}={v}" for k, v in ev.data.items())
             node = f" @{ev.node}" if ev.node else ""
             out.append(f"    #{ev.id:<6} {ago(ev.time):>10}  {ev.kind}{node}  {safe(data)}")
+    out += [
+        f"  submitter   {safe(doc.submitter)} (user {doc.user})",
+        f"  request     gpus={doc.gpus_requested} vram={format_mib(doc.vram_mb)}"
+        + (f" node={safe(doc.node_request)}" if doc.node_request else "")
+        + (f" timeout={format_duration(doc.timeout)}" if doc.timeout else "")
+        + f" priority={doc.priority}",
+        f"  created     {ago(doc.created_at)}",
+    ]
+    if doc.note:
+        # A note keeps its lines (indented under the label); nothing else raw.
+        note_lines = [safe(line) for line in doc.note.split("\n")]
+        out.append("  note        " + "\n              ".join(note_lines))
+    if doc.tags:
+        out.append(f"  tags        {safe(', '.join(doc.tags))}")
+    out.extend(world_lines(doc, env=env))
     if isinstance(doc.logs, str) and doc.logs:
         out.append("  logs:")
         out.extend("    " + safe(ln) for ln in doc.logs.splitlines())

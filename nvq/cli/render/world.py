@@ -15,7 +15,8 @@ SHORT_ID = 12
 MAX_WRITTEN = 500  # the runner lists no more (nvq_runner.workfiles.MAX_LISTED)
 
 
-def world_lines(job: Job) -> list[str]:
+def world_lines(job: Job, *, env: bool = False) -> list[str]:
+    """`env`: list the variables (`job show --env`); otherwise only how many."""
     out: list[str] = []
     if job.cwd is not None:
         if job.in_place:
@@ -28,14 +29,17 @@ def world_lines(job: Job) -> list[str]:
         out.append(f"  directory   {job.cwd} ({how})")
     if job.setup:
         out.append(f"  setup       {job.setup}")
+    listed = "" if env else f" (`nvq job show {job.id} --env` lists them)"
     if job.env_captured is not None:
         out.append(f"  environment {len(job.env_captured)} variables from the submitting shell"
-                   + (f", {len(job.env)} from --env" if job.env else ""))
-        shown = masked({**job.env_captured, **job.env})
-        out.extend(f"    {name}={value}" for name, value in sorted(shown.items()))
+                   + (f", {len(job.env)} from --env" if job.env else "") + listed)
+        if env:
+            shown = masked({**job.env_captured, **job.env})
+            out.extend(f"    {name}={value}" for name, value in sorted(shown.items()))
     elif job.env:
-        out.append("  environment (from --env)")
-        out.extend(f"    {name}={value}" for name, value in sorted(masked(job.env).items()))
+        out.append(f"  environment {len(job.env)} variables from --env" + listed)
+        if env:
+            out.extend(f"    {name}={value}" for name, value in sorted(masked(job.env).items()))
     for item in job.env_dropped:
         out.append(f"  not carried to {job.node}: {item}")
     if job.written:
