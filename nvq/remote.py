@@ -44,6 +44,9 @@ RECEIVE_BLOBS = "receive-blobs"
 # Commands that are a terminal on the queue host's side: ssh gives them a pty there
 # (window changes and Ctrl-C then cross as ssh carries them) when this end has one.
 TERMINALS = (["job", "shell"], ["job", "exec"])
+# `job forward` listens on this machine and relays each connection through the
+# queue host (`job forward --stdio` there, one ssh call per connection).
+FORWARD_FLAG = "--over-remote"
 # Commands that take this machine's directory, environment and snapshot with them.
 SUBMITS = (["job", "submit"], ["job", "shell"])
 
@@ -187,6 +190,9 @@ def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
     if argv[:2] == ["job", "pull"]:
         # runs here, fetching through the queue host: the files belong on this machine
         return [*argv[:2], PULL_FLAG, *argv[2:]], None
+    if argv[:2] == ["job", "forward"]:
+        # runs here: the local port belongs on this machine
+        return [*argv[:2], FORWARD_FLAG, *argv[2:]], None
     try:
         return argv, forward(cfg, with_submit_world(argv, config.submit, cfg, home))
     except ForwardedExit as exc:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.test_remote import pair  # noqa: F401 - the fixture
 from tests.cluster import Nvq, use_sshd_node
 
 
@@ -91,3 +92,26 @@ def test_exec_into_a_job_that_does_not_run_says_so(nvq: Nvq) -> None:
     assert r.code == 1 and r.err.strip() == f"nvq: job {done['id']} is not running (it is completed)"
     r = nvq.run("job", "forward", str(done["id"]))
     assert r.code == 1 and "is not running" in r.err
+
+
+def test_forward_from_a_laptop_over_remote(pair: tuple[Nvq, Nvq]) -> None:  # noqa: F811
+    host, laptop = pair
+    job = laptop.submit(
+        "--gpus", "0", "--no-snapshot", "--workdir", str(host.home.parent), "--",
+        "python3 -u -m http.server --bind 127.0.0.1 $NVQ_PORT",
+    )
+    logs_until(host, job["id"], "Serving HTTP")
+    fwd = subprocess.Popen(
+        [sys.executable, "-m", "nvq", "job", "forward", str(job["id"]), "--json"],
+        env=laptop.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert fwd.stdout is not None
+        doc = first_json(fwd.stdout)
+        assert doc["port"] == host.show(job["id"])["port"]
+        with urllib.request.urlopen(doc["url"], timeout=30) as resp:
+            assert b"Directory listing" in resp.read()
+    finally:
+        fwd.send_signal(signal.SIGINT)
+        assert fwd.wait(timeout=30) == 0
+    host.ok("job", "cancel", str(job["id"]))

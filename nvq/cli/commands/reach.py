@@ -14,6 +14,7 @@ import typer
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.output import emit
+from nvq.remote import FORWARD_FLAG
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -44,6 +45,8 @@ def job_forward(
     port: int = typer.Argument(0, help="The port on the job's node (default: its $NVQ_PORT)."),
     local: int = typer.Option(0, "--local", help="The local port (default: any free one)."),
     stdio: bool = typer.Option(False, "--stdio", hidden=True),
+    check: bool = typer.Option(False, "--check", hidden=True),
+    over_remote: bool = typer.Option(False, FORWARD_FLAG, hidden=True),
     as_json: bool = JsonOpt,
 ) -> int:
     """Forward a local port to a port on a running job's node, until Ctrl-C."""
@@ -52,10 +55,17 @@ def job_forward(
 
     if not 0 <= port <= 65535 or not 0 <= local <= 65535:
         raise CliError("a port is a number from 1 to 65535", 2)
+    if over_remote:
+        from nvq.cli.forward_remote import forward_through_queue_host
+
+        return forward_through_queue_host(job_id, port, local, as_json)
     client = Client()
     if stdio:  # one connection over stdin/stdout: what a [remote] forward runs
         return _relay_stdio(client.open_stream(c.Forward(id=job_id, port=port)))
     where: dict[str, Any] = client.request(c.Forward(id=job_id, port=port, check=True)).data
+    if check:  # where it would go, as JSON: what a [remote] forward asks first
+        emit(where, True)
+        return 0
     try:
         listener = socket.create_server(("127.0.0.1", local))
     except OSError as exc:
@@ -65,9 +75,11 @@ def job_forward(
 
 
 def serve_forward(
-    listener: socket.socket, where: dict[str, Any], as_json: bool, open_one: Any
+    listener: socket.socket, where: dict[str, Any], as_json: bool, open_one: Any,
+    relay: Any = None,
 ) -> int:
-    """Accept local connections until Ctrl-C; each is relayed by `open_one()`'s stream."""
+    """Accept local connections until Ctrl-C; each is relayed by `open_one()`'s stream
+    (a daemon connection; with `relay`, whatever `relay(conn, upstream)` pumps)."""
     lport = listener.getsockname()[1]
     doc = {**where, "local_port": lport, "url": f"http://127.0.0.1:{lport}/"}
     emit(doc, as_json, f"forwarding {doc['url']} to port {where['port']} on {where['node']} "
@@ -76,18 +88,21 @@ def serve_forward(
     try:
         while True:
             conn, _ = listener.accept()
-            threading.Thread(target=_relay_one, args=(conn, open_one), daemon=True).start()
+            threading.Thread(target=_relay_one, args=(conn, open_one, relay), daemon=True).start()
     except KeyboardInterrupt:
         return 0
     finally:
         listener.close()
 
 
-def _relay_one(conn: socket.socket, open_one: Any) -> None:
+def _relay_one(conn: socket.socket, open_one: Any, relay: Any) -> None:
     try:
         upstream = open_one()
     except Exception:  # the daemon refused (job ended): drop this connection
         conn.close()
+        return
+    if relay is not None:
+        relay(conn, upstream)
         return
     _pump(conn.recv, conn.sendall, conn, upstream)
 
