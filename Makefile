@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install dist demo test test-fast lint bench parts clean
+.PHONY: install dist demo test test-fast lint bench soak parts clean
 
 install: $(STAMP)
 
@@ -50,6 +50,11 @@ lint: install
 
 bench: install parts
 	cd bench && ../$(PY) run_all.py
+
+# A chaos soak (bench/soak.py): faults for MINUTES, then the invariants; one JSON line.
+MINUTES ?= 5
+soak: install parts
+	cd bench && ../$(PY) soak.py --minutes $(MINUTES)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

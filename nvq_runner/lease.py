@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 import time
 from collections.abc import Callable
 from functools import partial
@@ -54,13 +55,24 @@ def fence(jobs: JobManager, emit: EventSink, lease: float, silent_for: float) ->
     `AttemptFenced`, then end it as a `Kill` would (SIGTERM, its kill grace, SIGKILL).
     `--no-reassign` jobs run on: they are never run elsewhere."""
     runs = [r for r in jobs.running.values()
-            if r.rec.reassign and r.rec.kill_reason is None and not r.rec.done]
+            if r.rec.reassign and r.rec.kill_reason is None and not r.rec.done
+            and not _exited(r.pidfd)]
     for run in runs:
         rec = run.rec
         emit(partial(AttemptFenced, job_id=rec.job_id, attempt=rec.attempt, at=time.time(),
                      silent_for=silent_for, lease=lease))
         jobs.terminate(run, "fenced", rec.kill_grace)
     return [(r.rec.job_id, r.rec.attempt) for r in runs]
+
+
+def _exited(pidfd: int) -> bool:
+    """The process is gone, its exit not yet handled (the lease found lapsed in the
+    same turn of the loop, e.g. by a runner waking from SIGSTOP): it ran to its own
+    end, which must stand, not be taken for a fencing."""
+    try:
+        return bool(select.select([pidfd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
 
 
 async def keep(lease: Lease, fence: Callable[[float, float], list[tuple[int, int]]]) -> None:
