@@ -43,6 +43,7 @@ from nvq.config.types import (
     RemoteConfig,
     SubmitConfig,
     UserConfig,
+    WebhookChannel,
 )
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "RemoteConfig",
     "SubmitConfig",
     "UserConfig",
+    "WebhookChannel",
     "load_config",
     "parse_config",
 ]

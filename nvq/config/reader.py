@@ -13,6 +13,8 @@ from nvq.config.fields import Convert, FieldReader
 from nvq.config.lease import lease_problem
 from nvq.config.submit import read_submit
 from nvq.config.types import (
+    WEBHOOK_EVENTS,
+    WEBHOOK_FORMATS,
     BackupConfig,
     ClusterConfig,
     Config,
@@ -23,6 +25,7 @@ from nvq.config.types import (
     QueueConfig,
     RemoteConfig,
     UserConfig,
+    WebhookChannel,
 )
 from nvq.values import show
 
@@ -240,6 +243,7 @@ class _Parser(FieldReader):
                 "command",
                 "file",
                 "desktop",
+                "webhook",
                 "severity",
                 "email_on_success",
                 "email_on_failure",
@@ -280,7 +284,37 @@ class _Parser(FieldReader):
         if "desktop" in table:
             d = self.table(table["desktop"], "notify.desktop", {"enabled"})
             out["desktop"] = self.boolean(d.get("enabled", True), "notify.desktop.enabled")
+        if "webhook" in table:
+            hooks = table["webhook"]
+            items = hooks if isinstance(hooks, list) else [hooks]
+            out["webhooks"] = [
+                self.webhook(item, "notify.webhook" + (f"[{i}]" if isinstance(hooks, list) else ""))
+                for i, item in enumerate(items)
+            ]
         return NotifyConfig(**out)
+
+    def webhook(self, value: Any, key: str) -> WebhookChannel:
+        table = self.table(value, key, {"url", "format", "events", "users", "headers", "timeout"})
+        if "url" not in table:
+            raise self.fail(f"{key}.url", "missing (where to send)")
+        url = self.string(table["url"], f"{key}.url")
+        if not url.startswith(("http://", "https://")):
+            raise self.fail(f"{key}.url", f"expected an http:// or https:// URL, got {url!r}")
+        out: dict[str, Any] = {"url": url}
+        if "format" in table:
+            out["format"] = self.choice(table["format"], f"{key}.format", WEBHOOK_FORMATS)
+        if "events" in table:
+            events = self.string_list(table["events"], f"{key}.events")
+            for i, ev in enumerate(events):
+                self.choice(ev, f"{key}.events[{i}]", WEBHOOK_EVENTS)
+            out["events"] = events
+        if "users" in table:
+            out["users"] = self.string_list(table["users"], f"{key}.users")
+        if "headers" in table:
+            out["headers"] = self.headers(table["headers"], f"{key}.headers")
+        if "timeout" in table:
+            out["timeout"] = self.duration(table["timeout"], f"{key}.timeout")
+        return WebhookChannel(**out)
 
     def email(self, value: Any) -> EmailChannel:
         fields: dict[str, Convert] = {
@@ -303,6 +337,16 @@ class _Parser(FieldReader):
             raise self.fail("notify.email.password_env", "give password_file or password_env")
         out["sender"] = out.pop("from")
         return EmailChannel(**out)
+
+    def headers(self, value: Any, key: str) -> dict[str, str]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table of header names to strings, got {show(value)}")
+        for name, item in value.items():
+            if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", name):
+                raise self.fail(f"{key}.{name}", "not a valid HTTP header name")
+            if not isinstance(item, str) or "\r" in item or "\n" in item:
+                raise self.fail(f"{key}.{name}", "expected a string on one line")
+        return dict(value)
 
     def users(self, value: Any) -> dict[str, UserConfig]:
         if not isinstance(value, dict):

@@ -114,6 +114,22 @@ class EmailChannel(msgspec.Struct, kw_only=True, frozen=True):
     alerts: bool = True  # e-mail alerts too (not only job outcomes)
 
 
+# What a webhook may be told of: alerts, a job's start, its end (any), its bad end.
+WEBHOOK_EVENTS = ("alert", "start", "end", "fail")
+WEBHOOK_FORMATS = ("json", "slack", "matrix", "ntfy")
+
+
+class WebhookChannel(msgspec.Struct, kw_only=True, frozen=True):
+    """`[notify.webhook]` (or `[[notify.webhook]]`, several): an HTTP endpoint."""
+
+    url: str
+    format: str = "json"  # one of WEBHOOK_FORMATS: the body the endpoint expects
+    events: list[str] = msgspec.field(default_factory=lambda: ["alert", "fail"])
+    users: list[str] = []  # only these users' jobs (OS user or submitter label); [] = all
+    headers: dict[str, str] = {}  # e.g. Authorization = "Bearer ..."
+    timeout: float = 30.0
+
+
 class NotifyConfig(msgspec.Struct, kw_only=True, frozen=True):
     """`[notify]`: where alerts and job outcomes are delivered (see nvq.notify)."""
 
@@ -121,6 +137,7 @@ class NotifyConfig(msgspec.Struct, kw_only=True, frozen=True):
     command: list[str] | None = None  # `[notify.command] run`: gets the alert JSON on stdin
     file: str | None = None  # `[notify.file]`: JSON lines; "" = $NVQ_HOME/alerts.log, None = off
     desktop: bool = False  # `[notify.desktop]`: notify-send, where present
+    webhooks: list[WebhookChannel] = []  # `[notify.webhook]`: Slack, Matrix, ntfy, JSON
     severity: str = "warning"  # alerts at or above this are delivered
     email_on_success: bool = False  # per-job defaults of --email-on-success/--email-on-failure
     email_on_failure: bool = False

@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from nvq.config import Config, EmailChannel
+from nvq.notify.plan import webhook_index
+from nvq.notify.text import body, header_text, subject
+
+__all__ = ["DeliveryError", "body", "deliver", "header_text", "subject"]
 
 COMMAND_TIMEOUT = 60.0
 SMTP_TIMEOUT = 30.0
@@ -36,43 +40,12 @@ def deliver(channel: str, key: str, payload: dict[str, Any], config: Config, hom
         append_line(Path(config.notify.file or home / "alerts.log"), payload)
     elif channel == "desktop":
         desktop(payload)
+    elif channel.startswith("webhook") and webhook_index(channel) < len(config.notify.webhooks):
+        from nvq.notify.webhook import post
+
+        post(config.notify.webhooks[webhook_index(channel)], key, payload)
     else:
         raise DeliveryError(f"channel {channel} is not configured any more")
-
-
-def header_text(text: str) -> str:
-    """`text` on one line of printable characters: a header cannot hold a newline
-    (EmailMessage refuses it, and the channel would fail on that message forever),
-    and a job's name is whatever its submitter typed."""
-    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-
-
-def subject(payload: dict[str, Any]) -> str:
-    if payload["type"] == "alert":
-        a = payload["alert"]
-        return header_text(f"[nvq] {a['severity']}: {a['message']}")[:200]
-    j = payload["job"]
-    return header_text(f"[nvq] job {j['id']} ({j['name']}) {j['state']}")
-
-
-def body(payload: dict[str, Any]) -> str:
-    if payload["type"] == "alert":
-        a = payload["alert"]
-        lines = [a["message"], "", f"alert {a.get('id', '?')} ({a['kind']})"]
-        lines.append("acknowledge it with: nvq queue ack " + str(a.get("id", "ID")))
-        if a.get("detail"):
-            lines += ["", "output tail:", a["detail"]]
-        return "\n".join(lines) + "\n"
-    j = payload["job"]
-    lines = [
-        f"job {j['id']} ({j['name']}) {j['state']}" + (f": {j['reason']}" if j["reason"] else ""),
-        f"command:   {j['command']}",
-        f"node:      {j['node']} (attempt {j['attempt']})",
-        f"exit code: {j['exit_code']}",
-    ]
-    if j.get("stderr_tail") and j["state"] != "completed":
-        lines += ["", "output tail:", j["stderr_tail"]]
-    return "\n".join(lines) + "\n"
 
 
 def _password(cfg: EmailChannel) -> str | None:

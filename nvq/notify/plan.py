@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nvq.config import Config
+from nvq.config import Config, WebhookChannel
 from nvq.model import SEVERITIES, Job, NewAlert, NewEvent, OutboxItem
 
 # Event kinds that end a job, and whether that counts as success for e-mail.
@@ -24,6 +24,55 @@ OUTCOMES: dict[str, bool] = {
 }
 
 
+def webhook_name(index: int) -> str:
+    """The outbox channel of the index-th `[[notify.webhook]]`: webhook, webhook2, ..."""
+    return "webhook" if index == 0 else f"webhook{index + 1}"
+
+
+def webhook_index(channel: str) -> int:
+    rest = channel.removeprefix("webhook")
+    return int(rest) - 1 if rest.isdigit() else 0 if not rest else 1 << 30
+
+
+# Job events a webhook can be told of, by its `events` names.
+STARTS = frozenset({"job_started"})
+
+
+def webhook_channels(config: Config) -> list[tuple[str, WebhookChannel]]:
+    return [(webhook_name(i), hook) for i, hook in enumerate(config.notify.webhooks)]
+
+
+def webhook_job_items(
+    events: list[NewEvent], jobs: Mapping[int, Job], config: Config
+) -> list[OutboxItem]:
+    """A webhook's job items: its `events` (start, end, fail) for its `users`' jobs."""
+    items: list[OutboxItem] = []
+    for ev in events:
+        job = jobs.get(ev.job_id) if ev.job_id is not None else None
+        if job is None:
+            continue
+        success = OUTCOMES.get(ev.kind)
+        if ev.kind in STARTS:
+            wanted, what = {"start"}, "started"
+        elif success is not None and job.state.finished:
+            wanted, what = ({"end"} if success else {"end", "fail"}), str(job.state)
+        else:
+            continue
+        for channel, hook in webhook_channels(config):
+            if not wanted & set(hook.events):
+                continue
+            if hook.users and job.user not in hook.users and job.submitter not in hook.users:
+                continue
+            items.append(
+                OutboxItem(
+                    channel=channel,
+                    key=f"{channel}:job:{job.id}:{job.attempt}:{what}",
+                    payload={"type": "job", "job": job_doc(job)},
+                )
+            )
+    return items
+
+
 def alert_channels(config: Config) -> list[str]:
     notify = config.notify
     channels: list[str] = []
@@ -35,6 +84,7 @@ def alert_channels(config: Config) -> list[str]:
         channels.append("file")
     if notify.desktop:
         channels.append("desktop")
+    channels += [name for name, hook in webhook_channels(config) if "alert" in hook.events]
     return channels
 
 
@@ -104,6 +154,7 @@ def plan(
                     alert_key=alert.key,
                 )
             )
+    items += webhook_job_items(events, jobs, config)
     if config.notify.email is None:
         return items
     for ev in events:
