@@ -18,8 +18,8 @@ from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
-from nvq.domain import fencing, reassign, transitions
-from nvq.model import Job, JobState, NewEvent, NodeSeq, Outcome, Reap, Tx
+from nvq.domain import exits, fencing, transitions
+from nvq.model import Event, Job, JobState, NewEvent, NodeSeq, Outcome, Reap, Tx
 from nvq_runner import protocol as p
 from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
 
@@ -298,38 +298,24 @@ class RunnerEvents:
 
     async def _exited(self, node: NodeRuntime, job: Job, ev: p.JobExited) -> Outcome:
         """What an attempt's exit does to its job, including an attempt the job was
-        taken from while its node was away (must hold the lock)."""
-        reap = self.state.reaps.get((ev.job_id, ev.attempt))
-        live = self.state.jobs.get(ev.job_id)  # not a reaping snapshot: the job now
-        if reap is None or live is None:
+        taken from while its node was away, whichever of its attempts' exits came
+        first (`nvq.domain.exits`). Must hold the lock."""
+        live = self.state.jobs.get(ev.job_id)
+        current = live if live is not None else await self.state.store.job(ev.job_id)
+        if current is None:
             return transitions.exited(job, ev, node.name)
-        if reassign.unreassign(live, reap, node.name):
-            # The attempt finished while its node was away and the job has not started
-            # again anywhere: its result stands.
-            job = msgspec.structs.replace(live, state=JobState.RUNNING, node=node.name)
-            return reassign.overriding(transitions.exited(job, ev, node.name), "reassigned")
-        if reap.reason == "reassigned":
-            down_at = await self._reassigned_at(ev.job_id, ev.attempt)
-            outcome = reassign.ended_before_down(live, reap, ev, node.name, down_at)
-            if outcome.job is not None:
-                log.warning(
-                    "job %s: attempt %s on %s exited before the node was declared down; "
-                    "it ends the job and attempt %s is stopped",
-                    ev.job_id,
-                    ev.attempt,
-                    node.name,
-                    live.attempt,
-                )
-                return outcome
-        return transitions.exited(job, ev, node.name)
-
-    async def _reassigned_at(self, job_id: int, attempt: int) -> float | None:
-        """When the attempt was given back to the queue: the moment its node was
-        declared down (the same transaction as `node_down`)."""
-        for event in await self.state.store.events(job_id=job_id):
-            if event.kind == "job_reassigned" and event.data.get("attempt") == attempt:
-                return event.time
-        return None
+        owed = (ev.job_id, ev.attempt) in self.state.reaps
+        events: list[Event] = []
+        if exits.in_question(current, owed, ev, node.name):
+            events = await self.state.store.events(job_id=ev.job_id)
+        # A job settled and gone from memory: as its attempt's kill left it.
+        settled = job if live is None else None
+        outcome = exits.decide(current, events, ev, node.name, owed=owed, settled=settled)
+        for e in outcome.events:
+            if e.kind == "attempt_superseded":
+                log.warning("job %s: attempt %s is superseded: %s",
+                            ev.job_id, e.data["attempt"], e.data["reason"])
+        return outcome
 
     async def _reconcile(self, node: NodeRuntime) -> None:
         """After a (re)connect and the journal's replay: make the runner and the

@@ -8,9 +8,8 @@ that ran on through a partition. No I/O, no clock.
   (`fenced`) so it is placed again only once the old attempt's exit is in and its
   artifacts synced.
 * A fenced attempt the daemon had already given up on (reassigned after
-  `node_grace`): its reap becomes `fenced`, so the kill's exit that follows is never
-  taken for the job's outcome (`reassign.unreassign` and `ended_before_down` apply to
-  `reassigned` reaps only).
+  `node_grace`): its reap becomes `fenced`, so the job waits for the kill's exit
+  (which, a kill, is never taken for the job's outcome: `nvq.domain.exits`).
 * A `--no-reassign` job marked `lost` after `node_grace` whose attempt is still
   running when its node returns was never run elsewhere: it is `running` again, not
   killed.

@@ -7,7 +7,8 @@ busy, or was only borrowed. No I/O and no clock (the caller passes `now`).
   submitted with `--no-reassign` is `lost` instead (`job_lost` raises the alert).
   Neither spends a `--retries` restart: the machine was at fault, not the job.
 * Both were guesses: an exit the runner recorded wins over them when the node returns
-  (`unreassign`, `ended_before_down`; a lost job's exit is `transitions.exited`).
+  (`nvq.domain.exits` decides between attempts; a lost job's exit is
+  `transitions.exited`).
 * A node removed from config.toml is never heard from again (`node_removed`): its
   jobs go back to the queue or are lost at once, and no kill is owed to it.
 * A busy node (its owner is at the keyboard) stops other users' jobs, and a job that
@@ -23,11 +24,9 @@ from collections.abc import Collection, Iterable, Sequence
 
 import msgspec
 
-from nvq.domain import transitions
 from nvq.domain.lanes import parse_lane
 from nvq.domain.placement import NodeSlot, PendingJob, place
 from nvq.model import Job, JobState, NewEvent, Outcome, Reap
-from nvq_runner.protocol import JobExited
 
 # Reaps after which no job is placed on the node until the old attempt's exit is
 # confirmed: its process may still hold the cards.
@@ -59,67 +58,6 @@ def reassign(job: Job, node: str, why: str, now: float) -> Outcome:
     reap = Reap(job_id=job.id, attempt=job.attempt, node=node, reason="reassigned")
     new = back_to_queue(job, f"reassigned: {why}")
     return Outcome(new, [NewEvent("job_reassigned", job.id, node, data)], reap)
-
-
-def unreassign(job: Job, reap: Reap, node: str) -> bool:
-    """An attempt given back to the queue because its node went away reported its exit
-    after all (it ran on while the node was unreachable). If the job has not been
-    dispatched again, that exit is its outcome: running it again would repeat work."""
-    return (
-        job.state is JobState.PENDING
-        and reap.reason == "reassigned"
-        and reap.node == node
-        and reap.attempt == job.attempt
-    )
-
-
-def overriding(outcome: Outcome, guess: str) -> Outcome:
-    """Mark the events of an exit heard after the queue had ended the attempt by a
-    guess (`reassigned`, `lost`): the attempt's history shows the exit instead."""
-    events = [
-        msgspec.structs.replace(e, data={**e.data, "overrides": guess}) for e in outcome.events
-    ]
-    return msgspec.structs.replace(outcome, events=events)
-
-
-def ended_before_down(
-    live: Job, reap: Reap, ev: JobExited, node: str, down_at: float | None
-) -> Outcome:
-    """An attempt given back to the queue when its node was declared down (at
-    `down_at`) reports an exit from before that moment: had the daemon heard it, the
-    job would have ended there. That exit is the job's outcome; the attempt that runs
-    now is superseded and owed a kill. Attempt numbers never go back (a later `Start`
-    of a reused number would be refused as already seen), so the job keeps the newest."""
-    if (
-        down_at is None
-        or ev.ended_at >= down_at
-        or reap.reason != "reassigned"
-        or reap.node != node
-        or live.attempt <= ev.attempt
-        or live.state not in (JobState.RUNNING, JobState.PENDING)
-    ):
-        return Outcome()
-    then = msgspec.structs.replace(live, state=JobState.RUNNING, node=node, attempt=ev.attempt)
-    ended = transitions.exited(then, ev, node)
-    if ended.job is None:
-        return Outcome()
-    why = (
-        f"attempt {ev.attempt} on {node} exited before {node} was declared down: its outcome stands"
-    )
-    settled = msgspec.structs.replace(ended.job, attempt=live.attempt)
-    events = overriding(ended, "reassigned").events
-    if live.state is not JobState.RUNNING or live.node is None:
-        return Outcome(settled, events)  # no attempt runs now (its kill is owed already)
-    kill = Reap(job_id=live.id, attempt=live.attempt, node=live.node, reason="superseded")
-    data = {
-        "attempt": live.attempt,
-        "by_attempt": ev.attempt,
-        "reason": why,
-        "exited_at": ev.ended_at,
-        "down_at": down_at,
-    }
-    superseded = NewEvent("attempt_superseded", live.id, live.node, data)
-    return Outcome(settled, [*events, superseded], kill)
 
 
 def node_removed(job: Job, node: str, configured: Collection[str], now: float) -> Outcome:

@@ -124,6 +124,7 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         "exit_code": ev.exit_code,
         "signal": ev.signal,
         "reason": ev.reason,
+        "ended_at": ev.ended_at,  # its node's clock: which of two attempts ended first
     }
     # Lost was the daemon's guess: an exit of the job's own making is the fact (not
     # the kill the queue owed an attempt it gave up on), and the event log says so.

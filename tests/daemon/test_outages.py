@@ -69,8 +69,41 @@ def test_an_attempt_that_ended_before_node_down_ends_the_job(mesh: Any, tmp_path
         (2, "n0", "superseded"),
     ]
     why = [e["data"]["reason"] for e in done["events"] if e["kind"] == "attempt_superseded"]
-    assert why == ["attempt 1 on n1 exited before n1 was declared down: its outcome stands"]
+    assert why == ["attempt 1 on n1 ran to its end first: its outcome stands"]
     _until(lambda: not _alive(int(pid2.read_text())), what="attempt 2 to be killed")
+    assert ledger.read_text().split() == ["1", "ended", "2"]  # no third attempt
+
+
+def test_both_real_exits_are_kept_whichever_is_heard_first(mesh: Any, tmp_path: Path) -> None:
+    """Job 2576 of the soak: attempt 1 exits 0 on a node that dropped off, attempt 2
+    exits 2 elsewhere and is heard first. When attempt 1's exit arrives, it stands
+    (it ended first, by its node's clock) and attempt 2's exit is kept, superseded."""
+    nvq, nodes = mesh(2, gpus=ONE_CARD)
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
+    nvq.ok("queue", "drain", "n0")
+    body = (
+        f"echo $NVQ_ATTEMPT >> {ledger}; "
+        f'if [ "$NVQ_ATTEMPT" = 1 ]; then while [ ! -e {gate} ]; do sleep 0.05; done; '
+        f"echo ended >> {ledger}; exit 0; else exit 2; fi"
+    )
+    job = nvq.submit("--", body)
+    nvq.wait_for(job["id"], lambda x: x["state"] == "running" and x["node"] == "n1")
+    _until(lambda: ledger.exists() and ledger.read_text().strip() == "1", what="attempt 1 to begin")
+    nvq.ok("queue", "resume", "n0")
+    nodes[1].pause()  # hung: attempt 1 ends, but nobody hears of it
+    gate.touch()
+    _until(lambda: "ended" in ledger.read_text(), what="attempt 1 to end")
+    nodes[1].kill_all()
+    # Down past node_grace: attempt 2 runs on n0, exits 2, and is heard at once.
+    failed = nvq.wait_for(job["id"], lambda x: x["state"] == "failed", timeout=60)
+    assert (failed["node"], failed["exit_code"]) == ("n0", 2)
+    nodes[1].start()
+    done = nvq.wait_for(job["id"], lambda x: x["state"] != "failed", timeout=60)
+    assert (done["state"], done["exit_code"], done["node"]) == ("completed", 0, "n1"), done
+    got = [(a["attempt"], a["node"], a["outcome"], a["exit_code"]) for a in done["attempts"]]
+    assert got == [(1, "n1", "completed", 0), (2, "n0", "superseded", 2)]
+    why = [e["data"] for e in done["events"] if e["kind"] == "attempt_superseded"]
+    assert [(d["attempt"], d["by_attempt"], d["exit_code"]) for d in why] == [(2, 1, 2)]
     assert ledger.read_text().split() == ["1", "ended", "2"]  # no third attempt
 
 

@@ -146,7 +146,7 @@ def test_an_attempt_that_exited_before_node_down_ends_the_job(tmp_path: Path) ->
                 ]
                 events = await core.store.events(job_id=job.id)
                 why = next(e for e in events if e.kind == "attempt_superseded").data["reason"]
-                assert why == "attempt 1 on a exited before a was declared down: its outcome stands"
+                assert why == "attempt 1 on a ran to its end first: its outcome stands"
                 await eventually(lambda: not core.reaps)
                 # Placement goes on: b is not fenced for good.
                 after = await submit(core, node="b")
@@ -155,9 +155,12 @@ def test_an_attempt_that_exited_before_node_down_ends_the_job(tmp_path: Path) ->
     run(main)
 
 
-def test_an_attempt_that_exited_after_node_down_leaves_the_new_attempt_alone(
+def test_an_attempt_that_ended_after_node_down_still_stands_when_it_ended_first(
     tmp_path: Path,
 ) -> None:
+    """Whether the old attempt ended before or after its node was declared down, it
+    ran to its end before the new one: its outcome stands, the new one stops."""
+
     async def main() -> None:
         async with runners_a_b() as (a, b):
             b.reachable = False
@@ -171,10 +174,11 @@ def test_an_attempt_that_exited_after_node_down_leaves_the_new_attempt_alone(
                 exit_at(a, job.id, 1, 0, at=(core.jobs[job.id].dispatched_at or 0.0) + 1)
                 a.reachable = True
                 await a.until(lambda: a.acked == 2)
-                now = await job_now(core, job.id)
-                assert (now.state, now.node, now.attempt) == (JobState.RUNNING, "b", 2)
-                assert not b.of_type(p.Kill)
-                assert "attempt_superseded" not in await event_kinds(core, job.id)
+                await b.until(lambda: bool(b.of_type(p.Kill)))
+                assert [(k.job_id, k.attempt) for k in b.of_type(p.Kill)] == [(job.id, 2)]
+                done = await job_now(core, job.id)
+                assert (done.state, done.node, done.exit_code) == (JobState.COMPLETED, "a", 0)
+                assert "attempt_superseded" in await event_kinds(core, job.id)
 
     run(main)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nvq.domain import attempts
 from nvq.model import JobState
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
@@ -67,7 +68,7 @@ def test_an_exit_journaled_while_disconnected_is_applied_on_reconnect(tmp_path: 
     run(main)
 
 
-def test_an_old_attempts_exit_does_not_end_the_reassigned_job(tmp_path: Path) -> None:
+def test_an_old_attempts_exit_that_came_first_ends_the_reassigned_job(tmp_path: Path) -> None:
     async def main() -> None:
         async with FakeRunner(hostname="a") as a, FakeRunner(hostname="b") as b:
             b.reachable = False  # until the job runs on a
@@ -83,18 +84,21 @@ def test_an_old_attempts_exit_does_not_end_the_reassigned_job(tmp_path: Path) ->
                 await eventually(lambda: core.jobs[job.id].started_at is not None)
                 assert (job.id, 1) in core.reaps  # a still owes the old attempt a kill
 
-                a.exit(job.id, 0)  # attempt 1 ran on while a was away
+                a.exit(job.id, 0)  # attempt 1 ran on while a was away, and ended
                 a.reachable = True
                 await a.until(lambda: a.acked == 2)
                 await eventually(lambda: (job.id, 1) not in core.reaps)
-                now = await job_now(core, job.id)
-                assert (now.state, now.node, now.attempt) == (JobState.RUNNING, "b", 2)
-
-                b.exit(job.id, 0)
-                await b.until(lambda: b.acked == 2)
+                # It ran to its end before attempt 2: its outcome stands, 2 stops.
+                await b.until(lambda: bool(b.of_type(p.Kill)))
+                await b.until(lambda: b.acked == 2)  # attempt 2's exit, from the kill
                 done = await job_now(core, job.id)
-                assert (done.state, done.node, done.attempt) == (JobState.COMPLETED, "b", 2)
+                assert (done.state, done.node, done.attempt) == (JobState.COMPLETED, "a", 2)
                 assert (await event_kinds(core, job.id)).count("job_completed") == 1
+                (_, second) = [
+                    (a.outcome, a.exit_code) for a in attempts.derive(
+                        await core.store.events(job_id=job.id))
+                ]
+                assert second == ("superseded", 143)  # its real end, the kill's
 
     run(main)
 

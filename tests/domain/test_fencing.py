@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgspec
 
-from nvq.domain import fencing, reassign
+from nvq.domain import exits, fencing, reassign
 from nvq.model import Job, JobState, Reap
-from nvq_runner.protocol import AttemptFenced
+from nvq_runner.protocol import AttemptFenced, JobExited
 
 EV = AttemptFenced(seq=9, job_id=7, attempt=1, at=50.0, silent_for=3.2, lease=3.0)
 
@@ -37,8 +37,11 @@ def test_a_fenced_attempt_already_reassigned_only_changes_its_reap() -> None:
     out = fencing.fenced(pending, EV, "n1", owed)
     assert out.job is None and out.reap == Reap(7, 1, "n1", "fenced")
     assert [e.data["requeued"] for e in out.events] == [False]
-    # so the kill's exit that follows is never taken for the job's outcome
-    assert not reassign.unreassign(pending, out.reap, "n1")
+    # and the kill's exit that follows is never taken for the job's outcome
+    killed = JobExited(seq=2, job_id=7, attempt=1, exit_code=143, signal=15, ended_at=9.0,
+                       reason="killed")
+    ending, _ = exits.ending_of(pending, killed, "n1")
+    assert not ending.ran_to_end
     moved_on = _job(attempt=2, node="n0")
     out = fencing.fenced(moved_on, EV, "n1", None)
     assert out.job is None and out.reap is None and len(out.events) == 1
