@@ -62,6 +62,7 @@ def full_app() -> typer.Typer:
         submit,
         world,
     )
+    from nvq.cli.commands.schema import on_schema
     from nvq.cli.commands.web import on_web
 
     _attach(
@@ -75,6 +76,7 @@ def full_app() -> typer.Typer:
     _attach(keeper_app, keeper.on_keeper)
     _attach(project_app, ops.on_project)
     _attach(app, on_web)
+    _attach(app, on_schema)
     _attach(cluster_app, cluster.on_cluster)
     return app
 
