@@ -9,6 +9,7 @@ from typing import Literal
 
 from nvq.cli.render.jobs import member_label
 from nvq.cli.render.output import emit
+from nvq.cli.render.terminal_safe import Neutraliser
 from nvq.client.sync import Client
 
 
@@ -21,7 +22,10 @@ def print_logs(
     attempt: int | None,
     as_json: bool,
     marks: bool = False,
+    raw: bool = False,
 ) -> None:
+    """`raw`: every byte as the job wrote it, even to a terminal (see
+    nvq.cli.render.terminal_safe)."""
     client = Client()
     member = member_label(client.show(job_id))
     chunks = client.logs(
@@ -34,6 +38,10 @@ def print_logs(
         return
     if member is not None:
         print(f"==> job {job_id} ({member}) <==", file=sys.stderr, flush=True)
+    safe = None if raw or not sys.stdout.isatty() else Neutraliser()
     for data in chunks:
-        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.write(data if safe is None else safe.feed(data))
+        sys.stdout.buffer.flush()
+    if safe is not None:
+        sys.stdout.buffer.write(safe.end())
         sys.stdout.buffer.flush()

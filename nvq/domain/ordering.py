@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nvq.model import Job
+from nvq.values import MAX_INT, MIN_INT
 
 _CHANGE_RE = re.compile(r"([+-]?)(\d+)")
 
@@ -47,9 +48,14 @@ def new_priority(current: int, change: str) -> int:
     sign, digits = match.groups()
     value = int(digits)
     if sign == "+":
-        return current + value
-    if sign == "-":
-        return current - value
+        value = current + value
+    elif sign == "-":
+        value = current - value
+    if not MIN_INT <= value <= MAX_INT:
+        raise ValueError(
+            f"priority {change.strip()} would make it {value}: a priority is from "
+            f"{MIN_INT} to {MAX_INT}"
+        )
     return value
 
 

@@ -64,6 +64,49 @@ RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES"})
 RESERVED_ENV_PREFIX = "NVQ_"
 
 
+# What people type that others read (in `job ls`, the TUI, the page, a terminal): sizes
+# that keep a listing a listing, and no control characters, which would move the
+# reader's cursor or recolour their terminal. A note may hold lines and tabs.
+MAX_NAME = 200  # characters
+MAX_TAG = 100  # characters, each
+MAX_TAGS = 100
+MAX_NOTE = 64 * 1024  # bytes, UTF-8
+_TEXT_LIMITS = {"name": MAX_NAME, "tags": MAX_TAG}
+
+
+def control_character(text: str, *, lines: bool = False) -> str | None:
+    """The first control character in `text` as the reader would name it (`\\x1b`), or
+    None. `lines`: newlines and tabs are text (a note's)."""
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code < 0xA0:
+            if lines and ch in "\n\t":
+                continue
+            return "NUL byte" if ch == "\0" else f"control character {ch!r}"
+    return None
+
+
+def check_note(note: str) -> str | None:
+    """What is wrong with `note` (a problem in words), or None."""
+    size = len(note.encode("utf-8", "surrogatepass"))
+    if size > MAX_NOTE:
+        return f"is {size} bytes; a note holds at most {MAX_NOTE} (64 KiB)"
+    bad = control_character(note, lines=True)
+    return None if bad is None else f"contains a {bad}"
+
+
+def _label(spec: JobSpec, field: str) -> None:
+    values = [spec.name] if field == "name" else spec.tags
+    limit = _TEXT_LIMITS[field]
+    for value in values:
+        if len(value) > limit:
+            what = "a name" if field == "name" else "a tag"
+            raise SpecError(field, f"{what} is at most {limit} characters, not {len(value)}")
+        bad = control_character(value)
+        if bad is not None:
+            raise SpecError(field, f"{value[:40]!r} contains a {bad}")
+
+
 class SpecError(ValueError):
     """A submission that cannot be queued: `field` is the JobSpec field at fault,
     `problem` what is wrong with it; the message names the flag."""
@@ -111,6 +154,13 @@ def validate_spec(spec: JobSpec) -> JobSpec:
         raise SpecError("array", "an interactive session is one job, not an array")
     if "\0" in spec.command:
         raise SpecError("command", "the command contains a NUL byte")
+    _label(spec, "name")
+    if len(spec.tags) > MAX_TAGS:
+        raise SpecError("tags", f"at most {MAX_TAGS} tags, not {len(spec.tags)}")
+    _label(spec, "tags")
+    problem = check_note(spec.note)
+    if problem is not None:
+        raise SpecError("note", problem)
     _count(spec, "gpus")
     _count(spec, "vram_mb")
     _count(spec, "memory_mb")

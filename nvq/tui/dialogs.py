@@ -3,6 +3,7 @@ of text (a job's note)."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -35,7 +36,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(self.question, id="question")
+            yield Label(Text(self.question), id="question")  # literal: it names a job
             with Horizontal():
                 yield Button("Yes (y)", id="yes", variant="error")
                 yield Button("No (n)", id="no", variant="primary")
@@ -63,7 +64,7 @@ class TextScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(self.prompt)
+            yield Label(Text(self.prompt))
             yield Input(value=self.value, id="text")
 
     def on_mount(self) -> None:

@@ -18,7 +18,13 @@ except ImportError:  # a Textual that moved it: the table sorts instead
     TwoWayDict = None  # type: ignore[assignment,misc]
 
 
-class JobsTable(DataTable[str]):
+def cells(job: Job) -> tuple[Text, ...]:
+    """A job's row as literal text: DataTable reads a plain string as Rich markup, and
+    names, notes and reasons are what users typed (`[reverse]AB[/]CD` is a name)."""
+    return tuple(Text(value) for value in row(job))
+
+
+class JobsTable(DataTable[Text]):
     """One row per job, keyed by its id."""
 
     BINDINGS = [  # noqa: RUF012 (Textual's own class attribute)
@@ -52,7 +58,7 @@ class JobsTable(DataTable[str]):
         """Fill the table from scratch: at start and when the filter changes."""
         keep = self.selected_id()
         self.clear()
-        self._row_keys = {job.id: self.add_row(*row(job), key=str(job.id)) for job in jobs}
+        self._row_keys = {job.id: self.add_row(*cells(job), key=str(job.id)) for job in jobs}
         self._restore(keep)
 
     def load(self, jobs: list[Job]) -> None:
@@ -69,10 +75,10 @@ class JobsTable(DataTable[str]):
             if self._row_keys.pop(id, None) is not None:
                 self.remove_row(str(id))
         for job in changes.updated:
-            for name, value in zip(COLUMNS, row(job), strict=True):
+            for name, value in zip(COLUMNS, cells(job), strict=True):
                 self.update_cell(str(job.id), name, value)
         for job in changes.added:
-            self._row_keys[job.id] = self.add_row(*row(job), key=str(job.id))
+            self._row_keys[job.id] = self.add_row(*cells(job), key=str(job.id))
         if changes.reorder:
             self._take_order(changes.moved_from)
         if changes.removed or changes.reorder:
@@ -87,7 +93,7 @@ class JobsTable(DataTable[str]):
         locations = getattr(self, "_row_locations", None)
         if TwoWayDict is None or not isinstance(locations, TwoWayDict):
             jobs = self.view.jobs
-            self.sort("ID", key=lambda id_cell: order_key(jobs[int(id_cell)]))
+            self.sort("ID", key=lambda id_cell: order_key(jobs[int(str(id_cell))]))
             return
         keys = self._row_keys
         for i, (_, id) in enumerate(self.view.order[start:], start):

@@ -86,3 +86,31 @@ def test_every_submit_field_has_a_flag_and_a_manifest_key() -> None:
     assert {field for field, _ in manifest.KEYS.values()} == fields
     assert flag_of("vram_mb") == "--vram" and flag_of("tags") == "--tag"
     assert flag_of("after_any") == "--after-any" and flag_of("command") == ""
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"name": "a\x1b[31mred"}, "--name: 'a\\x1b[31mred' contains a control character"),
+        ({"name": "a\0b"}, "--name: 'a\\x00b' contains a NUL byte"),
+        ({"name": "x" * 201}, "--name: a name is at most 200 characters, not 201"),
+        ({"tags": ["ok", "t\u009bx"]}, "--tag: 't\\x9bx' contains a control character"),
+        ({"tags": ["t" * 101]}, "--tag: a tag is at most 100 characters"),
+        ({"tags": [str(i) for i in range(101)]}, "--tag: at most 100 tags, not 101"),
+        ({"note": "n" * (64 * 1024 + 1)}, "--note: is 65537 bytes; a note holds at most 65536"),
+        ({"note": "bell\x07"}, "--note: contains a control character '\\x07'"),
+    ],
+)
+def test_text_people_read_is_bounded_and_has_no_control_characters(
+    change: dict[str, object], says: str
+) -> None:
+    spec = msgspec.structs.replace(JobSpec(command="true"), **change)
+    with pytest.raises(SpecError) as info:
+        validate_spec(spec)
+    assert str(info.value).startswith(says), str(info.value)
+
+
+def test_a_note_keeps_lines_and_tabs_and_the_limits_are_inclusive() -> None:
+    ok = JobSpec(command="true", name="n" * 200, tags=["t" * 100] * 100,
+                 note="line\n\tindented " + "é" * 30_000)
+    assert validate_spec(ok) is ok

@@ -111,3 +111,21 @@ def test_rows_changed_one_by_one_match_a_table_built_afresh(seed: int) -> None:
                     assert tuple(str(c) for c in table.get_row(str(id))) == row(jobs[id])
 
     asyncio.run(main())
+
+
+def test_what_users_typed_is_shown_literally_never_as_markup() -> None:
+    from textual.widgets._data_table import default_cell_formatter
+
+    name = "[reverse]AB[/]CD"
+
+    async def main() -> None:
+        app = TableApp()
+        async with app.run_test() as pilot:
+            table = app.query_one(JobsTable)
+            table.load([job(1, name=name, reason="[bold]x[/bold]")])
+            await pilot.pause()
+            shown = [default_cell_formatter(c) for c in table.get_row("1")]
+            assert [getattr(t, "plain", None) for t in shown][3] == name
+            assert not any(getattr(t, "spans", None) for t in shown)
+
+    asyncio.run(main())

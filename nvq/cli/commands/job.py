@@ -96,12 +96,16 @@ def job_logs(
         None, "--attempt", help="Output of attempt N (see `job show`); default: the latest."
     ),
     setup: bool = typer.Option(False, "--setup", help="What its --setup printed."),
+    raw: bool = typer.Option(
+        False, "--raw", help="Pass its control sequences to the terminal as they are."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """A job's output, stdout and stderr in the order written.
 
     The queue host keeps a copy of every attempt's output: it reads while the node
-    is down or gone."""
+    is down or gone. To a terminal, its control sequences are shown (as ^[), not
+    obeyed; --raw passes them."""
     if stdout + stderr + setup > 1:
         raise CliError("give one of --stdout, --stderr, --setup", 2)
     stream: Literal["stdout", "stderr", "setup", "both"] = (
@@ -112,6 +116,7 @@ def job_logs(
     print_logs(
         job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, as_json=as_json,
         marks=streams,
+        raw=raw,
     )
     return 0
 

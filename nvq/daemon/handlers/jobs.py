@@ -18,6 +18,7 @@ from nvq.daemon.handlers import world
 from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.domain import attempts
+from nvq.domain.validate import check_note
 from nvq.model import Job, JobState, NewEvent, Tx
 
 
@@ -78,6 +79,9 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
             text = req.text
         else:
             return job
+        problem = check_note(text)
+        if problem is not None:
+            raise RequestError(f"job {job.id}'s note {problem}")
         new = msgspec.structs.replace(job, note=text)
         await state.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
         return new
