@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
+from nvq.domain.attempts import Attempt
 from nvq.domain.permissions import may_read_private
 from nvq.model import Alert, Event, Job
 from nvq.world.secret_names import MASK, masked
@@ -131,9 +133,15 @@ def shown_to(data: Any, viewer: Viewer, owners: Mapping[int, str] | None = None)
 def _shown(data: Any, viewer: Viewer, owners: Mapping[int, str], job_user: str | None) -> Any:
     if isinstance(data, Job):
         fix = _job_fields(lambda name: getattr(data, name), viewer)
+        if type(data) is not Job and not viewer.owns(data.user):
+            fix.update(_detail_fields(data, viewer, owners))
         return msgspec.structs.replace(data, **fix) if fix else data
+    if isinstance(data, Attempt):
+        if data.result is None or job_user is None or viewer.reads(job_user):
+            return data
+        return msgspec.structs.replace(data, result=None)
     if isinstance(data, Event):
-        owner = job_user if data.job_id is None else owners.get(data.job_id)
+        owner = owners.get(data.job_id, job_user) if data.job_id is not None else job_user
         if (owner is not None and viewer.owns(owner)) or not _has_private(data.data):
             return data
         return msgspec.structs.replace(data, data=_scrub(data.data))
@@ -165,6 +173,24 @@ def _shown(data: Any, viewer: Viewer, owners: Mapping[int, str], job_user: str |
                     fix[name] = shown
         return msgspec.structs.replace(data, **fix) if fix else data
     return data
+
+
+def _detail_fields(job: Job, viewer: Viewer, owners: Mapping[int, str]) -> dict[str, Any]:
+    """A job reply's own extras (`job show`'s events, attempts, logs, artifact syncs)
+    for a viewer who does not own the job."""
+    fix: dict[str, Any] = {}
+    for name in job.__struct_fields__:
+        if name in Job.__struct_fields__:
+            continue
+        value = getattr(job, name)
+        if name in _SHOW_PRIVATE and not viewer.reads(job.user):
+            if value is not UNSET and value is not None:
+                fix[name] = UNSET
+        elif isinstance(value, list):
+            shown = _shown(value, viewer, owners, job.user)
+            if shown is not value:
+                fix[name] = shown
+    return fix
 
 
 def _job_document(doc: dict[str, Any], viewer: Viewer) -> Any:
