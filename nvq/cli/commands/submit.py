@@ -7,8 +7,8 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
+import msgspec
 import typer
 
 from nvq.cli.app import JsonOpt
@@ -103,8 +103,6 @@ def job_submit(
         raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
     else:
         body = "" if not command else command[0] if len(command) == 1 else shlex.join(command)
-    if gpus < 0:
-        raise CliError("--gpus must be 0 or more", 2)
     spec_env = env_pairs(env)
     # the snapshot machinery (pathspec, the blob store): only a submit loads it
     from nvq.cli.submit_world import WorldOptions, submit_world
@@ -124,7 +122,11 @@ def job_submit(
         submitter=os.environ.get("NVQ_SUBMITTER", ""),
         after=ids(after, "--after"),
         after_any=ids(after_any, "--after-any"),
-        **policy_options(retries=retries, cuda=cuda, memory=memory, lane=lane, array=array),
+        retries=retries,
+        cuda=cuda,
+        memory_mb=size(memory, "--memory"),
+        lane=lane,
+        array=array,
         email_on_success=email_on_success,
         email_on_failure=email_on_failure,
         max_runtime=duration(max_runtime, "--max-runtime"),
@@ -132,15 +134,14 @@ def job_submit(
         retries_on=_retries_on(retries_on),
         setup=setup,
         setup_files=setup_files,
-        **submit_world(
-            WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env,
-            from_snapshot,
-        ),
     )
-    if spec.max_runtime is not None and spec.max_runtime <= 0:
-        raise CliError("--max-runtime must be positive", 2)
     if manifest is not None:
         spec = with_manifest(spec, manifest, ctx)
+    # The daemon's rule, here first: a mistake is named before a snapshot is taken.
+    checked(spec, shell=RUN_SPEC in ctx.meta)
+    spec = msgspec.structs.replace(spec, **submit_world(
+        WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env, from_snapshot,
+    ))
     if RUN_SPEC in ctx.meta:
         return int(ctx.meta[RUN_SPEC](spec, as_json))
     client = Client()
@@ -204,33 +205,12 @@ def _retries_on(text: str) -> str:
         raise CliError(str(exc), 2) from None
 
 
-def policy_options(
-    *, retries: int, cuda: str | None, memory: str | None, lane: str | None, array: str | None
-) -> dict[str, Any]:
-    """Submit's policy flags → JobSpec fields, each checked by its own parser so an
-    error names the flag that was wrong."""
-    from nvq.domain.arrays import parse_array
-    from nvq.domain.lanes import LaneError, parse_lane
-    from nvq.domain.matching import parse_cuda
+def checked(spec: JobSpec, *, shell: bool = False) -> None:
+    """`validate_spec`, the one rule the daemon applies too, with its line and exit 2.
+    `shell`: `job shell`'s spec, interactive (its command may be empty)."""
+    from nvq.domain.validate import SpecError, validate_spec
 
-    if retries < 0:
-        raise CliError("--retries must be 0 or more", 2)
     try:
-        if cuda is not None:
-            parse_cuda(cuda)
-    except ValueError as exc:
-        raise CliError(f"--cuda: {exc}", 2) from None
-    try:
-        if array is not None:
-            parse_array(array)
-        if lane is not None:
-            parse_lane(lane)
-    except (ValueError, LaneError) as exc:
+        validate_spec(msgspec.structs.replace(spec, interactive=True) if shell else spec)
+    except SpecError as exc:
         raise CliError(str(exc), 2) from None
-    return {
-        "retries": retries,
-        "cuda": cuda,
-        "memory_mb": size(memory, "--memory"),
-        "lane": lane,
-        "array": array,
-    }

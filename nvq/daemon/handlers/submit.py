@@ -14,7 +14,6 @@ from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, lanes, transitions
-from nvq.domain.matching import parse_cuda
 from nvq.domain.validate import SpecError, validate_spec
 from nvq.model import Job, JobSpec, Tx
 from nvq_runner.manifest_wire import is_hash
@@ -51,22 +50,14 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
 
 
 async def shape_submission(state: State, spec: JobSpec, job: Job) -> list[Job]:
-    """Check the policy options of a submit (--retries, --memory, --cuda, --lane,
-    --array) and turn it into the rows to insert. Must hold the lock (array ids are
-    taken from the store's sequence)."""
-    if spec.retries < 0:
-        raise RequestError("--retries must be 0 or more")
-    if spec.memory_mb < 0:
-        raise RequestError("--memory must not be negative")
-    if spec.cuda is not None:
-        with map_exceptions({ValueError: RequestError}, template="--cuda: {}"):
-            parse_cuda(spec.cuda)
+    """Turn a submit that passed `validate_spec` into the rows to insert: a lane job at
+    its lane's tail, an array's members. Must hold the lock (array ids are taken from
+    the store's sequence)."""
     if spec.lane is not None:
         job = _into_lane(state, spec, job)
     if spec.array is None:
         return [job]
-    with map_exceptions({ValueError: RequestError}):
-        spec_array = arrays.parse_array(spec.array)
+    spec_array = arrays.parse_array(spec.array)  # well formed: validate_spec parsed it
     members = arrays.expand(job, spec_array, await state.store.next_job_id())
     if job.lane_pos is not None:
         for n, member in enumerate(members):
@@ -75,12 +66,9 @@ async def shape_submission(state: State, spec: JobSpec, job: Job) -> list[Job]:
 
 
 def _into_lane(state: State, spec: JobSpec, job: Job) -> Job:
-    with map_exceptions({lanes.LaneError: RequestError}, template="--lane: {}"):
-        prefix, gpu = lanes.parse_lane(spec.lane or "")
-    if spec.node is not None:
-        raise RequestError("give --lane or --node, not both: a lane names its node")
-    if spec.gpus != 1:
-        raise RequestError("a lane job runs on exactly its lane's one GPU: drop --gpus")
+    """What only the queue knows: the lane's node and card exist. Its form, and that it
+    comes without --node and with one GPU, validate_spec checked."""
+    prefix, gpu = lanes.parse_lane(spec.lane or "")
     node = state.find_node(prefix)
     if node.hello is not None and gpu not in {g.index for g in node.hello.gpus}:
         have = ", ".join(str(g.index) for g in node.hello.gpus) or "none"
