@@ -11,6 +11,10 @@ Two cases, each printing its figures in ONE JSON line:
 * `shapes`: 10,000 pending jobs of 100 shapes (`--pending`, `--shapes`) on 64 nodes of
   8 cards that foreign work fills, so nothing fits and every pass is a full one.
 
+`--accounts N` spreads the jobs over N submitting users (default 1): with more than
+one, fair share orders each pass by the accounts' usage (`fair_share = true`, the
+default); `--no-fair-share` turns it off.
+
     cd bench && ../.venv/bin/python placement_pass.py exit
     cd bench && ../.venv/bin/python placement_pass.py shapes
 """
@@ -42,8 +46,11 @@ from nvq_runner import protocol as p
 CARD_MB = 81920
 
 
-async def daemon(home: Path, nodes: int, cards: int, foreign_mb: int) -> tuple[State, Machines]:
-    lines = ["[queue]", "local_node = false", 'headroom = "0"', ""]
+async def daemon(
+    home: Path, nodes: int, cards: int, foreign_mb: int, fair_share: bool = True
+) -> tuple[State, Machines]:
+    lines = ["[queue]", "local_node = false", 'headroom = "0"']
+    lines += [f"fair_share = {'true' if fair_share else 'false'}", ""]
     for n in range(nodes):
         lines += ["[[nodes]]", f'name = "n{n:03d}"', f'host = "n{n:03d}.invalid"', ""]
     (home / "config.toml").write_text("\n".join(lines))
@@ -84,20 +91,23 @@ async def daemon(home: Path, nodes: int, cards: int, foreign_mb: int) -> tuple[S
     return state, machines
 
 
-async def submit(state: State, specs: list[JobSpec], copies: int) -> None:
+async def submit(state: State, specs: list[JobSpec], copies: int, accounts: int = 1) -> None:
     now = time.time()
     jobs: list[Job] = []
     for spec in specs:
-        template = transitions.new_job(spec, user="bench", now=now)
-        jobs += [msgspec.structs.replace(template, env={}) for _ in range(copies)]
+        for n in range(copies):
+            user = "bench" if accounts == 1 else f"user{n % accounts}"
+            template = transitions.new_job(spec, user=user, now=now)
+            jobs.append(msgspec.structs.replace(template, env={}))
     async with state.lock:
         for start in range(0, len(jobs), 20_000):
             await state.commit(Tx(new_jobs=jobs[start : start + 20_000]))
 
 
 async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    state, machines = await daemon(home, nodes=1, cards=2, foreign_mb=0)
-    await submit(state, [JobSpec(command="true", gpus=1, vram_mb=CARD_MB)], args.pending)
+    state, machines = await daemon(home, nodes=1, cards=2, foreign_mb=0, fair_share=args.fair_share)
+    spec = JobSpec(command="true", gpus=1, vram_mb=CARD_MB)
+    await submit(state, [spec], args.pending, args.accounts)
     await place_once(state, machines)  # fills both cards
     decision: list[float] = []
     whole: list[float] = []
@@ -116,17 +126,21 @@ async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "case": "exit with identical jobs pending",
         "pending": args.pending,
         "exits": args.exits,
+        "accounts": args.accounts,
+        "fair_share": args.fair_share,
         "decision_ms": summary_ms([d / 1000 for d in decision]),
         "pass_ms": summary_ms([w / 1000 for w in whole]),
     }
 
 
 async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    state, machines = await daemon(home, nodes=64, cards=8, foreign_mb=CARD_MB - 1024)
+    state, machines = await daemon(
+        home, nodes=64, cards=8, foreign_mb=CARD_MB - 1024, fair_share=args.fair_share
+    )
     specs = [
         JobSpec(command="true", gpus=1 + s % 4, vram_mb=2048 + 512 * s) for s in range(args.shapes)
     ]
-    await submit(state, specs, args.pending // args.shapes)
+    await submit(state, specs, args.pending // args.shapes, args.accounts)
     passes: list[float] = []
     for _ in range(args.passes):
         t0 = time.perf_counter()
@@ -139,6 +153,8 @@ async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "pending": args.pending,
         "shapes": args.shapes,
         "nodes": 64,
+        "accounts": args.accounts,
+        "fair_share": args.fair_share,
         "pass_ms": summary_ms([t / 1000 for t in passes]),
         "considered": state.placement_stats.get("considered", args.pending),
     }
@@ -151,6 +167,8 @@ def main() -> None:
     ap.add_argument("--exits", type=int, default=200)
     ap.add_argument("--shapes", type=int, default=100)
     ap.add_argument("--passes", type=int, default=30)
+    ap.add_argument("--accounts", type=int, default=1)
+    ap.add_argument("--no-fair-share", dest="fair_share", action="store_false")
     args = ap.parse_args()
     if args.pending is None:
         args.pending = 100_000 if args.case == "exit" else 10_000

@@ -294,6 +294,24 @@ class Outcome(msgspec.Struct, frozen=True):
     reap: Reap | None = None
 
 
+class Charge(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt's use of cards, recorded as it ends: `weight` cards (part of a card
+    where it reserved part of one) from `started_at` to `ended_at`."""
+
+    job_id: int
+    attempt: int
+    user: str
+    submitter: str
+    node: str | None
+    started_at: float
+    ended_at: float
+    weight: float
+
+    @property
+    def gpu_seconds(self) -> float:
+        return self.weight * max(0.0, self.ended_at - self.started_at)
+
+
 class Tx(msgspec.Struct, kw_only=True):
     """One transition: everything in it is committed together or not at all."""
 
@@ -306,6 +324,9 @@ class Tx(msgspec.Struct, kw_only=True):
     delete_jobs: list[int] = []
     lanes: list[tuple[str, bool]] = []  # (lane, paused) upserts
     meta: list[tuple[str, str]] = []  # (key, value) upserts of the meta table
+    # Fair share: ended attempts, and the accounts' new decayed totals (key, value, at).
+    charges: list[Charge] = []
+    usage: list[tuple[str, float, float]] = []
     # Filled by the daemon from `events` (nvq.alerts, nvq.notify.plan) just before commit.
     alerts: list[NewAlert] = []
     outbox: list[OutboxItem] = []
@@ -321,6 +342,8 @@ class Tx(msgspec.Struct, kw_only=True):
             or self.delete_jobs
             or self.lanes
             or self.meta
+            or self.charges
+            or self.usage
             or self.alerts
             or self.outbox
         )

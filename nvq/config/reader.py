@@ -11,6 +11,7 @@ from typing import Any
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
 from nvq.config.lease import lease_problem
+from nvq.config.sharing import SHARE_KEYS, queue_fields, read_limits, user_sharing
 from nvq.config.submit import read_submit
 from nvq.config.types import (
     WEBHOOK_EVENTS,
@@ -20,6 +21,7 @@ from nvq.config.types import (
     Config,
     ConfigError,
     EmailChannel,
+    Limits,
     NodeConfig,
     NotifyConfig,
     QueueConfig,
@@ -67,7 +69,9 @@ class _Parser(FieldReader):
 
     def config(self, data: dict[str, Any]) -> Config:
         top = self.table(
-            data, "", {"queue", "nodes", "remote", "notify", "users", "clusters", "submit"}
+            data,
+            "",
+            {"queue", "nodes", "remote", "notify", "users", "clusters", "submit", "limits"},
         )
         queue_raw = top.get("queue", {})
         backup = BackupConfig()
@@ -77,6 +81,7 @@ class _Parser(FieldReader):
         queue = self.queue(queue_raw)
         nodes = self.nodes(top.get("nodes", []), queue)
         remote = self.remote(top["remote"]) if "remote" in top else None
+        limits = read_limits(self, top.get("limits", {}))
         return Config(
             path=self.path,
             queue=queue,
@@ -84,7 +89,8 @@ class _Parser(FieldReader):
             remote=remote,
             backup=backup,
             notify=self.notify(top.get("notify", {})),
-            users=self.users(top.get("users", {})),
+            users=self.users(top.get("users", {}), limits.defaults),
+            limits=limits,
             clusters=self.clusters(top.get("clusters", []), queue, nodes),
             submit=read_submit(self, top.get("submit", {})),
         )
@@ -122,6 +128,7 @@ class _Parser(FieldReader):
             "max_result": self.bytes_size,
             "max_log_size": self.bytes_size,
             "max_log_tail": self.bytes_size,
+            **queue_fields(self),
         }
         table = self.table(value, "queue", set(fields))
         out = {key: fields[key](item, f"queue.{key}") for key, item in table.items()}
@@ -348,16 +355,16 @@ class _Parser(FieldReader):
                 raise self.fail(f"{key}.{name}", "expected a string on one line")
         return dict(value)
 
-    def users(self, value: Any) -> dict[str, UserConfig]:
+    def users(self, value: Any, limits: Limits) -> dict[str, UserConfig]:
         if not isinstance(value, dict):
             raise self.fail("users", f"expected [users.NAME] tables, got {show(value)}")
         out: dict[str, UserConfig] = {}
         for name, item in value.items():
-            table = self.table(item, f"users.{name}", {"email"})
+            table = self.table(item, f"users.{name}", {"email", *SHARE_KEYS})
             email = (
                 self.email_address(table["email"], f"users.{name}.email")
                 if "email" in table
                 else None
             )
-            out[name] = UserConfig(email=email)
+            out[name] = UserConfig(email=email, **user_sharing(self, table, name, limits))
         return out

@@ -79,6 +79,12 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     max_result: int = 1024 * 1024
     max_log_size: int = 10 * 1024**3
     max_log_tail: int = 8 * 1024 * 1024
+    # Sharing a lab: among jobs of equal priority the account that used least lately
+    # goes first; usage halves every `fair_share_halflife` seconds; an account is the
+    # OS user or ("submitter") the NVQ_SUBMITTER label.
+    fair_share: bool = True
+    fair_share_halflife: float = 86400.0
+    fair_share_by: str = "user"
 
 
 class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -145,8 +151,27 @@ class NotifyConfig(msgspec.Struct, kw_only=True, frozen=True):
     retry_max: float = 3600.0
 
 
+class Limits(msgspec.Struct, kw_only=True, frozen=True):
+    """What one account may hold (`[limits]` defaults, `[users.NAME]` overrides);
+    None: no limit."""
+
+    max_running_gpus: int | None = None
+    max_running_jobs: int | None = None
+    max_queued_jobs: int | None = None  # pending, held and paused: a submit over it is refused
+    max_gpu_hours: float | None = None  # GPU-hours per rolling day
+
+
+class LimitsConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[limits]`: the defaults, and whether the queue's admins are bound by them."""
+
+    defaults: Limits = Limits()
+    exempt_admins: bool = False
+
+
 class UserConfig(msgspec.Struct, kw_only=True, frozen=True):
     email: str | None = None
+    share: float = 1.0  # fair share: usage is divided by it
+    limits: Limits = Limits()  # [limits], with the keys this table gives replaced
 
 
 class SubmitConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -197,5 +222,6 @@ class Config(msgspec.Struct, kw_only=True, frozen=True):
     backup: BackupConfig = BackupConfig()  # `[queue.backup]` in the file
     notify: NotifyConfig = NotifyConfig()
     users: dict[str, UserConfig] = {}
+    limits: LimitsConfig = LimitsConfig()
     clusters: list[ClusterConfig] = []  # [[clusters]]: Slurm clusters, through pilot jobs
     submit: SubmitConfig = SubmitConfig()

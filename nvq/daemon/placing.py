@@ -23,9 +23,9 @@ from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
 from nvq.daemon.waits import PassFacts, node_facts
-from nvq.domain import arrays, deps, lanes, ordering, starvation, transitions
+from nvq.domain import arrays, deps, fair_share, lanes, ordering, starvation, transitions
 from nvq.domain.pending_groups import Capacity
-from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult
+from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key
 from nvq.model import Job, JobState, Tx
 
 log = logging.getLogger("nvq.daemon")
@@ -191,6 +191,7 @@ def pending_of(state: State, machines: Machines, job: Job) -> PendingJob:
     not rebuilt field by field on every pass."""
     # Who submitted it decides whether a busy node may take it.
     fields = machines.pending_fields(job)
+    fields = {**fields, "account": state.usage.account(job)}
     if job.in_place:
         fields = {**fields, "nodes": in_place_nodes(state.config, job.cwd)}
     cached = state.pending_cache.get(job.id)
@@ -233,6 +234,7 @@ def place_with_reservation(
         if j.node is not None
     ]
     queue = state.config.queue
+    usage = fair_share_usage(state, pending, now)
     result, state.reservation = starvation.place_fairly(
         slots,
         pending,
@@ -244,14 +246,31 @@ def place_with_reservation(
         starvation_after=queue.starvation_after,
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,
+        usage=usage,
     )
+    state.fair_share = usage
     placed = {p.job_id for p in result.placements}
     waiting = [p for p in pending if p.id not in placed]
     if state.reservation is None and waiting:
-        head = min(waiting, key=lambda j: (-j.priority, j.created_at, j.id))
+        head = min(waiting, key=dispatch_key(usage))
         starves_at = jobs[head.id].created_at + queue.starvation_after
         state.starves_at = starves_at if starves_at > now else None
     return result
+
+
+def fair_share_usage(
+    state: State, pending: Sequence[PendingJob], now: float
+) -> dict[str, float] | None:
+    """Each waiting account's usage over its share, when fair share is on and more
+    than one account waits (one account's order is its own priority and submission
+    order either way, so the usual single-user pass pays nothing)."""
+    if not state.config.queue.fair_share:
+        return None
+    accounts = {p.account for p in pending}
+    if len(accounts) < 2:
+        return None
+    running = state.index.running.values()
+    return state.usage.standings(accounts, running, state.card_sizes, now)
 
 
 def note_lane_blocks(
@@ -287,6 +306,16 @@ def pass_facts(
     """What this pass saw, kept for explaining why the jobs it left wait."""
     by_name = {s.name: s for s in slots}
     queue = state.config.queue
+    placed = {p.job_id for p in result.placements}
+    standings = state.fair_share if pending else None
+    rivals = (
+        fair_share.rivals(
+            ((p.account, p.priority, p.created_at) for p in pending if p.id not in placed),
+            standings,
+        )
+        if standings
+        else {}
+    )
     return PassFacts(
         nodes=[
             node_facts(
@@ -301,10 +330,14 @@ def pass_facts(
             if not n.ignored
         ],
         considered={p.id for p in pending},
-        placed={p.job_id for p in result.placements},
+        placed=placed,
         dep_status=dep_status,
         reservation=state.reservation,
         lane_paused=dict(state.lane_paused),
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,
+        fair_share=standings,
+        rivals=rivals,
+        shares={a: state.usage.share(a) for a in standings or ()},
+        halflife=queue.fair_share_halflife,
     )

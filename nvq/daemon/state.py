@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ from nvq.daemon.later import Later
 from nvq.daemon.live_index import LiveIndex
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
+from nvq.daemon.usage import UsageBook
 from nvq.daemon.waits import PassFacts
 from nvq.domain import reassign
 from nvq.domain.placement import NodeSlot, PendingJob
@@ -99,6 +100,8 @@ class State:
         # node → job ids its runner knows that queue.db does not (see runner_events)
         self.store_behind: dict[str, set[int]] = {}
         self.later = Later()  # writes a request left to land once the disk has room
+        self.usage = UsageBook(config)  # fair share's ledger (see daemon/usage.py)
+        self.fair_share: dict[str, float] | None = None  # the last pass's standings
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -127,6 +130,7 @@ class State:
             self.jobs[job.id] = job
             self.index.update(job)
         self.lane_paused = await self.store.lanes()
+        await self.usage.load(self.store)
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap
             settled = await self.store.job(reap.job_id)
@@ -192,8 +196,11 @@ class State:
         """Write `tx` in one transaction, then mirror it. Must hold the lock. While
         the disk is full this waits (and the mirror keeps the old picture)."""
         self._name_jobs(tx)
+        if tx.jobs:
+            self.usage.charge(tx, self.jobs, self.card_sizes)
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
+        self.usage.committed(tx)
         self.hooks.committed(tx)
         self.subscribers.publish(self.store.last_events)
         await self.report_full_disk()
@@ -282,6 +289,13 @@ class State:
     def live(self, job: Job) -> Job:
         """The freshest copy of a job (progress lives in memory between samples)."""
         return self.jobs.get(job.id, job)
+
+    def card_sizes(self, node: str | None, gpus: Sequence[int]) -> list[int | None]:
+        """Each card's memory (MiB) as the node reported it; None where unknown."""
+        runtime = self.nodes.get(node) if node is not None else None
+        hello = runtime.hello if runtime is not None else None
+        sizes = {g.index: g.total_mb for g in hello.gpus} if hello is not None else {}
+        return [sizes.get(i) for i in gpus]
 
     def jobs_on(self, node: str) -> list[Job]:
         return self.jobs_by_node().get(node, [])

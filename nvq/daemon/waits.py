@@ -12,10 +12,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from nvq.domain import deps, lanes
+from nvq.domain import fair_share as fs
 from nvq.domain import waiting as w
 from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState
+from nvq.values import format_duration
 
 _passes = itertools.count(1)
 
@@ -33,6 +35,12 @@ class PassFacts:
     lane_paused: dict[str, bool] = field(default_factory=dict)
     headroom_mb: int = 0
     max_cpu_jobs: int = 0
+    # Fair share (None when off or one account waits): standings, and per priority
+    # the accounts the pass left waiting; what one share is, and the half-life.
+    fair_share: dict[str, float] | None = None
+    rivals: dict[int, list[fs.Rival]] = field(default_factory=dict)
+    shares: dict[str, float] = field(default_factory=dict)
+    halflife: float = 86400.0
     number: int = field(default_factory=lambda: next(_passes))
     # Filled on demand, until the next pass replaces these facts.
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
@@ -103,7 +111,31 @@ def reason_of(
     if cached is None:
         fits = analyze_all(facts, pending, None)
         cached = facts.by_shape[shape] = w.summarize(pending, fits, reserved_for=reserved_for)
+    if cached.reason in (w.PRIORITY, w.RESOURCES):
+        return fair_share_wait(facts, pending) or cached
     return cached
+
+
+def fair_share_wait(facts: PassFacts, job: PendingJob) -> w.Waiting | None:
+    """`FairShare` when jobs of an account that used less lately go first."""
+    standings = facts.fair_share
+    if standings is None:
+        return None
+    rival = fs.ahead_by_share(job.account, job.priority, job.created_at, facts.rivals, standings)
+    if rival is None:
+        return None
+
+    def used(account: str) -> str:
+        share = facts.shares.get(account, 1.0)
+        hours = fs.gpu_hours(standings.get(account, 0.0) * share)
+        return hours if share == 1.0 else f"{hours} (share {share:g})"
+
+    detail = (
+        f"{job.account} has used {used(job.account)} GPU-h lately "
+        f"(half-life {format_duration(facts.halflife)}), {rival.account} {used(rival.account)}: "
+        f"{rival.account}'s jobs of equal priority go first"
+    )
+    return w.Waiting(w.FAIR_SHARE, detail)
 
 
 def _shape(job: PendingJob) -> PendingJob:

@@ -10,7 +10,7 @@ queue, and get the same decisions: 100,000 identical array members cost one chec
 
 A group's shape is everything the pass reads from a job except its place in the
 order: cards, memory per card, CUDA, host memory, `--node`, who submitted it (busy
-nodes), its time limits (Slurm pilots, backfill), where an in-place job may run, and
+nodes; fair share counts usage per user or per submitter label), its time limits (Slurm pilots, backfill), where an in-place job may run, and
 the array it belongs to when that array has a `%K` limit. Jobs with dependencies or
 in a lane are not grouped (`singles`): their dependency or lane state is per job.
 
@@ -50,6 +50,7 @@ def shape_of(job: Job) -> Shape | None:
         job.cuda,
         job.memory_mb,
         job.user,
+        job.submitter,
         job.timeout,
         job.max_runtime,
         job.in_place,

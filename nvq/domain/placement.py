@@ -5,7 +5,8 @@ with anything. The rules (see DESIGN.md, "Placement"):
 
 * Per card, `free = total − foreign − queue − headroom`, where `queue` is
   Σ max(reservation, actual use) of the queue's jobs on it (the caller computes it).
-* Pending jobs are considered by priority (high first), then age, then id.
+* Pending jobs are considered by priority (high first), then — with fair share — the
+  usage of their account (least first, `usage`), then age, then id.
 * A GPU job needs `gpus` distinct schedulable cards on one accepting node, each with
   `free ≥ vram_mb`; a CPU job (`gpus == 0`) needs an accepting node running fewer than
   `max_cpu_jobs` CPU-only jobs. Optional: `--node` prefix, minimum driver CUDA version,
@@ -31,7 +32,7 @@ a shape that failed is remembered, since capacity only shrinks during a pass.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from nvq.domain.placement_profile import NEVER_FAILED, Profile, gpus_text
 from nvq.domain.placement_types import (
@@ -51,8 +52,21 @@ __all__ = [
     "Placement",
     "PlacementResult",
     "Unschedulable",
+    "dispatch_key",
     "place",
 ]
+
+SortKey = tuple[float, ...]
+
+
+def dispatch_key(usage: Mapping[str, float] | None) -> Callable[[PendingJob], SortKey]:
+    """The order a pass considers jobs in: priority, then the account's fair-share
+    usage (lowest first; absent: no fair share), then age, then id. Within one account
+    the usage is the same, so its jobs keep their priority-then-submission order."""
+    if not usage:
+        return lambda j: (-j.priority, j.created_at, j.id)
+    get = usage.get
+    return lambda j: (-j.priority, get(j.account, 0.0), j.created_at, j.id)
 
 
 def place(
@@ -61,11 +75,13 @@ def place(
     *,
     headroom_mb: int,
     max_cpu_jobs: int,
+    usage: Mapping[str, float] | None = None,
 ) -> PlacementResult:
-    """Decide which pending jobs start now, and where; see the module docstring."""
+    """Decide which pending jobs start now, and where; see the module docstring.
+    `usage`: each account's fair-share usage (over its share); None or empty: none."""
     if not nodes:
         return PlacementResult(placements=[], unschedulable=[])
-    return _Pass(nodes, headroom_mb, max_cpu_jobs).run(pending)
+    return _Pass(nodes, headroom_mb, max_cpu_jobs).run(pending, dispatch_key(usage))
 
 
 # -- implementation ----------------------------------------------------------------------
@@ -176,10 +192,12 @@ class _Pass:
         # Time limits matter only where some node's time is limited: keep profiles shared.
         self.any_timed = any(s.time_left is not None or not s.untimed_ok for s in slots)
 
-    def run(self, pending: Sequence[PendingJob]) -> PlacementResult:
+    def run(
+        self, pending: Sequence[PendingJob], order: Callable[[PendingJob], SortKey]
+    ) -> PlacementResult:
         placements: list[Placement] = []
         unschedulable: list[Unschedulable] = []
-        for job in sorted(pending, key=lambda j: (-j.priority, j.created_at, j.id)):
+        for job in sorted(pending, key=order):
             who = (job.user, job.forbid_busy) if self.any_busy else None
             timed = job.time_limit if self.any_timed else None
             key = (job.node, job.cuda, job.memory_mb, job.gpu, who, timed, job.nodes)

@@ -49,6 +49,8 @@ class PendingJob(msgspec.Struct, frozen=True):
     time_limit: float | None = None  # --timeout / --max-runtime: what a pilot must hold
     # Only these nodes (exact names): an in-place job's directory is only there.
     nodes: tuple[str, ...] | None = None
+    # Whose usage it counts against (fair share): the OS user or the submitter label.
+    account: str = ""
 
 
 class Placement(msgspec.Struct, frozen=True):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, place
+from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key, place
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,14 @@ def place_fairly(
     starvation_after: float,
     headroom_mb: int,
     max_cpu_jobs: int,
+    usage: Mapping[str, float] | None = None,
 ) -> tuple[PlacementResult, Reservation | None]:
-    """`place`, plus a reservation when the head of `pending` (dispatch order) starves."""
-    result = place(slots, pending, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
+    """`place`, plus a reservation when the head of `pending` (dispatch order, fair
+    share included: `usage`) starves."""
+    result = place(slots, pending, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs, usage=usage)
     if not pending:
         return result, None
-    head = min(pending, key=lambda j: (-j.priority, j.created_at, j.id))
+    head = min(pending, key=dispatch_key(usage))
     settled = {p.job_id for p in result.placements} | {u.job_id for u in result.unschedulable}
     if head.id in settled or now - waiting_since.get(head.id, now) < starvation_after:
         return result, None
@@ -89,7 +91,9 @@ def place_fairly(
     others = [j for j in pending if j.id != head.id]
     # Everyone else, elsewhere: the reserved node counts for "could ever fit" only.
     closed = [msgspec.structs.replace(s, accepting=False) if s.name == node else s for s in slots]
-    elsewhere = place(closed, others, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
+    elsewhere = place(
+        closed, others, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs, usage=usage
+    )
     taken = {p.job_id for p in elsewhere.placements} | {u.job_id for u in elsewhere.unschedulable}
     backfill = [
         j
@@ -101,6 +105,7 @@ def place_fairly(
         backfill,
         headroom_mb=headroom_mb,
         max_cpu_jobs=max_cpu_jobs,
+        usage=usage,
     )
     merged = PlacementResult(
         placements=[*elsewhere.placements, *on_reserved.placements],

@@ -8,8 +8,9 @@ Reasons, as `job ls` prints them in its REASON column:
 node it may use is), `Busy` (their owners are active), `Starvation` (room is kept for
 a job that has waited too long), `Walltime` (every node that could take it is a Slurm
 pilot with less time left than the job's limit needs), `Untimed` (those pilots take only
-jobs with a time limit), `Stopping` (its previous attempt is still being stopped or its
-files synced), `Paused`, `Held`.
+jobs with a time limit), `FairShare` (accounts that used the cards less lately go
+first), `Stopping` (its previous attempt is still being stopped or its files synced),
+`Paused`, `Held`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ BUSY = "Busy"
 STARVATION = "Starvation"
 WALLTIME = "Walltime"
 UNTIMED = "Untimed"
+FAIR_SHARE = "FairShare"
 STOPPING = "Stopping"
 PAUSED = "Paused"
 HELD = "Held"

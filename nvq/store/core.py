@@ -21,8 +21,21 @@ import anyio
 import msgspec
 
 from nvq.domain.alerts import resolutions
-from nvq.model import Event, Job, JobState, Reap, Tx
-from nvq.store import alerts, events, integrity, jobs, lanes, meta, nodes, schema, space, windows
+from nvq.domain.fair_share import Usage
+from nvq.model import Charge, Event, Job, JobState, Reap, Tx
+from nvq.store import (
+    alerts,
+    events,
+    integrity,
+    jobs,
+    lanes,
+    meta,
+    nodes,
+    schema,
+    space,
+    usage,
+    windows,
+)
 from nvq.store.nodes import NodeRecord
 
 T = TypeVar("T")
@@ -254,6 +267,13 @@ class Store:
     async def meta(self, key: str) -> str | None:
         return await self.sync(lambda conn: meta.get_meta(conn, key))
 
+    async def usage(self) -> dict[str, Usage]:
+        """Fair share's ledger: each account's decayed GPU-seconds."""
+        return await self.sync(usage.ledger)
+
+    async def charges_since(self, since: float) -> list[Charge]:
+        return await self.sync(lambda conn: usage.ended_since(conn, since))
+
 
 def _queue_id(conn: sqlite3.Connection) -> str:
     return meta.get_meta(conn, QUEUE_ID) or ""
@@ -299,6 +319,8 @@ def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
             lanes.save(conn, tx.lanes)
         for key, value in tx.meta:
             meta.set_meta(conn, key, value)
+        if tx.usage or tx.charges:
+            usage.save(conn, tx.usage, tx.charges)
         if tx.alerts or tx.outbox:
             alerts.write(conn, tx.alerts, tx.outbox, now)
         if tx.events:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -221,6 +221,27 @@ ALTER TABLE jobs ADD COLUMN retries_on TEXT NOT NULL DEFAULT 'lost';
     """
 ALTER TABLE jobs ADD COLUMN interactive TEXT NOT NULL DEFAULT 'false';
 ALTER TABLE jobs ADD COLUMN port INTEGER;
+""",
+    # 14: sharing a lab — each account's decayed GPU-seconds (fair share), and every
+    # ended attempt's use of cards (limits per rolling day, the usage report).
+    """
+CREATE TABLE usage (
+    account TEXT PRIMARY KEY,
+    gpu_seconds REAL NOT NULL,
+    at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE charges (
+    job_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    user TEXT NOT NULL,
+    submitter TEXT NOT NULL,
+    node TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL NOT NULL,
+    weight REAL NOT NULL,
+    PRIMARY KEY (job_id, attempt)
+);
+CREATE INDEX charges_by_end ON charges(ended_at);
 """,
 ]
 

@@ -291,7 +291,11 @@ def test_host_memory() -> None:
 
 
 def reference(
-    nodes: Sequence[NodeSlot], pending: Sequence[PendingJob], headroom: int, max_cpu: int
+    nodes: Sequence[NodeSlot],
+    pending: Sequence[PendingJob],
+    headroom: int,
+    max_cpu: int,
+    usage: dict[str, float] | None = None,
 ) -> tuple[list[Placement], set[int]]:
     if not nodes:
         return [], set()
@@ -306,7 +310,11 @@ def reference(
     memory = {n.name: n.memory_free_mb for n in nodes}
     placements: list[Placement] = []
     never: set[int] = set()
-    for j in sorted(pending, key=lambda j: (-j.priority, j.created_at, j.id)):
+    used = usage or {}
+    # Priority, then (fair share) the account that used least, then age, then id.
+    for j in sorted(
+        pending, key=lambda j: (-j.priority, used.get(j.account, 0.0), j.created_at, j.id)
+    ):
         matching = [n for n in nodes if j.node is None or n.name.startswith(j.node)]
 
         def could_ever(n: NodeSlot, j: PendingJob = j) -> bool:
@@ -409,9 +417,15 @@ def pendings(draw: st.DrawFn) -> list[PendingJob]:
             draw(st.sampled_from([None, None, None, "a", "a1", "b", "zz", ""])),
             draw(CUDAS) if draw(st.integers(0, 3)) == 0 else None,
             draw(st.sampled_from([0, 0, 0, 4 * GiB, 64 * GiB])),
+            account=draw(st.sampled_from(["alice", "bob", "carol"])),
         )
         for i in range(count)
     ]
+
+
+USAGES = st.none() | st.dictionaries(
+    st.sampled_from(["alice", "bob", "carol"]), st.sampled_from([0.0, 1.0, 2.5, 3600.0])
+)
 
 
 def residual_fits(
@@ -453,12 +467,12 @@ def residual_fits(
 
 
 @settings(max_examples=400, deadline=None)
-@given(clusters(), pendings(), st.integers(0, 3))
+@given(clusters(), pendings(), st.integers(0, 3), USAGES)
 def test_matches_reference_and_keeps_invariants(
-    nodes: list[NodeSlot], pending: list[PendingJob], max_cpu: int
+    nodes: list[NodeSlot], pending: list[PendingJob], max_cpu: int, usage: dict[str, float] | None
 ) -> None:
-    result = place(nodes, pending, headroom_mb=HEADROOM, max_cpu_jobs=max_cpu)
-    want_placements, want_never = reference(nodes, pending, HEADROOM, max_cpu)
+    result = place(nodes, pending, headroom_mb=HEADROOM, max_cpu_jobs=max_cpu, usage=usage)
+    want_placements, want_never = reference(nodes, pending, HEADROOM, max_cpu, usage)
     assert result.placements == want_placements
     assert {u.job_id for u in result.unschedulable} == want_never
     assert all(u.reason and "\n" not in u.reason for u in result.unschedulable)
@@ -498,6 +512,11 @@ def test_matches_reference_and_keeps_invariants(
         j = by_id[p.job_id]
         for other in pending:
             if shape(other) == shape(j) and other.priority > j.priority:
+                assert other.id in placed_ids
+            # Fair share: nor an equal-priority one of an account that used less lately.
+            used = usage or {}
+            less = used.get(other.account, 0.0) < used.get(j.account, 0.0)
+            if shape(other) == shape(j) and other.priority == j.priority and less:
                 assert other.id in placed_ids
 
     # Nothing left waiting would fit in what remains: the pass is maximal.

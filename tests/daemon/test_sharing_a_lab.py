@@ -1,0 +1,75 @@
+"""Sharing a lab through the real CLI, with a second OS user: fair share lets another
+account's jobs past one account's long sweep."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import Nvq
+from tests.members import as_user, reachable_nvq, second_user
+
+
+@pytest.fixture
+def member() -> Iterator[tuple[str, str]]:
+    with second_user() as made:
+        yield made
+
+
+@pytest.fixture
+def shared_nvq() -> Iterator[Nvq]:
+    with reachable_nvq() as q:
+        yield q
+
+
+def _release(gate: Path) -> None:
+    """Let the sweep member reading `gate` (a FIFO) end: opening it for writing waits
+    for the job to be reading it, closing it ends the job's read."""
+    fd = os.open(gate, os.O_WRONLY)
+    os.close(fd)
+
+
+def test_another_accounts_jobs_start_within_the_next_two_releases(
+    shared_nvq: Nvq, member: tuple[str, str]
+) -> None:
+    user, group = member
+    nvq = shared_nvq
+    nvq.write_config(f'[queue]\nmembers_group = "{group}"\n')
+    gates = nvq.home.parent / "gates"
+    gates.mkdir()
+    for i in range(1, 21):
+        os.mkfifo(gates / f"g{i}")
+    # The owner's 20-job sweep, one job a card (2 cards), each until its gate opens.
+    sweep = nvq.submit(
+        "--array", "1-20", "--vram", "20GiB", "--no-snapshot", "--", "cat", f"{gates}/g{{}}"
+    )
+    first = sweep["id"] if "id" in sweep else sweep["jobs"][0]
+    nvq.wait_for(first, lambda j: j["state"] == "running")
+    nvq.wait_for(first + 1, lambda j: j["state"] == "running")
+    mark = nvq.events()[-1]["id"]
+
+    theirs = []
+    for _ in range(2):
+        r = as_user(user, nvq, "job", "submit", "--vram", "20GiB", "--no-snapshot", "--json", "--", "true")
+        assert r.code == 0, r.err
+        theirs.append(r.json()["id"])
+
+    # While both cards are busy, the sweep's next member says why the newcomer goes first.
+    why = nvq.json("job", "why", str(first + 2))
+    assert why["reason"] == "FairShare", why
+    assert why["reason_detail"].startswith("root has used "), why
+    assert f", {user} 0: {user}'s jobs of equal priority go first" in why["reason_detail"]
+
+    # One card is released: the other account's two jobs take it, one after the other,
+    # before the sweep's next member.
+    _release(gates / "g1")
+    code, _ = nvq.wait(*theirs)
+    assert code == 0
+    nvq.wait_for(first + 2, lambda j: j["state"] == "running")
+    dispatched = [
+        e["job_id"] for e in nvq.events(mark) if e["kind"] == "job_dispatched"
+    ]
+    assert dispatched[:3] == [*theirs, first + 2], dispatched
