@@ -38,7 +38,9 @@ def second_user() -> Iterator[tuple[str, str]]:
     made = subprocess.run(["groupadd", group], capture_output=True, text=True)
     if made.returncode != 0:
         pytest.skip(f"no second OS user: groupadd failed: {made.stderr.strip()}")
-    made = subprocess.run(["useradd", "-M", "-N", "-G", group, user], capture_output=True, text=True)
+    made = subprocess.run(
+        ["useradd", "-M", "-N", "-G", group, user], capture_output=True, text=True
+    )
     if made.returncode != 0:
         subprocess.run(["groupdel", group], capture_output=True)
         pytest.skip(f"no second OS user: useradd failed: {made.stderr.strip()}")

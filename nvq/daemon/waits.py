@@ -132,10 +132,18 @@ def fair_share_wait(facts: PassFacts, job: PendingJob) -> w.Waiting | None:
 
     detail = (
         f"{job.account} has used {used(job.account)} GPU-h lately "
-        f"(half-life {format_duration(facts.halflife)}), {rival.account} {used(rival.account)}: "
-        f"{rival.account}'s jobs of equal priority go first"
+        f"(half-life {_span(facts.halflife)}), {rival.account} {used(rival.account)}: "
+        f"{rival.account} goes first"
     )
     return w.Waiting(w.FAIR_SHARE, detail)
+
+
+def _span(seconds: float) -> str:
+    """A half-life as written in config.toml: 1d, 12h, 90m."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return format_duration(seconds)
 
 
 def _shape(job: PendingJob) -> PendingJob:

@@ -25,7 +25,16 @@ def save(
             "INSERT OR REPLACE INTO charges (job_id, attempt, user, submitter, node, "
             "started_at, ended_at, weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (c.job_id, c.attempt, c.user, c.submitter, c.node, c.started_at, c.ended_at, c.weight)
+                (
+                    c.job_id,
+                    c.attempt,
+                    c.user,
+                    c.submitter,
+                    c.node,
+                    c.started_at,
+                    c.ended_at,
+                    c.weight,
+                )
                 for c in charges
             ],
         )

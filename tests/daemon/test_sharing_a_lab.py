@@ -53,7 +53,9 @@ def test_another_accounts_jobs_start_within_the_next_two_releases(
 
     theirs = []
     for _ in range(2):
-        r = as_user(user, nvq, "job", "submit", "--vram", "20GiB", "--no-snapshot", "--json", "--", "true")
+        r = as_user(
+            user, nvq, "job", "submit", "--vram", "20GiB", "--no-snapshot", "--json", "--", "true"
+        )
         assert r.code == 0, r.err
         theirs.append(r.json()["id"])
 
@@ -61,7 +63,7 @@ def test_another_accounts_jobs_start_within_the_next_two_releases(
     why = nvq.json("job", "why", str(first + 2))
     assert why["reason"] == "FairShare", why
     assert why["reason_detail"].startswith("root has used "), why
-    assert f", {user} 0: {user}'s jobs of equal priority go first" in why["reason_detail"]
+    assert f"(half-life 1d), {user} 0: {user} goes first" in why["reason_detail"], why
 
     # One card is released: the other account's two jobs take it, one after the other,
     # before the sweep's next member.
@@ -69,7 +71,5 @@ def test_another_accounts_jobs_start_within_the_next_two_releases(
     code, _ = nvq.wait(*theirs)
     assert code == 0
     nvq.wait_for(first + 2, lambda j: j["state"] == "running")
-    dispatched = [
-        e["job_id"] for e in nvq.events(mark) if e["kind"] == "job_dispatched"
-    ]
+    dispatched = [e["job_id"] for e in nvq.events(mark) if e["kind"] == "job_dispatched"]
     assert dispatched[:3] == [*theirs, first + 2], dispatched
