@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import anyio
 
 from nvq.config import Config
+from nvq.daemon import quotas
 from nvq.daemon.apply import record
 from nvq.daemon.pending_view import to_pending
 from nvq.daemon.reassign import Machines
@@ -26,6 +27,7 @@ from nvq.daemon.waits import PassFacts, node_facts
 from nvq.domain import arrays, deps, fair_share, lanes, ordering, starvation, transitions
 from nvq.domain.pending_groups import Capacity
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key
+from nvq.domain.quotas import Caps, Standing
 from nvq.model import Job, JobState, Tx
 
 log = logging.getLogger("nvq.daemon")
@@ -33,12 +35,15 @@ log = logging.getLogger("nvq.daemon")
 
 async def placement_loop(state: State, machines: Machines) -> None:
     while True:
-        # Passes follow events; the one timed exception is the moment the head of the
-        # queue starts to starve, when it must reserve a node even if nothing happens.
-        wait = math.inf if state.starves_at is None else max(0.0, state.starves_at - time.time())
+        # Passes follow events; the timed exceptions are the moment the head of the
+        # queue starts to starve, when it must reserve a node even if nothing happens,
+        # and the moment a user's rolling day falls back under `max_gpu_hours`.
+        due = [t for t in (state.starves_at, state.quota_wake_at) if t is not None]
+        wait = max(0.0, min(due) - time.time()) if due else math.inf
         with anyio.move_on_after(wait):
             await state.kicked()
         state.starves_at = None
+        state.quota_wake_at = None
         try:
             await place_once(state, machines)
         except Exception:
@@ -70,8 +75,12 @@ async def place_once(state: State, machines: Machines) -> None:
                 dep_status[job.id] = status
                 if isinstance(status, deps.Blocked):
                     record(tx, transitions.hold(job, status.on, status.state))
-        pending = pending_for_placement(state, machines, [*singles, *grouped], dep_status)
-        result = place_with_reservation(state, slots, pending, now)
+        ready = pending_for_placement(state, machines, [*singles, *grouped], dep_status)
+        # Users' limits: who is held back now, and how much the rest may still start.
+        limited = quotas.standings(state, ready, now)
+        pending = quotas.admitted(ready, limited)
+        caps = Caps(limited.values()) if limited else None
+        result = place_with_reservation(state, slots, pending, now, caps)
         state.placement_stats = {
             "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
             "pending": len(queue),
@@ -85,6 +94,11 @@ async def place_once(state: State, machines: Machines) -> None:
         note_lane_blocks(state, slots, pending, result)
         state.pass_facts = pass_facts(state, machines, slots, pending, result, dep_status)
         state.pass_facts.unplaceable = unplaceable
+        state.pass_facts.quota = quota_after(limited, ready, result)
+        state.quota_wake_at = min(
+            (s.hours_free_at for s in limited.values() if s.hours_free_at is not None),
+            default=None,
+        )
         for job, reason in _unschedulable(state, result, unplaceable):
             record(tx, transitions.unschedulable(job, reason, now))
         if not tx:
@@ -219,8 +233,25 @@ def in_place_nodes(config: Config, cwd: str | None) -> tuple[str, ...]:
 # ------------------------------------------------------------ the decision
 
 
+def quota_after(
+    limited: dict[str, Standing], ready: Sequence[PendingJob], result: PlacementResult
+) -> dict[str, Standing]:
+    """The limited users as this pass left them (what it placed counted in)."""
+    if limited:
+        user_of = {p.id: p.user for p in ready}
+        for decision in result.placements:
+            standing = limited.get(user_of.get(decision.job_id, ""))
+            if standing is not None:
+                standing.took(len(decision.gpus))
+    return limited
+
+
 def place_with_reservation(
-    state: State, slots: Sequence[NodeSlot], pending: Sequence[PendingJob], now: float
+    state: State,
+    slots: Sequence[NodeSlot],
+    pending: Sequence[PendingJob],
+    now: float,
+    caps: Caps | None = None,
 ) -> PlacementResult:
     """`place`, with no starvation: see `nvq.domain.starvation`. Remembers the reservation
     (for `job show`)."""
@@ -247,6 +278,7 @@ def place_with_reservation(
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,
         usage=usage,
+        caps=caps,
     )
     state.fair_share = usage
     placed = {p.job_id for p in result.placements}

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from nvq.config import Config
 from nvq.domain import fair_share as fs
+from nvq.domain import quotas
 from nvq.model import Charge, Job, JobState, Tx
 from nvq.store import Store
 
@@ -26,11 +27,29 @@ class UsageBook:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.ledger: dict[str, fs.Usage] = {}
+        # OS user → their attempts that ended within the last day (`max_gpu_hours`).
+        self.recent: dict[str, list[quotas.Span]] = {}
         # (job id, attempt) → cards' worth it holds: asked once per running attempt.
         self._weights: dict[tuple[int, int], float] = {}
 
     async def load(self, store: Store) -> None:
         self.ledger = await store.usage()
+        for c in await store.charges_since(time.time() - quotas.DAY):
+            self._remember(c)
+
+    def _remember(self, c: Charge) -> None:
+        span = quotas.Span(c.started_at, c.ended_at, c.weight)
+        self.recent.setdefault(c.user, []).append(span)
+
+    def day_spans(self, user: str, now: float) -> list[quotas.Span]:
+        """The user's attempts that ended within the last day (older ones dropped)."""
+        spans = self.recent.get(user)
+        if not spans:
+            return []
+        since = now - quotas.DAY
+        if spans[0].end < since:
+            spans[:] = [s for s in spans if s.end >= since]
+        return spans
 
     @property
     def halflife(self) -> float:
@@ -95,6 +114,8 @@ class UsageBook:
     def committed(self, tx: Tx) -> None:
         for key, value, at in tx.usage:
             self.ledger[key] = fs.Usage(value, at)
+        for c in tx.charges:
+            self._remember(c)
 
     # ------------------------------------------------------------ reading
 

@@ -8,10 +8,11 @@ pass, so a 10,000-job array costs one per-node analysis, not 10,000."""
 from __future__ import annotations
 
 import itertools
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from nvq.domain import deps, lanes
+from nvq.domain import deps, lanes, quotas
 from nvq.domain import fair_share as fs
 from nvq.domain import waiting as w
 from nvq.domain.placement import NodeSlot, PendingJob
@@ -41,6 +42,8 @@ class PassFacts:
     rivals: dict[int, list[fs.Rival]] = field(default_factory=dict)
     shares: dict[str, float] = field(default_factory=dict)
     halflife: float = 86400.0
+    # Users' limits (`nvq.domain.quotas`): the limited users as the pass left them.
+    quota: dict[str, quotas.Standing] = field(default_factory=dict)
     number: int = field(default_factory=lambda: next(_passes))
     # Filled on demand, until the next pass replaces these facts.
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
@@ -96,6 +99,12 @@ def reason_of(
     lane_block = lane_block_of(facts, job, live)
     if lane_block is not None:
         return w.Waiting(w.LANE, lane_block)
+    standing = facts.quota.get(job.user)
+    if standing is not None and job.id not in facts.placed:
+        cards = 1 if pending.gpu is not None else pending.gpus
+        held = standing.blocks(cards)
+        if held is not None:
+            return w.Waiting(held, quota_detail(standing, held, cards))
     if job.id not in facts.considered and job.array_limit is not None:
         running = array_running(facts, live).get(job.array_id or 0, 0)
         if running >= job.array_limit:
@@ -114,6 +123,14 @@ def reason_of(
     if cached.reason in (w.PRIORITY, w.RESOURCES):
         return fair_share_wait(facts, pending) or cached
     return cached
+
+
+def quota_detail(standing: quotas.Standing, reason: str, gpus: int) -> str:
+    detail = standing.detail(reason, gpus)
+    if reason == quotas.QUOTA_HOURS and standing.hours_free_at is not None:
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(standing.hours_free_at))
+        detail += f"; under it again by {stamp}"
+    return detail
 
 
 def fair_share_wait(facts: PassFacts, job: PendingJob) -> w.Waiting | None:

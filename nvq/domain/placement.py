@@ -43,6 +43,7 @@ from nvq.domain.placement_types import (
     PlacementResult,
     Unschedulable,
 )
+from nvq.domain.quotas import Caps
 from nvq.values import format_mib
 
 __all__ = [
@@ -76,12 +77,15 @@ def place(
     headroom_mb: int,
     max_cpu_jobs: int,
     usage: Mapping[str, float] | None = None,
+    caps: Caps | None = None,
 ) -> PlacementResult:
     """Decide which pending jobs start now, and where; see the module docstring.
-    `usage`: each account's fair-share usage (over its share); None or empty: none."""
+    `usage`: each account's fair-share usage (over its share); None or empty: none.
+    `caps`: how many cards and jobs limited users may still start (counted down)."""
     if not nodes:
         return PlacementResult(placements=[], unschedulable=[])
-    return _Pass(nodes, headroom_mb, max_cpu_jobs).run(pending, dispatch_key(usage))
+    counting = caps.copy() if caps else None  # the caller's stays as it was: pure
+    return _Pass(nodes, headroom_mb, max_cpu_jobs).run(pending, dispatch_key(usage), counting)
 
 
 # -- implementation ----------------------------------------------------------------------
@@ -193,7 +197,10 @@ class _Pass:
         self.any_timed = any(s.time_left is not None or not s.untimed_ok for s in slots)
 
     def run(
-        self, pending: Sequence[PendingJob], order: Callable[[PendingJob], SortKey]
+        self,
+        pending: Sequence[PendingJob],
+        order: Callable[[PendingJob], SortKey],
+        caps: Caps | None,
     ) -> PlacementResult:
         placements: list[Placement] = []
         unschedulable: list[Unschedulable] = []
@@ -209,30 +216,41 @@ class _Pass:
             if reason is not None:
                 unschedulable.append(Unschedulable(job_id=job.id, reason=reason))
                 continue
-            if job.gpu is not None:
-                self._place_pinned(job, profile, placements)
+            if caps is not None:
+                cards = 1 if job.gpu is not None else job.gpus
+                if not caps.allows(job.user, cards):
+                    continue  # its user's limit holds it back
+                if self._place(job, profile, placements):
+                    caps.took(job.user, cards)
                 continue
-            gpus = job.gpus
-            vram = job.vram_mb if gpus else 0  # vram is per card; a CPU job has none
-            if profile.cpu_full if gpus == 0 else vram >= profile.limit[gpus]:
-                continue  # known not to fit: skip the scan
-            node = self._choose(profile, gpus, vram, job.memory_mb)
-            if node is None:
-                if gpus == 0:
-                    profile.cpu_full = True
-                else:
-                    # Remember the best on offer, not just this vram: a run of ever
-                    # smaller jobs that still do not fit then costs one scan, not one each.
-                    profile.no_fit(gpus, self._most_free(profile, gpus, job.memory_mb) + 1)
-                continue
-            old = node.key
-            cards = node.take(gpus, vram, job.memory_mb)
-            del self.order[bisect.bisect_left(self.order, old)]
-            bisect.insort(self.order, node.key)
-            placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
+            self._place(job, profile, placements)
         return PlacementResult(placements=placements, unschedulable=unschedulable)
 
-    def _place_pinned(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> None:
+    def _place(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> bool:
+        """Place one job if it fits now; whether it did."""
+        if job.gpu is not None:
+            return self._place_pinned(job, profile, placements)
+        gpus = job.gpus
+        vram = job.vram_mb if gpus else 0  # vram is per card; a CPU job has none
+        if profile.cpu_full if gpus == 0 else vram >= profile.limit[gpus]:
+            return False  # known not to fit: skip the scan
+        node = self._choose(profile, gpus, vram, job.memory_mb)
+        if node is None:
+            if gpus == 0:
+                profile.cpu_full = True
+            else:
+                # Remember the best on offer, not just this vram: a run of ever
+                # smaller jobs that still do not fit then costs one scan, not one each.
+                profile.no_fit(gpus, self._most_free(profile, gpus, job.memory_mb) + 1)
+            return False
+        old = node.key
+        cards = node.take(gpus, vram, job.memory_mb)
+        del self.order[bisect.bisect_left(self.order, old)]
+        bisect.insort(self.order, node.key)
+        placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
+        return True
+
+    def _place_pinned(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> bool:
         """A lane's head: its own card or nothing (no caching: one card, one check)."""
         assert job.gpu is not None
         for i in profile.now:
@@ -243,7 +261,8 @@ class _Pass:
                 del self.order[bisect.bisect_left(self.order, old)]
                 bisect.insort(self.order, node.key)
                 placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
-                return
+                return True
+        return False
 
     def _choose(self, profile: Profile, gpus: int, vram: int, memory: int) -> _Node | None:
         state, limit = self.state, self.max_cpu_jobs

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import msgspec
 
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key, place
+from nvq.domain.quotas import Caps
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,13 @@ def place_fairly(
     headroom_mb: int,
     max_cpu_jobs: int,
     usage: Mapping[str, float] | None = None,
+    caps: Caps | None = None,
 ) -> tuple[PlacementResult, Reservation | None]:
     """`place`, plus a reservation when the head of `pending` (dispatch order, fair
-    share included: `usage`) starves."""
-    result = place(slots, pending, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs, usage=usage)
+    share included: `usage`) starves. `caps`: users' limits, as for `place`."""
+    result = place(
+        slots, pending, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs, usage=usage, caps=caps
+    )
     if not pending:
         return result, None
     head = min(pending, key=dispatch_key(usage))
@@ -92,8 +96,15 @@ def place_fairly(
     # Everyone else, elsewhere: the reserved node counts for "could ever fit" only.
     closed = [msgspec.structs.replace(s, accepting=False) if s.name == node else s for s in slots]
     elsewhere = place(
-        closed, others, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs, usage=usage
+        closed, others, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs, usage=usage, caps=caps
     )
+    left = None
+    if caps:
+        # What the jobs placed elsewhere took is not there for the reserved node.
+        left = caps.copy()
+        by_id = {j.id: j for j in others}
+        for p in elsewhere.placements:
+            left.took(by_id[p.job_id].user, len(p.gpus) if p.gpus else by_id[p.job_id].gpus)
     taken = {p.job_id for p in elsewhere.placements} | {u.job_id for u in elsewhere.unschedulable}
     backfill = [
         j
@@ -106,6 +117,7 @@ def place_fairly(
         headroom_mb=headroom_mb,
         max_cpu_jobs=max_cpu_jobs,
         usage=usage,
+        caps=left,
     )
     merged = PlacementResult(
         placements=[*elsewhere.placements, *on_reserved.placements],

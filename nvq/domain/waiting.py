@@ -9,7 +9,7 @@ node it may use is), `Busy` (their owners are active), `Starvation` (room is kep
 a job that has waited too long), `Walltime` (every node that could take it is a Slurm
 pilot with less time left than the job's limit needs), `Untimed` (those pilots take only
 jobs with a time limit), `FairShare` (accounts that used the cards less lately go
-first), `Stopping` (its previous attempt is still being stopped or its files synced),
+first), `QuotaGPUs`/`QuotaJobs`/`QuotaHours` (its user's limit holds it back), `Stopping` (its previous attempt is still being stopped or its files synced),
 `Paused`, `Held`.
 """
 

@@ -73,3 +73,31 @@ def test_another_accounts_jobs_start_within_the_next_two_releases(
     nvq.wait_for(first + 2, lambda j: j["state"] == "running")
     dispatched = [e["job_id"] for e in nvq.events(mark) if e["kind"] == "job_dispatched"]
     assert dispatched[:3] == [*theirs, first + 2], dispatched
+
+
+def test_a_limit_holds_a_job_and_a_submit_over_max_queued_jobs_is_refused(nvq: Nvq) -> None:
+    # The queue's owner is an admin, and bound like anyone (no exempt_admins).
+    nvq.write_config("[limits]\nmax_running_jobs = 1\nmax_queued_jobs = 2\n")
+    gate = nvq.home.parent / "gate"
+    os.mkfifo(gate)
+    first = nvq.submit("--gpus", "0", "--no-snapshot", "--", "cat", str(gate))
+    nvq.wait_for(first["id"], lambda j: j["state"] == "running")
+    held = nvq.submit("--gpus", "0", "--no-snapshot", "--", "true")
+    rows = {j["id"]: j for j in nvq.json("job", "ls", "--active")}
+    assert rows[held["id"]]["reason"] == "QuotaJobs", rows
+    why = nvq.json("job", "why", str(held["id"]))
+    assert why["reason_detail"] == "root runs 1 job, at most 1 (max_running_jobs)", why
+
+    nvq.submit("--gpus", "0", "--no-snapshot", "--", "true")  # two queued: the most
+    before = nvq.json("job", "ls", "--all")
+    over = nvq.run("job", "submit", "--gpus", "0", "--no-snapshot", "--", "true")
+    assert over.code == 1
+    assert over.err == (
+        "nvq: root has 2 jobs queued, at most 2 (max_queued_jobs): another would be over; "
+        "wait for some to start, or cancel some\n"
+    )
+    assert nvq.json("job", "ls", "--all") == before  # nothing changed
+
+    _release(gate)  # the running job ends: the held one may start
+    code, _ = nvq.wait(first["id"], held["id"])
+    assert code == 0

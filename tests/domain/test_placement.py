@@ -19,6 +19,7 @@ from nvq.domain.placement import (
     Unschedulable,
     place,
 )
+from nvq.domain.quotas import Caps, Standing
 
 GiB = 1024
 HEADROOM = 512
@@ -296,6 +297,7 @@ def reference(
     headroom: int,
     max_cpu: int,
     usage: dict[str, float] | None = None,
+    caps: dict[str, tuple[int, int]] | None = None,
 ) -> tuple[list[Placement], set[int]]:
     if not nodes:
         return [], set()
@@ -311,6 +313,7 @@ def reference(
     placements: list[Placement] = []
     never: set[int] = set()
     used = usage or {}
+    left = {user: list(cap) for user, cap in (caps or {}).items()}  # [cards, jobs] per user
     # Priority, then (fair share) the account that used least, then age, then id.
     for j in sorted(
         pending, key=lambda j: (-j.priority, used.get(j.account, 0.0), j.created_at, j.id)
@@ -330,6 +333,9 @@ def reference(
         if not any(could_ever(n) for n in matching):
             never.add(j.id)
             continue
+        mine = left.get(j.user)
+        if mine is not None and (mine[1] < 1 or mine[0] < j.gpus):
+            continue  # its user's limit holds it back
 
         def cards_for(n: NodeSlot, j: PendingJob = j) -> list[int] | None:
             if not n.accepting:
@@ -367,6 +373,9 @@ def reference(
         if j.memory_mb and memory[best.name] is not None:
             memory[best.name] = memory[best.name] - j.memory_mb  # type: ignore[operator]
         placements.append(Placement(j.id, best.name, sorted(chosen)))
+        if mine is not None:
+            mine[0] -= j.gpus
+            mine[1] -= 1
     return placements, never
 
 
@@ -417,7 +426,8 @@ def pendings(draw: st.DrawFn) -> list[PendingJob]:
             draw(st.sampled_from([None, None, None, "a", "a1", "b", "zz", ""])),
             draw(CUDAS) if draw(st.integers(0, 3)) == 0 else None,
             draw(st.sampled_from([0, 0, 0, 4 * GiB, 64 * GiB])),
-            account=draw(st.sampled_from(["alice", "bob", "carol"])),
+            user=(who := draw(st.sampled_from(["alice", "bob", "carol"]))),
+            account=who,
         )
         for i in range(count)
     ]
@@ -425,6 +435,10 @@ def pendings(draw: st.DrawFn) -> list[PendingJob]:
 
 USAGES = st.none() | st.dictionaries(
     st.sampled_from(["alice", "bob", "carol"]), st.sampled_from([0.0, 1.0, 2.5, 3600.0])
+)
+# Users' limits: (cards, jobs) each may still start.
+CAPS = st.none() | st.dictionaries(
+    st.sampled_from(["alice", "bob", "carol"]), st.tuples(st.integers(0, 4), st.integers(0, 3))
 )
 
 
@@ -467,12 +481,24 @@ def residual_fits(
 
 
 @settings(max_examples=400, deadline=None)
-@given(clusters(), pendings(), st.integers(0, 3), USAGES)
+@given(clusters(), pendings(), st.integers(0, 3), USAGES, CAPS)
 def test_matches_reference_and_keeps_invariants(
-    nodes: list[NodeSlot], pending: list[PendingJob], max_cpu: int, usage: dict[str, float] | None
+    nodes: list[NodeSlot],
+    pending: list[PendingJob],
+    max_cpu: int,
+    usage: dict[str, float] | None,
+    limits: dict[str, tuple[int, int]] | None,
 ) -> None:
-    result = place(nodes, pending, headroom_mb=HEADROOM, max_cpu_jobs=max_cpu, usage=usage)
-    want_placements, want_never = reference(nodes, pending, HEADROOM, max_cpu, usage)
+    caps = None
+    if limits is not None:
+        caps = Caps(
+            Standing(user=u, running_gpus=0, running_jobs=0, max_gpus=g, max_jobs=j)
+            for u, (g, j) in limits.items()
+        )
+    result = place(
+        nodes, pending, headroom_mb=HEADROOM, max_cpu_jobs=max_cpu, usage=usage, caps=caps
+    )
+    want_placements, want_never = reference(nodes, pending, HEADROOM, max_cpu, usage, limits)
     assert result.placements == want_placements
     assert {u.job_id for u in result.unschedulable} == want_never
     assert all(u.reason and "\n" not in u.reason for u in result.unschedulable)
@@ -511,6 +537,8 @@ def test_matches_reference_and_keeps_invariants(
     for p in result.placements:
         j = by_id[p.job_id]
         for other in pending:
+            if other.user != j.user and limits is not None:
+                continue  # another user's limit may hold theirs back
             if shape(other) == shape(j) and other.priority > j.priority:
                 assert other.id in placed_ids
             # Fair share: nor an equal-priority one of an account that used less lately.
@@ -522,8 +550,13 @@ def test_matches_reference_and_keeps_invariants(
     # Nothing left waiting would fit in what remains: the pass is maximal.
     refused = {u.job_id for u in result.unschedulable}
     for j in pending:
-        if j.id not in placed_ids and j.id not in refused:
+        if j.id not in placed_ids and j.id not in refused and limits is None:
             assert not residual_fits(nodes, result.placements, by_id, j, max_cpu)
+    # No user starts more than their limits allow.
+    for user, (cards, count) in (limits or {}).items():
+        theirs = [p for p in result.placements if by_id[p.job_id].user == user]
+        assert len(theirs) <= count
+        assert sum(len(p.gpus) for p in theirs) <= cards
 
 
 # -- speed ---------------------------------------------------------------------------------

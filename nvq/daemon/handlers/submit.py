@@ -11,6 +11,7 @@ from nvq import control as c
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.quotas import check_queued
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, lanes, transitions
@@ -39,6 +40,7 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
         for dep in {*spec.after, *spec.after_any}:
             await state.get_job(dep)
         new_jobs = await shape_submission(state, spec, job)
+        check_queued(state, user, len(new_jobs))
         unreported = check_runnable(state, ctx.machines, new_jobs[0])
         inserted = await state.commit(Tx(new_jobs=new_jobs))
     state.kick()
