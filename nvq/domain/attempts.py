@@ -26,6 +26,7 @@ _ENDINGS = {
     "launch_failed": "launch failed",
     "attempt_superseded": "superseded",
     "job_moved": "moved",
+    "attempt_fenced": "fenced",  # its runner stopped it: the lease lapsed (fencing.py)
 }
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
-from nvq.domain import exits, fencing, reassign
-from nvq.model import Job, JobState, Reap
+from nvq.domain import attempts, exits, fencing, reassign
+from nvq.model import Event, Job, JobState, Reap
 from nvq_runner.protocol import AttemptFenced, JobExited
 
 EV = AttemptFenced(seq=9, job_id=7, attempt=1, at=50.0, silent_for=3.2, lease=3.0)
@@ -58,3 +58,15 @@ def test_a_no_reassign_job_found_running_after_the_partition_runs_on() -> None:
     assert fencing.resumed(lost, 1, "n1", Reap(7, 1, "n1", "cancelled")).job is None
     assert fencing.resumed(_job(state=JobState.LOST), 1, "n1", reap).job is None
     assert fencing.resumed(lost, 2, "n1", reap).job is None
+
+
+def test_the_attempt_list_says_fenced_unless_it_was_reassigned_first() -> None:
+    def ev(i: int, kind: str, **data: object) -> Event:
+        return Event(id=i, time=float(i), kind=kind, job_id=7, node="n1", data=data)
+
+    run = [ev(1, "job_dispatched", attempt=1), ev(2, "job_started", attempt=1)]
+    fenced = ev(3, "attempt_fenced", attempt=1, requeued=True)
+    assert [a.outcome for a in attempts.derive([*run, fenced])] == ["fenced"]
+    moved = ev(3, "job_reassigned", attempt=1)
+    late = ev(4, "attempt_fenced", attempt=1, requeued=False)
+    assert [a.outcome for a in attempts.derive([*run, moved, late])] == ["reassigned"]
