@@ -64,6 +64,8 @@ KINDS = [
 ]
 FINISHED = {"completed", "failed", "cancelled", "timeout", "lost"}
 ENDINGS = {"job_completed", "job_failed", "job_cancelled", "job_timeout", "job_lost"}
+TOLD = {"node_down", "job_reassigned", "attempt_fenced", "owed_kill", "job_found",
+        "job_retried", "attempt_superseded", "job_lost"}
 MAX_OUTSTANDING = 40  # submitters wait while this many acknowledged jobs are unfinished
 
 
@@ -85,6 +87,7 @@ class Soak:
         self.faults: Counter[str] = Counter()
         self.fault_errors: list[str] = []
         self.with_retries: set[int] = set()
+        self.told: Counter[str] = Counter()
 
     # ------------------------------------------------------------ the CLI
 
@@ -140,8 +143,7 @@ class Soak:
                     if retries:
                         self.with_retries.add(job_id)
             else:
-                line = (r.stderr.strip() or r.stdout.strip()).splitlines()
-                self.submit_errors[(line[-1] if line else f"exit {r.returncode}")[:80]] += 1
+                self.submit_errors[_error(r)[:80]] += 1
             time.sleep(rng.uniform(0.2, 1.0))
 
     def watcher(self) -> None:
@@ -347,6 +349,7 @@ class Soak:
                                   f"({job['state']}), its ledger says {end[1]}")
 
         violations += self.ended_once(jobs)
+        violations += self.tracebacks()
         check = self.cli("queue", "check", "--json", timeout=300)
         if check.returncode != 0:
             violations.append(f"queue check: {(check.stdout or check.stderr).strip()[:2000]}")
@@ -358,22 +361,48 @@ class Soak:
             "violations": violations,
             "unproven": unproven,
             "reran_after_unreported_success": reran,
+            "events": dict(self.told),
         }
 
 
+    def tracebacks(self) -> list[str]:
+        """Nothing crashed: no traceback in daemon.log or a runner's log."""
+        logs = [self.nvq.home / "daemon.log", *(n.home / "runner.log" for n in self.nodes)]
+        out = []
+        for log in logs:
+            with contextlib.suppress(OSError):
+                text = log.read_text(errors="replace")
+                if "Traceback" in text:
+                    last = [ln for ln in text.splitlines() if ln and not ln[0].isspace()
+                            and "Error" in ln]
+                    out.append(f"{log.name} of {log.parent.name}: {text.count('Traceback')} "
+                               f"traceback(s), e.g. {(last or ['?'])[-1][:200]}")
+        return out
+
     def ended_once(self, jobs: dict[int, dict[str, Any]]) -> list[str]:
         """Each job's event log ends it once: a second ending only as an exit that
-        overrides a guess (`lost`, `reassigned`) or that came after a settle."""
+        overrides a guess (`lost`, `reassigned`). Counts the events that tell of
+        faults on the way (`self.told`)."""
         r = self.cli("queue", "events", "--since", "0", "--json", timeout=300)
         if r.returncode != 0:
-            return [f"queue events: {r.stderr.strip()[:200]}"]
+            return [f"queue events: {_error(r)[:200]}"]
         endings: Counter[int] = Counter()
         for ev in json.loads(r.stdout):
+            if ev["kind"] in TOLD:
+                self.told[ev["kind"]] += 1
             if ev["kind"] in ENDINGS and ev.get("job_id") is not None \
                     and "overrides" not in (ev.get("data") or {}):
                 endings[ev["job_id"]] += 1
         return [f"job {i}: ended {endings[i]} times in its event log"
                 for i in sorted(jobs) if endings[i] > 1]
+
+
+def _error(r: subprocess.CompletedProcess[str]) -> str:
+    """A failed call's error: its JSON error document's, else its last line."""
+    with contextlib.suppress(ValueError, AttributeError):
+        return str(json.loads(r.stdout)["error"])
+    lines = (r.stderr.strip() or r.stdout.strip()).splitlines()
+    return lines[-1] if lines else f"exit {r.returncode}"
 
 
 def main() -> None:

@@ -122,20 +122,29 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             return False
 
+    lost: list[str] = []  # why the writer ended the connection
+
     async def writer() -> None:
-        async with outbox:
-            async for frame in outbox:
-                # Frames queued meanwhile (a pass's starts for this node) go out in
-                # the same write.
-                batch = [frame]
-                while True:
-                    try:
-                        batch.append(outbox.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                await channel.send(b"".join(batch) if len(batch) > 1 else frame)
-                if beat is not None:
-                    beat.wrote()
+        try:
+            async with outbox:
+                async for frame in outbox:
+                    # Frames queued meanwhile (a pass's starts for this node) go out
+                    # in the same write.
+                    batch = [frame]
+                    while True:
+                        try:
+                            batch.append(outbox.receive_nowait())
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    await channel.send(b"".join(batch) if len(batch) > 1 else frame)
+                    if beat is not None:
+                        beat.wrote()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            # A write into a link that died ends this connection (the link
+            # reconnects), never the daemon: a heartbeat is often the first to find
+            # the channel gone.
+            lost.append(f"connection lost: {exc or type(exc).__name__}")
+            tg.cancel_scope.cancel()
 
     lease = events.lease()
     beat = Heartbeat(lease, post) if lease is not None else None
@@ -168,7 +177,7 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
             node.send = None
             send.close()
             tg.cancel_scope.cancel()
-    return reason
+    return reason or (lost[0] if lost else None)
 
 
 def _grants_lease(msgs: Sequence[p.RunnerMsg]) -> bool:
