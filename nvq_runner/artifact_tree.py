@@ -21,6 +21,7 @@ from typing import Literal
 import msgspec
 
 from .chunking import chunks
+from .tree_paths import TreePaths
 
 TREE_VERSION = 1
 FILE: Literal["f"] = "f"
@@ -87,21 +88,14 @@ def tree_id(tree: ArtifactTree) -> str:
 
 def check_tree(tree: ArtifactTree) -> None:
     """Refuse what could reach outside the mount or restore point, and files whose
-    chunks do not add up to their size."""
-    dirs = {""}
-    seen: set[str] = set()
+    chunks do not add up to their size (paths: the rule of tree_paths, shared with
+    submit manifests)."""
+    paths = TreePaths("artifacts tree")
     for entry in tree.entries:
-        parts = entry.path.split("/")
-        if entry.path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise TreeError(f"unsafe path in artifacts tree: {entry.path!r}")
-        if entry.path in seen:
-            raise TreeError(f"duplicate path in artifacts tree: {entry.path!r}")
-        seen.add(entry.path)
-        if "/".join(parts[:-1]) not in dirs:
-            raise TreeError(f"{entry.path!r} comes before its directory")
-        if entry.kind == DIR:
-            dirs.add(entry.path)
-        elif sum(c.size for c in entry.chunks) != entry.size:
+        problem = paths.add(entry.path, entry.kind == DIR)
+        if problem is not None:
+            raise TreeError(problem)
+        if entry.kind != DIR and sum(c.size for c in entry.chunks) != entry.size:
             raise TreeError(f"{entry.path!r}: chunks do not add up to its size")
 
 

@@ -15,6 +15,8 @@ from typing import Literal
 
 import msgspec
 
+from .tree_paths import TreePaths
+
 MANIFEST_VERSION = 1
 
 FILE: Literal["f"] = "f"
@@ -78,21 +80,12 @@ def is_hash(text: str) -> bool:
 def check_manifest(manifest: Manifest) -> None:
     """Refuse anything that could write outside the destination: absolute paths, `..`,
     duplicate paths, or an entry whose parent is not a directory of the same manifest
-    (so nothing is ever written through a symlink the manifest itself created)."""
-    dirs = {""}
-    seen: set[str] = set()
+    (so nothing is ever written through a symlink the manifest itself created): the
+    rule of tree_paths, shared with artifact trees."""
+    paths = TreePaths("manifest")
     for entry in manifest.entries:
-        parts = entry.path.split("/")
-        if not entry.path or entry.path.startswith("/") or any(
-            p in ("", ".", "..") for p in parts
-        ):
-            raise ManifestError(f"unsafe path in manifest: {entry.path!r}")
-        if entry.path in seen:
-            raise ManifestError(f"duplicate path in manifest: {entry.path!r}")
-        seen.add(entry.path)
-        if "/".join(parts[:-1]) not in dirs:
-            raise ManifestError(f"{entry.path!r} comes before its directory in the manifest")
-        if entry.kind == DIR:
-            dirs.add(entry.path)
-        elif entry.kind == FILE and not is_hash(entry.sha256):
+        problem = paths.add(entry.path, entry.kind == DIR)
+        if problem is not None:
+            raise ManifestError(problem)
+        if entry.kind == FILE and not is_hash(entry.sha256):
             raise ManifestError(f"{entry.path!r} has no valid sha256")
