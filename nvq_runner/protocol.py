@@ -5,7 +5,8 @@ one of two tagged unions: `RunnerMsg` (runner → daemon) and `DaemonMsg`
 (daemon → runner). This module is imported by both sides and depends on msgspec
 alone, so a node needs nothing of the daemon to run the runner. The messages live in
 `protocol_events` (runner → daemon) and `protocol_commands` (daemon → runner); this
-module re-exports them all and holds the framing, so callers write `p.Hello`.
+module exports them all (`__all__`, with the artifact messages of `artifact_wire`
+that travel in the same unions) and holds the framing, so callers write `p.Hello`.
 
 Durable runner events (`JobStarted`, `JobExited`, `JobLost`, `LaunchFailed`,
 `AttemptFenced`) carry a
@@ -30,101 +31,46 @@ import struct
 
 import msgspec
 
-from .protocol_commands import (
-    DEFAULT_MAX_LOG_SIZE as DEFAULT_MAX_LOG_SIZE,
+from .artifact_wire import (
+    ArtifactsTreeQuery,
+    ArtifactsTreeReply,
+    SyncWanted,
 )
 from .protocol_commands import (
-    DEFAULT_MAX_RESULT as DEFAULT_MAX_RESULT,
-)
-from .protocol_commands import (
-    Ack as Ack,
-)
-from .protocol_commands import (
-    ArtifactsQuery as ArtifactsQuery,
-)
-from .protocol_commands import (
-    BlobData as BlobData,
-)
-from .protocol_commands import (
-    DaemonMsg as DaemonMsg,
-)
-from .protocol_commands import (
-    Heartbeat as Heartbeat,
-)
-from .protocol_commands import (
-    Kill as Kill,
-)
-from .protocol_commands import (
-    Owner as Owner,
-)
-from .protocol_commands import (
-    Start as Start,
-)
-from .protocol_commands import (
-    Sync as Sync,
-)
-from .protocol_commands import (
-    Tail as Tail,
-)
-from .protocol_commands import (
-    Unfollow as Unfollow,
+    DEFAULT_MAX_LOG_SIZE,
+    DEFAULT_MAX_RESULT,
+    Ack,
+    ArtifactsQuery,
+    BlobData,
+    DaemonMsg,
+    Heartbeat,
+    Kill,
+    Owner,
+    Start,
+    Sync,
+    Tail,
+    Unfollow,
 )
 from .protocol_events import (
-    ActiveJob as ActiveJob,
-)
-from .protocol_events import (
-    ArtifactFile as ArtifactFile,
-)
-from .protocol_events import (
-    ArtifactsManifest as ArtifactsManifest,
-)
-from .protocol_events import (
-    AttemptFenced as AttemptFenced,
-)
-from .protocol_events import (
-    Busy as Busy,
-)
-from .protocol_events import (
-    ExitReason as ExitReason,
-)
-from .protocol_events import (
-    GpuInfo as GpuInfo,
-)
-from .protocol_events import (
-    GpuProcess as GpuProcess,
-)
-from .protocol_events import (
-    GpuSample as GpuSample,
-)
-from .protocol_events import (
-    Hello as Hello,
-)
-from .protocol_events import (
-    JobExited as JobExited,
-)
-from .protocol_events import (
-    JobLost as JobLost,
-)
-from .protocol_events import (
-    JobStarted as JobStarted,
-)
-from .protocol_events import (
-    JournaledEvent as JournaledEvent,
-)
-from .protocol_events import (
-    LaunchFailed as LaunchFailed,
-)
-from .protocol_events import (
-    LogData as LogData,
-)
-from .protocol_events import (
-    NeedBlobs as NeedBlobs,
-)
-from .protocol_events import (
-    RunnerMsg as RunnerMsg,
-)
-from .protocol_events import (
-    Sample as Sample,
+    ActiveJob,
+    ArtifactFile,
+    ArtifactsManifest,
+    AttemptFenced,
+    Busy,
+    ExitReason,
+    GpuInfo,
+    GpuProcess,
+    GpuSample,
+    Hello,
+    JobExited,
+    JobLost,
+    JobStarted,
+    JournaledEvent,
+    LaunchFailed,
+    LogData,
+    NeedBlobs,
+    RunnerMsg,
+    Sample,
 )
 
 PROTOCOL_VERSION = 1
@@ -190,3 +136,50 @@ class FrameReader:
     @property
     def pending(self) -> int:
         return len(self._buf)
+
+
+__all__ = [
+    "DEFAULT_MAX_LOG_SIZE",
+    "DEFAULT_MAX_RESULT",
+    "MAX_FRAME",
+    "PROTOCOL_VERSION",
+    "Ack",
+    "ActiveJob",
+    "ArtifactFile",
+    "ArtifactsManifest",
+    "ArtifactsQuery",
+    "ArtifactsTreeQuery",
+    "ArtifactsTreeReply",
+    "AttemptFenced",
+    "BlobData",
+    "Busy",
+    "DaemonMsg",
+    "ExitReason",
+    "FrameError",
+    "FrameReader",
+    "GpuInfo",
+    "GpuProcess",
+    "GpuSample",
+    "Heartbeat",
+    "Hello",
+    "JobExited",
+    "JobLost",
+    "JobStarted",
+    "JournaledEvent",
+    "Kill",
+    "LaunchFailed",
+    "LogData",
+    "NeedBlobs",
+    "Owner",
+    "RunnerMsg",
+    "Sample",
+    "Start",
+    "Sync",
+    "SyncWanted",
+    "Tail",
+    "Unfollow",
+    "decode_daemon_payload",
+    "decode_runner_payload",
+    "encode_frame",
+    "encode_payload",
+]
