@@ -16,6 +16,7 @@ from anyio.abc import SocketStream
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
+from nvq.daemon.node_pipes import SshStream
 from nvq.daemon.nodes import NodeRuntime
 
 TYPE_CHECKING = False
@@ -25,34 +26,6 @@ if TYPE_CHECKING:
 # Where on the node the port is reached: the loopback, so a server that listens
 # only there (Jupyter's default) is reachable too.
 NODE_HOST = "localhost"
-
-
-class _SshTcp(anyio.abc.ByteStream):
-    def __init__(self, reader: asyncssh.SSHReader[bytes], writer: asyncssh.SSHWriter[bytes]) -> None:
-        self._reader, self._writer = reader, writer
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        try:
-            data = await self._reader.read(max_bytes)
-        except (OSError, asyncssh.Error) as exc:
-            raise anyio.BrokenResourceError(str(exc)) from exc
-        if not data:
-            raise anyio.EndOfStream
-        return data
-
-    async def send(self, item: bytes) -> None:
-        try:
-            self._writer.write(item)
-            await self._writer.drain()
-        except (OSError, asyncssh.Error) as exc:
-            raise anyio.BrokenResourceError(str(exc)) from exc
-
-    async def send_eof(self) -> None:
-        with contextlib.suppress(OSError, asyncssh.Error):
-            self._writer.write_eof()
-
-    async def aclose(self) -> None:
-        self._writer.close()
 
 
 async def connect_port(node: NodeRuntime, port: int) -> anyio.abc.ByteStream:
@@ -69,7 +42,7 @@ async def connect_port(node: NodeRuntime, port: int) -> anyio.abc.ByteStream:
         reader, writer = await conn.open_connection(NODE_HOST, port)
     except (OSError, asyncssh.Error) as exc:
         raise RequestError(f"nothing listens on port {port} of {node.name}: {exc}") from None
-    return _SshTcp(reader, writer)
+    return SshStream(reader, writer)
 
 
 async def serve_forward(

@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import shlex
 import sys
-from pathlib import Path
 
 import anyio
 import anyio.abc
+import asyncssh
 from anyio.streams.stapled import StapledByteStream
 
 from nvq.daemon.errors import RequestError
@@ -21,6 +21,8 @@ from nvq.daemon.state import State
 from nvq_runner.identity import dir_name
 
 ATTACH_WAIT = 30.0  # the terminal socket appears a moment after the job starts
+STREAMLOCAL_RETRY = 0.01
+SUN_PATH = 108  # sockaddr_un's path, with its NUL
 
 
 def job_dir(state: State, node: NodeRuntime, job_id: int, nonce: str) -> str:
@@ -64,6 +66,36 @@ class _ProcessPipe(anyio.abc.ByteStream):
         await self._process.aclose()
 
 
+class SshStream(anyio.abc.ByteStream):
+    """A forwarded connection (direct-tcpip or direct-streamlocal) as a byte stream."""
+
+    def __init__(self, reader: asyncssh.SSHReader[bytes], writer: asyncssh.SSHWriter[bytes]) -> None:
+        self._reader, self._writer = reader, writer
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            data = await self._reader.read(max_bytes)
+        except (OSError, asyncssh.Error) as exc:
+            raise anyio.BrokenResourceError(str(exc)) from exc
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        try:
+            self._writer.write(item)
+            await self._writer.drain()
+        except (OSError, asyncssh.Error) as exc:
+            raise anyio.BrokenResourceError(str(exc)) from exc
+
+    async def send_eof(self) -> None:
+        with contextlib.suppress(OSError, asyncssh.Error):
+            self._writer.write_eof()
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+
 async def open_on_node(state: State, node: NodeRuntime, args: list[str]) -> anyio.abc.ByteStream:
     """Run `python -m nvq_runner ARGS` on `node` (its runner's interpreter) and return
     its stdin/stdout. Raises RequestError when the node is not connected."""
@@ -89,8 +121,32 @@ async def open_on_node(state: State, node: NodeRuntime, args: list[str]) -> anyi
 async def attach_terminal(
     state: State, node: NodeRuntime, job_id: int, nonce: str
 ) -> anyio.abc.ByteStream:
-    sock = str(Path(job_dir(state, node, job_id, nonce)) / "pty.sock")
-    if node.config is not None:
-        sock = f"{job_dir(state, node, job_id, nonce)}/pty.sock"
+    """The job's terminal socket (ptyhost.py), on an SSH node straight through sshd
+    (direct-streamlocal: no shell, no Python started there) where its path allows;
+    else through `nvq_runner pty-attach` on an exec channel."""
+    sock = f"{job_dir(state, node, job_id, nonce)}/pty.sock"
+    if node.config is not None and sock.startswith("/") and len(sock.encode()) < SUN_PATH:
+        stream = await _streamlocal(node, sock)
+        if stream is not None:
+            return stream
     return await open_on_node(state, node, ["pty-attach", "--sock", sock,
                                             "--wait", str(ATTACH_WAIT)])
+
+
+async def _streamlocal(node: NodeRuntime, path: str) -> SshStream | None:
+    """A direct-streamlocal channel to `path`, waiting for the socket to appear (it
+    does a moment after the job's start); None when sshd does not forward to Unix
+    sockets here (the caller then goes through an exec channel)."""
+    conn = getattr(node.channel, "connection", None)
+    if conn is None:
+        raise RequestError(f"node {node.name} is not connected over SSH right now")
+    with anyio.move_on_after(ATTACH_WAIT):
+        while True:
+            try:
+                reader, writer = await conn.open_unix_connection(path)
+                return SshStream(reader, writer)
+            except asyncssh.ChannelOpenError as exc:
+                if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
+                    return None
+            await anyio.sleep(STREAMLOCAL_RETRY)
+    raise RequestError(f"the session's terminal on {node.name} never appeared ({path})")

@@ -27,9 +27,11 @@ def where(request: pytest.FixtureRequest, nvq: Nvq) -> str:
     return str(request.param)
 
 
-def logs_until(nvq: Nvq, job_id: int, text: str, timeout: float = 30) -> None:
+def logs_until(nvq: Nvq, job_id: int, text: str, timeout: float = 60) -> None:
+    """Until the job's output says `text` (before its node has started it, `job logs`
+    says there is nothing yet)."""
     deadline = time.monotonic() + timeout
-    while text not in nvq.ok("job", "logs", str(job_id)).out:
+    while text not in nvq.run("job", "logs", str(job_id)).out:
         assert time.monotonic() < deadline, f"{text!r} never in job {job_id}'s output"
         time.sleep(0.1)
 
