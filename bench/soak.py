@@ -88,6 +88,7 @@ class Soak:
         self.fault_errors: list[str] = []
         self.with_retries: set[int] = set()
         self.told: Counter[str] = Counter()
+        self.exits: dict[tuple[int, int], int] = {}  # (job, attempt) → exit its events record
 
     # ------------------------------------------------------------ the CLI
 
@@ -335,20 +336,24 @@ class Soak:
                 # while its node is cut off is not known to have ended, and past
                 # node_grace the job runs again. Counted; the records must still agree.
                 reran.append(job_id)
-        for job_id, job in jobs.items():
-            if job["state"] not in ("completed", "failed") or job.get("exit_code") is None:
-                continue
-            end = ends.get((job_id, job["attempt"]))
-            if end is None:
-                if (job_id, job["attempt"]) in starts:
-                    unproven.append(f"job {job_id}: recorded exit {job['exit_code']}, "
-                                    f"attempt {job['attempt']} wrote no end line")
-                continue
-            if end[1] != str(job["exit_code"]):
-                violations.append(f"job {job_id}: recorded exit {job['exit_code']} "
-                                  f"({job['state']}), its ledger says {end[1]}")
-
         violations += self.ended_once(jobs)
+        # Every exit the queue recorded for an attempt is the one its ledger wrote...
+        for (job_id, n), recorded in sorted(self.exits.items()):
+            end = ends.get((job_id, n))
+            if end is None:
+                if (job_id, n) in starts:
+                    unproven.append(f"job {job_id}: attempt {n} recorded exit {recorded}, "
+                                    "wrote no end line")
+            elif end[1] not in ("lost", str(recorded)):
+                violations.append(f"job {job_id}: attempt {n} recorded exit {recorded}, "
+                                  f"its ledger says {end[1]}")
+        # ...and the job's own exit is one of its attempts' (the one that stands).
+        for job_id, job in jobs.items():
+            if job["state"] in ("completed", "failed") and job.get("exit_code") is not None:
+                codes = {c for (j, _), c in self.exits.items() if j == job_id}
+                if job["exit_code"] not in codes:
+                    violations.append(f"job {job_id}: {job['state']} with exit "
+                                      f"{job['exit_code']}, no attempt recorded it {sorted(codes)}")
         violations += self.tracebacks()
         check = self.cli("queue", "check", "--json", timeout=300)
         if check.returncode != 0:
@@ -390,6 +395,10 @@ class Soak:
         for ev in json.loads(r.stdout):
             if ev["kind"] in TOLD:
                 self.told[ev["kind"]] += 1
+            data = ev.get("data") or {}
+            if ev.get("job_id") is not None and data.get("exit_code") is not None \
+                    and data.get("attempt") is not None:
+                self.exits[(ev["job_id"], int(data["attempt"]))] = int(data["exit_code"])
             if ev["kind"] in ENDINGS and ev.get("job_id") is not None \
                     and "overrides" not in (ev.get("data") or {}):
                 endings[ev["job_id"]] += 1
