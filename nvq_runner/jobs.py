@@ -32,6 +32,7 @@ from .protocol import (
     LaunchFailed,
     Start,
 )
+from .recovery import write_start
 from .spawn import LaunchError, launch
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,7 @@ class JobManager:
         rec = new_record(msg, self._boot_id)
         rec.port = self._next_port()
         self._dirs[msg.job_id] = d
+        write_start(d, msg)  # so a queue that forgets the job can know it again
         try:
             popen, pidfd = launch(msg, d, rec, self._job_umask, prepared)
         except LaunchError as exc:

@@ -46,6 +46,7 @@ from .protocol_commands import (
     Heartbeat,
     Kill,
     Owner,
+    RecoverQuery,
     Start,
     Sync,
     Tail,
@@ -69,8 +70,10 @@ from .protocol_events import (
     LaunchFailed,
     LogData,
     NeedBlobs,
+    Recovered,
     RunnerMsg,
     Sample,
+    StartRecord,
 )
 
 PROTOCOL_VERSION = 1
@@ -171,9 +174,12 @@ __all__ = [
     "LogData",
     "NeedBlobs",
     "Owner",
+    "RecoverQuery",
+    "Recovered",
     "RunnerMsg",
     "Sample",
     "Start",
+    "StartRecord",
     "Sync",
     "SyncWanted",
     "Tail",

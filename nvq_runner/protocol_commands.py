@@ -153,7 +153,16 @@ class Heartbeat(msgspec.Struct, tag="heartbeat", frozen=True):
     lease: float
 
 
+class RecoverQuery(msgspec.Struct, tag="recover_query", frozen=True):
+    """What this node kept of jobs `job_ids` of queue `queue_id`, which queue.db has
+    forgotten (a damaged WAL, an older backup restored): answered by `Recovered`."""
+
+    req: int
+    job_ids: list[int]
+    queue_id: str = ""
+
+
 DaemonMsg = (
     Start | Kill | Ack | Tail | Unfollow | Sync | ArtifactsQuery | Owner | BlobData
-    | ArtifactsTreeQuery | Heartbeat
+    | ArtifactsTreeQuery | Heartbeat | RecoverQuery
 )

@@ -12,6 +12,7 @@ from typing import Literal
 import msgspec
 
 from .artifact_wire import ArtifactsTreeReply, SyncWanted
+from .protocol_commands import Start
 
 # ---------------------------------------------------------------- shared pieces
 
@@ -222,6 +223,28 @@ class NeedBlobs(msgspec.Struct, tag="need_blobs", frozen=True):
     hashes: list[str]
 
 
+class StartRecord(msgspec.Struct, frozen=True):
+    """What a node kept of one attempt: the `Start` it was given (start.json), when it
+    started, and how it ended (`ended_at` None: it runs, or its end is unknown)."""
+
+    start: Start
+    started_at: float
+    running: bool
+    pid: int | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    ended_at: float | None = None
+    killed: bool = False  # ended by a kill (the queue's, or its timeout's)
+
+
+class Recovered(msgspec.Struct, tag="recovered", frozen=True):
+    """The answer to `RecoverQuery`: the newest attempt this node kept of each job
+    asked about that it has a start record of."""
+
+    req: int
+    records: list[StartRecord] = []
+
+
 JournaledEvent = JobStarted | JobExited | JobLost | LaunchFailed | AttemptFenced
 RunnerMsg = (
     Hello
@@ -237,4 +260,5 @@ RunnerMsg = (
     | NeedBlobs
     | ArtifactsTreeReply
     | SyncWanted
+    | Recovered
 )

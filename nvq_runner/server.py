@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from . import __version__, owner, procfs
+from . import __version__, owner, procfs, recovery
 from .allocation import allocated_gpus
 from .artifact_wire import ArtifactsTreeQuery, SyncWanted
 from .artifacts import manifest
@@ -51,6 +51,8 @@ from .protocol import (
     Kill,
     LogData,
     Owner,
+    Recovered,
+    RecoverQuery,
     RunnerMsg,
     Sample,
     Start,
@@ -153,7 +155,7 @@ class Runner:
             boot_id=procfs.boot_id(),
             pid=os.getpid(),
             journal_id=self.journal.id,
-            features=["artifacts", "owner", "world", "chunked_artifacts", "lease"],
+            features=["artifacts", "owner", "world", "chunked_artifacts", "lease", "recover"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
@@ -222,6 +224,8 @@ class Runner:
                     asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
                 case Heartbeat():
                     self.lease.renew(msg.lease)
+                case RecoverQuery():
+                    asyncio.get_running_loop().create_task(self._recover(conn, msg))
                 case Owner():
                     self.owner = msg
                     self._busy = None  # report afresh on this connection
@@ -260,6 +264,13 @@ class Runner:
             )
         except OSError as exc:
             conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
+
+    async def _recover(self, conn: Conn, msg: RecoverQuery) -> None:
+        running = [(r.rec.job_id, r.rec.attempt) for r in self.jobs.running.values()]
+        found = await asyncio.to_thread(
+            recovery.records, self.jobs.root, msg.job_ids, msg.queue_id, running
+        )
+        conn.send(Recovered(req=msg.req, records=found))
 
     async def _artifacts_tree(self, conn: Conn, msg: ArtifactsTreeQuery) -> None:
         directory = self.jobs.job_dir(msg.job_id).artifacts

@@ -203,6 +203,8 @@ class NodeCheck(msgspec.Struct, kw_only=True):
     journal_head: int | None  # the runner's last journaled seq when it said hello
     applied_seq: int  # the last seq of it queue.db applied
     lost_events: int  # journaled events before the hello that queue.db never applied
+    # job ids queue.db had forgotten and made again from the node's start records
+    recovered: list[int] = []
 
 
 class StoreCheck(msgspec.Struct, kw_only=True):

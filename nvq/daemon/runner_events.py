@@ -16,10 +16,11 @@ from nvq.daemon.apply import record
 from nvq.daemon.group_commit import Plain, commit_together, plain_run
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
+from nvq.daemon.recovery import Recovery
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
 from nvq.domain import exits, fencing, transitions
-from nvq.model import Event, Job, JobState, NewEvent, NodeSeq, Outcome, Reap, Tx
+from nvq.model import Event, Job, JobState, NewAlert, NewEvent, NodeSeq, Outcome, Reap, Tx
 from nvq_runner import protocol as p
 from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
 
@@ -38,6 +39,7 @@ class RunnerEvents:
         # first frame after it that is not a journaled event (the runner writes Hello
         # and the whole replay before anything else).
         self._replaying: set[str] = set()
+        self.recovery = Recovery(state)  # jobs queue.db forgot, asked of their node
 
     def find_node(self, name: str) -> NodeRuntime:
         return self.state.find_node(name)
@@ -140,6 +142,8 @@ class RunnerEvents:
             self.machines.sync_now(node, msg.job_id, msg.attempt)
         elif isinstance(msg, p.AttemptFenced):
             await self._on_fenced(node, msg)
+        elif isinstance(msg, p.Recovered):
+            self.recovery.answer(msg)
         else:
             await self._on_journaled(node, msg)
 
@@ -170,7 +174,12 @@ class RunnerEvents:
                 node.name, facts=msgspec.to_builtins(hello), last_seen=node.last_seen
             )
             tx = Tx(events=[NewEvent("node_up", None, node.name, {"hostname": hello.hostname})])
-            await self._ids_seen(node, hello, tx)
+            forgotten = await self.recovery.forgotten(hello)
+            unknown_ids = await self._ids_seen(node, hello)
+            # A runner that keeps start records is asked first: one alert then says
+            # what came back, and this one only if ids stay unknown.
+            if not self.recovery.begin(node, forgotten, unknown_ids) and unknown_ids:
+                tx.alerts = [*tx.alerts, unknown_ids]
             await self.state.commit(tx)
             log.info(
                 "node %s up (runner %s, %d GPUs, journal %d, applied %d)",
@@ -189,21 +198,21 @@ class RunnerEvents:
                 self._replaying.add(node.name)
         self.state.kick()
 
-    async def _ids_seen(self, node: NodeRuntime, hello: p.Hello, tx: Tx) -> None:
+    async def _ids_seen(self, node: NodeRuntime, hello: p.Hello) -> NewAlert | None:
         """Job ids continue after the highest any runner has seen, so a restored or
         damaged queue.db never gives an old job's id (and output) to a new job. Ids it
-        never assigned are what it lost: alerted once, and kept for `queue check`.
-        Must hold the lock."""
+        never assigned are what it lost: kept for `queue check`, and the alert that
+        says so returned. Must hold the lock."""
         known = await self.state.store.last_job_id()
         alert = store_behind.hello_alert(node.name, hello, known)
         if alert is None:
-            return
+            return None
         log.error("%s", alert.message)
         self.state.store_behind.setdefault(node.name, set()).update(
             range(known + 1, hello.max_job_id + 1)
         )
         await self.state.store.raise_last_id(hello.max_job_id)
-        tx.alerts = [*tx.alerts, alert]
+        return alert
 
     async def _replayed(self, node: NodeRuntime) -> None:
         """The runner's replay is over: whatever seq queue.db applied last (a restored
@@ -348,6 +357,8 @@ class RunnerEvents:
                 reap = self.state.reaps.get((job_id, attempt))
                 lost = self.state.reaping.get((job_id, attempt))
                 found = fencing.resumed(lost, attempt, node.name, reap) if lost else Outcome()
+                if live is None and self.recovery.waits_for(node.name, job_id):
+                    continue  # queue.db forgot it; the node's record is on its way
                 if found.job is not None:
                     # --no-reassign ran on through the partition: it is running.
                     record(tx, found)

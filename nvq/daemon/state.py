@@ -100,6 +100,8 @@ class State:
         self.output_copies: JobsSeen | None = None  # every attempt's output, copied here
         # node → job ids its runner knows that queue.db does not (see runner_events)
         self.store_behind: dict[str, set[int]] = {}
+        # node → job ids queue.db had forgotten and made again from its records
+        self.recovered: dict[str, set[int]] = {}
         self.later = Later()  # writes a request left to land once the disk has room
         self.usage = UsageBook(config)  # fair share's ledger (see daemon/usage.py)
         self.fair_share: dict[str, float] | None = None  # the last pass's standings

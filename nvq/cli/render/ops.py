@@ -110,6 +110,10 @@ def check_text(doc: StoreCheck) -> str:
             problems.append(f"knows jobs {shown}{more} that queue.db does not")
         if n.lost_events:
             problems.append(f"{n.lost_events} journal events queue.db never applied")
+        if n.recovered:
+            shown = ", ".join(str(i) for i in n.recovered[:20])
+            more = f" and {len(n.recovered) - 20} more" if len(n.recovered) > 20 else ""
+            lines.append(f"node {name}: recovered jobs {shown}{more} from its start records")
         if problems:
             lines.append(f"node {name}: " + "; ".join(problems))
         elif n.journal_head is None:

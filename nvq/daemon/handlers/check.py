@@ -35,6 +35,7 @@ def _node_check(state: State, node: NodeRuntime) -> c.NodeCheck:
         journal_head=head,
         applied_seq=node.applied_seq,
         lost_events=lost,
+        recovered=sorted(state.recovered.get(node.name, ())),
     )
 
 
