@@ -361,7 +361,10 @@ def test_runner_killed_hard_adopts_running_job(node: Node) -> None:
     until(lambda: (JobDir(node.home / "jobs", 21).exit).exists(), "job 21's exit record")
     node.start()
     c2, hello = node.hello()
-    assert {a.job_id for a in hello.active} == {20, 22}
+    # 20 is adopted; 22 too, unless its 1.5 s ran out while the runner came back (a
+    # loaded machine): then the new runner has already ended it, and says so below
+    active = {a.job_id for a in hello.active}
+    assert 20 in active and active <= {20, 22}, active
     gate.touch()
     got: dict[int, JobExited] = {}
     while len(got) < 3:  # 21's record replayed, 20 let go, 22 past its timeout
