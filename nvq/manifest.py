@@ -30,6 +30,7 @@ line over it (a flag given on the command line wins; `env` merges key by key).
 from __future__ import annotations
 
 import shlex
+import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +40,7 @@ import msgspec
 
 from nvq.domain.validate import SUBMIT_FIELDS, SpecError, validate_spec
 from nvq.model import JobSpec
-from nvq.values import duration_value, env_value, ids_value, show, size_value
+from nvq.values import duration_value, env_value, ids_value, parse_begin, show, size_value
 
 
 class ManifestError(Exception):
@@ -86,6 +87,13 @@ def _duration(v: Any, source: str, key: str) -> float:
         return duration_value(v)
     except ValueError as exc:
         raise _fail(source, key, str(exc)) from None
+
+
+def _begin(v: Any, source: str, key: str) -> float:
+    try:
+        return parse_begin(_string(v, source, key), time.time())
+    except ValueError as exc:
+        raise _fail(source, key, str(exc).removeprefix("invalid --begin ")) from None
 
 
 def _command(v: Any, source: str, key: str) -> str:
@@ -156,6 +164,7 @@ _READERS: dict[str, _Conv] = {
     "setup": _string,
     "setup_files": _strings,
     "retries_on": _retries_on,
+    "begin_at": _begin,
 }
 
 # manifest key → (JobSpec field, reader): the same fields `job submit` takes.

@@ -76,6 +76,7 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     retries_on: str = "lost"
     # a terminal session (`job shell`): the command runs on a pty the CLI drives
     interactive: bool = False
+    begin_at: float | None = None  # --begin: start no earlier than this (Unix seconds)
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -159,6 +160,8 @@ class Job(msgspec.Struct, kw_only=True):
     # $NVQ_PORT as its runner chose it
     interactive: bool = False
     port: int | None = None
+    # schema version 15: --begin, the earliest time it may start
+    begin_at: float | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -21,6 +21,7 @@ Job ids are positive integers that fit in 64 bits (SQLite's integer).
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -179,6 +180,24 @@ def duration_value(value: Any, *, allow_zero: bool = False) -> float:
             raise ValueError(f"invalid duration {show(value)}: {problem}")
         return float(value)
     raise ValueError(f'expected a duration like "30s" or a number of seconds, got {show(value)}')
+
+
+def parse_begin(text: str, now: float) -> float:
+    """`--begin`: a moment (`2026-12-02T22:00`, `2026-12-02 22:00`, local time unless
+    it names its zone) or a delay from `now` (`2h`, `"1 hour 30 min"`) → Unix seconds."""
+    stripped = text.strip()
+    try:
+        return now + parse_duration(stripped, allow_zero=True)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(stripped)
+    except ValueError:
+        raise ValueError(
+            f"invalid --begin {text!r}: expected a time like 2026-12-02T22:00 "
+            "or a delay like 2h"
+        ) from None
+    return moment.timestamp()  # a naive time is local time, as the user reads a clock
 
 
 # ---------------------------------------------------------------- job ids

@@ -38,12 +38,12 @@ async def placement_loop(state: State, machines: Machines) -> None:
         # Passes follow events; the timed exceptions are the moment the head of the
         # queue starts to starve, when it must reserve a node even if nothing happens,
         # and the moment a user's rolling day falls back under `max_gpu_hours`.
-        due = [t for t in (state.starves_at, state.quota_wake_at) if t is not None]
+        # and the `--begin` time of a waiting job.
+        due = [t for t in (state.starves_at, state.quota_wake_at, state.begins_at) if t]
         wait = max(0.0, min(due) - time.time()) if due else math.inf
         with anyio.move_on_after(wait):
             await state.kicked()
-        state.starves_at = None
-        state.quota_wake_at = None
+        state.starves_at = state.quota_wake_at = state.begins_at = None
         try:
             await place_once(state, machines)
         except Exception:
@@ -107,6 +107,17 @@ async def place_once(state: State, machines: Machines) -> None:
         for job in tx.jobs:
             if job.state is JobState.RUNNING and job.node is not None:
                 machines.post_start(state.nodes[job.node], job)
+
+
+def begun(state: State, jobs: list[Job], now: float) -> list[Job]:
+    """The jobs whose `--begin` time has come; the earliest still to come sets the
+    loop's timer (a group shares its begin time, so its first member speaks for it)."""
+    later = [j.begin_at for j in jobs if j.begin_at is not None and j.begin_at > now]
+    if not later:
+        return jobs
+    first = min(later)
+    state.begins_at = first if state.begins_at is None else min(state.begins_at, first)
+    return [j for j in jobs if j.begin_at is None or j.begin_at <= now]
 
 
 def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Callable[[Job], int]:
@@ -194,7 +205,7 @@ def pending_for_placement(
         if j.lane is None and isinstance(dep_status.get(j.id, _READY), deps.Ready)
     ]
     heads = [state.jobs[s.next] for s in lane_statuses(state, dep_status) if s.next is not None]
-    ordered = ordering.dispatch_order([*ready, *heads])
+    ordered = ordering.dispatch_order(begun(state, [*ready, *heads], time.time()))
     running = state.index.running.values()
     return [pending_of(state, machines, j) for j in arrays.admit(ordered, running)]
 

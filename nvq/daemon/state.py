@@ -94,6 +94,7 @@ class State:
         self.reservation: Reservation | None = None  # a starving head's node
         self.starves_at: float | None = None  # when the waiting head starts to starve
         self.quota_wake_at: float | None = None  # when a user's day falls under its limit
+        self.begins_at: float | None = None  # the earliest --begin still to come
         self.subscribers = Subscribers()  # the live event stream's readers
         self.pass_facts: PassFacts | None = None  # what the last placement pass saw
         self.pilots: PilotNodes | None = None  # [[clusters]]: Slurm pilots as nodes

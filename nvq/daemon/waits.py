@@ -88,6 +88,9 @@ def reason_of(
         return w.Waiting(w.HELD, f"{detail}; `nvq job release {job.id}` runs it anyway")
     if job.state is not JobState.PENDING or facts is None or pending is None:
         return None
+    if job.begin_at is not None and job.begin_at > time.time():
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.begin_at))
+        return w.Waiting(w.BEGIN_TIME, f"--begin: not before {stamp}")
     if job.id in facts.unplaceable:
         return w.Waiting(w.STOPPING, "its previous attempt is still being stopped or synced")
     status = facts.dep_status.get(job.id)

@@ -10,7 +10,8 @@ queue, and get the same decisions: 100,000 identical array members cost one chec
 
 A group's shape is everything the pass reads from a job except its place in the
 order: cards, memory per card, CUDA, host memory, `--node`, who submitted it (busy
-nodes; fair share counts usage per user or per submitter label), its time limits (Slurm pilots, backfill), where an in-place job may run, and
+nodes; fair share counts usage per user or per submitter label), when it may begin
+(`--begin`), its time limits (Slurm pilots, backfill), where an in-place job may run, and
 the array it belongs to when that array has a `%K` limit. Jobs with dependencies or
 in a lane are not grouped (`singles`): their dependency or lane state is per job.
 
@@ -55,6 +56,7 @@ def shape_of(job: Job) -> Shape | None:
         job.max_runtime,
         job.in_place,
         job.cwd if job.in_place else None,
+        job.begin_at,
         job.array_id if job.array_limit is not None else None,
         job.array_limit,
     )

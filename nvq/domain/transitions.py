@@ -53,6 +53,7 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         email_on_failure=spec.email_on_failure,
         max_runtime=spec.max_runtime,
         no_reassign=spec.no_reassign,
+        begin_at=spec.begin_at,
         cwd=spec.cwd,
         env_captured=None if spec.env_captured is None else dict(spec.env_captured),
         manifest_id=spec.manifest_id,

@@ -12,6 +12,7 @@ the same things.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import msgspec
@@ -32,8 +33,8 @@ class SubmitField(NamedTuple):
 
 
 # Where a flag or key is not the field's name: sizes drop their unit, --tag repeats.
-_FLAG_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "tags": "tag"}
-_KEY_NAMES = {"vram_mb": "vram", "memory_mb": "memory"}
+_FLAG_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "tags": "tag", "begin_at": "begin"}
+_KEY_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "begin_at": "begin"}
 # Set from the environment (NVQ_SUBMITTER; the submitting shell's directory, its
 # variables and their snapshot), not by a flag or a manifest; `interactive` is what
 # `job shell` is, not an option of it.
@@ -169,6 +170,8 @@ def validate_spec(spec: JobSpec) -> JobSpec:
         raise SpecError("priority", f"must be from {MIN_INT} to {MAX_INT}")
     _seconds(spec, "timeout")
     _seconds(spec, "max_runtime")
+    if spec.begin_at is not None and not math.isfinite(spec.begin_at):
+        raise SpecError("begin_at", "expected a time")
     _text(spec, "node")
     _text(spec, "workdir")
     for name, value in spec.env.items():

@@ -9,7 +9,8 @@ node it may use is), `Busy` (their owners are active), `Starvation` (room is kep
 a job that has waited too long), `Walltime` (every node that could take it is a Slurm
 pilot with less time left than the job's limit needs), `Untimed` (those pilots take only
 jobs with a time limit), `FairShare` (accounts that used the cards less lately go
-first), `QuotaGPUs`/`QuotaJobs`/`QuotaHours` (its user's limit holds it back), `Stopping` (its previous attempt is still being stopped or its files synced),
+first), `QuotaGPUs`/`QuotaJobs`/`QuotaHours` (its user's limit holds it back), `BeginTime`
+(its `--begin` time has not come), `Stopping` (its previous attempt is still being stopped or its files synced),
 `Paused`, `Held`.
 """
 
@@ -36,6 +37,7 @@ STARVATION = "Starvation"
 WALLTIME = "Walltime"
 UNTIMED = "Untimed"
 FAIR_SHARE = "FairShare"
+BEGIN_TIME = "BeginTime"
 STOPPING = "Stopping"
 PAUSED = "Paused"
 HELD = "Held"

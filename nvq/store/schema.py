@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -242,6 +242,10 @@ CREATE TABLE charges (
     PRIMARY KEY (job_id, attempt)
 );
 CREATE INDEX charges_by_end ON charges(ended_at);
+""",
+    # 15: delayed start (`--begin`).
+    """
+ALTER TABLE jobs ADD COLUMN begin_at REAL;
 """,
 ]
 

@@ -63,6 +63,9 @@ def job_submit(
     max_runtime: str = typer.Option(
         None, "--max-runtime", help="On a borrowed node, back to the queue after this long."
     ),
+    begin: str = typer.Option(
+        None, "--begin", help="Start no earlier than this: 2026-12-02T22:00, or after 2h."
+    ),
     no_reassign: bool = typer.Option(
         False, "--no-reassign", help="Not safe to run twice: lost (not rerun) if its node dies."
     ),
@@ -132,6 +135,7 @@ def job_submit(
         max_runtime=duration(max_runtime, "--max-runtime"),
         no_reassign=no_reassign,
         retries_on=_retries_on(retries_on),
+        begin_at=_begin(begin),
         setup=setup,
         setup_files=setup_files,
     )
@@ -194,6 +198,19 @@ def unchecked_note(job: Job) -> str:
         f"; accepted while node{'s' if len(unreported) > 1 else ''} {nodes} {has} not "
         "reported (whether any node can run it is checked when they do)"
     )
+
+
+def _begin(text: str | None) -> float | None:
+    if text is None:
+        return None
+    import time
+
+    from nvq.values import parse_begin
+
+    try:
+        return parse_begin(text, time.time())
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
 
 
 def _retries_on(text: str) -> str:

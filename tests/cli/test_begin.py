@@ -1,0 +1,27 @@
+"""`--begin` through the real CLI: a job waits with reason BeginTime until its time
+(a moment or a delay), then runs; a time that is neither is refused in one line."""
+
+from __future__ import annotations
+
+from tests.cluster import Nvq
+
+
+def test_begin_waits_with_its_reason_then_runs(nvq: Nvq) -> None:
+    later = nvq.submit("--gpus", "0", "--no-snapshot", "--begin", "2026-12-02T22:00", "--", "true")
+    far = nvq.submit("--gpus", "0", "--no-snapshot", "--begin", "5h", "--", "true")
+    soon = nvq.submit("--gpus", "0", "--no-snapshot", "--begin", "1s", "--", "true")
+    assert far["begin_at"] > soon["begin_at"] > soon["created_at"]
+    rows = {j["id"]: j for j in nvq.json("job", "ls", "--active")}
+    assert rows[far["id"]]["reason"] == "BeginTime", rows[far["id"]]
+    why = nvq.json("job", "why", str(far["id"]))
+    assert why["reason_detail"].startswith("--begin: not before "), why
+    code, (done,) = nvq.wait(soon["id"])
+    assert code == 0 and done["started_at"] >= soon["begin_at"]
+    assert nvq.show(far["id"])["state"] == "pending"
+    assert nvq.show(later["id"])["begin_at"] is not None
+
+    bad = nvq.run("job", "submit", "--begin", "tomorrow", "--", "true")
+    assert bad.code == 2
+    assert bad.err == (
+        "nvq: invalid --begin 'tomorrow': expected a time like 2026-12-02T22:00 or a delay like 2h\n"
+    )
