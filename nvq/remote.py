@@ -34,7 +34,9 @@ if TYPE_CHECKING:  # every CLI call imports this module; most never parse a conf
 
 LOCAL_FLAG = "--local"
 # Commands about *this* machine: `project test` runs the job here, by definition.
-NEVER_FORWARDED = frozenset({"project"})
+# `skill install` writes here; `mcp` serves here, each of its calls a CLI call that
+# is forwarded in turn.
+NEVER_FORWARDED = frozenset({"project", "skill", "mcp"})
 FILE_OPTIONS = ("--script", "--manifest")
 SSH_UNREACHABLE = 255
 # `job pull` runs on this machine and fetches through the queue host (hidden option)

@@ -53,7 +53,7 @@ def test_backup_lose_the_database_restore(nvq: Nvq, tmp_path: Path) -> None:
         (nvq.home / f"queue.db{suffix}").unlink(missing_ok=True)
     restored = nvq.json("queue", "restore", str(target))
     assert restored["jobs"] == 6 and restored["replaced"] is None
-    listed = nvq.json("job", "ls")
+    listed = nvq.json("job", "ls")["jobs"]
     assert [j["name"] for j in listed][:5] == [f"j{i}" for i in range(5)]
     assert all(j["state"] == "completed" for j in listed[:5])
     assert len(listed) == 6

@@ -41,7 +41,7 @@ def test_restore_pauses_the_keeper_and_it_brings_the_daemon_back(nvq: Nvq) -> No
         )
         assert not (nvq.home / "keeper.paused").exists()
         _until("a new daemon", lambda: _daemon_pid(nvq) not in (None, before))
-        assert [j["id"] for j in nvq.json("job", "ls")] == [j["id"] for j in first]
+        assert [j["id"] for j in nvq.json("job", "ls")["jobs"]] == [j["id"] for j in first]
         assert "a daemon is already running" not in nvq.ok("queue", "keeper", "logs").out
     finally:
         nvq.json("queue", "keeper", "stop")

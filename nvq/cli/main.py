@@ -20,12 +20,43 @@ def wants_json(argv: list[str]) -> bool:
     return "--json" in head
 
 
+# Read commands: `--no-tick` (the reference skill's "a pure database read") is taken
+# and changes nothing, since a read is always current: the daemon learns of every
+# change as it happens.
+READS = frozenset(
+    {
+        ("job", "ls"),
+        ("job", "show"),
+        ("job", "why"),
+        ("job", "logs"),
+        ("job", "wait"),
+        ("job", "result"),
+        ("job", "artifacts"),
+        ("queue", "status"),
+        ("queue", "nodes"),
+        ("queue", "lanes"),
+        ("queue", "lane"),
+        ("queue", "alerts"),
+        ("queue", "events"),
+        ("node", "status"),
+        ("cluster", "status"),
+    }
+)
+
+
+def without_no_tick(args: list[str]) -> list[str]:
+    if tuple(args[:2]) not in READS or "--no-tick" not in args:
+        return args
+    end = args.index("--") if "--" in args else len(args)
+    return [a for a in args[:end] if a != "--no-tick"] + args[end:]
+
+
 def main(argv: list[str] | None = None) -> None:
     from nvq.home import PRIVATE_UMASK, default_root
 
     # Whatever this process writes (a daemon it starts, backups, snapshots) is private.
     os.umask(PRIVATE_UMASK)
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = without_no_tick(list(sys.argv[1:] if argv is None else argv))
     as_json = wants_json(args)
     from nvq.remote import RemoteError, maybe_forward
 

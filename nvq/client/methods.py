@@ -83,7 +83,9 @@ def reads(read: Callable[[c.Done], T]) -> Callable[[Build[P]], Call[P, T]]:
 
 
 def _wait_result(done: c.Done) -> c.WaitResult:
-    return c.WaitResult(jobs=typed(done, list[Job]), exit_code=done.exit_code)
+    jobs = typed(done, list[Job])
+    going = [j.id for j in jobs if not j.state.finished]
+    return c.WaitResult(jobs=jobs, exit_code=done.exit_code, still_going=going)
 
 
 def _data(done: c.Done) -> Any:
@@ -112,6 +114,12 @@ class Requests:
     @returns(c.Submit, c.Submitted)
     def submit_spec(self, spec: JobSpec) -> c.Request:
         return c.Submit(spec=spec)
+
+    @returns(c.SubmitDry, c.SubmitPreview)
+    def submit_preview(self, spec: JobSpec) -> c.Request:
+        """Every check of a submit, and where the job would start now or why it would
+        wait; nothing is stored."""
+        return c.SubmitDry(spec=spec)
 
     @returns(c.ListJobs, list[c.JobRow])
     def jobs(

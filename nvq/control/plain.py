@@ -28,13 +28,13 @@ plain_encoder = msgspec.json.Encoder()
 
 
 def json_document(request: Request, answer: Any) -> Any:
-    """What `--json` prints for `request`'s answer: the answer itself, except for a
-    `job ls` window, printed as the list of jobs it always was, or as an object saying
-    `more` when the window cut it (a script that expected every job then fails loudly
-    instead of missing some). The typed CLI and the plain wire both print this."""
+    """What `--json` prints for `request`'s answer: the answer itself; for a `job ls`
+    window always `{"jobs": [...], "more": bool}`, one shape whatever the data (a
+    parser written against a short queue keeps working on a long one). The typed CLI
+    and the plain wire both print this."""
     if not isinstance(request, JobWindow):
         return answer
     # a JobPage where the CLI decoded it; the dict the daemon's handler built
     jobs, more = (answer.jobs, answer.more) if isinstance(answer, JobPage) else (
         answer["jobs"], answer["more"])
-    return {"jobs": jobs, "more": True} if more else jobs
+    return {"jobs": jobs, "more": bool(more)}

@@ -102,6 +102,25 @@ class Submitted(Job, kw_only=True):
     unreported: list[str] | Unset = UNSET
 
 
+class SubmitPreview(msgspec.Struct, kw_only=True):
+    """`Submit` with `dry_run`: the job passed every check a submit makes, and was
+    not stored. `would_start`: it would start now on `node`, cards `gpus`; otherwise
+    `reason`/`reason_detail` say why it would wait (the codes of `job ls`), and
+    `nodes` is `job why`'s analysis, node by node. `count`: jobs it would insert (an
+    array's members); `job`: the first, as it would be stored (id included)."""
+
+    dry_run: bool = True
+    would_start: bool = False
+    node: str | None = None
+    gpus: list[int] = []
+    reason: str | None = None
+    reason_detail: str | None = None
+    count: int = 1
+    unreported: list[str] = []
+    nodes: list[NodeFit] = []
+    job: Job
+
+
 class WhyReport(msgspec.Struct, kw_only=True):
     """`Why`: the job's reason, then every node with each constraint checked."""
 
@@ -114,10 +133,12 @@ class WhyReport(msgspec.Struct, kw_only=True):
 
 class WaitResult(msgspec.Struct, kw_only=True):
     """`Wait`: the jobs as they ended (or stand), and 0 all completed, 1 one ended
-    badly, 2 the timeout ran out first."""
+    badly (even while others still run), 2 the timeout ran out first and none ended
+    badly. `still_going`: the ids not finished yet."""
 
     jobs: list[Job]
     exit_code: int
+    still_going: list[int] = []
 
 
 class DaemonInfo(msgspec.Struct, kw_only=True):

@@ -21,6 +21,7 @@ JsonValue = Any
 REPLIES: dict[type[q.Request], Any] = {
     q.Ping: r.Pong,
     q.Submit: r.Submitted,
+    q.SubmitDry: r.SubmitPreview,
     q.ListJobs: list[r.JobRow],
     q.JobWindow: r.JobPage,
     q.ShowJob: r.JobDetail,

@@ -15,6 +15,13 @@ class Submit(msgspec.Struct, tag="submit", frozen=True):
     spec: JobSpec
 
 
+class SubmitDry(msgspec.Struct, tag="submit_dry_run", frozen=True):
+    """`job submit --dry-run`: every check of `Submit`, then where the job would
+    start now or why it would wait; nothing is stored."""
+
+    spec: JobSpec
+
+
 class ListJobs(msgspec.Struct, tag="ls", frozen=True):
     active: bool = False
     states: list[str] | None = None
@@ -281,6 +288,7 @@ class JobWindow(msgspec.Struct, tag="ls_window", frozen=True, kw_only=True):
 
 Request = (
     Submit
+    | SubmitDry
     | GpuHistory
     | JobArtifacts
     | BusyMode

@@ -227,7 +227,7 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
             marks=req.marks,
         )
     except RequestError as exc:
-        await stream.send(_frame(c.Done(error=str(exc), exit_code=1)))
+        await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code)))
         return
     await _send_chunks(stream, chunks)
 
@@ -253,7 +253,7 @@ async def _send_chunks(stream: SocketStream, chunks: AsyncIterator[bytes]) -> No
             resume = {"fell_behind": exc.last_id}
             await stream.send(_frame(c.Done(data=resume, error=str(exc), exit_code=1)))
         except RequestError as exc:
-            await stream.send(_frame(c.Done(error=str(exc), exit_code=1)))
+            await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         finally:
@@ -290,7 +290,7 @@ async def shown_to_user(ctx: Context, data: Any, user: str) -> Any:
 async def check_permission(ctx: Context, request: c.Request, user: str) -> None:
     """The one gate: `request`'s row of the permission table, for `user`."""
     allowed = permission(request)
-    if isinstance(request, c.Submit):
+    if isinstance(request, (c.Submit, c.SubmitDry)):
         with map_exceptions():
             permissions.check_submit(user, queue_owner(), can_switch_user=os.geteuid() == 0)
     if allowed.rule is Rule.ANYONE:
@@ -324,9 +324,9 @@ async def _answer(ctx: Context, request: c.Request, user: str) -> tuple[Any, int
     """The handler's reply and the exit code it sets (0 unless it is `Coded`)."""
     handler = HANDLERS.get(type(request))
     if handler is None:
-        raise RequestError(f"unknown request {type(request).__name__}")
+        raise BadRequest(f"unknown request {type(request).__name__}")
     if _too_large(msgspec.to_builtins(request)):
-        raise RequestError(f"a number is too large: the largest nvq takes is {MAX_INT}")
+        raise BadRequest(f"a number is too large: the largest nvq takes is {MAX_INT}")
     await check_permission(ctx, request, user)
     with map_exceptions():
         reply = await handler(ctx, request, user)

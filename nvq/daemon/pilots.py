@@ -30,7 +30,7 @@ from nvq.clusters.scaling import WaitingJob, fits_shape, vacate_due
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.apply import apply
-from nvq.daemon.errors import RequestError
+from nvq.daemon.errors import BadRequest
 from nvq.daemon.link import NodeEvents, run_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.pending_view import time_limit
@@ -94,7 +94,7 @@ class DaemonPilots:
         manager = self.managers.get(name)
         if manager is None:
             known = ", ".join(self.clusters) or "none configured"
-            raise RequestError(f"no cluster named {name!r} (clusters: {known})")
+            raise BadRequest(f"no cluster named {name!r} (clusters: {known})")
         return manager
 
     def after_placement(self) -> None:

@@ -19,7 +19,7 @@ import anyio
 from nvq.daemon.apply import apply
 from nvq.daemon.artifacts import Artifacts, SyncRefused
 from nvq.daemon.chunked_artifacts import supports
-from nvq.daemon.errors import RequestError
+from nvq.daemon.errors import BadRequest
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import reassign
@@ -146,7 +146,7 @@ class Machines:
 
     async def set_busy_mode(self, name: str, mode: str) -> dict[str, Any]:
         if mode not in busy_table.BUSY_MODES:
-            raise RequestError(f"busy mode {mode!r}: expected on, off or auto")
+            raise BadRequest(f"busy mode {mode!r}: expected on, off or auto")
         async with self.state.lock:
             node = self.state.find_node(name)
             was = self.busy(node)

@@ -19,7 +19,7 @@ import anyio
 import msgspec
 
 from nvq.config import Config
-from nvq.daemon.errors import RequestError
+from nvq.daemon.errors import BadRequest
 from nvq.daemon.frames import kill_msg, start_msg
 from nvq.daemon.later import Later
 from nvq.daemon.live_index import LiveIndex
@@ -287,7 +287,7 @@ class State:
         if job is None:
             job = await self.store.job(job_id)
         if job is None:
-            raise RequestError(f"no job with id {job_id}")
+            raise BadRequest(f"no job with id {job_id}")
         return job
 
     def live(self, job: Job) -> Job:
@@ -324,5 +324,5 @@ class State:
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise RequestError(f"no node named {name!r} (nodes: {', '.join(self.nodes)})")
-        raise RequestError(f"{name!r} matches several nodes: {', '.join(n.name for n in matches)}")
+            raise BadRequest(f"no node named {name!r} (nodes: {', '.join(self.nodes)})")
+        raise BadRequest(f"{name!r} matches several nodes: {', '.join(n.name for n in matches)}")

@@ -44,7 +44,7 @@ def test_bad_input_is_one_line_and_changes_nothing(
     nvq: Nvq, args: tuple[str, ...], contains: str
 ) -> None:
     _assert_one_line_error(nvq, *args, contains=contains)
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []
 
 
 def test_bad_result_json_is_refused(nvq: Nvq) -> None:

@@ -20,4 +20,4 @@ def test_a_sigkill_is_reported_as_such_and_retries_on_is_checked(nvq: Nvq) -> No
     bad = nvq.run("job", "submit", "--retries-on", "oom,crash", "--", "true")
     assert bad.code == 2
     assert bad.err == "nvq: --retries-on: unknown crash (choose from lost, oom)\n"
-    assert nvq.json("job", "ls") == [done]
+    assert nvq.json("job", "ls")["jobs"] == [done]

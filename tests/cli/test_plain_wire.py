@@ -30,7 +30,7 @@ def test_answers_refusals_and_streams(nvq: Nvq) -> None:
     assert text + "\n" == nvq.run("job", "show", str(job), "--json").out
     with pytest.raises(ClientError) as no_job:
         ask(sock, {"type": "show", "id": 999, "logs": 0})
-    assert (str(no_job.value), no_job.value.exit_code) == ("no job with id 999", 1)
+    assert (str(no_job.value), no_job.value.exit_code) == ("no job with id 999", 2)
     with pytest.raises(ClientError) as stream:
         ask(sock, {"type": "logs", "id": job})
     assert (str(stream.value), stream.value.exit_code) == (

@@ -251,7 +251,7 @@ def test_array_members_limits_and_array_wide_commands(nvq: Nvq, tmp_path: Path) 
     first = nvq.submit("--gpus", "0", "--array", "0-8:2%2", "--", body)
     aid = first["id"]
     assert first == {"id": aid, "ids": list(range(aid, aid + 5)), "count": 5}
-    members = nvq.json("job", "ls", "--array", str(aid))
+    members = nvq.json("job", "ls", "--array", str(aid))["jobs"]
     assert members[0]["array_id"] == aid and members[0]["array_index"] == 0
     assert [m["array_index"] for m in members] == [0, 2, 4, 6, 8]
     assert [m["id"] for m in members] == list(range(aid, aid + 5))
@@ -288,7 +288,7 @@ def test_ten_thousand_array_members_are_one_request(nvq: Nvq) -> None:
     t0 = time.monotonic()
     first = nvq.submit("--gpus", "0", "--array", "0-9999", "--", "echo {}")
     took = time.monotonic() - t0
-    members = nvq.json("job", "ls", "--array", str(first["id"]))
+    members = nvq.json("job", "ls", "--array", str(first["id"]))["jobs"]
     assert len(members) == 10000 and members[-1]["command"] == "echo 9999"
     submitted = [e for e in nvq.events() if e["kind"] == "job_submitted"]
     assert len(submitted) == 10000

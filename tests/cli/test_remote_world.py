@@ -76,9 +76,9 @@ def test_forwarded_refusals_are_one_line_and_change_nothing(
     assert r.code == 2 and r.out == ""
     assert r.err.startswith("nvq: the snapshot of ") and "big.bin" in r.err
     assert len(r.err.strip().splitlines()) == 1
-    assert host.json("job", "ls") == []
+    assert host.json("job", "ls")["jobs"] == []
 
     gone = laptop.run("job", "pull", "999", "--to", str(tmp_path / "x"))
-    assert gone.code == 1 and "999" in gone.err and not (tmp_path / "x").exists()
+    assert gone.code == 2 and "999" in gone.err and not (tmp_path / "x").exists()
     as_json = laptop.run("job", "pull", "999", "--json", "--to", str(tmp_path / "x"))
-    assert as_json.code == 1 and '"error"' in as_json.out
+    assert as_json.code == 2 and '"error"' in as_json.out

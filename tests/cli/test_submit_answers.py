@@ -19,7 +19,7 @@ def test_a_stray_word_before_dashes_is_named_not_run(nvq: Nvq) -> None:
     assert r.code == 2 and r.err.strip() == (
         "nvq: unexpected 'sweep' before --; did you mean --name 'my sweep'?"
     )
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []
 
 
 def test_dashes_inside_the_command_are_the_commands_own(nvq: Nvq) -> None:
@@ -39,7 +39,7 @@ def test_mail_without_a_mail_channel_is_an_error(nvq: Nvq) -> None:
         r = nvq.run("job", "submit", "--gpus", "0", flag, "--", "true")
         assert r.code == 2 and "no [notify.email] in config.toml" in r.err, r.err
         assert r.err.startswith(f"nvq: {flag}: ")
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []
 
 
 def _node_up(nvq: Nvq) -> None:
@@ -58,4 +58,4 @@ def test_a_job_no_node_could_ever_run_is_refused_with_the_reason(nvq: Nvq) -> No
     )
     r = nvq.run("job", "submit", "--node", "nowhere", "--", "true")
     assert r.code == 2 and "--node 'nowhere' matches no node" in r.err
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []

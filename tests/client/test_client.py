@@ -81,7 +81,7 @@ def test_missing_job_is_a_client_error(nvq: Nvq) -> None:
     with _client(nvq) as q, pytest.raises(nvq_pkg.ClientError) as caught:
         q.show(999)
     assert str(caught.value) == "no job with id 999"
-    assert caught.value.exit_code == 1
+    assert caught.value.exit_code == 2  # bad input, as in every command
 
 
 def test_dead_socket_is_daemon_unavailable(tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ def test_cancel_pending_job_never_runs(nvq: Nvq) -> None:
         time.sleep(0.1)
     refused = nvq.run("job", "submit", "--gpus", "3", "--", "true")
     assert refused.code == 2 and "needs 3 GPUs" in refused.err
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []
     # ...and a pending one that only waits for room can be cancelled.
     nvq.write_gpus('cuda = "13.0"\n[[gpu]]\nname = "Small"\nmemory = "16GiB"\n')
     blocker = nvq.submit("--vram", "15G", "--", "sleep 30")

@@ -26,6 +26,7 @@ STRANGER = "mallory"
 CASES: list[tuple[c.Request, str]] = [
     (c.Ping(), "anyone"),
     (c.Submit(spec=JobSpec(command="true")), "anyone"),
+    (c.SubmitDry(spec=JobSpec(command="true")), "anyone"),
     (c.ListJobs(), "anyone"),
     (c.ShowJob(id=1), "anyone"),
     (c.ShowJob(id=1, logs=5), "private"),

@@ -75,6 +75,6 @@ def test_job_logs_attempt_after_a_requeue(nvq: Nvq) -> None:
     assert nvq.ok("job", "logs", jid).out == "run 2\n"
     assert nvq.ok("job", "logs", jid, "--attempt", "2").out == "run 2\n"
     missing = nvq.run("job", "logs", jid, "--attempt", "9")
-    assert missing.code == 1 and "has no attempt 9 (attempts: 1, 2)" in missing.err
+    assert missing.code == 2 and "has no attempt 9 (attempts: 1, 2)" in missing.err
     shown = nvq.show(j["id"])
     assert [a["attempt"] for a in shown["attempts"]] == [1, 2]

@@ -45,6 +45,7 @@ def full_app() -> typer.Typer:
         node_app,
         project_app,
         queue_app,
+        skill_app,
     )
     from nvq.cli.commands import (
         busy,
@@ -59,9 +60,11 @@ def full_app() -> typer.Typer:
         queue,
         reach,
         shell,  # noqa: F401 - declares `job shell` on submit's Typer
+        skill,
         submit,
         world,
     )
+    from nvq.cli.commands.mcp import on_mcp
     from nvq.cli.commands.schema import on_schema
     from nvq.cli.commands.web import on_web
 
@@ -75,9 +78,11 @@ def full_app() -> typer.Typer:
     queue_app.registered_callback = queue.on_queue.registered_callback
     _attach(keeper_app, keeper.on_keeper)
     _attach(project_app, ops.on_project)
-    _attach(app, on_web)
+    _attach(app, on_web, on_mcp)
     _attach(app, on_schema)
     _attach(cluster_app, cluster.on_cluster)
+    _attach(skill_app, skill.on_skill)
+    skill_app.registered_callback = skill.on_skill.registered_callback
     return app
 
 

@@ -37,13 +37,13 @@ def job_ls(
     """List jobs: the live ones and the newest 50 finished.
 
     --limit N shows the newest N jobs, --all every one; the filters narrow either.
-    When jobs were left out the list says so (with --json: {"jobs": [...], "more": true})."""
+    When jobs were left out the list says so. --json: always {"jobs": [...], "more": bool}."""
     from nvq.cli.job_window import print_window, window_request
 
     states = [*state, "held"] if held else state
     if active:
         jobs = Client().jobs(active=True, states=states or None, limit=limit, array=array)
-        emit(jobs, as_json, jobs_table(jobs))
+        emit({"jobs": jobs, "more": False}, as_json, jobs_table(jobs))
         return 0
     window = window_request(
         states=states, user=user, tag=tag, array=array, since=since, limit=limit, every=every
@@ -128,7 +128,11 @@ def job_wait(
     array: int = typer.Option(None, "--array", help="Every member of this array."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Block until jobs end: exit 0 all completed, 1 one ended badly, 2 timed out waiting."""
+    """Block until jobs end: exit 0 all completed, 1 one ended badly, 2 timed out waiting.
+
+    Exit 1 as soon as the wait is over and any job ended badly, even while others
+    still run (--json: `still_going` lists them); 2 only when none ended badly and
+    --timeout ran out."""
     client = Client()
     if array is not None:
         from nvq.cli.sweeps import members
@@ -138,8 +142,9 @@ def job_wait(
         raise CliError("give job ids, or --array ID", 2)
     done = client.wait(job_ids, timeout=duration(timeout, "--timeout"))
     text = "\n".join(outcome(j) for j in done.jobs)
-    if done.exit_code == 2:
-        text += "\n(still going: --timeout ran out)"
+    if done.still_going:
+        going = ", ".join(map(str, done.still_going))
+        text += f"\n(still going: {going}; --timeout ran out)"
     emit(done, as_json, text)
     return done.exit_code
 

@@ -47,6 +47,9 @@ def job_submit(
     after_any: str = typer.Option(None, "--after-any", help="Run after these jobs ended, however."),
     script: Path = typer.Option(None, "--script", help="Use this local file as the command."),
     wait: bool = typer.Option(False, "--wait", help="Block until the job ends."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Check it, say where it would start now; store nothing."
+    ),
     retries: int = typer.Option(0, "--retries", help="Restart it up to N times if it vanishes."),
     retries_on: str = typer.Option(
         "lost",
@@ -106,6 +109,11 @@ def job_submit(
         raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
     else:
         body = "" if not command else command[0] if len(command) == 1 else shlex.join(command)
+    if dry_run and wait:
+        raise CliError("give --dry-run or --wait, not both", 2)
+    # a dry run takes no snapshot: it must store nothing, and the files do not
+    # change where the job would go
+    no_snapshot = no_snapshot or dry_run
     spec_env = env_pairs(env)
     # the snapshot machinery (pathspec, the blob store): only a submit loads it
     from nvq.cli.submit_world import WorldOptions, submit_world
@@ -149,6 +157,12 @@ def job_submit(
     if RUN_SPEC in ctx.meta:
         return int(ctx.meta[RUN_SPEC](spec, as_json))
     client = Client()
+    if dry_run:
+        from nvq.cli.render.why import preview_text
+
+        doc = client.submit_preview(spec)
+        emit(doc, as_json, preview_text(doc))
+        return 0
     job = client.submit_spec(spec)
     if from_cwd is None and not no_env:
         from nvq.cli.own_python import warn_once

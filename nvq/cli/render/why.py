@@ -3,18 +3,33 @@ constraint that fails there (or that it could start there now)."""
 
 from __future__ import annotations
 
-from nvq.control import WhyReport
+from nvq.control import SubmitPreview, WhyReport
+from nvq.domain.waiting import NodeFit
 
 
 def why_text(report: WhyReport) -> str:
     head = f"job {report.id} is {report.state}"
     if report.reason is None:
         return head + ": it is not waiting"
-    out = [f"{head}: {report.reason}: {report.reason_detail}"]
-    if not report.nodes:
-        out.append("  (no nodes)")
-    width = max((len(n.node) for n in report.nodes), default=0)
-    for fit in report.nodes:
+    return "\n".join([f"{head}: {report.reason}: {report.reason_detail}", *_nodes(report.nodes)])
+
+
+def preview_text(doc: SubmitPreview) -> str:
+    """`job submit --dry-run`: where it would start, or why it would wait."""
+    what = f"{doc.count} jobs" if doc.count > 1 else "the job"
+    head = f"dry run, nothing stored: {what}"
+    if doc.unreported:
+        head += f" (not checked against {', '.join(doc.unreported)}: not reported yet)"
+    if doc.would_start:
+        cards = f", GPUs {','.join(map(str, doc.gpus))}" if doc.gpus else " (no GPU)"
+        return f"{head} would start now on {doc.node}{cards}"
+    return "\n".join([f"{head} would wait: {doc.reason}: {doc.reason_detail}", *_nodes(doc.nodes)])
+
+
+def _nodes(nodes: list[NodeFit]) -> list[str]:
+    out = [] if nodes else ["  (no nodes)"]
+    width = max((len(n.node) for n in nodes), default=0)
+    for fit in nodes:
         if fit.fits:
             out.append(f"  {fit.node:<{width}}  could start here now")
             continue
@@ -22,4 +37,4 @@ def why_text(report: WhyReport) -> str:
         first, *rest = failing
         out.append(f"  {fit.node:<{width}}  {first.constraint}: {first.detail}")
         out.extend(f"  {'':<{width}}  {c.constraint}: {c.detail}" for c in rest)
-    return "\n".join(out)
+    return out

@@ -41,6 +41,7 @@ Handler = Callable[[Context, Any, str], Awaitable[Any]]
 HANDLERS: dict[type[c.Request], Handler] = {
     c.Ping: ops.ping,
     c.Submit: submit.submit,
+    c.SubmitDry: submit.submit_dry_run,
     c.ListJobs: jobs.list_jobs,
     c.ShowJob: jobs.show,
     c.Cancel: policy.cancel,
@@ -93,6 +94,7 @@ PermissionRule = Permission | Callable[[Any], Permission]
 PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Ping: ANYONE,
     c.Submit: ANYONE,
+    c.SubmitDry: ANYONE,
     c.ListJobs: ANYONE,
     # Reading a job: its metadata is anyone's, what it holds (logs, result, files) its
     # owner's (nvq.daemon.visibility blanks the rest of other users' jobs in replies).

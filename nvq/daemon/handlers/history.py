@@ -8,7 +8,7 @@ import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError
+from nvq.daemon.errors import BadRequest
 from nvq.store import gpu_history as history_table
 
 DAY = 86400.0
@@ -16,7 +16,7 @@ DAY = 86400.0
 
 async def gpu_history(ctx: Context, req: c.GpuHistory, user: str) -> list[c.GpuPoint]:
     if req.step < 60:
-        raise RequestError("step: the history holds one point a minute; ask for 60 s or more")
+        raise BadRequest("step: the history holds one point a minute; ask for 60 s or more")
     since = req.since if req.since is not None else time.time() - DAY
     rows = await ctx.state.store.sync(
         lambda conn: history_table.read(conn, since=since, node=req.node, step=req.step)

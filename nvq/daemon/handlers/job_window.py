@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.daemon.state import LIVE_STATES
 from nvq.model import Job, JobState
@@ -17,14 +17,14 @@ def _states(names: list[str] | None) -> frozenset[JobState]:
     if not names:
         return frozenset(JobState)
     template = "{}; states are " + ", ".join(s.value for s in JobState)
-    with map_exceptions({ValueError: RequestError}, template=template):
+    with map_exceptions({ValueError: BadRequest}, template=template):
         return frozenset(JobState(s) for s in names)
 
 
 async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     state = ctx.state
     if req.limit is not None and req.limit < 1:
-        raise RequestError(f"--limit must be at least 1, not {req.limit}")
+        raise BadRequest(f"--limit must be at least 1, not {req.limit}")
     wanted = _states(req.states)
     flt = JobFilter(
         user=req.user,
@@ -34,7 +34,7 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
         since_time=req.since_time,
     )
     if req.array is not None and not (await state.store.array_counts([req.array]))[req.array]:
-        raise RequestError(f"no array with id {req.array}")
+        raise BadRequest(f"no array with id {req.array}")
     # Memory first, then the store: a job that ends in between is then found finished
     # in the store, and the store's copy (the newer) wins below.
     live = [j for j in state.jobs.values() if j.state in wanted and flt.matches(j)]

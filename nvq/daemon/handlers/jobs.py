@@ -12,7 +12,7 @@ import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.explain import explain
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.logs import tail_text
@@ -27,14 +27,14 @@ async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> list[c.JobRow]:
     if req.array is not None:
         members = await state.store.array_members(req.array)
         if not members:
-            raise RequestError(f"no array with id {req.array}")
+            raise BadRequest(f"no array with id {req.array}")
         return rows_of([with_reason(ctx, state.live(m)) for m in members])
     if req.active:
         return rows_of([with_reason(ctx, j) for j in sorted(state.jobs.values(), key=lambda j: j.id)])
     wanted = None
     if req.states:
         template = "{}; states are " + ", ".join(s.value for s in JobState)
-        with map_exceptions({ValueError: RequestError}, template=template):
+        with map_exceptions({ValueError: BadRequest}, template=template):
             wanted = [JobState(s) for s in req.states]
     limit = req.limit
     jobs = await state.store.jobs(states=wanted, limit=limit, newest_first=limit is not None)
@@ -94,7 +94,7 @@ async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
         if req.set_json is None:
             return job.result
         with map_exceptions(
-            {msgspec.DecodeError: RequestError}, template="--set is not valid JSON: {}"
+            {msgspec.DecodeError: BadRequest}, template="--set is not valid JSON: {}"
         ):
             value = msgspec.json.decode(req.set_json)
         new = msgspec.structs.replace(job, result=value)
@@ -103,13 +103,14 @@ async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
 
 
 async def wait(ctx: Context, req: c.Wait, user: str) -> c.Coded[list[Job]]:
-    """Until every job has ended (exit 0 if all completed, else 1) or the timeout
-    passes (exit 2)."""
+    """Until every job has ended or the timeout passes. Exit 1 when any job ended
+    badly, even if others still run (the reply shows which); else 2 when the timeout
+    ran out first, 0 when all completed."""
     state, ids = ctx.state, req.ids
     known = {j.id for j in await state.store.jobs(ids=ids)}
     missing = [i for i in ids if i not in known]
     if missing:
-        raise RequestError(f"no job with id {missing[0]}")
+        raise BadRequest(f"no job with id {missing[0]}")
     deadline = math.inf if req.timeout is None else time.monotonic() + req.timeout
     # Live jobs are exactly the ones in memory: a wait on thousands of jobs costs a
     # dict lookup per unfinished job per change, and one read at the end.
@@ -121,12 +122,16 @@ async def wait(ctx: Context, req: c.Wait, user: str) -> c.Coded[list[Job]]:
         if not remaining or left <= 0:
             by_id = {j.id: state.live(j) for j in await state.store.jobs(ids=ids)}
             jobs: list[Job] = [by_id[i] for i in ids]
-            if remaining:
-                return c.Coded(jobs, 2)
-            ok = all(j.state is JobState.COMPLETED for j in jobs)
-            return c.Coded(jobs, 0 if ok else 1)
+            return c.Coded(jobs, wait_exit(jobs))
         with anyio.move_on_after(min(left, 3600)):
             await changed.wait()
+
+
+def wait_exit(jobs: list[Job]) -> int:
+    """`job wait`'s exit status: a failure is never hidden by a timeout."""
+    if any(j.state.finished and j.state is not JobState.COMPLETED for j in jobs):
+        return 1
+    return 0 if all(j.state is JobState.COMPLETED for j in jobs) else 2
 
 
 async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:

@@ -12,7 +12,7 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.placing import dependency_states, lane_statuses
 from nvq.daemon.state import State
 from nvq.domain import deps, lanes, permissions
@@ -20,14 +20,14 @@ from nvq.model import Job, JobState, NewEvent, Tx
 
 
 def resolve(state: State, text: str) -> str:
-    with map_exceptions():
+    with map_exceptions({lanes.LaneError: BadRequest}):  # a malformed name: bad input
         prefix, gpu = lanes.parse_lane(text)
     node = state.find_node(prefix)
     # A node that has not reported its cards yet might have this one.
     cards = {g.index for g in node.hello.gpus} if node.hello is not None else None
     if cards is not None and gpu not in cards:
         have = ", ".join(map(str, sorted(cards))) or "none"
-        raise RequestError(f"lane {text}: node {node.name} has no GPU {gpu} (GPUs: {have})")
+        raise BadRequest(f"lane {text}: node {node.name} has no GPU {gpu} (GPUs: {have})")
     return lanes.lane_name(node.name, gpu)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from nvq.daemon.errors import RequestError
+from nvq.daemon.errors import BadRequest, RequestError
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.output_copy import (
     Renderer,
@@ -151,7 +151,7 @@ async def _attempt_node(state: State, job: Job, attempt: int) -> str:
     past = ran.get(attempt)
     if past is None or past.node is None:
         known = ", ".join(str(n) for n, a in sorted(ran.items()) if a.node) or "none"
-        raise RequestError(f"job {job.id} has no attempt {attempt} (attempts: {known})")
+        raise BadRequest(f"job {job.id} has no attempt {attempt} (attempts: {known})")
     return past.node
 
 

@@ -12,7 +12,7 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
+from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.handlers.submit import lane_tail
 from nvq.daemon.later import unless_disk_full
 from nvq.daemon.placing import dependency_states
@@ -36,7 +36,7 @@ async def named_jobs(
     for array_id in ids:
         members = await state.store.array_members(array_id)
         if not members:
-            raise RequestError(f"no array with id {array_id}")
+            raise BadRequest(f"no array with id {array_id}")
         out.extend(state.live(m) for m in members if state.live(m).state in states)
     return out
 

@@ -10,7 +10,8 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
+from nvq.daemon.handlers.submit_preview import preview
 from nvq.daemon.quotas import check_queued
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
@@ -21,12 +22,38 @@ from nvq_runner.manifest_wire import is_hash
 
 
 async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
-    spec, state = req.spec, ctx.state
+    state = ctx.state
+    job = await _checked(ctx, req.spec, user)
+    async with state.lock:
+        new_jobs, unreported = await _rows(ctx, req.spec, job, user)
+        inserted = await state.commit(Tx(new_jobs=new_jobs))
+    state.kick()
+    fields = msgspec.structs.asdict(inserted[0])
+    if unreported:
+        # Accepted unchecked: the reply says which nodes it waits to hear from.
+        return c.Submitted(**fields, unreported=unreported)
+    return c.Submitted(**fields)
+
+
+async def submit_dry_run(ctx: Context, req: c.SubmitDry, user: str) -> c.SubmitPreview:
+    """Every check of `submit`, then where it would start or why it would wait."""
+    job = await _checked(ctx, req.spec, user)
+    async with ctx.state.lock:
+        new_jobs, unreported = await _rows(ctx, req.spec, job, user)
+        return await preview(ctx, new_jobs, unreported)
+
+
+async def _checked(ctx: Context, spec: JobSpec, user: str) -> Job:
+    """The job `spec` asks for, its own checks passed; then a moment for nodes still
+    connecting for the first time, so that `_rows` can check it against them."""
+    state = ctx.state
     # The authority: whatever sent the frame (not only the CLI), nothing unchecked
     # reaches the store or a runner's exec.
-    with map_exceptions({SpecError: RequestError}):
+    with map_exceptions({SpecError: BadRequest}):
         validate_spec(spec)
     check_mail(state, spec)
+    if spec.node is not None:
+        check_pin(state, spec.node)
     if spec.manifest_id and not (
         is_hash(spec.manifest_id) and blob_store(state.home).has(spec.manifest_id)
     ):
@@ -36,19 +63,32 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
         )
     job = transitions.new_job(spec, user=user, now=time.time())
     await await_reports(state, spec)
-    async with state.lock:
-        for dep in {*spec.after, *spec.after_any}:
-            await state.get_job(dep)
-        new_jobs = await shape_submission(state, spec, job)
-        check_queued(state, user, len(new_jobs))
-        unreported = check_runnable(state, ctx.machines, new_jobs[0])
-        inserted = await state.commit(Tx(new_jobs=new_jobs))
-    state.kick()
-    fields = msgspec.structs.asdict(inserted[0])
-    if unreported:
-        # Accepted unchecked: the reply says which nodes it waits to hear from.
-        return c.Submitted(**fields, unreported=unreported)
-    return c.Submitted(**fields)
+    return job
+
+
+async def _rows(
+    ctx: Context, spec: JobSpec, job: Job, user: str
+) -> tuple[list[Job], list[str]]:
+    """The rows to insert, and the nodes it could not be checked against yet (not
+    reported). Must hold the lock."""
+    for dep in {*spec.after, *spec.after_any}:
+        await ctx.state.get_job(dep)
+    new_jobs = await shape_submission(ctx.state, spec, job)
+    check_queued(ctx.state, user, len(new_jobs))
+    return new_jobs, check_runnable(ctx.state, ctx.machines, new_jobs[0])
+
+
+def check_pin(state: State, name: str) -> None:
+    """`--node` is a prefix, but one that names two nodes is refused, as `--lane` and
+    `queue drain` refuse it: a pin is meant to choose. A cluster's name (its pilots,
+    `hpc/<id>`) is the one prefix meant for several nodes."""
+    if name in state.nodes or any(
+        name == c.name or name.startswith(f"{c.name}/") for c in state.config.clusters
+    ):
+        return
+    matches = [n for n in state.nodes if n.startswith(name)]
+    if len(matches) > 1:
+        raise BadRequest(f"--node {name!r} matches several nodes: {', '.join(matches)}")
 
 
 async def shape_submission(state: State, spec: JobSpec, job: Job) -> list[Job]:
@@ -74,7 +114,7 @@ def _into_lane(state: State, spec: JobSpec, job: Job) -> Job:
     node = state.find_node(prefix)
     if node.hello is not None and gpu not in {g.index for g in node.hello.gpus}:
         have = ", ".join(str(g.index) for g in node.hello.gpus) or "none"
-        raise RequestError(f"--lane {spec.lane}: node {node.name} has no GPU {gpu} (GPUs: {have})")
+        raise BadRequest(f"--lane {spec.lane}: node {node.name} has no GPU {gpu} (GPUs: {have})")
     name = lanes.lane_name(node.name, gpu)
     return msgspec.structs.replace(job, lane=name, lane_pos=lane_tail(state, name))
 

@@ -1,0 +1,94 @@
+"""The exit code table (README "Agents"): 2 for bad input, the same mistake the same
+code in every command; `job wait` exits 1 when any job ended badly, even while others
+still run, and 2 only when none did and its timeout ran out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import Nvq, make_nvq
+
+# Two nodes whose names share a prefix; nothing listens on their port, so they never
+# report, and every command below is refused on the name alone.
+TWO_NODES = """
+[[nodes]]
+name = "bx1"
+host = "127.0.0.1"
+port = 9
+
+[[nodes]]
+name = "bx2"
+host = "127.0.0.1"
+port = 9
+"""
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> Iterator[Nvq]:
+    q = make_nvq(tmp_path)
+    q.write_config(TWO_NODES)
+    try:
+        yield q
+    finally:
+        q.shutdown()
+
+
+def code_of(nvq: Nvq, *args: str) -> tuple[int, int]:
+    """(exit code bare, exit code with --json), checking the JSON error document."""
+    bare = nvq.run(*args)
+    i = args.index("--") if "--" in args else len(args)
+    as_json = nvq.run(*args[:i], "--json", *args[i:])
+    assert json.loads(as_json.out)["exit_code"] == as_json.code, as_json.out
+    return bare.code, as_json.code
+
+
+def test_the_same_mistake_is_exit_2_in_every_command(queue: Nvq) -> None:
+    mistakes = [
+        ("job", "show", "999"),
+        ("job", "why", "999"),
+        ("job", "wait", "999"),
+        ("job", "cancel", "999"),
+        ("job", "result", "999"),
+        ("job", "note", "999", "--append", "x"),
+        ("job", "ls", "--array", "999"),
+        ("job", "submit", "--node", "nowhere", "--", "true"),
+        ("job", "submit", "--node", "bx", "--", "true"),  # two nodes: ambiguous
+        ("job", "submit", "--lane", "nowhere:0", "--", "true"),
+        ("job", "submit", "--lane", "bx:0", "--", "true"),
+        ("queue", "drain", "nowhere"),
+        ("queue", "drain", "bx"),
+        ("queue", "lane", "bx:0"),
+        ("job", "submit", "--vram", "20GB", "--", "true"),
+        ("job", "ls", "--state", "sleeping"),
+    ]
+    codes = {" ".join(m): code_of(queue, *m) for m in mistakes}
+    assert codes == {k: (2, 2) for k in codes}
+    # nothing was stored; `--no-tick` (the reference skill's) is taken and changes nothing
+    assert queue.json("job", "ls", "--no-tick") == {"jobs": [], "more": False}
+    assert queue.json("queue", "status", "--no-tick")["counts"] is not None
+
+
+def test_a_refusal_on_its_merits_is_exit_1(queue: Nvq) -> None:
+    job = queue.submit("--gpus", "0", "--", "true")["id"]
+    queue.wait(job)
+    assert code_of(queue, "job", "release", str(job)) == (1, 1)  # it is not held
+
+
+def test_wait_never_hides_a_failure_behind_its_timeout(queue: Nvq) -> None:
+    bad = queue.submit("--gpus", "0", "--", "false")["id"]
+    slow = queue.submit("--gpus", "0", "--", "sleep", "600")["id"]
+    queue.wait(bad)
+    queue.wait_for(slow, lambda j: j["state"] == "running")
+    r = queue.run("job", "wait", str(bad), str(slow), "--timeout", "1", "--json")
+    assert r.code == 1
+    doc = r.json()
+    assert doc["still_going"] == [slow]
+    assert [j["state"] for j in doc["jobs"]] == ["failed", "running"]
+    # none ended badly: the timeout is exit 2, and still_going says what runs
+    r = queue.run("job", "wait", str(slow), "--timeout", "1", "--json")
+    assert (r.code, r.json()["still_going"]) == (2, [slow])
+    queue.ok("job", "cancel", str(slow))
