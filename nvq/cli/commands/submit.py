@@ -154,15 +154,15 @@ def job_submit(
     spec = msgspec.structs.replace(spec, **submit_world(
         WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env, from_snapshot,
     ))
-    if RUN_SPEC in ctx.meta:
-        return int(ctx.meta[RUN_SPEC](spec, as_json))
     client = Client()
-    if dry_run:
+    if dry_run:  # `job shell --dry-run` too: where the shell would open
         from nvq.cli.render.why import preview_text
 
         doc = client.submit_preview(spec)
         emit(doc, as_json, preview_text(doc))
         return 0
+    if RUN_SPEC in ctx.meta:
+        return int(ctx.meta[RUN_SPEC](spec, as_json))
     job = client.submit_spec(spec)
     if from_cwd is None and not no_env:
         from nvq.cli.own_python import warn_once

@@ -81,7 +81,7 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
             return job
         problem = check_note(text)
         if problem is not None:
-            raise RequestError(f"job {job.id}'s note {problem}")
+            raise BadRequest(f"job {job.id}'s note {problem}")
         new = msgspec.structs.replace(job, note=text)
         await state.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
         return new
