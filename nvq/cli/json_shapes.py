@@ -54,6 +54,13 @@ class JobPulled(msgspec.Struct, kw_only=True):
     paths: list[str]
 
 
+class SkillInstalled(msgspec.Struct, kw_only=True):
+    """`skill install --json`: where the skill was written, and whether it changed."""
+
+    path: str
+    changed: bool
+
+
 class KeeperLog(msgspec.Struct, kw_only=True):
     """`queue keeper logs --json`: the keeper's log, as text."""
 
@@ -69,11 +76,10 @@ class Shape:
 SHAPES: dict[str, Shape] = {
     "job submit": Shape(
         c.REPLIES[c.Submit],
-        "--array: ArraySubmitted; --wait: the job (or array) as it ended, as `job wait`",
+        "--array: ArraySubmitted; --wait: the job (or array) as it ended, as `job wait`; "
+        "--dry-run: SubmitPreview",
     ),
-    "job ls": Shape(
-        list[c.JobRow] | c.JobPage, "an object with `jobs` and `more` when the window cut it"
-    ),
+    "job ls": Shape(c.JobPage, "`more`: the window left jobs out; `env_captured` is null"),
     "job show": Shape(c.REPLIES[c.ShowJob]),
     "job why": Shape(c.REPLIES[c.Why]),
     "job wait": Shape(c.WaitResult),
@@ -117,6 +123,7 @@ SHAPES: dict[str, Shape] = {
     "cluster scale": Shape(c.REPLIES[c.ClusterScale]),
     "cluster drain": Shape(c.REPLIES[c.ClusterDrain]),
     "cluster retry": Shape(c.REPLIES[c.ClusterRetry]),
+    "skill install": Shape(SkillInstalled),
 }
 
 # Commands with --json whose document has no type yet (the CLI builds a dict, or prints
