@@ -5,7 +5,6 @@ config while its job runs leaves no job running forever."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,21 @@ def test_a_no_reassign_job_that_completed_while_its_node_was_away_completes(
     nodes[0].kill_all()
     nvq.wait_for(job["id"], lambda x: x["state"] == "lost", timeout=30)
     gate.touch()  # it finishes, well, while nobody can see it
-    time.sleep(0.5)
+    _until(lambda: _exit_recorded(nodes[0].home, job["id"]), what="the job's exit record")
     nodes[0].start()
     done = nvq.wait_for(job["id"], lambda x: x["state"] != "lost", timeout=60)
     assert done["state"] == "completed" and done["exit_code"] == 0
     assert nvq.json("job", "result", str(job["id"]))["result"] == {"acc": 0.9}
+
+
+def _exit_recorded(node_home: Path, job_id: int) -> bool:
+    """The runner's exit record of `job_id` exists (its directory may carry the queue's
+    id and a nonce around the job id)."""
+    jobs = node_home / "jobs"
+    return any(
+        (d / "exit").exists() for d in jobs.glob("*")
+        if d.name == str(job_id) or f"-{job_id}-" in d.name
+    )
 
 
 def test_an_attempt_that_ended_before_node_down_ends_the_job(mesh: Any, tmp_path: Path) -> None:
@@ -55,7 +64,8 @@ def test_an_attempt_that_ended_before_node_down_ends_the_job(mesh: Any, tmp_path
     nodes[1].pause()  # hung: attempt 1 ends, but nobody hears of it
     gate.touch()
     _until(lambda: "ended" in ledger.read_text(), what="attempt 1 to end")
-    time.sleep(0.5)
+    # its wrapper records the exit (and when) on the node before the node goes down
+    _until(lambda: _exit_recorded(nodes[1].home, job["id"]), what="attempt 1's exit record")
     nodes[1].kill_all()
     # Down past node_grace: attempt 2 starts on n0.
     nvq.wait_for(job["id"], lambda x: x["state"] == "running" and x["node"] == "n0", timeout=60)
