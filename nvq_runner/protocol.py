@@ -79,6 +79,11 @@ from .protocol_events import (
 PROTOCOL_VERSION = 1
 MAX_FRAME = 64 * 1024 * 1024
 _HEADER = struct.Struct(">I")
+# A message longer than one frame (the daemon's answer to `job ls --all` at a million
+# jobs) goes as consecutive frames, each but the last with this bit set in its length
+# word; a reader joins them. Readers that take requests keep the one-frame bound.
+CONTINUED = 1 << 31
+PART = 8 * 1024 * 1024
 
 
 # ---------------------------------------------------------------- framing
@@ -116,23 +121,54 @@ def decode_daemon_payload(payload: bytes) -> DaemonMsg:
         raise FrameError(f"bad daemon frame: {exc}") from exc
 
 
-class FrameReader:
-    """Incremental splitter: feed it bytes as they arrive, take whole payloads out."""
+def split_frames(payload: bytes, part: int = PART) -> bytes:
+    """`payload` framed: one frame when it fits in `part`, else consecutive frames
+    marked CONTINUED but the last."""
+    if len(payload) <= part:
+        return _HEADER.pack(len(payload)) + payload
+    view = memoryview(payload)
+    pieces: list[bytes | memoryview] = []
+    for start in range(0, len(payload), part):
+        piece = view[start : start + part]
+        last = start + part >= len(payload)
+        pieces += [_HEADER.pack(len(piece) | (0 if last else CONTINUED)), piece]
+    return b"".join(pieces)
 
-    def __init__(self) -> None:
+
+class FrameReader:
+    """Incremental splitter: feed it bytes as they arrive, take whole payloads out.
+    `max_message`: the most a message split over CONTINUED frames may add up to
+    (None: no bound, for a client reading its own daemon's answer)."""
+
+    def __init__(self, max_message: int | None = MAX_FRAME) -> None:
         self._buf = bytearray()
+        self._partial = bytearray()
+        self._max = max_message
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buf += data
         out: list[bytes] = []
         while len(self._buf) >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(self._buf)
+            (word,) = _HEADER.unpack_from(self._buf)
+            size = word & ~CONTINUED
             if size > MAX_FRAME:
                 raise FrameError(f"frame of {size} bytes is over the {MAX_FRAME} limit")
             end = _HEADER.size + size
             if len(self._buf) < end:
                 break
-            out.append(bytes(self._buf[_HEADER.size : end]))
+            piece = self._buf[_HEADER.size : end]
+            if self._partial or word & CONTINUED:
+                self._partial += piece
+                if self._max is not None and len(self._partial) > self._max:
+                    raise FrameError(
+                        f"message of over {len(self._partial)} bytes is over the "
+                        f"{self._max} limit"
+                    )
+                if not word & CONTINUED:
+                    out.append(bytes(self._partial))
+                    self._partial.clear()
+            else:
+                out.append(bytes(piece))
             del self._buf[:end]
         return out
 

@@ -69,7 +69,7 @@ class AsyncClient(Awaiting):
                 await stream.send(payload)
             except (anyio.BrokenResourceError, OSError) as exc:
                 raise ClientError(WENT_AWAY.format(exc)) from None
-            frames = FrameReader()
+            frames = FrameReader(max_message=None)  # an answer may span frames
             while True:
                 try:
                     data = await stream.receive()

@@ -57,14 +57,24 @@ def ask(socket_path: Path, request: dict[str, Any], want: str = "data") -> tuple
     return done.get("data"), done.get("exit_code", 0)
 
 
+CONTINUED = 1 << 31  # nvq_runner.protocol.CONTINUED: the answer goes on in the next frame
+
+
 def _read_frame(sock: socket.socket, start: bytes) -> bytes:
-    size = HEADER.unpack(start + _read_exactly(sock, HEADER.size - len(start)))[0]
-    if size > MAX_FRAME:
-        raise ClientError(
-            f"the daemon's reply cannot be read: frame of {size} bytes is over the "
-            f"{MAX_FRAME} limit"
-        )
-    return _read_exactly(sock, size)
+    """One answer, joined from the frames it spans."""
+    parts: list[bytes] = []
+    while True:
+        word = HEADER.unpack(start + _read_exactly(sock, HEADER.size - len(start)))[0]
+        size = word & ~CONTINUED
+        if size > MAX_FRAME:
+            raise ClientError(
+                f"the daemon's reply cannot be read: frame of {size} bytes is over the "
+                f"{MAX_FRAME} limit"
+            )
+        parts.append(_read_exactly(sock, size))
+        if not word & CONTINUED:
+            return b"".join(parts)
+        start = b""
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:

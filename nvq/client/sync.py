@@ -76,7 +76,7 @@ class Client(Blocking):
                 sock.sendall(payload)
             except OSError as exc:
                 raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
-            frames = FrameReader()
+            frames = FrameReader(max_message=None)  # an answer may span frames
             while True:
                 try:
                     data = sock.recv(1 << 16)

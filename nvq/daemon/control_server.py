@@ -38,18 +38,20 @@ from nvq.domain.permissions import Rule
 from nvq.home import queue_owner
 from nvq.values import MAX_INT, MIN_INT
 from nvq.world.secrets import hide_secrets, shown_json
-from nvq_runner.protocol import FrameError, FrameReader
+from nvq_runner.protocol import PART, FrameError, FrameReader, split_frames
 
 log = logging.getLogger("nvq.control")
 # accept() failing for want of descriptors or memory: a lull, not the end of serving.
 _NO_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_RETRY = 0.1
-_HEADER = struct.Struct(">I")
+REPLY_PART = PART  # the most one frame of an answer holds (tests make it small)
 
 
 def _frame(msg: c.Reply, plain: bool = False) -> bytes:
+    """`msg` framed; an answer longer than a frame (every job of a million-job queue)
+    goes in consecutive frames the client joins (nvq_runner.protocol.split_frames)."""
     payload = plain_encoder.encode(msg) if plain else c.encoder.encode(msg)
-    return _HEADER.pack(len(payload)) + payload
+    return split_frames(payload, REPLY_PART)
 
 
 def peer_user(stream: SocketStream) -> str:
