@@ -247,14 +247,30 @@ class Soak:
             with self.lock:
                 retried = set(self.with_retries)
             running = [j for j in self.running() if j["id"] in retried and j.get("pid")]
-            if not running:
-                raise RuntimeError("no running --retries job to lose")
-            job = rng.choice(running)
+            job = rng.choice(running) if running else self.own_retried_job()
             host = self.nodes[int(str(job["node"])[1:])]
             os.kill(self.runner(host), signal.SIGKILL)
             os.killpg(int(job["pid"]), signal.SIGKILL)
             with open(self.ledger, "a") as f:  # its own end line could not be written
                 f.write(f"end {job['id']} {job['attempt']} {time.time():.6f} lost\n")
+
+    def own_retried_job(self) -> dict[str, Any]:
+        """A `--retries` job of the fault loop's own, once it runs (none was running)."""
+        r = self.cli("job", "submit", "--gpus", "0", "--retries", "2", "--name", "soak",
+                     "--json", "--", self.body(12.0, 0))
+        if r.returncode != 0:
+            raise RuntimeError(f"submit: {_error(r)[:100]}")
+        job_id = int(json.loads(r.stdout)["id"])
+        with self.lock:
+            self.acked.add(job_id)
+            self.with_retries.add(job_id)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            found = [j for j in self.running() if j["id"] == job_id and j.get("pid")]
+            if found:
+                return found[0]
+            time.sleep(0.5)
+        raise RuntimeError(f"job {job_id} did not start")
 
     def fault_loop(self, until: float) -> None:
         round_: list[str] = []
