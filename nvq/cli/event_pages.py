@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import msgspec
 
+from nvq.cli.render.events import HEADER
 from nvq.cli.render.queue import event_line, events_table
 from nvq.client import Client
 from nvq.model import Event
@@ -45,7 +46,7 @@ def print_events(
     if len(first) < PAGE:
         print(events_table(first))
         return
-    print("\n".join(map(event_line, first)), flush=True)
+    print("\n".join([HEADER, *map(event_line, first)]), flush=True)
     for page in stream:
         print("\n".join(map(event_line, page)), flush=True)
 

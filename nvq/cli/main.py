@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> None:
 
     # Whatever this process writes (a daemon it starts, backups, snapshots) is private.
     os.umask(PRIVATE_UMASK)
+    if "_NVQ_COMPLETE" in os.environ:  # the shell asks for completions (`nvq completion`)
+        from nvq.cli.commands.completion import complete
+
+        sys.exit(complete())
     args = without_no_tick(list(sys.argv[1:] if argv is None else argv))
     as_json = wants_json(args)
     from nvq.remote import RemoteError, maybe_forward

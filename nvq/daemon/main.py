@@ -136,6 +136,10 @@ def setup_logging(home: Path, foreground: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=handlers,
     )
+    # asyncssh says INFO for every channel and connection (most of daemon.log, and
+    # nothing a user acts on); its warnings stay, and NVQ_LOG_LEVEL=DEBUG shows all.
+    if level != "DEBUG":
+        logging.getLogger("asyncssh").setLevel(logging.WARNING)
 
 
 def run(home: Path, *, foreground: bool = True) -> int:

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Log, Static
 
+from nvq.cli.render.events import kind_text
 from nvq.cli.render.jobs import job_where
 from nvq.client import ClientError
 from nvq.client.asynchronous import AsyncClient
@@ -51,7 +52,7 @@ def event_line(event: Event) -> str:
     subject = " ".join(
         s for s in (f"job {event.job_id}" if event.job_id else "", event.node or "") if s
     )
-    return f"{stamp} {event.kind} {subject}".rstrip()
+    return f"{stamp} {kind_text(event.kind)} {subject}".rstrip()
 
 
 def detail_line(job: Job, why: str | None) -> str:

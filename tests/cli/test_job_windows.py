@@ -143,6 +143,7 @@ def test_queue_events_streams_a_long_log_page_by_page(nvq: Nvq) -> None:
     later = nvq.json("queue", "events", "--since", str(ids[1990]), "--limit", "30")
     assert [e["id"] for e in later] == ids[1991:2021]
     lines = nvq.ok("queue", "events").out.splitlines()
-    assert len(lines) == len(ids)  # a line per event, no table header
+    assert lines[0].split() == ["ID", "TIME", "KIND", "JOB", "NODE", "DATA"]
+    assert len(lines) == len(ids) + 1  # the header, then a line per event
     assert lines[-1].split()[0] == str(ids[-1])
     nvq.ok("job", "cancel", str(blocker))

@@ -39,6 +39,7 @@ def test_logs_of_a_failed_job_show_both_streams_while_its_node_is_down(
     bad = nvq.run("job", "logs", jid, "--stdout", "--stderr")
     assert bad.code == 2 and "give one of" in bad.err
 
+    assert " INFO asyncssh" not in (nvq.home / "daemon.log").read_text()  # quiet: warnings only
     node.kill_all()  # the node is gone: its sshd and every session with it
     _wait_until_unreachable(nvq, "n0")
     after = nvq.ok("job", "logs", jid, "--attempt", "1")

@@ -101,7 +101,7 @@ def test_a_moved_job_reads_only_its_newest_checkpoint_and_its_writes_follow_it(
     assert code == 0 and done["state"] == "completed"
     assert ledger.read_text().splitlines()[-1] == f"written on {where}"
     text = nvq.ok("job", "show", str(job)).out
-    assert "artifact syncs" in text and "on demand" in text and "dedup" in text
+    assert "artifact syncs" in text and "on demand" in text and "    attempt 2 " in text
 
 
 @needs_fuse

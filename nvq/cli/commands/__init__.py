@@ -50,6 +50,7 @@ def full_app() -> typer.Typer:
     from nvq.cli.commands import (
         busy,
         cluster,
+        completion,
         daemon,
         job,
         keeper,
@@ -78,7 +79,7 @@ def full_app() -> typer.Typer:
     queue_app.registered_callback = queue.on_queue.registered_callback
     _attach(keeper_app, keeper.on_keeper)
     _attach(project_app, ops.on_project)
-    _attach(app, on_web, on_mcp)
+    _attach(app, on_web, on_mcp, completion.on_completion)
     _attach(app, on_schema)
     _attach(cluster_app, cluster.on_cluster)
     _attach(skill_app, skill.on_skill)

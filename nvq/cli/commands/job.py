@@ -3,7 +3,7 @@ one request each (submit, the policy commands and artifacts have their own modul
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import typer
@@ -160,11 +160,18 @@ def job_cancel(
     """Cancel jobs; a running one's process group is killed."""
     jobs = Client().cancel(job_ids, array=array)
     # A job not shown cancelled: the queue host's disk is full, the cancel waits there.
-    emit(jobs, as_json, "\n".join(
+    said = [
         f"job {j.id} cancelled" if j.state is JobState.CANCELLED
         else f"job {j.id}: cancel recorded; written when the disk has room"
         for j in jobs
-    ))
+    ]
+    if array:
+        touched = {j.array_id for j in jobs}
+        said += [
+            f"array {a}: nothing to cancel, every member has ended"
+            for a in job_ids if a not in touched
+        ]
+    emit(jobs, as_json, "\n".join(said))
     return 0
 
 
@@ -197,7 +204,7 @@ def job_note(
 
 @on_job.command("result")
 def job_result(
-    job_id: int = typer.Argument(None, help="Job id."),
+    job_ids: list[int] = typer.Argument(None, help="Job ids."),
     set_json: str = typer.Option(None, "--set", help="Store this JSON as the result."),
     array: int = typer.Option(
         None, "--array", help="Every member's index, parameters, state and result."
@@ -205,19 +212,38 @@ def job_result(
     as_csv: bool = typer.Option(False, "--csv", help="With --array: one CSV line a member."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """A job's result.json payload (or set one).
+    """Jobs' result.json payloads (or set one's).
 
-    With --array, every member's, as one table (--json, or --csv for a spreadsheet)."""
+    Several ids: one line each (ID, then the result). With --array, every member's,
+    as one table (--json, or --csv for a spreadsheet)."""
     if array is not None or as_csv:
-        return _array_results(job_id, array, set_json=set_json, as_csv=as_csv, as_json=as_json)
-    if job_id is None:
+        if job_ids and len(job_ids) > 1:
+            raise CliError("--array ID takes no job id and no --set; --csv needs --array", 2)
+        return _array_results(
+            job_ids[0] if job_ids else None, array, set_json=set_json, as_csv=as_csv,
+            as_json=as_json,
+        )
+    if not job_ids:
         raise CliError("give a job id, or --array ID", 2)
-    value = Client().result(job_id, set_json=set_json)
-    if as_json:
-        emit({"id": job_id, "result": value}, True)
-    else:
-        print(msgspec.json.encode(value).decode() if value is not None else "(no result)")
+    if set_json is not None and len(job_ids) > 1:
+        raise CliError("--set stores one job's result: give one id", 2)
+    client = Client()
+    if len(job_ids) == 1:
+        (job_id,) = job_ids
+        value = client.result(job_id, set_json=set_json)
+        if as_json:
+            emit({"id": job_id, "result": value}, True)
+        else:
+            print(_result_text(value))
+        return 0
+    docs = [{"id": job_id, "result": client.result(job_id)} for job_id in job_ids]
+    text = "\n".join(f"{d['id']}\t{_result_text(d['result'])}" for d in docs)
+    emit(docs, as_json, text)
     return 0
+
+
+def _result_text(value: Any) -> str:
+    return msgspec.json.encode(value).decode() if value is not None else "(no result)"
 
 
 def _array_results(

@@ -30,7 +30,18 @@ def queue_lane(
     at: str = typer.Option(None, "--at", help="assign: head or a 1-based position."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """One lane's queue in running order, or reorder / pause / resume it."""
+    """One lane's queue in running order, or reorder / pause / resume it.
+
+    \b
+    Actions (none: show the lane):
+      move ID --to head|N      put a waiting job at the head or at position N
+      move ID --before ID2     put it just before job ID2
+      swap ID1 ID2             exchange two waiting jobs' places
+      skip                     send the next job to the back
+      assign ID [--at head|N]  move a pending job into this lane
+      pause                    finish the running job, start nothing new
+      resume                   start its jobs again
+    Example: nvq queue lane gpu1:0 move 42 --to head"""
     doc = Client().lane(lane, action, job_ids or [], to=to, before=before, at=at)
     lines = [lane_line(doc)]
     lines += [f"  {j['position']}. job {j['id']} {j['state']} {j['name']}" for j in doc.jobs]

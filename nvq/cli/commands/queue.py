@@ -104,7 +104,12 @@ def queue_events(
 ) -> int:
     """The event log, for catching up on what happened."""
     if follow:
-        # One line (with --json: one JSON document) per event, as each is committed.
+        # One line (with --json: one JSON document) per event, as each is committed,
+        # in the columns `queue events` prints.
+        if not as_json:
+            from nvq.cli.render.events import HEADER
+
+            print(HEADER, flush=True)
         for event in Client().subscribe(since, job=job):
             line = msgspec.json.encode(event).decode() if as_json else event_line(event)
             print(line, flush=True)

@@ -16,7 +16,7 @@ from nvq.cli.dashes import KeepsRawArgs, check_before_dashes
 from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size, with_manifest
 from nvq.cli.render.jobs import outcome
 from nvq.cli.render.output import emit
-from nvq.client import Client
+from nvq.client import Client, ClientError
 from nvq.model import Job, JobSpec
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
@@ -171,7 +171,7 @@ def job_submit(
         warn_once(spec.command, spec.env_captured or {}, default_root())
     if job.array_id is not None:
         return _submitted_array(client, job, spec.array, wait=wait, as_json=as_json)
-    said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}"
+    said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}{held_note(client, job)}"
     if not wait:
         emit(job, as_json, said)
         return 0
@@ -198,6 +198,30 @@ def _submitted_array(
     done = client.wait(doc.ids)
     emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
     return done.exit_code
+
+
+def held_note(client: Client, job: Job) -> str:
+    """`; held: ...` when an `--after` prerequisite had already ended badly: the job
+    will not run by itself (the daemon holds it on its next pass), and the submit says
+    so rather than only `job ls`."""
+    why = f": {job.reason}" if str(job.state) == "held" and job.reason else ""
+    if not why:
+        for dep in job.after:
+            from nvq.domain.deps import BAD_ENDS
+
+            try:
+                state = client.show(dep).state
+            except ClientError:
+                continue  # purged: counts as completed
+            if state in BAD_ENDS:
+                why = f": job {dep} {state}"
+                break
+        else:
+            return ""
+    return (
+        f"; held{why} (`nvq job release {job.id}` runs it anyway, "
+        f"`nvq job cancel {job.id}` drops it)"
+    )
 
 
 def unchecked_note(job: Job) -> str:

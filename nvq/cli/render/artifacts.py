@@ -31,7 +31,16 @@ def artifact_lines(doc: JobDetail) -> list[str]:
         how = {"mounted": "on demand", "restored": "restored in full"}.get(s.mode, "")
         fetched = f", fetched {size(s.fetched)} {how}" if how else ""
         out.append(
-            f"    #{s.attempt:<3} {s.node:<12} {ago(s.time):>10}  {s.files} files "
-            f"{size(s.bytes)}, sent {size(s.sent)} (dedup {s.dedup_ratio:g}x){fetched}"
+            f"    attempt {s.attempt:<3} {s.node:<12} {ago(s.time):>10}  {s.files} files "
+            f"{size(s.bytes)}, {sent_text(s.sent, s.dedup_ratio)}{fetched}"
         )
     return out
+
+
+def sent_text(sent: int, ratio: float) -> str:
+    """`sent 1.2 MiB (12x less than it holds)`; `nothing new sent` when every chunk was
+    there already (a ratio over nothing sent is no number a person can use)."""
+    if sent <= 0:
+        return "nothing new sent"
+    shown = f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.1f}".removesuffix(".0")
+    return f"sent {size(sent)}" + (f" (dedup {shown}x)" if ratio > 1 else "")

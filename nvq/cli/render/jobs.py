@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 
 from nvq.cli.render.artifacts import artifact_lines
+from nvq.cli.render.events import data_text, kind_text
 from nvq.cli.render.table import ago, clip, safe, table
 from nvq.cli.render.world import world_lines
 from nvq.values import format_duration, format_mib
@@ -145,9 +146,9 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
     if doc.events:
         out.append("  events:")
         for ev in doc.events:
-            data = ", ".join(f"{k}={v}" for k, v in ev.data.items())
+            data = data_text(ev.data)
             node = f" @{ev.node}" if ev.node else ""
-            out.append(f"    #{ev.id:<6} {ago(ev.time):>10}  {ev.kind}{node}  {safe(data)}")
+            out.append(f"    #{ev.id:<6} {ago(ev.time):>10}  {kind_text(ev.kind)}{node}  {safe(data)}")
     out += [
         f"  submitter   {safe(doc.submitter)} (user {doc.user})",
         f"  request     gpus={doc.gpus_requested} vram={format_mib(doc.vram_mb)}"

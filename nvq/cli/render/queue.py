@@ -93,23 +93,14 @@ def array_line(a: ArraySummary) -> str:
 
 
 def event_line(e: Event) -> str:
-    """One event as `queue events --follow` prints it, as it happens."""
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
-    job = str(e.job_id) if e.job_id is not None else "-"
-    data = ", ".join(f"{k}={v}" for k, v in e.data.items())
-    return f"{e.id:>6}  {when}  {e.kind:<20} job {job:<6} node {e.node or '-':<12} {data}".rstrip()
+    """One event as `queue events --follow` prints it, as it happens: the same columns
+    as `queue events` (`nvq.cli.render.events`)."""
+    from nvq.cli.render.events import event_row
+
+    return event_row(e)
 
 
 def events_table(events: list[Event]) -> str:
-    rows = [
-        [
-            str(e.id),
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time)),
-            e.kind,
-            str(e.job_id) if e.job_id is not None else "-",
-            e.node or "-",
-            clip(", ".join(f"{k}={v}" for k, v in e.data.items()), 60),
-        ]
-        for e in events
-    ]
-    return table(["ID", "TIME", "KIND", "JOB", "NODE", "DATA"], rows)
+    from nvq.cli.render.events import HEADER, event_row
+
+    return "\n".join([HEADER, *(event_row(e) for e in events)])

@@ -1,0 +1,36 @@
+"""Events as text, one way everywhere (`queue events`, `--follow`, `job show`, the
+TUI): the kind in words a user knows, and the data without empty fields."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from nvq.model import Event
+
+# Kinds whose stored name says how the daemon got there, not what happened.
+SHOWN_KINDS = {"job_exit_after_settle": "process_exited"}
+
+# `queue events` and `queue events --follow` print the same columns: fixed widths, so
+# a line printed as it happens lines up with the ones printed before it.
+HEADER = f"{'ID':>6}  {'TIME':<19}  {'KIND':<20}  {'JOB':<6}  {'NODE':<12}  DATA"
+
+
+def kind_text(kind: str) -> str:
+    return SHOWN_KINDS.get(kind, kind)
+
+
+def data_text(data: dict[str, Any]) -> str:
+    """`attempt=1, exit_code=3`: fields with no value (None) left out."""
+    return ", ".join(f"{k}={v}" for k, v in data.items() if v is not None)
+
+
+def event_row(e: Event) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
+    job = str(e.job_id) if e.job_id is not None else "-"
+    return (
+        f"{e.id:>6}  {when:<19}  {kind_text(e.kind):<20}  {job:<6}  {e.node or '-':<12}  "
+        f"{data_text(e.data)}"
+    ).rstrip()
