@@ -22,6 +22,7 @@ import msgspec
 
 from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.placement_profile import time_fits
+from nvq.domain.placement_types import GpuSlot
 from nvq.values import format_duration, format_mib
 
 PRIORITY = "Priority"
@@ -185,15 +186,39 @@ def _cards(
     if len(free) < job.gpus:
         detail = f"has {len(free)} schedulable GPUs, needs {job.gpus}"
         return [Check("cards", False, detail)], -1
-    ranked = sorted(free.items(), key=lambda kv: (-kv[1], kv[0]))
+    # Only a card that could ever hold the job is one it waits for: a 24 GiB card
+    # with 23.5 GiB free is no candidate for a 70 GiB job, however free it is.
+    cards = {g.index: g for g in slot.gpus if g.schedulable}
+    could = {i: f for i, f in free.items() if cards[i].total_mb - headroom_mb >= job.vram_mb}
+    if len(could) < job.gpus:
+        largest = format_mib(max(g.total_mb for g in cards.values()))
+        detail = (
+            f"no card here can ever hold {need} (the largest is {largest})" if job.gpus == 1
+            else f"{len(could)} of its GPUs can ever hold {need}, needs {job.gpus}"
+        )
+        return [Check("memory per card", False, detail)], -1
+    ranked = sorted(could.items(), key=lambda kv: (-kv[1], kv[0]))
     index, have = ranked[job.gpus - 1]
     if job.gpus == 1:
-        detail = f"{slot.name}:{index} has {format_mib(max(have, 0))} free, needs {need}"
+        detail = (
+            f"{slot.name}:{index} ({format_mib(cards[index].total_mb)}) has "
+            f"{format_mib(max(have, 0))} free, needs {need}{_held_by(cards[index])}"
+        )
     else:
         room = sum(1 for _, f in ranked if f >= job.vram_mb)
         detail = f"{room} of {len(free)} GPUs have {need} free, needs {job.gpus}"
-    cards = Check("cards", True, f"has {len(free)} schedulable GPUs, needs {job.gpus}")
-    return [cards, Check("memory per card", have >= job.vram_mb, detail)], have
+    cards_ok = Check("cards", True, f"has {len(free)} schedulable GPUs, needs {job.gpus}")
+    return [cards_ok, Check("memory per card", have >= job.vram_mb, detail)], have
+
+
+def _held_by(gpu: GpuSlot) -> str:
+    """What holds a card's memory now: the queue's jobs, other processes, or both."""
+    parts = []
+    if gpu.queue_mb > 0:
+        parts.append(f"queue jobs hold {format_mib(gpu.queue_mb)}")
+    if gpu.foreign_mb > 0:
+        parts.append(f"other processes {format_mib(gpu.foreign_mb)}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def summarize(

@@ -11,7 +11,7 @@ def test_ls_show_and_why_say_why_a_job_waits(nvq: Nvq) -> None:
     nvq.wait_for(big["id"], lambda j: j["state"] == "running")
     waits = nvq.submit("--vram", "20GiB", "--", "true")
     shown = nvq.wait_for(waits["id"], lambda j: j["reason"] == "Resources")
-    assert shown["reason_detail"] == "best candidate: local:0 has 3.5GiB free, needs 20GiB"
+    assert shown["reason_detail"] == "best candidate: local:0 (24GiB) has 3.5GiB free, needs 20GiB (queue jobs hold 20GiB)"
     table = nvq.ok("job", "ls").out.splitlines()
     assert table[0].split() == [
         "ID",
@@ -24,16 +24,16 @@ def test_ls_show_and_why_say_why_a_job_waits(nvq: Nvq) -> None:
         "PROGRESS",
     ]
     row = next(line for line in table if line.startswith(str(waits["id"])))
-    assert "Resources" in row and "best candidate: local:0 has 3.5GiB" in row
+    assert "Resources" in row and "best candidate: local:0 (24GiB)" in row
     text = nvq.ok("job", "show", str(waits["id"])).out.splitlines()
     assert (
-        text[1] == "  waits       Resources: best candidate: local:0 has 3.5GiB free, needs 20GiB"
+        text[1] == "  waits       Resources: best candidate: local:0 (24GiB) has 3.5GiB free, needs 20GiB (queue jobs hold 20GiB)"
     )
     why = nvq.ok("job", "why", str(waits["id"])).out.splitlines()
     assert why == [
-        f"job {waits['id']} is pending: Resources: best candidate: local:0 has 3.5GiB free, "
-        "needs 20GiB",
-        "  local  memory per card: local:0 has 3.5GiB free, needs 20GiB",
+        f"job {waits['id']} is pending: Resources: best candidate: local:0 (24GiB) has 3.5GiB "
+        "free, needs 20GiB (queue jobs hold 20GiB)",
+        "  local  memory per card: local:0 (24GiB) has 3.5GiB free, needs 20GiB (queue jobs hold 20GiB)",
     ]
     doc = nvq.json("job", "why", str(waits["id"]))
     assert [c["constraint"] for c in doc["nodes"][0]["checks"]] == [
@@ -59,3 +59,19 @@ def test_a_resumed_job_shows_no_stale_where(nvq: Nvq) -> None:
         if line.startswith(str(big["id"]))
     )
     assert row[1:4] == ["pending", "sleep", "-"]
+
+
+def test_why_names_a_card_that_could_ever_hold_the_job(nvq: Nvq) -> None:
+    nvq.write_gpus(
+        'cuda = "13.0"\n[[gpu]]\nname = "Small"\nmemory = "24GiB"\n'
+        '[[gpu]]\nname = "Big"\nmemory = "80GiB"\n'
+    )
+    big = nvq.submit("--vram", "60GiB", "--", "sleep", "60")
+    nvq.wait_for(big["id"], lambda j: j["state"] == "running")
+    waits = nvq.submit("--vram", "70GiB", "--", "true")
+    shown = nvq.wait_for(waits["id"], lambda j: j["reason"] == "Resources")
+    # not the 24 GiB card with more free: it can never hold 70 GiB
+    assert shown["reason_detail"] == (
+        "best candidate: local:1 (80GiB) has 19.5GiB free, needs 70GiB (queue jobs hold 60GiB)"
+    )
+    nvq.ok("job", "cancel", str(big["id"]))

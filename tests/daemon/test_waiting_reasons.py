@@ -49,7 +49,7 @@ def test_resources_dependency_and_the_best_candidate(tmp_path: Path) -> None:
             await runner.until(lambda: (big.id, 1) in runner.active)
             waits = await submit(core, "train", vram_mb=20 * GIB)
             detail = await settled(core, waits, "Resources")
-            assert detail == "best candidate: local:0 has 3.5GiB free, needs 20GiB"
+            assert detail == "best candidate: local:0 (24GiB) has 3.5GiB free, needs 20GiB (queue jobs hold 20GiB)"
             after = await submit(core, "eval", gpus=0, after=[big.id])
             detail = await settled(core, after, "Dependency")
             assert detail == f"waits for job {big.id} (running) to complete"
@@ -60,7 +60,7 @@ def test_resources_dependency_and_the_best_candidate(tmp_path: Path) -> None:
             (node,) = report.nodes
             assert node.node == "local" and not node.fits
             assert {k.constraint: k.detail for k in node.checks if not k.ok} == {
-                "memory per card": "local:0 has 3.5GiB free, needs 20GiB"
+                "memory per card": "local:0 (24GiB) has 3.5GiB free, needs 20GiB (queue jobs hold 20GiB)"
             }
 
     run(main)

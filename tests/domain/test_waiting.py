@@ -58,7 +58,7 @@ def test_a_job_that_fits_passes_every_check() -> None:
 
 def test_memory_per_card_names_the_best_card_with_numbers() -> None:
     result = fit(job(vram_mb=20 * GIB), facts(slot("gpu2", (10, 18.5))))
-    assert failing(result) == {"memory per card": "gpu2:1 has 18.5GiB free, needs 20GiB"}
+    assert failing(result) == {"memory per card": "gpu2:1 (24.5GiB) has 18.5GiB free, needs 20GiB (queue jobs hold 5.5GiB)"}
     assert result.best_free_mb == int(18.5 * GIB)
 
 
@@ -191,7 +191,24 @@ def test_resources_names_the_best_candidate() -> None:
         facts(slot("gpu2", (10, 18.5))),
         facts(slot("gpu3"), state="down"),
     )
-    assert got == w.Waiting("Resources", "best candidate: gpu2:1 has 18.5GiB free, needs 20GiB")
+    assert got == w.Waiting(
+        "Resources",
+        "best candidate: gpu2:1 (24.5GiB) has 18.5GiB free, needs 20GiB (queue jobs hold 5.5GiB)",
+    )
+
+
+def test_the_best_candidate_is_a_card_that_could_ever_hold_the_job() -> None:
+    small = NodeSlot("ws1", True, [GpuSlot(0, 24 * GIB, 512, 0)], 0, 0)
+    big = NodeSlot("ws2", True, [GpuSlot(0, 80 * GIB, 2 * GIB, 60 * GIB)], 0, 0)
+    got = reason(job(vram_mb=70 * GIB), facts(small, name="ws1"), facts(big, name="ws2"))
+    assert got == w.Waiting(
+        "Resources",
+        "best candidate: ws2:0 (80GiB) has 17.5GiB free, needs 70GiB "
+        "(queue jobs hold 60GiB, other processes 2GiB)",
+    )
+    assert failing(fit(job(vram_mb=70 * GIB), facts(small, name="ws1"))) == {
+        "memory per card": "no card here can ever hold 70GiB (the largest is 24GiB)"
+    }
 
 
 def test_resources_without_a_memory_candidate_lists_what_fails() -> None:

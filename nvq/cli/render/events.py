@@ -4,10 +4,11 @@ TUI): the kind in words a user knows, and the data without empty fields."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the fast path renders events without importing typing
+    from typing import Any
+
     from nvq.model import Event
 
 # Kinds whose stored name says how the daemon got there, not what happened.
