@@ -72,24 +72,32 @@ def test_periodic_backups_rotate(nvq: Nvq, tmp_path: Path) -> None:
         f'[queue.backup]\nenabled = true\ninterval_hours = 0.0003\nkeep = 2\ndirectory = "{backups}"\n'
     )
     nvq.submit("--gpus", "0", "--", "true")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    seen: set[str] = set()  # every backup ever listed: a round's new one has a new name
+
+    def listed() -> list[Path]:
         made = sorted(backups.glob("queue-*.db")) if backups.exists() else []
-        if len(made) >= 2 and nvq.json("queue", "status")["last_backup_at"]:
-            break
+        seen.update(p.name for p in made)
+        return made
+
+    deadline = time.monotonic() + 60
+    while not (len(listed()) >= 2 and nvq.json("queue", "status")["last_backup_at"]):
+        assert time.monotonic() < deadline, "the first two backups never came"
         time.sleep(0.2)
-    time.sleep(3.5)  # at least two more rounds: rotation keeps the newest two
-    # A round publishes its snapshot, then deletes the oldest: between the two a
-    # listing sees three. Two more rounds later the count is two again.
-    deadline = time.monotonic() + 10
-    made = sorted(backups.glob("queue-*.db"))
-    while len(made) != 2 and time.monotonic() < deadline:
+    # Two more rounds: rotation must have removed two, keeping the newest two.
+    enough = len(seen) + 2
+    while len(seen) < enough:
+        assert time.monotonic() < deadline, f"two more rounds never came: {sorted(seen)}"
+        listed()
         time.sleep(0.05)
-        made = sorted(backups.glob("queue-*.db"))
-    assert len(made) == 2, made
-    assert all(
-        sqlite3.connect(p).execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 1 for p in made
-    )
+    # A round publishes its snapshot, then deletes the oldest: between the two a
+    # listing sees three. Once the round is done the count is two again.
+    while len(made := listed()) != 2:
+        assert time.monotonic() < deadline, made
+        time.sleep(0.05)
+    # The newest is a whole database (read-only: the next round may already be rotating
+    # the older one away, and a plain connect would create an empty file in its place).
+    newest = sqlite3.connect(f"file:{made[-1]}?mode=ro", uri=True)
+    assert newest.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 1
 
 
 def test_a_backup_outside_the_backup_directories_is_refused(nvq: Nvq, tmp_path: Path) -> None:
