@@ -122,6 +122,8 @@ class _Parser(FieldReader):
                 self.path_value(item, f"{k}[{i}]") for i, item in enumerate(self.string_list(v, k))
             ],
             "starvation_after": self.delay,  # 0: reserve as soon as the head cannot start
+            "interactive_idle": self.delay,  # 0: idle sessions are never released
+            "interactive_grace": self.delay,
             "artifact_sync": self.duration,
             "artifacts_quota": self.size,
             "busy_idle": self.duration,

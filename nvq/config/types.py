@@ -66,6 +66,10 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     backup_dirs: list[str] = []
     # A head-of-queue job waiting longer than this reserves a node (no starvation).
     starvation_after: float = 600.0
+    # `job shell` sessions idle this long (no keystroke, no card activity) are warned
+    # in their terminal, and ended `interactive_grace` later; 0: never.
+    interactive_idle: float = 3600.0
+    interactive_grace: float = 600.0
     # Machines that come and go (issue 5): how often a running job's $NVQ_ARTIFACTS
     # is copied to the queue host, the most those copies may hold, and how long an
     # owner's terminal may sit idle before their node stops counting as busy.

@@ -24,6 +24,7 @@ class Shell(msgspec.Struct, tag="shell", frozen=True):
     spec: JobSpec
     rows: int = 24
     cols: int = 80
+    idle_release: bool = True  # ended when idle ([queue] interactive_idle)
 
 
 class Exec(msgspec.Struct, tag="exec", frozen=True):

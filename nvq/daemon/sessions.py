@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import struct
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
 from nvq.daemon.handlers import policy, submit
 from nvq.daemon.handlers.why import with_reason
+from nvq.daemon.idle_watch import watch_idle
 from nvq.daemon.node_pipes import attach_terminal, job_dir, open_on_node
 from nvq.model import FINISHED_STATES, Job, JobState
 from nvq_runner.protocol import FrameReader
@@ -61,6 +63,7 @@ class ClientFrames:
         self.stream = stream
         self.frames, self.early = early
         self.gone = anyio.Event()
+        self.last_input = 0.0  # monotonic time of the last keystroke
         self.send, self.inbox = anyio.create_memory_object_stream[c.TermInput | c.TermSize](1000)
 
     async def read(self) -> None:
@@ -71,7 +74,10 @@ class ClientFrames:
             while True:
                 data = await self.stream.receive()
                 for payload in frames.feed(data):
-                    await self.send.send(c.term_frame_decoder.decode(payload))
+                    msg = c.term_frame_decoder.decode(payload)
+                    if isinstance(msg, c.TermInput):
+                        self.last_input = time.monotonic()
+                    await self.send.send(msg)
         except (anyio.EndOfStream, anyio.BrokenResourceError, OSError, msgspec.DecodeError):
             pass
         finally:
@@ -222,7 +228,12 @@ async def _session(ctx: Context, job_id: int, send: Send, client: ClientFrames,
         await send(c.Progress({"job": job.id, "placed": _where(job), "port": job.port}))
         await pty.send(to_pty(c.TermSize(req.rows, req.cols)))
         try:
-            await relay(pty, client, send)
+            async with anyio.create_task_group() as tg:
+                if req.idle_release:
+                    tg.start_soon(watch_idle, ctx, job, lambda: client.last_input,
+                                  lambda data: send(c.Chunk(data)))
+                await relay(pty, client, send)
+                tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await pty.aclose()

@@ -95,3 +95,14 @@ def test_shell_from_a_laptop_over_remote(pair: tuple[Nvq, Nvq]) -> None:  # noqa
         t.until("nvq-exited=3")
     finally:
         t.close()
+
+
+def test_an_idle_session_is_warned_then_ended(nvq: Nvq, tmux: Tmux) -> None:
+    nvq.write_config('[queue]\ninteractive_idle = "1s"\ninteractive_grace = "1s"\n')
+    tmux.start(nvq_in_tmux(nvq, "job shell --gpus 1 --vram 1GiB"))
+    tmux.until("this session has been idle for 1s: it ends in 1s unless you type something")
+    screen = tmux.until("nvq-exited=1")
+    assert "ending this idle session" in screen and "cancelled by idle release" in screen
+    (job,) = nvq.json("job", "ls")
+    assert job["state"] == "cancelled"
+    assert [e["kind"] for e in nvq.events() if e["kind"] == "session_idle"] == ["session_idle"]
