@@ -57,7 +57,7 @@ def test_shell_waits_for_the_card_then_is_the_job(nvq: Nvq, tmux: Tmux, where: s
     tmux.keys("echo c''vd=$CUDA_VISIBLE_DEVICES port=$NVQ_PORT tty=$(tty)", "Enter")
     screen = tmux.until("cvd=")
     shell: dict[str, Any] = next(
-        j for j in nvq.json("job", "ls") if j["interactive"]
+        j for j in nvq.json("job", "ls")["jobs"] if j["interactive"]
     )
     assert f"cvd={','.join(map(str, shell['gpus']))} port={shell['port']} tty=/dev/pts/" in screen
     tmux.keys("exit 3", "Enter")
@@ -65,13 +65,13 @@ def test_shell_waits_for_the_card_then_is_the_job(nvq: Nvq, tmux: Tmux, where: s
     # Ended, and its card released, before nvq returned.
     done = nvq.show(shell["id"])
     assert (done["state"], done["exit_code"]) == ("failed", 3)
-    assert [j["id"] for j in nvq.json("job", "ls") if j["state"] == "running"] == []
+    assert [j["id"] for j in nvq.json("job", "ls")["jobs"] if j["state"] == "running"] == []
 
 
 def test_cancel_ends_the_session_with_a_word_in_the_terminal(nvq: Nvq, tmux: Tmux) -> None:
     tmux.start(nvq_in_tmux(nvq, "job shell --gpus 0"))
     tmux.until("placed on local:cpu")
-    (shell,) = [j for j in nvq.json("job", "ls") if j["interactive"]]
+    (shell,) = [j for j in nvq.json("job", "ls")["jobs"] if j["interactive"]]
     assert shell["name"] == "interactive"
     nvq.ok("job", "cancel", str(shell["id"]))
     screen = tmux.until("nvq-exited=1")
@@ -103,6 +103,6 @@ def test_an_idle_session_is_warned_then_ended(nvq: Nvq, tmux: Tmux) -> None:
     tmux.until("this session has been idle for 1s: it ends in 1s unless you type something")
     screen = tmux.until("nvq-exited=1")
     assert "ending this idle session" in screen and "cancelled by idle release" in screen
-    (job,) = nvq.json("job", "ls")
+    (job,) = nvq.json("job", "ls")["jobs"]
     assert job["state"] == "cancelled"
     assert [e["kind"] for e in nvq.events() if e["kind"] == "session_idle"] == ["session_idle"]
