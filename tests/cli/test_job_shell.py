@@ -73,6 +73,9 @@ def test_cancel_ends_the_session_with_a_word_in_the_terminal(nvq: Nvq, tmux: Tmu
     tmux.until("placed on local:cpu")
     (shell,) = [j for j in nvq.json("job", "ls")["jobs"] if j["interactive"]]
     assert shell["name"] == "interactive"
+    # the tables say what holds the card: a person at a prompt
+    row = next(ln for ln in nvq.ok("job", "ls").out.splitlines() if ln.startswith(str(shell["id"])))
+    assert row.split()[1] == "interactive", row
     nvq.ok("job", "cancel", str(shell["id"]))
     screen = tmux.until("nvq-exited=1")
     assert "the queue ended this session" in screen

@@ -168,3 +168,14 @@ def test_members_read_all_opens_logs_but_never_secrets(lab: Lab) -> None:
         nvq.write_config(config)
         nvq.ok("daemon", "stop")
         nvq.ok("queue", "status")
+
+
+def test_a_member_cannot_exec_into_or_forward_to_another_users_job(lab: Lab) -> None:
+    job = lab.nvq.submit("--gpus", "0", "--no-snapshot", "--", "sleep", "600")
+    lab.nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["pid"])
+    try:
+        lab.refused("job", "exec", str(job["id"]), "--", "true", says="belongs to root")
+        lab.refused("job", "forward", str(job["id"]), says="belongs to root")
+        assert lab.nvq.show(job["id"])["state"] == "running"
+    finally:
+        lab.nvq.ok("job", "cancel", str(job["id"]))
