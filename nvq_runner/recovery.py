@@ -23,16 +23,16 @@ _start = msgspec.json.Decoder(Start)
 def write_start(d: JobDir, msg: Start) -> None:
     """Keep the attempt's `Start` beside it (private, like the rest of the job's
     directory): what the queue would need to know the job again."""
-    path = d.path / START_FILE
-    tmp = path.with_name(f".{START_FILE}.tmp")
+    data = msgspec.json.encode(msg)
     with contextlib.suppress(OSError):  # only recovery needs it: never fails a launch
         d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # It holds the job's environment: the owner's alone, whatever the umask.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        # It holds the job's environment: the owner's alone (a umask only takes bits
+        # away). Written in place, not renamed: a record cut short by a crash does
+        # not decode and is skipped, and a rename per start is a new inode per job.
+        fd = os.open(d.path / START_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                     0o600)
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o600)
-            f.write(msgspec.json.encode(msg))
-        os.replace(tmp, path)
+            f.write(data)
 
 
 def _dirs_of(jobs: Path, job_ids: Collection[int], queue_id: str) -> Iterable[tuple[int, Path]]:
