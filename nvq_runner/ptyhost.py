@@ -37,6 +37,7 @@ HEADER = struct.Struct(">cI")
 WINSIZE = struct.Struct(">HH")  # rows, cols
 ATTACH_TIMEOUT = 120.0  # nobody came for the terminal: the session is not used
 HANGUP_GRACE = 5.0  # after SIGHUP, before SIGKILL
+IDLE_STEP = 20.0  # how often the idle line may change (it counts whole minutes)
 BUF = 65536
 ENDED_BY_QUEUE = b"\r\n[nvq] the queue ended this session\r\n"
 
@@ -200,16 +201,30 @@ def run(jobdir: str, umask: int) -> int:
     if pid == 0:
         child(slave, _argv(jobdir), [master, wake_r, listener.fileno(), conn.fileno()])
     os.close(slave)
-    code = pump(master, pid, conn.fileno(), conn.fileno(), wake_r)
+    code = pump(master, pid, conn.fileno(), conn.fileno(), wake_r,
+                status_file=os.path.join(jobdir, "status"))
     conn.close()
     return _finish(jobdir, code, listener)
 
 
-def pump(master: int, pid: int, rfd: int, wfd: int, wake_r: int) -> int:
+def idle_line(seconds: float) -> str:
+    """The session's progress line: how long its terminal has had no keystroke, in
+    whole minutes (`job ls`, the TUI and the web page show it)."""
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return "interactive: active"
+    return f"interactive: idle {minutes}m" if minutes < 120 else f"interactive: idle {minutes // 60}h"
+
+
+def pump(master: int, pid: int, rfd: int, wfd: int, wake_r: int,
+         status_file: str | None = None) -> int:
     """Relay between the client (frames in on `rfd`, raw bytes out on `wfd`) and the
     pty until the child `pid` ends; its exit code in the shell's convention. The
-    client leaving, or SIGTERM/INT/HUP here, hangs the child up."""
+    client leaving, or SIGTERM/INT/HUP here, hangs the child up. `status_file`: where
+    to keep the session's idle line (idle_line)."""
     os.set_blocking(master, False)
+    last_input = time.monotonic()
+    shown = ""
     frames = Frames()
     hangup_at: float | None = None
     status: int | None = None
@@ -217,8 +232,16 @@ def pump(master: int, pid: int, rfd: int, wfd: int, wake_r: int) -> int:
     out: int | None = wfd
     inp: int | None = rfd
     while status is None:
+        if status_file is not None:
+            line = idle_line(time.monotonic() - last_input)
+            if line != shown:
+                shown = line
+                with contextlib.suppress(OSError), open(status_file, "w") as f:
+                    f.write(line + "\n")
         watch = [wake_r] + ([master] if master_open else []) + ([inp] if inp is not None else [])
         timeout = None if hangup_at is None else max(0.0, hangup_at + HANGUP_GRACE - time.monotonic())
+        if status_file is not None:
+            timeout = IDLE_STEP if timeout is None else min(timeout, IDLE_STEP)
         readable, _, _ = select.select(watch, [], [], timeout)
         if wake_r in readable:
             signals = os.read(wake_r, 512)
@@ -248,6 +271,7 @@ def pump(master: int, pid: int, rfd: int, wfd: int, wake_r: int) -> int:
                 hangup_at = hangup_at or _hang_up(pid, master)
             for kind, payload in frames.feed(data):
                 if kind == b"d":
+                    last_input = time.monotonic()
                     _write_all(master, payload)
                 elif kind == b"w" and len(payload) == WINSIZE.size:
                     set_size(master, *WINSIZE.unpack(payload))

@@ -73,6 +73,8 @@ def test_cancel_ends_the_session_with_a_word_in_the_terminal(nvq: Nvq, tmux: Tmu
     tmux.until("placed on local:cpu")
     (shell,) = [j for j in nvq.json("job", "ls")["jobs"] if j["interactive"]]
     assert shell["name"] == "interactive"
+    # its progress line is how long its terminal has been idle
+    nvq.wait_for(shell["id"], lambda j: j["progress"] == "interactive: active")
     # the tables say what holds the card: a person at a prompt
     row = next(ln for ln in nvq.ok("job", "ls").out.splitlines() if ln.startswith(str(shell["id"])))
     assert row.split()[1] == "interactive", row

@@ -20,3 +20,11 @@ def test_cards_are_active_when_busy_or_their_memory_moves() -> None:
     assert not cards_active([], 0, None)
     assert cards_active([0, 3], 500, 500)
     assert cards_active([0], 600, 500)
+
+
+def test_a_sessions_progress_line_says_how_long_its_terminal_is_idle() -> None:
+    from nvq_runner.ptyhost import idle_line
+
+    assert idle_line(59) == "interactive: active"
+    assert idle_line(60 * 12 + 5) == "interactive: idle 12m"
+    assert idle_line(3600 * 3) == "interactive: idle 3h"
