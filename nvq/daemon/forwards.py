@@ -16,7 +16,7 @@ from anyio.abc import SocketStream
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
-from nvq.daemon.node_pipes import SshStream
+from nvq.daemon.node_pipes import SshStream, check_reachable
 from nvq.daemon.nodes import NodeRuntime
 
 TYPE_CHECKING = False
@@ -29,6 +29,7 @@ NODE_HOST = "localhost"
 
 
 async def connect_port(node: NodeRuntime, port: int) -> anyio.abc.ByteStream:
+    check_reachable(node)
     if node.config is None:
         try:
             return await anyio.connect_tcp("127.0.0.1", port)
@@ -55,6 +56,7 @@ async def serve_forward(
     if not port:
         raise RequestError(f"job {job.id} has no port of its own: name one")
     assert job.node is not None
+    check_reachable(ctx.state.nodes[job.node])
     where: dict[str, Any] = {"job": job.id, "node": job.node, "port": port}
     if req.check:
         await stream.send(reply_frame(c.Done(data=where)))

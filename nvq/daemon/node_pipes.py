@@ -96,9 +96,21 @@ class SshStream(anyio.abc.ByteStream):
         self._writer.close()
 
 
+def check_reachable(node: NodeRuntime) -> None:
+    """A Slurm pilot's runner is reached through the login node (`srun --overlap`), whose
+    SSH connection does not lead to the compute node's sockets and ports: refused in
+    words rather than tried on the wrong host."""
+    if node.hello is not None and node.hello.allocated is not None:
+        raise RequestError(
+            f"node {node.name} is a Slurm pilot: job shell, exec and forward do not reach "
+            "pilots yet (use a [[nodes]] machine, or srun --overlap on the cluster)"
+        )
+
+
 async def open_on_node(state: State, node: NodeRuntime, args: list[str]) -> anyio.abc.ByteStream:
     """Run `python -m nvq_runner ARGS` on `node` (its runner's interpreter) and return
     its stdin/stdout. Raises RequestError when the node is not connected."""
+    check_reachable(node)
     if node.config is None:
         process = await anyio.open_process(
             [sys.executable, "-m", "nvq_runner", *args], stderr=None,
@@ -124,6 +136,7 @@ async def attach_terminal(
     """The job's terminal socket (ptyhost.py), on an SSH node straight through sshd
     (direct-streamlocal: no shell, no Python started there) where its path allows;
     else through `nvq_runner pty-attach` on an exec channel."""
+    check_reachable(node)
     sock = f"{job_dir(state, node, job_id, nonce)}/pty.sock"
     if node.config is not None and sock.startswith("/") and len(sock.encode()) < SUN_PATH:
         stream = await _streamlocal(node, sock)
