@@ -111,3 +111,16 @@ def test_an_idle_session_is_warned_then_ended(nvq: Nvq, tmux: Tmux) -> None:
     (job,) = nvq.json("job", "ls")["jobs"]
     assert job["state"] == "cancelled"
     assert [e["kind"] for e in nvq.events() if e["kind"] == "session_idle"] == ["session_idle"]
+
+
+def test_ctrl_c_while_waiting_withdraws_the_shell(nvq: Nvq, tmux: Tmux) -> None:
+    blocker = nvq.submit("--gpus", "2", "--vram", "23GiB", "--", "sleep", "600")
+    nvq.wait_for(blocker["id"], lambda j: j["state"] == "running")
+    tmux.start(nvq_in_tmux(nvq, "job shell --gpus 1 --vram 1GiB"))
+    tmux.until("position 1")
+    tmux.keys("C-c")
+    screen = tmux.until("nvq-exited=130")
+    shell = next(j for j in nvq.json("job", "ls")["jobs"] if j["interactive"])
+    assert f"job {shell['id']} withdrawn" in screen
+    assert nvq.wait_for(shell["id"], lambda j: j["state"] == "cancelled")
+    nvq.ok("job", "cancel", str(blocker["id"]))
