@@ -307,8 +307,9 @@ class FakeRunner:
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def until(self, predicate: Callable[[], bool], timeout: float = 10) -> None:
-        """Wait until `predicate()` holds, re-checking after every frame or change."""
+    async def until(self, predicate: Callable[[], bool], timeout: float = 60) -> None:
+        """Wait until `predicate()` holds, re-checking after every frame or change (the
+        deadline only stops a hung test: a loaded machine can take many seconds)."""
         with anyio.fail_after(timeout):
             while not predicate():
                 await self._changed.wait()

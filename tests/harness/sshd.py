@@ -327,8 +327,9 @@ class SshdNode:
     def pid(self) -> int | None:
         return self.proc.pid if self.running and self.proc is not None else None
 
-    def start(self, timeout: float = 10.0) -> None:
-        """Start sshd (again) on the same port with the same keys; wait until it listens."""
+    def start(self, timeout: float = 60.0) -> None:
+        """Start sshd (again) on the same port with the same keys; wait until it listens
+        (the deadline only catches one that never does: a loaded machine is slow)."""
         if self.running:
             return
         _ensure_privsep_dir()

@@ -54,7 +54,8 @@ class Client:
     def send(self, msg: DaemonMsg) -> None:
         self.sock.sendall(encode_frame(msg))
 
-    def recv(self, timeout: float = 10.0) -> RunnerMsg:
+    # Deadlines only stop a hung test: on a loaded machine a frame can take seconds.
+    def recv(self, timeout: float = 30.0) -> RunnerMsg:
         deadline = time.monotonic() + timeout
         while not self.pending:
             left = deadline - time.monotonic()
@@ -67,7 +68,7 @@ class Client:
             self.pending += [decode_runner_payload(p) for p in self.frames.feed(data)]
         return self.pending.pop(0)
 
-    def expect(self, kind: type[T], timeout: float = 10.0, **match: Any) -> T:
+    def expect(self, kind: type[T], timeout: float = 30.0, **match: Any) -> T:
         """The next frame of `kind` whose fields equal `match`; others are skipped."""
         deadline = time.monotonic() + timeout
         while True:
