@@ -236,8 +236,9 @@ class NodeView(msgspec.Struct, kw_only=True):
     hostname: str | None = None
     backend: str | None = None
     cuda: str | None = None
-    mem_total_mb: int | None = None
-    mem_free_mb: int | None = None
+    # the node's host memory (RAM), not a card's: named so beside the GPUs' mem_* fields
+    host_mem_total_mb: int | None = None
+    host_mem_free_mb: int | None = None
     running_jobs: int = 0
     cpu_jobs: int = 0
     error: str | None = None

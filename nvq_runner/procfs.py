@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 import pwd
+import time
 from functools import lru_cache
+
+# When this process started, near enough: the runner imports this module first thing
+# (its `Hello` says it, for `nvq node status`'s uptime).
+STARTED_AT = time.time()
 
 
 def _stat_fields(pid: int) -> list[str] | None:

@@ -87,6 +87,8 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     # Inside a Slurm job (a pilot): the cards its allocation was granted, as NVML
     # indices; only those may be offered. None outside one.
     allocated: list[int] | None = None
+    # When this runner process started (`nvq node status`: its uptime); 0: unknown.
+    started_at: float = 0.0
 
 
 class Sample(msgspec.Struct, tag="sample", frozen=True):

@@ -159,6 +159,7 @@ class Runner:
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
+            started_at=procfs.STARTED_AT,
         )
 
     # ------------------------------------------------------------ connections

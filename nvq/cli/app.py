@@ -31,7 +31,9 @@ daemon_app = typer.Typer(
     suggest_commands=False,
 )
 node_app = typer.Typer(
-    help="Nodes: install the runner.", no_args_is_help=True, suggest_commands=False
+    help="Nodes: their runner (status, restart, install, stop).",
+    no_args_is_help=True,
+    suggest_commands=False,
 )
 keeper_app = typer.Typer(
     help="Keep the daemon running (a supervisor or systemd).",

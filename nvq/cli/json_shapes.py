@@ -119,6 +119,8 @@ SHAPES: dict[str, Shape] = {
     "node bootstrap": Shape(c.REPLIES[c.Bootstrap]),
     "node stop": Shape(c.REPLIES[c.NodeStop]),
     "node start": Shape(c.REPLIES[c.NodeFlag]),
+    "node status": Shape(c.REPLIES[c.NodeStatus]),
+    "node restart": Shape(c.REPLIES[c.NodeRestart]),
     "cluster status": Shape(c.REPLIES[c.ClusterStatus]),
     "cluster scale": Shape(c.REPLIES[c.ClusterScale]),
     "cluster drain": Shape(c.REPLIES[c.ClusterDrain]),

@@ -117,8 +117,7 @@ class Requests:
 
     @returns(c.SubmitDry, c.SubmitPreview)
     def submit_preview(self, spec: JobSpec) -> c.Request:
-        """Every check of a submit, and where the job would start now or why it would
-        wait; nothing is stored."""
+        """Every check of a submit, then where it would start now or why it would wait."""
         return c.SubmitDry(spec=spec)
 
     @returns(c.ListJobs, list[c.JobRow])
@@ -357,6 +356,16 @@ class Requests:
     def stop_daemon(self) -> c.Request:
         """Ask the daemon to exit; jobs (and their runners: it says how many) keep running."""
         return c.StopDaemon()
+
+    @returns(c.NodeStatus, c.RunnerStatus)
+    def node_status(self, node: str) -> c.Request:
+        """Whether the node's runner is up: pid, version, uptime, jobs, journal, error."""
+        return c.NodeStatus(node=node)
+
+    @returns(c.NodeRestart, c.RunnerStatus)
+    def node_restart(self, node: str) -> c.Request:
+        """Restart the node's runner; its jobs run on and the new runner adopts them."""
+        return c.NodeRestart(node=node)
 
     @returns(c.NodeStop, c.NodesStopped)
     def node_stop(

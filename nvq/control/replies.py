@@ -102,6 +102,27 @@ class Submitted(Job, kw_only=True):
     unreported: list[str] | Unset = UNSET
 
 
+class RunnerStatus(msgspec.Struct, kw_only=True):
+    """`NodeStatus`/`NodeRestart`: a node's runner as the daemon knows it. `runner_up`:
+    connected and reporting now; the rest is from its last hello (pid, version, start
+    time) and the daemon's own record (journal position applied, last error)."""
+
+    node: str
+    state: str  # as `queue nodes` shows it: up, down, connecting, draining, stopped...
+    runner_up: bool
+    pid: int | None = None
+    version: str | None = None
+    hostname: str | None = None
+    started_at: float | None = None
+    uptime_s: float | None = None
+    jobs: list[int] = []  # running there now
+    journal_id: str = ""
+    journal_head: int | None = None  # the last event it had written when it said hello
+    applied_seq: int = 0  # the last of its events the queue applied
+    last_seen: float | None = None
+    last_error: str | None = None
+
+
 class SubmitPreview(msgspec.Struct, kw_only=True):
     """`Submit` with `dry_run`: the job passed every check a submit makes, and was
     not stored. `would_start`: it would start now on `node`, cards `gpus`; otherwise

@@ -45,6 +45,8 @@ REPLIES: dict[type[q.Request], Any] = {
     q.NodeFlag: NodeView,
     q.Bootstrap: r.Bootstrapped,
     q.NodeStop: r.NodesStopped,
+    q.NodeStatus: r.RunnerStatus,
+    q.NodeRestart: r.RunnerStatus,
     q.GpuHistory: list[r.GpuPoint],
     q.ClusterStatus: list[r.ClusterView],
     q.ClusterScale: r.ClusterView,

@@ -91,6 +91,19 @@ class Bootstrap(msgspec.Struct, tag="bootstrap", frozen=True):
     force: bool = False
 
 
+class NodeStatus(msgspec.Struct, tag="node_status", frozen=True):
+    """Whether `node`'s runner is up, and what it is: pid, version, uptime, jobs,
+    journal position, last error."""
+
+    node: str
+
+
+class NodeRestart(msgspec.Struct, tag="node_restart", frozen=True):
+    """Restart `node`'s runner; its jobs run on and the new runner adopts them."""
+
+    node: str
+
+
 class NodeStop(msgspec.Struct, tag="node_stop", frozen=True):
     """Stop the runner of `node` (or of every node with `all`) and keep it stopped (the
     node ignored) until it is un-ignored; a node with running jobs is left alone unless
@@ -332,6 +345,8 @@ Request = (
     | JobWindow
     | Move
     | NodeStop
+    | NodeStatus
+    | NodeRestart
     | Shell
     | Exec
     | Forward

@@ -27,6 +27,8 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Ping(), "anyone"),
     (c.Submit(spec=JobSpec(command="true")), "anyone"),
     (c.SubmitDry(spec=JobSpec(command="true")), "anyone"),
+    (c.NodeStatus(node="local"), "anyone"),
+    (c.NodeRestart(node="local"), "admin"),
     (c.ListJobs(), "anyone"),
     (c.ShowJob(id=1), "anyone"),
     (c.ShowJob(id=1, logs=5), "private"),

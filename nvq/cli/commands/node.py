@@ -51,6 +51,32 @@ def node_stop(
     return 0
 
 
+@on_node.command("status")
+def node_status(
+    node: str = typer.Argument(..., help="Node name (prefix)."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Is the node's runner up: pid, version, uptime, jobs, journal position, last error."""
+    from nvq.cli.render.ops import runner_text
+
+    doc = Client().node_status(node)
+    emit(doc, as_json, runner_text(doc))
+    return 0
+
+
+@on_node.command("restart")
+def node_restart(
+    node: str = typer.Argument(..., help="Node name (prefix)."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Restart a node's runner; its running jobs are not touched (the new one adopts them)."""
+    from nvq.cli.render.ops import runner_text
+
+    doc = Client().node_restart(node)
+    emit(doc, as_json, "restarted: " + runner_text(doc))
+    return 0
+
+
 @on_node.command("start")
 def node_start(
     node: str = typer.Argument(..., help="Node name (prefix)."),

@@ -8,7 +8,14 @@ from nvq.values import format_mib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
-    from nvq.control import Alert, Artifacts, LaneStatus, QueueStatus, StoreCheck
+    from nvq.control import (
+        Alert,
+        Artifacts,
+        LaneStatus,
+        QueueStatus,
+        RunnerStatus,
+        StoreCheck,
+    )
 
 
 def alerts_table(alerts: list[Alert], detail: bool = False) -> str:
@@ -120,4 +127,23 @@ def check_text(doc: StoreCheck) -> str:
             lines.append(f"node {name}: not compared ({n.state})")
         else:
             lines.append(f"node {name}: agrees (journal {n.journal_head}, applied {n.applied_seq})")
+    return "\n".join(lines)
+
+
+def runner_text(doc: RunnerStatus) -> str:
+    """`node status`: one line saying whether the runner is up, then its details."""
+    from nvq.values import format_duration
+
+    if doc.runner_up:
+        up = "up" + (f" {format_duration(doc.uptime_s)}" if doc.uptime_s is not None else "")
+        head = f"node {doc.node}: runner {up}, pid {doc.pid}, version {doc.version}"
+    else:
+        head = f"node {doc.node}: runner not reporting ({doc.state})"
+        if doc.pid is not None:
+            head += f"; last seen pid {doc.pid}, version {doc.version}, {ago(doc.last_seen)}"
+    jobs = ", ".join(map(str, doc.jobs)) or "none"
+    lines = [head, f"  jobs running: {jobs}"]
+    lines.append(f"  journal {doc.journal_id or '-'}: {doc.applied_seq} events applied")
+    if doc.last_error:
+        lines.append(f"  last error: {doc.last_error}")
     return "\n".join(lines)

@@ -30,6 +30,7 @@ from nvq.daemon.handlers.job_edit import edit_job
 from nvq.daemon.handlers.job_window import job_window
 from nvq.daemon.handlers.move import move
 from nvq.daemon.handlers.node_stop import node_stop
+from nvq.daemon.handlers.runner_status import node_restart, node_status
 from nvq.domain.permissions import ANYONE, Permission, admin, owner, private
 
 # The request parameter is each handler's own request type, and the reply the one
@@ -82,6 +83,8 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.JobWindow: job_window,
     c.Move: move,
     c.NodeStop: node_stop,
+    c.NodeStatus: node_status,
+    c.NodeRestart: node_restart,
 }
 
 
@@ -157,6 +160,8 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.JobWindow: ANYONE,
     c.Move: owner("move"),
     c.NodeStop: admin("stop a node's runner"),
+    c.NodeStatus: ANYONE,
+    c.NodeRestart: admin("restart a node's runner"),
     # streams served by nvq.daemon.sessions (a shell's submit is checked as a submit)
     c.Shell: ANYONE,
     c.Exec: owner("exec into"),

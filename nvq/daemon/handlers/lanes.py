@@ -45,7 +45,7 @@ def _status_doc(state: State, st: lanes.LaneStatus) -> dict[str, Any]:
     node, gpu = lanes.parse_lane(st.lane)
     blocked = st.blocked
     if blocked is None and st.next is not None:
-        blocked = state.lane_blocked.get(st.lane)
+        blocked = _node_block(state, node) or state.lane_blocked.get(st.lane)
     return {
         "lane": st.lane,
         "node": node,
@@ -55,6 +55,18 @@ def _status_doc(state: State, st: lanes.LaneStatus) -> dict[str, Any]:
         "paused": st.paused,
         "blocked": blocked,
     }
+
+
+def _node_block(state: State, name: str) -> str | None:
+    """Why a lane with a job to start cannot start it on its node: `node down`,
+    `node connecting`, `node draining`, `node stopped`, `node ignored` (None: up)."""
+    node = state.nodes.get(name)
+    if node is None:
+        return "node unknown"
+    shown = node.shown_state
+    if shown == "up" and node.reconciled:
+        return None
+    return f"node {'connecting' if shown == 'up' else shown}"
 
 
 async def lanes_view(state: State) -> list[dict[str, Any]]:
