@@ -74,4 +74,5 @@ def print_window(window: c.JobWindow, as_json: bool) -> None:
     from nvq.control.plain import json_document
 
     page = Client().job_window(window)
-    emit(json_document(window, page), as_json, window_text(page))
+    # the table only when it is printed: at a million jobs it is not free
+    emit(json_document(window, page), as_json, None if as_json else window_text(page))

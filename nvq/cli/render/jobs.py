@@ -62,6 +62,7 @@ def waiting_reason(job: Job) -> tuple[str, str] | None:
 
 def jobs_table(jobs: Sequence[Job]) -> str:
     reasons = {j.id: waiting_reason(j) for j in jobs}
+    with_reasons = any(reasons.values())  # once: asked per row, a long list took minutes
     rows = []
     for j in jobs:
         why = reasons[j.id]
@@ -74,11 +75,11 @@ def jobs_table(jobs: Sequence[Job]) -> str:
             runtime(j),
             clip(why[1] if why else (j.progress or j.reason), 40),
         ]
-        if any(reasons.values()):
+        if with_reasons:
             row.insert(6, why[0] if why else "")
         rows.append(row)
     header = ["ID", "STATE", "NAME", "WHERE", "VRAM", "RUNTIME", "PROGRESS"]
-    if any(reasons.values()):
+    if with_reasons:
         header.insert(6, "REASON")
     return table(header, rows)
 
