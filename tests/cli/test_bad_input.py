@@ -31,7 +31,7 @@ def test_control_characters_and_huge_text_are_refused(nvq: Nvq, tmp_path: Path) 
     manifest = tmp_path / "manifest.toml"
     manifest.write_text('[job]\ncommand = "true"\nname = "a\\u0000b"\n')
     _refused(nvq, "job", "submit", "--manifest", str(manifest), says="NUL byte")
-    assert nvq.json("job", "ls", "--all") == []
+    assert nvq.json("job", "ls", "--all")["jobs"] == []
 
     job = nvq.submit("--name", "fine", "--", "true")["id"]
     _refused(nvq, "job", "note", str(job), "x" * 100_000,
