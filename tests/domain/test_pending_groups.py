@@ -17,6 +17,7 @@ from nvq.domain.pending_groups import Capacity, PendingGroups, merged
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult
 from nvq.domain.starvation import RunningJob, place_fairly
 from nvq.model import Job, JobState
+from tests.property_budget import examples
 
 HEADROOM = 500
 MAX_CPU = 2
@@ -126,7 +127,7 @@ def _decide(slots: list[NodeSlot], jobs: list[Job], now: float) -> PlacementResu
     return result
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ops=ops, now=st.sampled_from([0.0, 100.0]))
 def test_a_pass_over_the_window_decides_what_a_full_pass_decides(
     ops: list[tuple[Any, ...]], now: float

@@ -20,6 +20,7 @@ from nvq.domain.placement import (
     place,
 )
 from nvq.domain.quotas import Caps, Standing
+from tests.property_budget import examples
 
 GiB = 1024
 HEADROOM = 512
@@ -480,7 +481,7 @@ def residual_fits(
     return False
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(clusters(), pendings(), st.integers(0, 3), USAGES, CAPS)
 def test_matches_reference_and_keeps_invariants(
     nodes: list[NodeSlot],
