@@ -76,6 +76,9 @@ def test_a_refusal_on_its_merits_is_exit_1(queue: Nvq) -> None:
     job = queue.submit("--gpus", "0", "--", "true")["id"]
     queue.wait(job)
     assert code_of(queue, "job", "release", str(job)) == (1, 1)  # it is not held
+    held = queue.submit("--gpus", "0", "--after", str(job), "--node", "bx1", "--", "true")
+    assert code_of(queue, "job", "edit", str(held["id"]), "--node", "bx") == (2, 2)
+    queue.ok("job", "cancel", str(held["id"]))
 
 
 def test_wait_never_hides_a_failure_behind_its_timeout(queue: Nvq) -> None:

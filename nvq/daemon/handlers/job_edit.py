@@ -12,7 +12,7 @@ from nvq import control as c
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import map_exceptions
-from nvq.daemon.handlers.submit import _into_lane
+from nvq.daemon.handlers.submit import _into_lane, check_pin
 from nvq.daemon.submit_checks import check_runnable
 from nvq.domain import job_edit
 from nvq.model import Job, JobState
@@ -25,6 +25,8 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
         check_allowed(state, [job], user, "edit")
         with map_exceptions():
             fields = job_edit.checked_changes(job, req.changes)
+        if fields.get("node_request") is not None:
+            check_pin(state, fields["node_request"])  # two nodes: refused, as at submit
         if fields.get("lane") is not None:
             spec = job_edit.spec_of(msgspec.structs.replace(job, **fields))
             placed = _into_lane(state, spec, job)
