@@ -41,9 +41,9 @@ test: install parts
 # The inner loop: the pure, store and in-process tests, none that drives the `nvq` CLI
 # as a process or starts sshd/Slurm (those carry the `e2e` mark, set in tests/conftest.py).
 # `time make test-fast`, 2026-12-01: 802 tests in 50 s on 2 cores at load 2; 905 tests in
-# 5 min 22 s at load 20 (eight sessions' suites at once), most of it the two hypothesis
-# property tests (placement, pending groups), which therefore draw an eighth of their
-# examples here (NVQ_TEST_FAST=1, tests/property_budget.py); `make test` draws them all.
+# 5 min 22 s at load 20 (eight sessions' suites at once), the slowest two being the
+# hypothesis property tests (placement 55 s, pending groups 25 s), which therefore draw an
+# eighth of their examples here (NVQ_TEST_FAST=1, tests/property_budget.py); `make test` draws them all.
 test-fast: install
 	NVQ_TEST_FAST=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not e2e"
 
