@@ -134,7 +134,7 @@ def main() -> None:
         assert nvq.cwd is not None
         (nvq.cwd / "serve.py").write_text(SERVER.format(mib=args.mib))
         job = nvq.submit("--gpus", "0", "--", "python3 -u serve.py")
-        while "listening" not in nvq.ok("job", "logs", str(job["id"])).out:
+        while "listening" not in nvq.run("job", "logs", str(job["id"])).out:
             time.sleep(0.1)
         port = nvq.show(job["id"])["port"]
         fwd = subprocess.Popen(
