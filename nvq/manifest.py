@@ -124,6 +124,17 @@ def _strings(v: Any, source: str, key: str) -> list[str]:
 
 _Conv = Callable[[Any, str, str], Any]
 
+
+def _notify_on(v: Any, source: str, key: str) -> list[str]:
+    """`"start,fail"` or `["start", "fail"]`."""
+    from nvq.domain.notify_on import parse_notify_on
+
+    text = ",".join(_strings(v, source, key)) if isinstance(v, list) else _string(v, source, key)
+    try:
+        return parse_notify_on(text)
+    except ValueError as exc:
+        raise _fail(source, key, str(exc).removeprefix("--notify-on: ")) from None
+
 def _retries_on(v: Any, source: str, key: str) -> str:
     """`"oom,lost"` or `["oom", "lost"]`."""
     from nvq.domain.retry_policy import parse_retries_on
@@ -165,6 +176,7 @@ _READERS: dict[str, _Conv] = {
     "setup_files": _strings,
     "retries_on": _retries_on,
     "begin_at": _begin,
+    "notify_on": _notify_on,
 }
 
 # manifest key → (JobSpec field, reader): the same fields `job submit` takes.

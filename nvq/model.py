@@ -77,6 +77,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     # a terminal session (`job shell`): the command runs on a pty the CLI drives
     interactive: bool = False
     begin_at: float | None = None  # --begin: start no earlier than this (Unix seconds)
+    # --notify-on: what its webhooks hear of (start, end, fail, time-limit-80); None:
+    # each webhook's own `events`
+    notify_on: list[str] | None = None
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -162,6 +165,8 @@ class Job(msgspec.Struct, kw_only=True):
     port: int | None = None
     # schema version 15: --begin, the earliest time it may start
     begin_at: float | None = None
+    # schema version 16: --notify-on (see JobSpec)
+    notify_on: list[str] | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

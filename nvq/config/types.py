@@ -124,8 +124,9 @@ class EmailChannel(msgspec.Struct, kw_only=True, frozen=True):
     alerts: bool = True  # e-mail alerts too (not only job outcomes)
 
 
-# What a webhook may be told of: alerts, a job's start, its end (any), its bad end.
-WEBHOOK_EVENTS = ("alert", "start", "end", "fail")
+# What a webhook may be told of: alerts, a job's start, its end (any), its bad end,
+# and 80 % of its --timeout gone.
+WEBHOOK_EVENTS = ("alert", "start", "end", "fail", "time-limit-80")
 WEBHOOK_FORMATS = ("json", "slack", "matrix", "ntfy")
 
 

@@ -31,6 +31,7 @@ from nvq.daemon.placing import placement_loop
 from nvq.daemon.reassign import Machines
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
+from nvq.daemon.time_limits import warn_time_limits
 from nvq.home import PRIVATE_UMASK, AlreadyRunning, Home, socket_path_problem
 from nvq.store import Store, StoreError, store_error
 
@@ -96,6 +97,7 @@ async def serve(home: Path) -> None:
             tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
             tg.start_soon(keep_history, state)  # the Nodes page's chart
             tg.start_soon(copies.run)  # every attempt's output, copied to this host
+            tg.start_soon(warn_time_limits, state)  # 80 % of a --timeout: an event
             if pilots is not None:
                 tg.start_soon(pilots.run)  # [[clusters]]: one pilot manager each
             tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over

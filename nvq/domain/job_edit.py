@@ -59,6 +59,7 @@ def spec_of(job: Job) -> JobSpec:
         max_runtime=job.max_runtime,
         no_reassign=job.no_reassign,
         retries_on=job.retries_on,
+        notify_on=None if job.notify_on is None else list(job.notify_on),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nvq.config import Config, WebhookChannel
+from nvq.domain.notify_on import TIME_LIMIT_80
 from nvq.model import SEVERITIES, Job, NewAlert, NewEvent, OutboxItem
 
 # Event kinds that end a job, and whether that counts as success for e-mail.
@@ -54,12 +55,15 @@ def webhook_job_items(
         success = OUTCOMES.get(ev.kind)
         if ev.kind in STARTS:
             wanted, what = {"start"}, "started"
+        elif ev.kind == TIME_LIMIT_80:
+            wanted, what = {"time-limit-80"}, "time-limit-80"
         elif success is not None and job.state.finished:
             wanted, what = ({"end"} if success else {"end", "fail"}), str(job.state)
         else:
             continue
         for channel, hook in webhook_channels(config):
-            if not wanted & set(hook.events):
+            # the job's own --notify-on, else what the webhook listens for
+            if not wanted & set(hook.events if job.notify_on is None else job.notify_on):
                 continue
             if hook.users and job.user not in hook.users and job.submitter not in hook.users:
                 continue
@@ -67,7 +71,7 @@ def webhook_job_items(
                 OutboxItem(
                     channel=channel,
                     key=f"{channel}:job:{job.id}:{job.attempt}:{what}",
-                    payload={"type": "job", "job": job_doc(job)},
+                    payload={"type": "job", "job": job_doc(job), "moment": what},
                 )
             )
     return items
@@ -116,6 +120,7 @@ def job_doc(job: Job) -> dict[str, Any]:
         "started_at": job.started_at,
         "ended_at": job.ended_at,
         "stderr_tail": job.stderr_tail,
+        "timeout": job.timeout,
     }
 
 

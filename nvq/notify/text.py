@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvq.values import format_duration
+
 
 def header_text(text: str) -> str:
     """`text` on one line of printable characters: a header cannot hold a newline
@@ -18,6 +20,9 @@ def subject(payload: dict[str, Any]) -> str:
         a = payload["alert"]
         return header_text(f"[nvq] {a['severity']}: {a['message']}")[:200]
     j = payload["job"]
+    if payload.get("moment") == "time-limit-80":
+        limit = format_duration(j["timeout"]) if j.get("timeout") else "its time limit"
+        return header_text(f"[nvq] job {j['id']} ({j['name']}) has run 80 % of {limit}")
     return header_text(f"[nvq] job {j['id']} ({j['name']}) {j['state']}")
 
 

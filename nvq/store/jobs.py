@@ -30,6 +30,7 @@ _JSON_FIELDS = frozenset(
         "env_dropped",
         "written",
         "interactive",
+        "notify_on",
     }
 )
 # JSON fields decoded into structs, not plain dicts

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -246,6 +246,10 @@ CREATE INDEX charges_by_end ON charges(ended_at);
     # 15: delayed start (`--begin`).
     """
 ALTER TABLE jobs ADD COLUMN begin_at REAL;
+""",
+    # 16: what a job's webhooks hear of (`--notify-on`).
+    """
+ALTER TABLE jobs ADD COLUMN notify_on TEXT NOT NULL DEFAULT 'null';
 """,
 ]
 

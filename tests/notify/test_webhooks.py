@@ -158,3 +158,36 @@ def test_a_bad_webhook_table_is_one_line_naming_the_key(
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path)
     assert problem in str(err.value) and "\n" not in str(err.value)
+
+
+def test_notify_on_picks_a_jobs_moments_and_time_limit_80_comes_before_the_kill(
+    nvq: Nvq, hooks: tuple[Hooks, int]
+) -> None:
+    seen, port = hooks
+    nvq.write_config(
+        f"""
+[[notify.webhook]]
+url = "http://127.0.0.1:{port}/json"
+format = "json"
+events = ["fail"]
+"""
+    )
+    bad = nvq.run("job", "submit", "--notify-on", "start,sometimes", "--", "true")
+    assert bad.code == 2 and "'sometimes' is not one of start, end, fail, time-limit-80" in bad.err
+    job = nvq.submit("--gpus", "0", "--timeout", "4s", "--notify-on", "start,time-limit-80",
+                     "--", "sleep", "60")
+    got = eventually(lambda: len(seen.to("/json")) >= 2 and seen.to("/json"), "two deliveries")
+    docs = [json.loads(d) for _, _, _, d in got]
+    assert [(d["job"]["id"], d["moment"]) for d in docs] == [
+        (job["id"], "started"), (job["id"], "time-limit-80")]
+    assert docs[1]["job"]["state"] == "running" and docs[1]["job"]["timeout"] == 4
+    kinds = [e["kind"] for e in nvq.events() if e["job_id"] == job["id"]]
+    assert "job_time_limit_80" in kinds
+    code, (done,) = nvq.wait(job["id"])
+    assert done["state"] == "timeout"
+    # its timeout is no `fail` it asked for; another job's failure is the next delivery
+    other = nvq.submit("--gpus", "0", "--", "false")
+    nvq.wait(other["id"])
+    eventually(lambda: len(seen.to("/json")) >= 3, "the other job's failure")
+    last = json.loads(seen.to("/json")[-1][3])
+    assert len(seen.to("/json")) == 3 and last["job"]["id"] == other["id"]

@@ -51,6 +51,10 @@ def job_submit(
         False, "--dry-run", help="Check it, say where it would start now; store nothing."
     ),
     retries: int = typer.Option(0, "--retries", help="Restart it up to N times if it vanishes."),
+    notify_on: str = typer.Option(
+        None, "--notify-on",
+        help="What its webhooks hear of: start,end,fail,time-limit-80 (default: theirs).",
+    ),
     retries_on: str = typer.Option(
         "lost",
         "--retries-on",
@@ -143,6 +147,7 @@ def job_submit(
         max_runtime=duration(max_runtime, "--max-runtime"),
         no_reassign=no_reassign,
         retries_on=_retries_on(retries_on),
+        notify_on=_notify_on(notify_on),
         begin_at=_begin(begin),
         setup=setup,
         setup_files=setup_files,
@@ -247,6 +252,17 @@ def _begin(text: str | None) -> float | None:
 
     try:
         return parse_begin(text, time.time())
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def _notify_on(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    from nvq.domain.notify_on import parse_notify_on
+
+    try:
+        return parse_notify_on(text)
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
 
