@@ -184,7 +184,7 @@ events = ["fail"]
     kinds = [e["kind"] for e in nvq.events() if e["job_id"] == job["id"]]
     assert "job_time_limit_80" in kinds
     code, (done,) = nvq.wait(job["id"])
-    assert done["state"] == "timeout"
+    assert code == 1 and done["state"] == "timeout"
     # its timeout is no `fail` it asked for; another job's failure is the next delivery
     other = nvq.submit("--gpus", "0", "--", "false")
     nvq.wait(other["id"])
