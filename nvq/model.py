@@ -315,6 +315,10 @@ class Charge(msgspec.Struct, frozen=True, kw_only=True):
     started_at: float
     ended_at: float
     weight: float
+    # For the usage report: whole cards held, since when (dispatch), how it ended.
+    cards: int = 0
+    dispatched_at: float | None = None
+    outcome: str = ""
 
     @property
     def gpu_seconds(self) -> float:

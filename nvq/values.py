@@ -200,6 +200,23 @@ def parse_begin(text: str, now: float) -> float:
     return moment.timestamp()  # a naive time is local time, as the user reads a clock
 
 
+def parse_since(text: str, now: float, flag: str = "--since") -> float:
+    """`--since 7d` (that long ago) or `--since 2026-11-24` / `2026-11-24T09:00` (local
+    time) → Unix seconds."""
+    stripped = text.strip()
+    try:
+        return now - parse_duration(stripped, allow_zero=True)
+    except ValueError:
+        pass
+    try:
+        return datetime.datetime.fromisoformat(stripped).timestamp()
+    except ValueError:
+        raise ValueError(
+            f"invalid {flag} {text!r}: expected a time like 2026-11-24T09:00 "
+            "or a span like 7d (that long ago)"
+        ) from None
+
+
 # ---------------------------------------------------------------- job ids
 
 

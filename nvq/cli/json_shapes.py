@@ -126,6 +126,7 @@ SHAPES: dict[str, Shape] = {
     "cluster drain": Shape(c.REPLIES[c.ClusterDrain]),
     "cluster retry": Shape(c.REPLIES[c.ClusterRetry]),
     "skill install": Shape(SkillInstalled),
+    "report": Shape(c.REPLIES[c.Report], "`--csv`: the same rows as CSV instead"),
 }
 
 # Commands with --json whose document has no type yet (the CLI builds a dict, or prints

@@ -14,6 +14,7 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overl
 from nvq import control as c
 from nvq.client.answers import typed
 from nvq.client.spec import job_spec
+from nvq.domain.report import UsageReport
 from nvq.model import Event, Job, JobSpec, NodeView
 
 P = ParamSpec("P")
@@ -150,6 +151,12 @@ class Requests:
     def why(self, id: int) -> c.Request:
         """Why it waits: its reason, and per node each constraint with the numbers."""
         return c.Why(id=id)
+
+    @returns(c.Report, UsageReport)
+    def report(self, since: float, until: float, *, by: str = "user") -> c.Request:
+        """The usage report over [since, until) (Unix seconds), one row per user,
+        submitter, tag, node or day: GPU-hours, jobs by outcome, waits, preemptions."""
+        return c.Report(since=since, until=until, by=by)
 
     @reads(_wait_result)
     def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.Request:

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from nvq.control import replies as r
 from nvq.control import requests as q
+from nvq.domain.report import UsageReport
 from nvq.model import Alert, Event, Job, NodeView
 
 T = TypeVar("T")
@@ -26,6 +27,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.JobWindow: r.JobPage,
     q.ShowJob: r.JobDetail,
     q.Why: r.WhyReport,
+    q.Report: UsageReport,
     q.Wait: list[Job],
     q.Cancel: list[Job],
     q.Release: list[Job],

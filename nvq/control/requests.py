@@ -137,6 +137,14 @@ class Why(msgspec.Struct, tag="why", frozen=True):
     id: int
 
 
+class Report(msgspec.Struct, tag="report", frozen=True):
+    """The usage report over [since, until): rows by user, submitter, tag, node or day."""
+
+    since: float
+    until: float
+    by: str = "user"
+
+
 class StopDaemon(msgspec.Struct, tag="stop", frozen=True):
     pass
 
@@ -325,6 +333,7 @@ Request = (
     | Events
     | Subscribe
     | Why
+    | Report
     | StopDaemon
     | Ping
     | Requeue

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from nvq.config import Config
 from nvq.domain import fair_share as fs
 from nvq.domain import quotas
+from nvq.domain.attempts import ending_of
 from nvq.model import Charge, Job, JobState, Tx
 from nvq.store import Store
 
@@ -72,6 +73,11 @@ class UsageBook:
         """Add to `tx` the attempts it ends: a job that ran (in `before`) and in `tx`
         no longer runs, or runs a later attempt."""
         latest = {job.id: job for job in tx.jobs}
+        endings = {
+            ev.job_id: word
+            for ev in tx.events
+            if ev.job_id is not None and (word := ending_of(ev.kind)) is not None
+        }
         now = time.time()
         charges: list[Charge] = []
         for job_id, new in latest.items():
@@ -97,6 +103,9 @@ class UsageBook:
                     started_at=start,
                     ended_at=max(start, min(end, now)),
                     weight=weight,
+                    cards=len(old.gpus),
+                    dispatched_at=old.dispatched_at,
+                    outcome=endings.get(old.id, str(new.state)),
                 )
             )
         if not charges:

@@ -30,6 +30,12 @@ _ENDINGS = {
 }
 
 
+def ending_of(kind: str) -> str | None:
+    """How an attempt ended, in one word, from the event that ended it (None: that
+    event does not end one)."""
+    return _ENDINGS.get(kind)
+
+
 class Attempt(msgspec.Struct, kw_only=True):
     attempt: int
     node: str | None

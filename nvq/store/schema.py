@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -250,6 +250,14 @@ ALTER TABLE jobs ADD COLUMN begin_at REAL;
     # 16: what a job's webhooks hear of (`--notify-on`).
     """
 ALTER TABLE jobs ADD COLUMN notify_on TEXT NOT NULL DEFAULT 'null';
+""",
+    # 17: the usage report — each charged attempt's whole cards, its dispatch and how
+    # it ended; finished jobs by when they ended.
+    """
+ALTER TABLE charges ADD COLUMN cards INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE charges ADD COLUMN dispatched_at REAL;
+ALTER TABLE charges ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_end ON jobs(ended_at);
 """,
 ]
 

@@ -23,7 +23,8 @@ def save(
     if charges:
         conn.executemany(
             "INSERT OR REPLACE INTO charges (job_id, attempt, user, submitter, node, "
-            "started_at, ended_at, weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "started_at, ended_at, weight, cards, dispatched_at, outcome) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     c.job_id,
@@ -34,6 +35,9 @@ def save(
                     c.started_at,
                     c.ended_at,
                     c.weight,
+                    c.cards,
+                    c.dispatched_at,
+                    c.outcome,
                 )
                 for c in charges
             ],

@@ -66,6 +66,7 @@ def full_app() -> typer.Typer:
         world,
     )
     from nvq.cli.commands.mcp import on_mcp
+    from nvq.cli.commands.report import on_report
     from nvq.cli.commands.schema import on_schema
     from nvq.cli.commands.web import on_web
 
@@ -81,6 +82,7 @@ def full_app() -> typer.Typer:
     _attach(project_app, ops.on_project)
     _attach(app, on_web, on_mcp, completion.on_completion)
     _attach(app, on_schema)
+    _attach(app, on_report)
     _attach(cluster_app, cluster.on_cluster)
     _attach(skill_app, skill.on_skill)
     skill_app.registered_callback = skill.on_skill.registered_callback

@@ -31,6 +31,7 @@ from nvq.daemon.handlers.job_window import job_window
 from nvq.daemon.handlers.move import move
 from nvq.daemon.handlers.node_stop import node_stop
 from nvq.daemon.handlers.runner_status import node_restart, node_status
+from nvq.daemon.handlers.usage_report import usage_report
 from nvq.domain.permissions import ANYONE, Permission, admin, owner, private
 
 # The request parameter is each handler's own request type, and the reply the one
@@ -73,6 +74,7 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Lane: lanes.lane_request,
     c.GpuHistory: gpu_history,
     c.Why: why.why,
+    c.Report: usage_report,
     c.ClusterStatus: clusters.cluster_status,
     c.ClusterScale: clusters.cluster_scale,
     c.ClusterDrain: clusters.cluster_drain,
@@ -148,6 +150,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Purge: admin("purge jobs"),
     c.Subscribe: ANYONE,
     c.Why: ANYONE,
+    c.Report: ANYONE,
     c.GpuHistory: ANYONE,
     c.ClusterStatus: ANYONE,
     c.ClusterScale: admin("scale a cluster"),

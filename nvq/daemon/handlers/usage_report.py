@@ -1,0 +1,25 @@
+"""`Report`: the usage report over a window, read on a connection of its own in a
+worker thread (a long history must not hold up the daemon's own writes)."""
+
+from __future__ import annotations
+
+import anyio
+
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import BadRequest
+from nvq.domain import report
+from nvq.home import Home
+from nvq.store.report import read_window
+
+
+async def usage_report(ctx: Context, req: c.Report, user: str) -> report.UsageReport:
+    if req.by not in report.BY:
+        raise BadRequest(f"--by {req.by!r}: expected one of {', '.join(report.BY)}")
+    if req.until <= req.since:
+        raise BadRequest("--until must be later than --since")
+    db = Home(ctx.state.home).db
+    attempts, jobs = await anyio.to_thread.run_sync(
+        lambda: read_window(db, req.since, req.until, with_tags=req.by == "tag")
+    )
+    return report.build(attempts, jobs, by=req.by, since=req.since, until=req.until)
