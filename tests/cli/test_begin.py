@@ -11,7 +11,7 @@ def test_begin_waits_with_its_reason_then_runs(nvq: Nvq) -> None:
     far = nvq.submit("--gpus", "0", "--no-snapshot", "--begin", "5h", "--", "true")
     soon = nvq.submit("--gpus", "0", "--no-snapshot", "--begin", "1s", "--", "true")
     assert far["begin_at"] > soon["begin_at"] > soon["created_at"]
-    rows = {j["id"]: j for j in nvq.json("job", "ls", "--active")}
+    rows = {j["id"]: j for j in nvq.json("job", "ls", "--active")["jobs"]}
     assert rows[far["id"]]["reason"] == "BeginTime", rows[far["id"]]
     why = nvq.json("job", "why", str(far["id"]))
     assert why["reason_detail"].startswith("--begin: not before "), why

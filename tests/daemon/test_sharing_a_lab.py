@@ -83,7 +83,7 @@ def test_a_limit_holds_a_job_and_a_submit_over_max_queued_jobs_is_refused(nvq: N
     first = nvq.submit("--gpus", "0", "--no-snapshot", "--", "cat", str(gate))
     nvq.wait_for(first["id"], lambda j: j["state"] == "running")
     held = nvq.submit("--gpus", "0", "--no-snapshot", "--", "true")
-    rows = {j["id"]: j for j in nvq.json("job", "ls", "--active")}
+    rows = {j["id"]: j for j in nvq.json("job", "ls", "--active")["jobs"]}
     assert rows[held["id"]]["reason"] == "QuotaJobs", rows
     why = nvq.json("job", "why", str(held["id"]))
     assert why["reason_detail"] == "root runs 1 job, at most 1 (max_running_jobs)", why
