@@ -9,6 +9,8 @@ Slurm's own message; squeue or scancel failing raises `SlurmError`.
 
 from __future__ import annotations
 
+import logging
+
 import asyncssh
 import msgspec
 
@@ -17,6 +19,9 @@ from nvq.clusters.config import ClusterConfig
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.ssh import RunnerChannel, connect_node, open_runner_channel, run_command
+from nvq.daemon.ssh.bootstrap import bootstrap_node
+
+log = logging.getLogger("nvq.clusters")
 
 DEFAULT_PYTHON: str = next(
     f.default for f in msgspec.structs.fields(ClusterConfig) if f.name == "python"
@@ -56,6 +61,37 @@ def runner_install_node(cluster: ClusterConfig) -> NodeConfig | None:
         return None
     return msgspec.structs.replace(
         login_node(cluster), home=f"{cluster.home.rstrip('/')}/runner"
+    )
+
+
+async def install_pilot_runner(
+    conn: asyncssh.SSHClientConnection, cluster: ClusterConfig
+) -> str | None:
+    """Install this version's runner for the pilots (once per version: an up-to-date
+    install is only probed); its interpreter, or None when the cluster names its own
+    `python`. Raises `BootstrapError` (a `NodeUnreachable`)."""
+    node = runner_install_node(cluster)
+    if node is None:
+        return None
+    result = await bootstrap_node(conn, node)
+    if result.installed:
+        log.info(
+            "cluster %s: installed nvq_runner %s for its pilots in %.1fs (%s)",
+            cluster.name,
+            result.version,
+            result.seconds,
+            result.python,
+        )
+    return result.python
+
+
+def unshared_home(cluster: ClusterConfig, job_id: str) -> str:
+    """The alert when the login node cannot see what a pilot wrote in its home."""
+    return (
+        f"cluster {cluster.name}: the login node does not see the pilots' home "
+        f"({cluster.home}) that pilot {job_id} wrote on its compute node: jobs run "
+        "there, but their artifacts cannot be synced back; set `home` to a path on a "
+        "file system the login and compute nodes share"
     )
 
 

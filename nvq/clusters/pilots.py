@@ -36,15 +36,15 @@ from nvq.clusters.login import (
     SlurmLogin,
     SubmitRefused,
     connect_login,
+    install_pilot_runner,
     login_node,
     pilot_node,
-    runner_install_node,
+    unshared_home,
 )
-from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, fits_shape
+from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, request_in
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.ssh import NodeUnreachable, RunnerChannel
-from nvq.daemon.ssh.bootstrap import bootstrap_node
 
 log = logging.getLogger("nvq.clusters")
 
@@ -157,7 +157,7 @@ class PilotManager:
             "refused": self.refused,
             "demand": self.last.demand if self.last else 0,
             "waiting": len(self.waiting),
-            "request_in": self._request_in(),
+            "request_in": request_in(self.waiting, self.cluster, self._clock()),
             "pilots": [
                 {
                     "node": f"{self.cluster.name}/{s.job_id}",
@@ -170,16 +170,6 @@ class PilotManager:
                 for s in self.statuses.values()
             ],
         }
-
-    def _request_in(self) -> float | None:
-        now = self._clock()
-        due = [
-            left
-            for j in self.waiting
-            if fits_shape(j, self.cluster)
-            and (left := j.waiting_since + self.cluster.scale_after - now) > 0
-        ]
-        return min(due, default=None)
 
     # ---------------------------------------------------------- the task
 
@@ -208,30 +198,12 @@ class PilotManager:
 
     async def _serve(self, conn: asyncssh.SSHClientConnection) -> None:
         login = SlurmLogin(self.cluster, conn)
-        login.python = await self._install(conn)
+        login.python = await install_pilot_runner(conn, self.cluster)
         self.login = login
         self.error = None
         while True:
             await self.step()
             await self._sleep(self._next_pass())
-
-    async def _install(self, conn: asyncssh.SSHClientConnection) -> str | None:
-        """Install this version's runner for the pilots (once per version: an
-        up-to-date install is only probed); its interpreter, or None when the cluster
-        names its own `python`."""
-        node = runner_install_node(self.cluster)
-        if node is None:
-            return None
-        result = await bootstrap_node(conn, node)
-        if result.installed:
-            log.info(
-                "cluster %s: installed nvq_runner %s for its pilots in %.1fs (%s)",
-                self.cluster.name,
-                result.version,
-                result.seconds,
-                result.python,
-            )
-        return result.python
 
     def _next_pass(self) -> float:
         """Seconds to the next pass: sooner while a pilot waits to start, and no later
@@ -276,12 +248,7 @@ class PilotManager:
             return
         if shared:
             return
-        self.unshared = (
-            f"cluster {self.cluster.name}: the login node does not see the pilots' home "
-            f"({self.cluster.home}) that pilot {job_id} wrote on its compute node: jobs run "
-            "there, but their artifacts cannot be synced back; set `home` to a path on a "
-            "file system the login and compute nodes share"
-        )
+        self.unshared = unshared_home(self.cluster, job_id)
         log.error("%s", self.unshared)
         await self.hooks.alert(self.cluster, self.unshared)
 

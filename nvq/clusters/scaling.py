@@ -183,3 +183,14 @@ def decide(
 
 def _newest_first(job_id: str) -> tuple[int, str]:
     return (-int(job_id) if job_id.isdigit() else 0, job_id)
+
+
+def request_in(waiting: list[WaitingJob], cluster: ClusterConfig, now: float) -> float | None:
+    """Seconds until the first waiting job that fits a pilot has waited `scale_after`;
+    None when none is still within it."""
+    due = [
+        left
+        for j in waiting
+        if fits_shape(j, cluster) and (left := j.waiting_since + cluster.scale_after - now) > 0
+    ]
+    return min(due, default=None)
