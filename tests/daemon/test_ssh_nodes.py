@@ -208,7 +208,8 @@ def test_cancel_while_node_unreachable_is_carried_out_on_return(mesh: Any, tmp_p
     assert nvq.show(job["id"])["state"] == "cancelled"
     # The kill owed since the cancel, carried out late, is said: an event and a log line.
     owed = [e["data"] for e in nvq.events() if e["kind"] == "owed_kill"]
-    assert owed == [{"attempt": 1, "reason": "cancel"}]
+    # (again on each reconnect that finds it still running, on a slow machine)
+    assert owed and all(d == {"attempt": 1, "reason": "cancel"} for d in owed), owed
     assert "killing it now (owed: cancel)" in (nvq.home / "daemon.log").read_text()
 
 
