@@ -4,6 +4,8 @@ ranges it lacks over SFTP on the node's connection, as whole-file syncs did)."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import msgspec
 
 
@@ -35,7 +37,7 @@ class ArtifactsTreeReply(msgspec.Struct, tag="artifacts_tree", frozen=True):
     fetched_bytes: int = 0  # chunks this attempt pulled from the queue host so far
     mode: str = "plain"  # "mounted" | "restored" | "plain"
     note: str = ""
-    error: str | None = None
+    error: Optional[str] = None
 
 
 class SyncWanted(msgspec.Struct, tag="sync_wanted", frozen=True):

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Optional
 
 from .blobcache import BlobCache, ObjectMismatch
 from .protocol import BlobData, NeedBlobs, RunnerMsg
@@ -43,8 +43,8 @@ class _Request:
     done: asyncio.Future[None]
     got: set[str] = field(default_factory=set)
     sha: str = ""
-    temp: Path | None = None
-    handle: BinaryIO | None = None
+    temp: Optional[Path] = None
+    handle: Optional[BinaryIO] = None
 
     def close_temp(self) -> None:
         if self.handle is not None:

@@ -7,6 +7,7 @@ import errno
 import os
 import time
 from pathlib import Path
+from typing import Optional
 
 import msgspec
 
@@ -27,11 +28,11 @@ class AttemptRecord(msgspec.Struct):
     started_at: float
     kill_grace: float
     boot_id: str
-    pid: int | None = None  # None while launching
-    start_ticks: int | None = None  # /proc/<pid>/stat field 22
-    deadline: float | None = None  # timeout: SIGTERM due
-    kill_reason: str | None = None  # "timeout" | "killed" | "fenced" once SIGTERM sent
-    kill_at: float | None = None  # SIGKILL due
+    pid: Optional[int] = None  # None while launching
+    start_ticks: Optional[int] = None  # /proc/<pid>/stat field 22
+    deadline: Optional[float] = None  # timeout: SIGTERM due
+    kill_reason: Optional[str] = None  # "timeout" | "killed" | "fenced" once SIGTERM sent
+    kill_at: Optional[float] = None  # SIGKILL due
     killed_hard: bool = False  # SIGKILL sent
     done: bool = False  # exit (or loss) journaled
     max_result: int = DEFAULT_MAX_RESULT  # bytes of result.json inlined in the exit event
@@ -39,7 +40,7 @@ class AttemptRecord(msgspec.Struct):
     log_truncated: bool = False  # a log's middle was cut to keep it under the cap
     queue_id: str = ""  # the attempt's identity beyond job_id (identity.py)
     nonce: str = ""
-    port: int | None = None  # $NVQ_PORT, held while the attempt lives (ports.py)
+    port: Optional[int] = None  # $NVQ_PORT, held while the attempt lives (ports.py)
     reassign: bool = True  # False: `--no-reassign`, never fenced when the lease lapses
 
 

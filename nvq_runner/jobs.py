@@ -18,20 +18,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from . import exits, logcap, memlimit, ports, procfs
 from .adoption import attempts, is_wrapper, reopen
 from .jobfiles import AttemptRecord, JobDir, new_record
 from .jobworld import JobWorld, Prepared, PrepareError
-from .protocol import (
-    ActiveJob,
-    JobLost,
-    JobStarted,
-    JournaledEvent,
-    Kill,
-    LaunchFailed,
-    Start,
-)
+from .protocol import ActiveJob, JobLost, JobStarted, JournaledEvent, Kill, LaunchFailed, Start
 from .recovery import write_start
 from .spawn import LaunchError, launch
 
@@ -46,7 +39,7 @@ class Running:
     rec: AttemptRecord
     dir: JobDir
     pidfd: int
-    popen: subprocess.Popen[bytes] | None  # None for an adopted attempt
+    popen: Optional[subprocess.Popen[bytes]]  # None for an adopted attempt
     ended: asyncio.Future[None]
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
 
@@ -217,7 +210,8 @@ class JobManager:
         runner's own housekeeping, a few stats every few seconds."""
         runs = list(self.running.values())
         cut = await asyncio.to_thread(logcap.cut_logs, [(r.dir, r.rec.max_log_size) for r in runs])
-        for run, was_cut in zip(runs, cut, strict=True):
+        assert len(runs) == len(cut)  # zip(strict=) is 3.10+; the runner runs on 3.9
+        for run, was_cut in zip(runs, cut):
             if was_cut and not run.rec.log_truncated and not run.rec.done:
                 run.rec.log_truncated = True
                 self._save(run)

@@ -17,6 +17,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from . import workfiles
 from .blobcache import DEFAULT_CACHE_SIZE, BlobCache
@@ -43,8 +44,8 @@ class PrepareError(Exception):
 
 @dataclass
 class Prepared:
-    workdir: Path | None = None  # None: as the Start says (its workdir, or the job dir)
-    env: dict[str, str] | None = None  # None: the runner's environment plus `env`
+    workdir: Optional[Path] = None  # None: as the Start says (its workdir, or the job dir)
+    env: Optional[dict[str, str]] = None  # None: the runner's environment plus `env`
     dropped: list[str] = field(default_factory=list)
 
 

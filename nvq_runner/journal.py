@@ -100,7 +100,7 @@ class Journal:
             except FrameError:
                 break
             good = end
-            if not isinstance(event, JobStarted | JobExited | JobLost | LaunchFailed | AttemptFenced):
+            if not isinstance(event, (JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced)):
                 continue
             seq = event.seq
             self.head = max(self.head, seq)

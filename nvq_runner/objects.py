@@ -42,8 +42,12 @@ def make_private_dir(path: Path) -> None:
 
 
 def hash_file(path: Path) -> str:
+    # hashlib.file_digest is 3.11+: the runner runs on 3.9 nodes.
+    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class ObjectDir:

@@ -45,32 +45,31 @@ def cut_text(text: str, cap: int, keep_end: bool = True) -> str:
 
 def shrink(msg: RunnerMsg) -> RunnerMsg | None:
     """A version of `msg` small enough to send, or None when there is none."""
-    match msg:
-        case JobExited():
-            return msgspec.structs.replace(
-                msg,
-                progress=None if msg.progress is None else cut_text(msg.progress, STATUS_CAP),
-                stderr_tail=cut_text(msg.stderr_tail, TEXT_CAP),
-                result=None,
-                result_error=(
-                    "result.json is too large to send"
-                    if msg.result is not None and msg.result_error is None
-                    else msg.result_error and cut_text(msg.result_error, TEXT_CAP, False)
-                ),
-            )
-        case LaunchFailed():
-            return msgspec.structs.replace(msg, error=cut_text(msg.error, TEXT_CAP, False))
-        case JobLost():
-            return msgspec.structs.replace(msg, reason=cut_text(msg.reason, TEXT_CAP, False))
-        case ArtifactsManifest():
-            return ArtifactsManifest(
-                req=msg.req, job_id=msg.job_id, root=msg.root,
-                error=f"too many artifacts to list ({len(msg.files)} files)",
-            )
-        case Sample():
-            return msgspec.structs.replace(
-                msg, progress={j: cut_text(t, STATUS_CAP) for j, t in msg.progress.items()}
-            )
+    if isinstance(msg, JobExited):
+        return msgspec.structs.replace(
+            msg,
+            progress=None if msg.progress is None else cut_text(msg.progress, STATUS_CAP),
+            stderr_tail=cut_text(msg.stderr_tail, TEXT_CAP),
+            result=None,
+            result_error=(
+                "result.json is too large to send"
+                if msg.result is not None and msg.result_error is None
+                else msg.result_error and cut_text(msg.result_error, TEXT_CAP, False)
+            ),
+        )
+    if isinstance(msg, LaunchFailed):
+        return msgspec.structs.replace(msg, error=cut_text(msg.error, TEXT_CAP, False))
+    if isinstance(msg, JobLost):
+        return msgspec.structs.replace(msg, reason=cut_text(msg.reason, TEXT_CAP, False))
+    if isinstance(msg, ArtifactsManifest):
+        return ArtifactsManifest(
+            req=msg.req, job_id=msg.job_id, root=msg.root,
+            error=f"too many artifacts to list ({len(msg.files)} files)",
+        )
+    if isinstance(msg, Sample):
+        return msgspec.structs.replace(
+            msg, progress={j: cut_text(t, STATUS_CAP) for j, t in msg.progress.items()}
+        )
     return None
 
 
@@ -102,5 +101,5 @@ def fit_event(event: JournaledEvent, limit: int = MAX_FRAME) -> JournaledEvent:
     if len(encode_payload(event)) <= limit:
         return event
     small = shrink(event)
-    assert isinstance(small, JobExited | JobLost | LaunchFailed | AttemptFenced)
+    assert isinstance(small, (JobExited, JobLost, LaunchFailed, AttemptFenced))
     return small

@@ -15,6 +15,7 @@ import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import msgspec
 
@@ -33,7 +34,7 @@ class Session(msgspec.Struct, frozen=True):
 class Activity(msgspec.Struct, frozen=True):
     busy: bool
     sessions: int  # the owner's sessions used within the idle limit
-    idle: float | None  # seconds since the owner's most recent terminal use
+    idle: Optional[float]  # seconds since the owner's most recent terminal use
 
 
 def _text(raw: bytes) -> str:

@@ -7,7 +7,7 @@ protocol.py.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional, Union
 
 import msgspec
 
@@ -28,12 +28,12 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     command: str  # a bash script body
     gpus: list[int]
     env: dict[str, str] = {}
-    workdir: str | None = None
-    timeout: float | None = None  # seconds from start
+    workdir: Optional[str] = None
+    timeout: Optional[float] = None  # seconds from start
     kill_grace: float = 10.0
     # Host memory limit (MiB): a cgroup v2 limit where the runner can make one,
     # else an address-space rlimit. None: no limit.
-    memory_mb: int | None = None
+    memory_mb: Optional[int] = None
     # Who this job is beyond its id (see identity.py): the queue's id and a per-job
     # random nonce. A Start differing in either is a new job with its own directory.
     queue_id: str = ""
@@ -101,10 +101,10 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
     # At most this many bytes of the existing log (0: no cap); a cut answer starts
     # with the line "[nvq: output cut to the last 8 MiB]".
     max_bytes: int = 8 * 1024 * 1024
-    attempt: int | None = None  # that attempt's log (None: the latest run on the node)
+    attempt: Optional[int] = None  # that attempt's log (None: the latest run on the node)
     # From this byte on, whatever `lines` says (the queue host's copy taking up where
     # it stopped); past the end (the log was cut meanwhile): from its end.
-    offset: int | None = None
+    offset: Optional[int] = None
 
 
 class Unfollow(msgspec.Struct, tag="unfollow", frozen=True):
@@ -126,7 +126,7 @@ class Owner(msgspec.Struct, tag="owner", frozen=True):
     """Whose activity makes this node busy (None: nobody's), and after how many
     seconds without terminal input a login session counts as idle."""
 
-    user: str | None
+    user: Optional[str]
     idle: float = 600.0
 
 
@@ -140,7 +140,7 @@ class BlobData(msgspec.Struct, tag="blob_data", frozen=True):
     data: bytes = b""
     eof: bool = False
     done: bool = False
-    error: str | None = None
+    error: Optional[str] = None
 
 
 class Heartbeat(msgspec.Struct, tag="heartbeat", frozen=True):
@@ -163,6 +163,5 @@ class RecoverQuery(msgspec.Struct, tag="recover_query", frozen=True):
 
 
 DaemonMsg = (
-    Start | Kill | Ack | Tail | Unfollow | Sync | ArtifactsQuery | Owner | BlobData
-    | ArtifactsTreeQuery | Heartbeat | RecoverQuery
+    Union[Start, Kill, Ack, Tail, Unfollow, Sync, ArtifactsQuery, Owner, BlobData, ArtifactsTreeQuery, Heartbeat, RecoverQuery]
 )

@@ -7,7 +7,7 @@ protocol.py.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional, Union
 
 import msgspec
 
@@ -33,15 +33,15 @@ class GpuProcess(msgspec.Struct, frozen=True):
 
     pid: int
     user: str
-    used_mb: int | None
-    job_id: int | None = None
+    used_mb: Optional[int]
+    job_id: Optional[int] = None
 
 
 class GpuSample(msgspec.Struct, frozen=True):
     index: int
     total_mb: int
     used_mb: int
-    util_percent: int | None
+    util_percent: Optional[int]
     processes: list[GpuProcess]
     blind: bool = False
 
@@ -65,8 +65,8 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     runner_version: str
     protocol: int
     backend: str  # "nvml" | "fake" | "none"
-    cuda: str | None  # driver's CUDA version, e.g. "13.0"
-    driver: str | None
+    cuda: Optional[str]  # driver's CUDA version, e.g. "13.0"
+    driver: Optional[str]
     mem_total_mb: int
     cpus: int
     gpus: list[GpuInfo]
@@ -86,7 +86,7 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     max_job_id: int = 0
     # Inside a Slurm job (a pilot): the cards its allocation was granted, as NVML
     # indices; only those may be offered. None outside one.
-    allocated: list[int] | None = None
+    allocated: Optional[list[int]] = None
     # When this runner process started (`nvq node status`: its uptime); 0: unknown.
     started_at: float = 0.0
 
@@ -106,7 +106,7 @@ class JobStarted(msgspec.Struct, tag="started", frozen=True):
     started_at: float
     # captured variables this node left out of the job's environment, in words
     env_dropped: list[str] = []
-    port: int | None = None  # the attempt's $NVQ_PORT (ports.py)
+    port: Optional[int] = None  # the attempt's $NVQ_PORT (ports.py)
 
 
 ExitReason = Literal["exit", "timeout", "killed"]
@@ -120,15 +120,15 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     seq: int
     job_id: int
     attempt: int
-    exit_code: int | None
-    signal: int | None
+    exit_code: Optional[int]
+    signal: Optional[int]
     ended_at: float
     reason: ExitReason
-    progress: str | None = None
+    progress: Optional[str] = None
     stderr_tail: str = ""
-    result: str | None = None  # raw text of $NVQ_JOB_DIR/result.json, if written
+    result: Optional[str] = None  # raw text of $NVQ_JOB_DIR/result.json, if written
     # Why `result` is None although result.json exists (over `Start.max_result`).
-    result_error: str | None = None
+    result_error: Optional[str] = None
     # The job's stdout or stderr passed `Start.max_log_size` and had its middle cut.
     log_truncated: bool = False
     # Files of its working copy the job created or changed (workfiles.py):
@@ -183,14 +183,14 @@ class LogData(msgspec.Struct, tag="log", frozen=True):
     req: int
     data: bytes = b""
     eof: bool = False
-    error: str | None = None
+    error: Optional[str] = None
 
 
 class ArtifactFile(msgspec.Struct, frozen=True):
     path: str  # relative to the job's artifacts directory, "/"-separated
     size: int
     mtime_ns: int
-    mode: int | None = None  # permission bits (0o600 …), to be kept by the copy
+    mode: Optional[int] = None  # permission bits (0o600 …), to be kept by the copy
 
 
 class ArtifactsManifest(msgspec.Struct, tag="artifacts", frozen=True):
@@ -203,7 +203,7 @@ class ArtifactsManifest(msgspec.Struct, tag="artifacts", frozen=True):
     job_id: int
     files: list[ArtifactFile] = []
     root: str = ""  # absolute path of the directory on the node
-    error: str | None = None
+    error: Optional[str] = None
 
 
 class Busy(msgspec.Struct, tag="busy", frozen=True):
@@ -213,7 +213,7 @@ class Busy(msgspec.Struct, tag="busy", frozen=True):
 
     busy: bool
     sessions: int = 0  # the owner's active (not idle) login sessions
-    idle: float | None = None  # seconds since the owner's most recent terminal input
+    idle: Optional[float] = None  # seconds since the owner's most recent terminal input
 
 
 class NeedBlobs(msgspec.Struct, tag="need_blobs", frozen=True):
@@ -232,10 +232,10 @@ class StartRecord(msgspec.Struct, frozen=True):
     start: Start
     started_at: float
     running: bool
-    pid: int | None = None
-    exit_code: int | None = None
-    signal: int | None = None
-    ended_at: float | None = None
+    pid: Optional[int] = None
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    ended_at: Optional[float] = None
     killed: bool = False  # ended by a kill (the queue's, or its timeout's)
 
 
@@ -247,20 +247,7 @@ class Recovered(msgspec.Struct, tag="recovered", frozen=True):
     records: list[StartRecord] = []
 
 
-JournaledEvent = JobStarted | JobExited | JobLost | LaunchFailed | AttemptFenced
+JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced]
 RunnerMsg = (
-    Hello
-    | Sample
-    | JobStarted
-    | JobExited
-    | JobLost
-    | LaunchFailed
-    | AttemptFenced
-    | LogData
-    | ArtifactsManifest
-    | Busy
-    | NeedBlobs
-    | ArtifactsTreeReply
-    | SyncWanted
-    | Recovered
+    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered]
 )

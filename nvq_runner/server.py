@@ -201,36 +201,35 @@ class Runner:
 
     def _dispatch(self, conn: Conn, msg: DaemonMsg) -> None:
         try:
-            match msg:
-                case Start():
-                    self.queue.saw(msg.queue_id, msg.job_id)
-                    self.jobs.start(msg)
-                case Kill():
-                    self.jobs.kill(msg)
-                case Ack():
-                    self.journal.ack(msg.seq)
-                case Tail():
-                    self._tail(conn, msg)
-                case Unfollow():
-                    task = conn.tails.get(msg.req)
-                    if task is not None:
-                        task.cancel()
-                case Sync():
-                    self._wake.set()
-                case ArtifactsQuery():
-                    asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
-                case BlobData():
-                    self.fetcher.on_data(msg)
-                case ArtifactsTreeQuery():
-                    asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
-                case Heartbeat():
-                    self.lease.renew(msg.lease)
-                case RecoverQuery():
-                    asyncio.get_running_loop().create_task(self._recover(conn, msg))
-                case Owner():
-                    self.owner = msg
-                    self._busy = None  # report afresh on this connection
-                    self._wake.set()
+            if isinstance(msg, Start):
+                self.queue.saw(msg.queue_id, msg.job_id)
+                self.jobs.start(msg)
+            elif isinstance(msg, Kill):
+                self.jobs.kill(msg)
+            elif isinstance(msg, Ack):
+                self.journal.ack(msg.seq)
+            elif isinstance(msg, Tail):
+                self._tail(conn, msg)
+            elif isinstance(msg, Unfollow):
+                task = conn.tails.get(msg.req)
+                if task is not None:
+                    task.cancel()
+            elif isinstance(msg, Sync):
+                self._wake.set()
+            elif isinstance(msg, ArtifactsQuery):
+                asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
+            elif isinstance(msg, BlobData):
+                self.fetcher.on_data(msg)
+            elif isinstance(msg, ArtifactsTreeQuery):
+                asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
+            elif isinstance(msg, Heartbeat):
+                self.lease.renew(msg.lease)
+            elif isinstance(msg, RecoverQuery):
+                asyncio.get_running_loop().create_task(self._recover(conn, msg))
+            elif isinstance(msg, Owner):
+                self.owner = msg
+                self._busy = None  # report afresh on this connection
+                self._wake.set()
         except Exception:
             log.exception("handling %s failed", msg)
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Optional
 
 from nvq_runner.manifest_wire import FILE, Manifest
 
@@ -41,7 +41,7 @@ class SetupResult:
     ok: bool
     log: Path
     ran: bool  # False: an earlier job built it and this one reused it
-    exit_code: int | None = None  # of the setup command, when it ran
+    exit_code: Optional[int] = None  # of the setup command, when it ran
     reason: str = ""  # why it failed, in words ("exit 1", "timed out after 600 s")
 
 

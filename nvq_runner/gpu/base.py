@@ -4,7 +4,7 @@ the `GpuBackend` protocol the fake and NVML backends implement."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Optional, Protocol
 
 from ..protocol import GpuInfo, GpuSample
 
@@ -13,8 +13,8 @@ from ..protocol import GpuInfo, GpuSample
 class GpuFacts:
     """What `Hello` says about the node's GPUs."""
 
-    cuda: str | None = None
-    driver: str | None = None
+    cuda: Optional[str] = None
+    driver: Optional[str] = None
     gpus: list[GpuInfo] = field(default_factory=list)
 
 

@@ -19,13 +19,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
+import sys
 from pathlib import Path
 from typing import Any
 
 from .. import procfs
 from ..protocol import GpuInfo, GpuProcess, GpuSample
 from .base import GpuFacts
+
+# tomllib is 3.11+; on older nodes the bootstrap ships tomli, its origin.
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 nodes
+    import tomli as tomllib
 
 _UNITS = {
     "": 1,
@@ -43,7 +49,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 def parse_mib(value: Any) -> int:
     """A size in binary units ("80GiB", "512M", 2048) as MiB; a bare number is MiB."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return int(value)
     m = _SIZE.match(str(value))
     if not m or m.group(2).lower() not in _UNITS:

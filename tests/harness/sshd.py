@@ -241,6 +241,7 @@ class SshdNode:
         self.log_file = self.dir / "sshd.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self._paused: list[int] = []
+        self.extra_config: list[str] = []
         self.authorized_keys.write_text(client_key.public_line + "\n")
         self._new_host_key()
         self.write_known_hosts()
@@ -288,8 +289,18 @@ class SshdNode:
             "MaxStartups 100:30:200",
             "ClientAliveInterval 0",
             "Subsystem sftp internal-sftp",
+            *self.extra_config,
         ]
         self.config_file.write_text("\n".join(lines) + "\n")
+
+    def configure(self, *lines: str) -> None:
+        """Add sshd_config lines (e.g. ``SetEnv PATH=…`` for a node whose login PATH
+        finds another python3) and restart the listener if it runs."""
+        self.extra_config.extend(lines)
+        self._write_config()
+        if self.running:
+            self.stop()
+            self.start()
 
     # ---------------------------------------------------------- NodeConfig
 

@@ -5,7 +5,7 @@
 nvq (`nvq.__version__`, and the very files this queue host runs):
 
 1. **probe** (`probe.py`) — one command with `node.python` (default ``python3`` from the
-   node's PATH): its version (Python >= 3.11 is required), implementation, machine and
+   node's PATH): its version (Python >= 3.9 is required), implementation, machine and
    libc, the node's home expanded, and what ``<home>/venv`` holds (runner version and
    build id). When both match, nothing is done (unless `force`).
 2. **build** (`wheels.py`, on the queue host, cached under `cache_dir`, default

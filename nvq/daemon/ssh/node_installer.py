@@ -1,5 +1,5 @@
 """nvq bootstrap's installer, copied to the node and run there by the Python that the
-probe found (>= 3.11): ``python nvq-install.py HOME VERSION BUILD WHEEL...``.
+probe found (>= 3.9): ``python nvq-install.py HOME VERSION BUILD WHEEL...``.
 
 It builds ``HOME/venv.new`` without pip, unpacks the wheels into it, checks that the
 runner imports, and only then swaps it in for ``HOME/venv``, so a failed install leaves

@@ -26,7 +26,7 @@ def main():  # type: () -> None
         "build": None,
     }
     vpy = os.path.join(home, "venv", "bin", "python")
-    if sys.version_info >= (3, 11) and os.path.exists(vpy):
+    if sys.version_info >= (3, 9) and os.path.exists(vpy):
         try:
             p = subprocess.run(
                 [vpy, "-c", "import msgspec, pynvml, nvq_runner; print(nvq_runner.__version__)"],

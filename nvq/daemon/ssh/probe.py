@@ -15,7 +15,8 @@ from nvq.daemon.ssh.connection import run_command, shell_path
 from nvq.daemon.ssh.errors import BootstrapError, tail
 from nvq.daemon.ssh.wheels import Target, parse_libc_version
 
-MIN_PYTHON = (3, 11)
+# The runner's floor (Debian 11, RHEL 9 and their kin ship 3.9); the queue host needs 3.11.
+MIN_PYTHON = (3, 9)
 _PROBE_MARK = "NVQ-PROBE "
 
 
@@ -70,7 +71,8 @@ async def probe(conn: asyncssh.SSHClientConnection, node: NodeConfig) -> Probe:
     if tuple(found.python[:2]) < MIN_PYTHON:
         raise BootstrapError(
             node,
-            f"{node.python} on the node is {found.version}; nvq needs Python >= {_min_python()}",
+            f"{node.python} on the node is Python {found.version}; nvq's runner needs Python >= "
+            f"{_min_python()}: install one there and name it in nodes.python",
         )
     if found.impl != "cpython":
         raise BootstrapError(

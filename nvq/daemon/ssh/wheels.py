@@ -9,8 +9,11 @@
   node's interpreter matches this one (CPython X.Y, machine, libc family, libc not
   older) they are repacked from this installation; otherwise, or when repacking fails,
   they are fetched with ``pip download --only-binary=:all:`` for the node's interpreter
-  (the queue host then needs PyPI, or a pip index it is configured for). Nodes must be
-  Linux with glibc or musl; no compiler is ever needed.
+  (the queue host then needs PyPI, or a pip index it is configured for). For such a
+  foreign interpreter the newest release no newer than the one here is taken: msgspec
+  stopped publishing CPython 3.9 wheels, and its msgpack wire format does not change
+  between releases. Nodes before 3.11 also get `tomli` (the fake GPU backend's TOML
+  reader there). Nodes must be Linux with glibc or musl; no compiler is ever needed.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from nvq.daemon.ssh.errors import tail
 
 # What the runner imports besides itself (distribution names, as pip knows them).
 RUNNER_DEPENDENCIES = ("msgspec", "nvidia-ml-py", "mfusepy")
+# tomllib's origin, for runners on CPython 3.9 and 3.10 (any release has what it needs).
+TOMLI = ("tomli", "1.1.0")
 _PROJECT = "nvq"
 
 
@@ -183,7 +188,8 @@ def project_wheel(cache_dir: Path) -> tuple[Path, str]:
     metadata = (
         f"Metadata-Version: 2.1\nName: {_PROJECT}\nVersion: {version}\n"
         "Summary: nvq (packed by nvq bootstrap for a node's runner)\n"
-        "Requires-Python: >=3.11\n"
+        "Requires-Python: >=3.9\n"  # the runner's floor; nvq itself needs 3.11
+
     )
     wheel_meta = (
         "Wheel-Version: 1.0\nGenerator: nvq-bootstrap\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
@@ -204,13 +210,30 @@ def _pins() -> dict[str, str]:
     return pins
 
 
-def _cached_wheel(directory: Path, name: str, version: str) -> Path | None:
-    prefix = f"{_normalize(name)}-{version}-"
-    if directory.is_dir():
-        for path in sorted(directory.iterdir()):
-            if path.suffix == ".whl" and _normalize(path.name).startswith(_normalize(prefix)):
-                return path
-    return None
+def _version_key(text: str) -> tuple[int, ...]:
+    """A release's leading numeric parts ("0.20.0" -> (0, 20, 0))."""
+    m = re.match(r"\d+(?:\.\d+)*", text)
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def _cached_wheel(directory: Path, name: str, version: str, exact: bool = True) -> Path | None:
+    """A wheel of `name` in `directory`: of `version` exactly, or (`exact` False) the
+    newest no newer than it."""
+    if not directory.is_dir():
+        return None
+    prefix = _normalize(f"{name}-")
+    best: tuple[tuple[int, ...], Path] | None = None
+    for path in sorted(directory.iterdir()):
+        norm = _normalize(path.name)
+        if path.suffix != ".whl" or not norm.startswith(prefix):
+            continue
+        found = path.name.split("-")[1]
+        if exact and _normalize(found) != _normalize(version):
+            continue
+        key = _version_key(found)
+        if key <= _version_key(version) and (best is None or key > best[0]):
+            best = (key, path)
+    return None if best is None else best[1]
 
 
 def _repack_installed(name: str, directory: Path) -> Path:
@@ -248,8 +271,11 @@ def _repack_installed(name: str, directory: Path) -> Path:
     return path
 
 
-def _download(pins: dict[str, str], target: Target, directory: Path) -> None:
-    """`pip download` wheels of `pins` for `target` into `directory`."""
+def _download(
+    pins: dict[str, str], target: Target, directory: Path, bounds: dict[str, str]
+) -> None:
+    """`pip download` wheels of `pins` for `target` into `directory`; `bounds` names,
+    per distribution, the pip operator to its version ("==", "<=", ">=")."""
     py = f"{target.python[0]}{target.python[1]}"
     command = [
         sys.executable,
@@ -272,7 +298,7 @@ def _download(pins: dict[str, str], target: Target, directory: Path) -> None:
     ]
     for plat in target.platforms():
         command += ["--platform", plat]
-    command += ["-d", str(directory), *(f"{n}=={v}" for n, v in pins.items())]
+    command += ["-d", str(directory), *(f"{n}{bounds[n]}{v}" for n, v in pins.items())]
     directory.mkdir(parents=True, exist_ok=True)
     try:
         proc = subprocess.run(
@@ -281,7 +307,7 @@ def _download(pins: dict[str, str], target: Target, directory: Path) -> None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WheelError(f"pip download failed: {exc}") from exc
     if proc.returncode != 0:
-        wanted = " ".join(f"{n}=={v}" for n, v in pins.items())
+        wanted = " ".join(f"{n}{bounds[n]}{v}" for n, v in pins.items())
         raise WheelError(
             f"pip download {wanted} for CPython {target.python[0]}.{target.python[1]} on "
             f"{target.machine}/{target.libc} failed (does this host reach PyPI?): "
@@ -293,10 +319,23 @@ def dependency_wheels(target: Target, cache_dir: Path) -> list[Path]:
     """Wheels of the runner's dependencies for `target`, from the cache, repacked from
     this installation, or downloaded — in that order of preference."""
     pins = _pins()
+    local = _matches_local(target)
+    # The same release as here where the node's interpreter is this one; else the newest
+    # no newer (see the module's doc).
+    bounds = dict.fromkeys(pins, "==" if local else "<=")
+    if target.python < (3, 11):
+        pins[TOMLI[0]] = TOMLI[1]
+        bounds[TOMLI[0]] = ">="
     directory = cache_dir / "deps" / target.key
-    found = {n: _cached_wheel(directory, n, v) for n, v in pins.items()}
+
+    def cached(where: Path, name: str) -> Path | None:
+        if bounds[name] == ">=":
+            return _cached_wheel(where, name, "999999", exact=False)
+        return _cached_wheel(where, name, pins[name], exact=bounds[name] == "==")
+
+    found = {n: cached(directory, n) for n in pins}
     missing = {n: pins[n] for n, p in found.items() if p is None}
-    if missing and _matches_local(target):
+    if missing and local:
         for name in list(missing):
             try:
                 found[name] = _repack_installed(name, directory)
@@ -306,11 +345,11 @@ def dependency_wheels(target: Target, cache_dir: Path) -> list[Path]:
     if missing:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=directory, prefix=".download-") as tmp:
-            _download(missing, target, Path(tmp))
-            for name, version in missing.items():
-                got = _cached_wheel(Path(tmp), name, version)
+            _download(missing, target, Path(tmp), bounds)
+            for name in missing:
+                got = cached(Path(tmp), name)
                 if got is None:
-                    raise WheelError(f"pip download gave no wheel of {name} {version}")
+                    raise WheelError(f"pip download gave no wheel of {name} {pins[name]}")
                 final = directory / got.name
                 os.replace(got, final)
                 found[name] = final

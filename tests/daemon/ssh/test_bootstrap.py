@@ -178,18 +178,20 @@ def test_old_python_is_refused(
     sshd_nodes: SshdNodesFactory, wheel_cache: Path, tmp_path: Path
 ) -> None:
     (sn,) = sshd_nodes(1)
-    fake = tmp_path / "python3.9"
-    # a "python" that claims 3.9: runs the probe with the real one, then lies
+    fake = tmp_path / "python3.8"
+    # a "python" that claims 3.8: runs the probe with the real one, then lies
     fake.write_text(
         "#!/bin/sh\n"
-        f'{shlex.quote(sys.executable)} "$@" | sed \'s/"python": \\[3, [0-9]*, [0-9]*\\]/"python": [3, 9, 18]/\'\n'
+        f'{shlex.quote(sys.executable)} "$@" | sed \'s/"python": \\[3, [0-9]*, [0-9]*\\]/"python": [3, 8, 18]/\'\n'
     )
     fake.chmod(0o755)
     node = _config(sn, python=str(fake))
 
     async def main() -> None:
         with pytest.raises(
-            BootstrapError, match=r"on the node is 3\.9; nvq needs Python >= 3\.11$"
+            BootstrapError,
+            match=r"on the node is Python 3\.8; nvq's runner needs Python >= 3\.9: install one "
+            r"there and name it in nodes\.python$",
         ):
             await _bootstrap(node, wheel_cache)
         assert not (sn.home / "venv").exists()
