@@ -63,7 +63,7 @@ def main() -> None:
             doc[f"report_{span}_user_cli"] = cli(
                 nvq, ["report", "--since", flag, "--json"], args.runs
             )
-        rows = nvq.json("report", "--since", "100d")
+        rows = nvq.json("report", "--since", "100d", timeout=600)
         doc["total_jobs_seen"] = sum(rows["total"]["jobs"].values())
     emit(doc)
 

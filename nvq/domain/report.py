@@ -13,14 +13,11 @@ Per row (a user, a submitter label, a tag, a node or a day):
   node), and the mean and 90th percentile of the wait from submission to the first
   dispatch.
 
-An attempt counts in the window it ended in, a job in the window it ended in.
+An attempt counts in the window it ended in, a job in the window it ended in. The
+store sums each row in SQL (`nvq.store.report`); this module puts the sums together.
 """
 
 from __future__ import annotations
-
-import math
-import time
-from collections.abc import Iterable
 
 import msgspec
 
@@ -30,29 +27,31 @@ _FAILURES = ("failed", "timeout", "lost")
 NO_TAG = "(none)"
 
 
-class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
-    job_id: int
-    attempt: int
-    user: str
-    submitter: str
-    node: str | None
-    started_at: float
-    ended_at: float
-    weight: float
-    cards: int
-    dispatched_at: float | None
-    outcome: str
-    created_at: float | None  # the job's submission (None: the job was purged)
-    tags: list[str] = []
+class Sums(msgspec.Struct, frozen=True):
+    """A row's attempts, summed (by the store, in SQL)."""
+
+    key: str
+    reserved_s: float  # whole cards × seconds from dispatch to end
+    used_s: float  # card weight × seconds from start to end
+    attempts: int
+    preemptions: int
 
 
-class EndedJob(msgspec.Struct, frozen=True, kw_only=True):
-    user: str
-    submitter: str
-    node: str | None
+class Waits(msgspec.Struct, frozen=True):
+    """A row's waits from submission to first dispatch: their mean and nearest-rank
+    90th percentile."""
+
+    key: str
+    mean_s: float
+    p90_s: float
+
+
+class Ended(msgspec.Struct, frozen=True):
+    """How many of a row's jobs ended in one state."""
+
+    key: str
     state: str
-    ended_at: float
-    tags: list[str] = []
+    count: int
 
 
 class ReportRow(msgspec.Struct, kw_only=True):
@@ -75,89 +74,61 @@ class UsageReport(msgspec.Struct, kw_only=True):
     total: ReportRow
 
 
-def _day(t: float) -> str:
-    return time.strftime("%Y-%m-%d", time.localtime(t))
-
-
-def _keys(
-    by: str, user: str, submitter: str, node: str | None, tags: list[str], t: float
-) -> list[str]:
-    if by == "user":
-        return [user]
-    if by == "submitter":
-        return [submitter or user]
-    if by == "node":
-        return [node or "(no node)"]
-    if by == "day":
-        return [_day(t)]
-    return list(dict.fromkeys(tags)) or [NO_TAG]
+def p90_rank(n: int) -> int:
+    """The nearest-rank 90th percentile's 1-based rank among `n` values: ceil(0.9 n)."""
+    return (9 * n + 9) // 10
 
 
 def p90(values: list[float]) -> float:
     """The nearest-rank 90th percentile (of a non-empty list)."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+    return sorted(values)[p90_rank(len(values)) - 1]
 
 
-class _Acc:
-    __slots__ = ("jobs", "row", "waits")
-
-    def __init__(self, key: str) -> None:
-        self.row = ReportRow(key=key, jobs=dict.fromkeys(OUTCOMES, 0))
-        self.waits: list[float] = []
-        self.jobs = 0
-
-    def attempt(self, a: AttemptRow) -> None:
-        row = self.row
-        row.attempts += 1
-        held_from = a.dispatched_at if a.dispatched_at is not None else a.started_at
-        row.gpu_hours_reserved += a.cards * max(0.0, a.ended_at - held_from) / 3600
-        row.gpu_hours_used += a.weight * max(0.0, a.ended_at - a.started_at) / 3600
-        if a.outcome == "preempted":
-            row.preemptions += 1
-        if a.attempt == 1 and a.created_at is not None and a.dispatched_at is not None:
-            self.waits.append(max(0.0, a.dispatched_at - a.created_at))
-
-    def ended(self, j: EndedJob) -> None:
-        self.row.jobs[j.state] = self.row.jobs.get(j.state, 0) + 1
-        self.jobs += 1
-
-    def done(self) -> ReportRow:
-        row = self.row
-        if self.jobs:
-            failed = sum(row.jobs.get(k, 0) for k in _FAILURES)
-            row.failure_rate = failed / self.jobs
-        if self.waits:
-            row.wait_mean_s = sum(self.waits) / len(self.waits)
-            row.wait_p90_s = p90(self.waits)
-        return row
+def _row(key: str, sums: Sums | None, waits: Waits | None, ended: list[Ended]) -> ReportRow:
+    row = ReportRow(key=key, jobs=dict.fromkeys(OUTCOMES, 0))
+    if sums is not None:
+        row.gpu_hours_reserved = sums.reserved_s / 3600
+        row.gpu_hours_used = sums.used_s / 3600
+        row.attempts = sums.attempts
+        row.preemptions = sums.preemptions
+    if waits is not None:
+        row.wait_mean_s, row.wait_p90_s = waits.mean_s, waits.p90_s
+    for e in ended:
+        row.jobs[e.state] = row.jobs.get(e.state, 0) + e.count
+    finished = sum(row.jobs.values())
+    if finished:
+        row.failure_rate = sum(row.jobs.get(k, 0) for k in _FAILURES) / finished
+    return row
 
 
-def build(
-    attempts: Iterable[AttemptRow], jobs: Iterable[EndedJob], *, by: str, since: float, until: float
-) -> UsageReport:
-    """The report's rows (sorted by GPU-hours used, most first) and their total."""
+class Part(msgspec.Struct, frozen=True):
+    """What the store summed for a window, by key (the total: key "total")."""
+
+    sums: list[Sums]
+    waits: list[Waits]
+    ended: list[Ended]
+
+
+def build(rows: Part, total: Part, *, by: str, since: float, until: float) -> UsageReport:
+    """The report's rows (most GPU-hours used first; by day: in date order) and their
+    total (summed apart, so a job with two tags counts once in it)."""
     if by not in BY:
         raise ValueError(f"--by {by!r}: expected one of {', '.join(BY)}")
-    accs: dict[str, _Acc] = {}
-    total = _Acc("total")
 
-    def acc(key: str) -> _Acc:
-        found = accs.get(key)
-        if found is None:
-            found = accs[key] = _Acc(key)
-        return found
+    def rows_of(part: Part) -> list[ReportRow]:
+        sums = {x.key: x for x in part.sums}
+        waits = {x.key: x for x in part.waits}
+        ended: dict[str, list[Ended]] = {}
+        for e in part.ended:
+            ended.setdefault(e.key, []).append(e)
+        keys = sorted({*sums, *waits, *ended})
+        return [_row(k, sums.get(k), waits.get(k), ended.get(k, [])) for k in keys]
 
-    for a in attempts:
-        total.attempt(a)
-        for key in _keys(by, a.user, a.submitter, a.node, a.tags, a.ended_at):
-            acc(key).attempt(a)
-    for j in jobs:
-        total.ended(j)
-        for key in _keys(by, j.user, j.submitter, j.node, j.tags, j.ended_at):
-            acc(key).ended(j)
-    rows = sorted(
-        (a.done() for a in accs.values()),
+    out = sorted(
+        rows_of(rows),
         key=lambda r: (r.key if by == "day" else "", -r.gpu_hours_used, r.key),
     )
-    return UsageReport(since=since, until=until, by=by, rows=rows, total=total.done())
+    summed = rows_of(total)
+    whole = summed[0] if summed else _row("total", None, None, [])
+    whole.key = "total"
+    return UsageReport(since=since, until=until, by=by, rows=out, total=whole)

@@ -19,7 +19,7 @@ async def usage_report(ctx: Context, req: c.Report, user: str) -> report.UsageRe
     if req.until <= req.since:
         raise BadRequest("--until must be later than --since")
     db = Home(ctx.state.home).db
-    attempts, jobs = await anyio.to_thread.run_sync(
-        lambda: read_window(db, req.since, req.until, with_tags=req.by == "tag")
+    rows, total = await anyio.to_thread.run_sync(
+        lambda: read_window(db, req.since, req.until, req.by)
     )
-    return report.build(attempts, jobs, by=req.by, since=req.since, until=req.until)
+    return report.build(rows, total, by=req.by, since=req.since, until=req.until)
