@@ -168,8 +168,24 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         )
         if memory_exceeded(job, ev):
             reason += f": it exceeded its --memory limit of {format_mib(job.memory_mb)}"
+        elif likely := [d for d in job.env_dropped if _likeliest(d) < len(_INTERPRETER_VARS)]:
+            # The submitting shell's environment or interpreter path, missing on the
+            # node: the likeliest cause of a failure there; `job show` lists the rest.
+            first = min(likely, key=_likeliest)
+            more = f" and {len(likely) - 1} more" if len(likely) > 1 else ""
+            reason += f" (likely cause: not carried to {node}: {first}{more})"
     new = msgspec.structs.replace(job, state=state, reason=reason, **common)
     return Outcome(new, [NewEvent(kind, job.id, node, details)])
+
+
+# What decides which interpreter and packages a job runs with: named first when a job
+# that failed left them behind.
+_INTERPRETER_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "PATH")
+
+
+def _likeliest(item: str) -> int:
+    name = item.split("=", 1)[0]
+    return _INTERPRETER_VARS.index(name) if name in _INTERPRETER_VARS else len(_INTERPRETER_VARS)
 
 
 def lost(job: Job, ev: JobLost, node: str) -> Outcome:

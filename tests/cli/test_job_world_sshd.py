@@ -77,3 +77,19 @@ def test_in_place_goes_only_to_nodes_sharing_the_directory(
         assert f"cwd: {project}" in logs(nvq, ids[0])
     finally:
         nvq.shutdown()
+
+
+def test_a_failure_names_the_path_that_did_not_travel(remote: tuple[Nvq, SshdNode]) -> None:
+    nvq, _ = remote
+    nvq.env["VIRTUAL_ENV"] = "/nonexistent/proj/.venv"
+    job = nvq.submit("--gpus", "0", "--", "exit 1")
+    code, (done,) = nvq.wait(job["id"])
+    # the venv first (it decides which python ran); other paths this shell had may follow
+    why = ("exited with code 1 (likely cause: not carried to n0: "
+           "VIRTUAL_ENV=/nonexistent/proj/.venv (no such path there)")
+    assert code == 1 and done["reason"].startswith(why)
+    said = nvq.run("job", "wait", str(job["id"]))
+    assert said.out.startswith(f"job {job['id']} failed: {why}")
+    alerts = nvq.run("queue", "alerts", "--json").json()  # exit 1: there are alerts
+    (alert,) = [a for a in alerts if a["job_id"] == job["id"]]
+    assert why in alert["message"]
