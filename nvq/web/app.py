@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from nvq.client.asynchronous import AsyncClient
 from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.domain.report import BY
 from nvq.model import FINISHED_STATES, JobState
 from nvq.web import access, pages, render
 from nvq.web.live import Hub
@@ -137,6 +138,18 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             chart_h=pages.CHART_H,
         )
 
+    async def usage_page(request: Request) -> Response:
+        now = time.time()
+        by = request.query_params.get("by", "user")
+        span = request.query_params.get("since", "7d")
+        if by not in BY or span not in pages.USAGE_SPANS:
+            return _refused(400, "by: user, submitter, tag, node or day; since: 1d, 7d or 30d")
+        doc = await site.client.report(now - pages.USAGE_SPANS[span], now, by=by)
+        return html(
+            request, "usage.html", report=doc, by=by, span=span, bys=BY,
+            spans=list(pages.USAGE_SPANS), bars=pages.usage_bars(doc.rows),
+        )  # fmt: skip
+
     async def act(request: Request) -> Response:
         form = await _form(request)
         if not access.matches(site.csrf, form.get("csrf")):
@@ -193,6 +206,7 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
         Route("/jobs/{id:int}/{action}", guarded(act), methods=["POST"]),
         Route("/jobs/{id:int}/log/{stream}", guarded(log_stream)),
         Route("/nodes", guarded(nodes_page)),
+        Route("/usage", guarded(usage_page)),
         Route("/live", guarded(live)),
         Route("/live.js", guarded(script)),
     ]

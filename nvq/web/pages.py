@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from nvq.control import GpuPoint
+from nvq.domain.report import ReportRow
 from nvq.model import FINISHED_STATES, Job, JobState
 
 COMPLETED_WINDOW = 30 * 86400.0  # completed jobs older than this are left to `job ls --all`
@@ -186,3 +187,13 @@ def _to_now(xy: list[str]) -> str:
 
 def _y(percent: float) -> float:
     return round(CHART_H - min(100.0, max(0.0, percent)) / 100 * CHART_H, 1)
+
+
+# The Usage page: its periods, and each row's bar (GPU-hours used, as a share of the
+# largest row's).
+USAGE_SPANS = {"1d": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
+
+
+def usage_bars(rows: Sequence[ReportRow]) -> dict[str, float]:
+    most = max((r.gpu_hours_used for r in rows), default=0.0)
+    return {r.key: round(100 * r.gpu_hours_used / most, 1) if most else 0.0 for r in rows}

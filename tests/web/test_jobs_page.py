@@ -157,3 +157,16 @@ def test_a_waiting_job_says_why(nvq: Nvq, page: Any) -> None:
     expect(row).to_have_attribute("data-state", "pending")
     expect(row).to_contain_text("Resources")
     expect(row).to_contain_text(shown["reason_detail"])
+
+
+def test_the_usage_page_shows_each_accounts_gpu_hours(nvq: Nvq, page: Any, web: Any) -> None:
+    done = nvq.submit("--tag", "eval", "--", "sleep", "0.2")
+    nvq.wait(done["id"])
+    page.goto(f"{web.base}/usage?since=1d&by=user")
+    row = page.locator('#usage tr[data-key="root"]')
+    expect(row).to_contain_text("1", timeout=WAIT)  # one completed job
+    expect(row.locator(".usage-bar .queue")).to_have_attribute("style", "width: 100.0%")
+    expect(page.locator("#usage tr.total")).to_have_count(1)
+    page.locator('a[href="/usage?since=1d&by=tag"]').click()
+    expect(page.locator('#usage tr[data-key="eval"]')).to_have_count(1, timeout=WAIT)
+    screenshot(page, "usage")
