@@ -62,7 +62,8 @@ def gpu_row(node: NodeView, gpu: GpuView) -> tuple[str | Text, ...]:
         node.name,
         str(gpu.index),
         gpu_bar(gpu),
-        f"{format_mib(max(gpu.free_mb, 0))}/{format_mib(gpu.mem_total_mb)}",
+        # "13.5GiB/24GiB" read as used of total: the words say which it is
+        f"{format_mib(max(gpu.free_mb, 0))} of {format_mib(gpu.mem_total_mb)}",
         util(gpu),
         ",".join(map(str, gpu.jobs)) or "-",
     )

@@ -52,7 +52,9 @@ def test_jobs_table_shows_a_submitted_job(nvq: Nvq) -> None:
             await until(pilot, lambda: row_of(app, later["id"]) is not None, "the new job")
             cells = row_of(app, later["id"])
             assert cells is not None and cells[3] == "later"
-            assert "local" in [str(c) for c in app.nodes_table.get_row_at(0)]
+            node_row = [str(c) for c in app.nodes_table.get_row_at(0)]
+            assert "local" in node_row
+            assert node_row[3].endswith(" of 24GiB")  # FREE: free of total, in words
 
     run(main)
 
