@@ -39,7 +39,7 @@ def test_a_member_manages_their_own_jobs_only(shared_nvq: Nvq, member: tuple[str
     user, group = member
     nvq = shared_nvq
     nvq.write_config(f'[queue]\nmembers_group = "{group}"\n')
-    theirs = nvq.submit("--gpus", "0", "--", "sleep", "60")
+    theirs = nvq.submit("--gpus", "0", "--", "sleep", "3600")  # outlives a slow run
 
     # Their own job: submitted, noted, run as them.
     r = as_user(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", "id", "-u")
