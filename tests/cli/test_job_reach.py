@@ -27,12 +27,14 @@ def where(request: pytest.FixtureRequest, nvq: Nvq) -> str:
     return str(request.param)
 
 
-def logs_until(nvq: Nvq, job_id: int, text: str, timeout: float = 60) -> None:
+def logs_until(nvq: Nvq, job_id: int, text: str, timeout: float = 120) -> None:
     """Until the job's output says `text` (before its node has started it, `job logs`
     says there is nothing yet)."""
     deadline = time.monotonic() + timeout
     while text not in nvq.run("job", "logs", str(job_id)).out:
-        assert time.monotonic() < deadline, f"{text!r} never in job {job_id}'s output"
+        job = nvq.show(job_id)
+        assert job["state"] in ("pending", "running"), job
+        assert time.monotonic() < deadline, f"{text!r} never in job {job_id}'s output: {job}"
         time.sleep(0.1)
 
 
@@ -89,7 +91,7 @@ def test_exec_and_forward_reach_a_running_job(nvq: Nvq, where: str) -> None:
 
 def test_exec_into_a_job_that_does_not_run_says_so(nvq: Nvq) -> None:
     done = nvq.submit("--gpus", "0", "--", "true")
-    nvq.wait(done["id"])
+    assert nvq.wait(done["id"], timeout=120)[0] == 0
     r = nvq.run("job", "exec", str(done["id"]), "--", "true")
     assert r.code == 1 and r.err.strip() == f"nvq: job {done['id']} is not running (it is completed)"
     r = nvq.run("job", "forward", str(done["id"]))
