@@ -38,7 +38,7 @@ class Tmux:
     def screen(self) -> str:
         return self("capture-pane", "-p", "-t", self.session)
 
-    def until(self, text: str, timeout: float = 30) -> str:
+    def until(self, text: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
