@@ -55,3 +55,13 @@ def test_daemon_stop_says_which_runners_it_leaves(nvq: Nvq, tmp_path: Path) -> N
         "job(s) go on (`nvq node stop --all` stops those without jobs)\n"
     )
     assert runner_pid(nvq.home / "node") is not None
+
+
+def test_node_stop_after_daemon_stop_leaves_no_daemon_behind(nvq: Nvq) -> None:
+    job = nvq.submit("--gpus", "0", "--", "true")
+    nvq.wait(job["id"])
+    nvq.ok("daemon", "stop")
+    stopped = nvq.ok("node", "stop", "--all")
+    assert "node local: runner stopped" in stopped.out
+    assert "one was started for this and stopped again" in stopped.out
+    assert nvq.ok("daemon", "stop").out == "no daemon is running\n"

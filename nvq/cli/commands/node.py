@@ -44,9 +44,15 @@ def node_stop(
     an ignored one, shown as `stopped`) until `node start` brings its runner back."""
     if (node is None) == (not all_nodes):
         raise CliError("give a node name or --all", 2)
+    # Stopping runners takes a daemon (it holds their links); one started for this
+    # alone is stopped again, so `daemon stop` then `node stop --all` leaves nothing.
+    was_running = daemon_running()
     doc = Client().node_stop(node, all=all_nodes, kill_jobs=kill_jobs)
     lines = [f"node {name}: runner stopped" for name in doc.stopped]
     lines += [f"node {left.node}: left running: {left.reason}" for left in doc.left]
+    if not was_running:
+        stop_daemon_again()
+        lines.append("(no daemon was running: one was started for this and stopped again)")
     emit(doc, as_json, "\n".join(lines) or "no node to stop")
     return 0
 
@@ -86,3 +92,36 @@ def node_start(
     view = Client().node_flag(node, "ignored", False)
     emit(view, as_json, f"node {view.name}: starting its runner")
     return 0
+
+
+def daemon_running() -> bool:
+    from nvq.client.autostart import connect_unix
+    from nvq.client.errors import ClientError
+    from nvq.home import Home, default_root
+
+    try:
+        connect_unix(Home(default_root()).socket).close()
+    except (OSError, ClientError):
+        return False  # not there, or not ours to reach: the stop itself will say so
+    return True
+
+
+def stop_daemon_again() -> None:
+    import os
+    import time
+
+    from nvq.client.errors import DaemonUnavailable
+    from nvq.home import Home, default_root
+
+    pid = Home(default_root()).read_pid()
+    try:
+        Client(autostart=False).stop_daemon()
+    except DaemonUnavailable:
+        return
+    deadline = time.monotonic() + 20
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.02)
