@@ -52,21 +52,24 @@ def _part(conn: sqlite3.Connection, by: str, since: float, until: float) -> Part
     waits = [
         Waits(*row)
         for row in conn.execute(
-            f"WITH w AS (SELECT {key} AS k, MAX(0, c.dispatched_at - j.created_at) AS wait"
+            f"WITH w AS MATERIALIZED (SELECT {key} AS k,"
+            " MAX(0, c.dispatched_at - j.created_at) AS wait"
             f" FROM charges c JOIN jobs j ON j.id = c.job_id{tags}"
             " WHERE c.ended_at >= ? AND c.ended_at < ? AND c.attempt = 1"
             " AND c.dispatched_at IS NOT NULL),"
-            " r AS (SELECT k, wait, ROW_NUMBER() OVER (PARTITION BY k ORDER BY wait) AS n,"
-            " COUNT(*) OVER (PARTITION BY k) AS size, AVG(wait) OVER (PARTITION BY k) AS mean"
+            " g AS (SELECT k, COUNT(*) AS size, AVG(wait) AS mean FROM w GROUP BY k),"
+            " r AS (SELECT k, wait, ROW_NUMBER() OVER (PARTITION BY k ORDER BY wait) AS n"
             " FROM w)"
-            " SELECT k, mean, wait FROM r WHERE n = (9 * size + 9) / 10",
+            " SELECT r.k, g.mean, r.wait FROM r JOIN g ON g.k = r.k"
+            " WHERE r.n = (9 * g.size + 9) / 10",
             window,
         )
     ]
     ended = [
         Ended(*row)
         for row in conn.execute(
-            f"SELECT {_JOB_KEY[by]} AS k, j.state, COUNT(*) FROM jobs j{tags}"
+            # By end time, not by state: a window is a small part of a long history.
+            f"SELECT {_JOB_KEY[by]} AS k, j.state, COUNT(*) FROM jobs j INDEXED BY jobs_by_end{tags}"
             f" WHERE j.ended_at >= ? AND j.ended_at < ? AND j.state IN ({_STATES})"
             " GROUP BY k, j.state",
             window,
