@@ -90,9 +90,11 @@ async def run_link(events: NodeEvents, node: NodeRuntime, open_channel: Opener) 
                 channel = await open_channel()
             except Exception as exc:  # any failure to reach the node is a retry
                 error = str(exc) or type(exc).__name__
+                node.error_permanent = bool(getattr(exc, "permanent", False))
                 log.debug("node %s: connect failed: %s", node.name, error)
             else:
                 failures = 0
+                node.error_permanent = False
                 node.channel = channel
                 try:
                     error = await _pump(events, node, channel)

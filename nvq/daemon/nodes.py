@@ -25,6 +25,9 @@ class NodeRuntime:
     sample: Sample | None = None
     last_seen: float | None = None
     error: str | None = None
+    # `error` is one retrying cannot fix (NodeUnreachable.permanent): alerted at once.
+    error_permanent: bool = False
+    refused_alerted: str = ""  # the outage and error last alerted (one event per outage)
     drained: bool = False
     ignored: bool = False
     stopped: bool = False  # ignored because `nvq node stop` stopped its runner

@@ -64,9 +64,12 @@ class RunnerEvents:
         node.log_streams.clear()
 
     async def check_down(self, node: NodeRuntime) -> None:
-        """A node unreachable for longer than `node_grace` is down: say so once."""
+        """A node unreachable for longer than `node_grace` is down: say so once. An error
+        that retrying cannot fix (a host key, authentication) is alerted at once."""
         if node.state == "down" or node.down_since is None:
             return
+        if node.error_permanent and node.error:
+            await self._refused(node, node.error)
         if time.time() - node.down_since < self.state.config.queue.node_grace:
             return
         node.state = "down"
@@ -87,6 +90,17 @@ class RunnerEvents:
             await self.machines.reassign_down(node, tx, time.time())
         log.warning("node %s is down: %s", node.name, node.error)
         self.state.kick()
+
+    async def _refused(self, node: NodeRuntime, error: str) -> None:
+        # Keyed by outage and message (alerts.py): a retry's same refusal is not a new alert.
+        said = f"{node.last_seen}:{error}"
+        if node.refused_alerted == said:
+            return
+        node.refused_alerted = said
+        data = {"error": error, "last_seen": node.last_seen}
+        event = NewEvent("node_refused", None, node.name, data)
+        async with self.state.lock:
+            await self.state.commit(Tx(events=[event]))
 
     def lease(self) -> float | None:
         queue = self.state.config.queue

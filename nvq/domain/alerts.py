@@ -26,6 +26,7 @@ ALERT_KINDS: dict[str, str] = {
     "job_unschedulable": "error",
     "launch_failed": "error",
     "node_down": "error",
+    "node_refused": "error",  # a host key or login refused: retrying cannot help
     "job_retried": "warning",
     "job_reassigned": "info",
     "job_preempted": "info",
@@ -66,6 +67,16 @@ def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
             severity=severity,
             key=f"{ev.kind}:cluster:{ev.node}:{data.get('message')}",
             message=str(data.get("message")),
+            node=ev.node,
+        )
+    if ev.job_id is None and ev.kind == "node_refused":
+        # Once per outage and message; the message names the node and the fix.
+        error = str(data.get("error"))
+        return NewAlert(
+            kind=ev.kind,
+            severity=severity,
+            key=f"{ev.kind}:node:{ev.node}:{data.get('last_seen')}:{error}",
+            message=error,
             node=ev.node,
         )
     if ev.job_id is None:
@@ -150,7 +161,8 @@ def resolutions(events: list[NewEvent]) -> list[Resolution]:
             why = f"resolved: job {ev.job_id} completed"
             out.append(Resolution(_SETTLED_BY_COMPLETION, ev.job_id, None, why))
         elif ev.kind == "node_up" and ev.node is not None:
-            out.append(Resolution(("node_down",), None, ev.node, f"resolved: {ev.node} is back"))
+            back = f"resolved: {ev.node} is back"
+            out.append(Resolution(("node_down", "node_refused"), None, ev.node, back))
     return out
 
 

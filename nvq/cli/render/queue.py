@@ -46,6 +46,10 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
                     ]
                 )
     out = table(["NODE", "STATE", "GPU", "NAME", "MEMORY", "UTIL", "FREE", "JOBS"], rows)
+    # Why a node is not up, under the table: the cause and its fix are known at once.
+    errors = [f"  {n.name}: {n.error}" for n in nodes if n.error and n.state != "up"]
+    if errors:
+        out += "\n" + "\n".join(errors)
     if procs:
         out += "\n\n" + table(["GPU", "PID", "USER", "MEM", "OWNER"], proc_rows)
     return out
@@ -73,9 +77,6 @@ def status_text(doc: QueueStatus) -> str:
         "",
         nodes_table(doc.nodes),
     ]
-    for n in doc.nodes:
-        if n.error and n.state != "up":
-            parts.append(f"  {n.name}: {n.error}")
     if doc.jobs:
         parts += ["", jobs_table(doc.jobs)]
     if doc.arrays:

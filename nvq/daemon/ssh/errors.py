@@ -14,7 +14,11 @@ from nvq.config import NodeConfig
 
 class NodeUnreachable(Exception):
     """The node cannot be reached or the link to it broke: refused, timed out, DNS,
-    authentication, host key, lost connection. The message is one line naming the node."""
+    authentication, host key, lost connection. The message is one line naming the node.
+    `permanent`: retrying cannot help until a person acts (a host key to verify, a key
+    or user to fix), so it is alerted at once rather than after `node_grace`."""
+
+    permanent = False
 
     def __init__(self, node: NodeConfig, reason: str) -> None:
         self.node = node
@@ -24,6 +28,15 @@ class NodeUnreachable(Exception):
 
 class HostKeyError(NodeUnreachable):
     """The node's host key is unknown or changed (or known_hosts is missing)."""
+
+    permanent = True
+
+
+class AccessRefused(NodeUnreachable):
+    """sshd refused us: authentication failed (a wrong key, no such user) or our
+    identity file cannot be loaded."""
+
+    permanent = True
 
 
 class LinkLost(NodeUnreachable):
@@ -96,13 +109,13 @@ def map_error(
     if isinstance(exc, asyncssh.PermissionDenied):
         who = node.user or "the default user"
         key = f"identity {node.identity}" if node.identity else "the default keys/agent"
-        return NodeUnreachable(node, f"authentication failed for {who} with {key}")
+        return AccessRefused(node, f"authentication failed for {who} with {key}")
     if isinstance(exc, asyncssh.ConnectionLost):
         return LinkLost(node, f"connection lost: {one_line(exc.reason)}")
     if isinstance(exc, asyncssh.DisconnectError):
         return LinkLost(node, f"disconnected: {one_line(exc.reason)}")
     if isinstance(exc, asyncssh.KeyImportError):
-        return NodeUnreachable(node, f"cannot load identity {node.identity}: {one_line(str(exc))}")
+        return AccessRefused(node, f"cannot load identity {node.identity}: {one_line(str(exc))}")
     if isinstance(exc, asyncssh.ChannelOpenError):
         return LinkLost(node, f"cannot open a channel: {one_line(exc.reason)}")
     if isinstance(exc, TimeoutError):
