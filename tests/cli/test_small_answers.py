@@ -17,7 +17,7 @@ def test_a_lane_on_a_missing_card_is_an_error(nvq: Nvq) -> None:
         assert time.monotonic() < deadline, "the node never came up"
         time.sleep(0.1)
     r = nvq.run("queue", "lane", "local:7")
-    assert r.code == 1
+    assert r.code == 2  # bad input (README's exit code table)
     assert r.err == "nvq: lane local:7: node local has no GPU 7 (GPUs: 0, 1)\n"
     assert nvq.json("queue", "lane", "local:1")["jobs"] == []
 
