@@ -61,7 +61,7 @@ def test_a_manifest_takes_every_submit_option(nvq: Nvq, tmp_path: Path) -> None:
         'note = "from a file"\n'
     )
     nvq.submit("--manifest", str(manifest))
-    jobs = nvq.json("job", "ls")
+    jobs = nvq.json("job", "ls")["jobs"]
     assert sorted(j["array_index"] for j in jobs) == [0, 1]
     for j in jobs:
         assert j["no_reassign"] is True and j["max_runtime"] == 3600
@@ -85,7 +85,7 @@ def test_manifest_errors_name_the_key_and_change_nothing(nvq: Nvq, tmp_path: Pat
         assert len(r.err.strip().splitlines()) == 1
     r = nvq.run("job", "submit", "--manifest", str(tmp_path / "none.toml"), "--json")
     assert r.code == 2 and "cannot read" in r.json()["error"]
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []
 
 
 def test_project_test_runs_here_under_the_memory_limit(nvq: Nvq, tmp_path: Path) -> None:

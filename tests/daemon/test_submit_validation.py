@@ -43,4 +43,4 @@ def _raw_submit(nvq: Nvq, spec: dict[str, object]) -> dict[str, object]:
 def test_a_bad_spec_sent_straight_to_the_socket_is_refused(nvq: Nvq, spec: dict[str, object]) -> None:
     reply = _raw_submit(nvq, spec)
     assert reply.get("error"), reply
-    assert nvq.run("job", "ls", "--json").json() == []
+    assert nvq.run("job", "ls", "--json").json()["jobs"] == []
