@@ -177,6 +177,7 @@ _READERS: dict[str, _Conv] = {
     "retries_on": _retries_on,
     "begin_at": _begin,
     "notify_on": _notify_on,
+    "image": _string,
 }
 
 # manifest key → (JobSpec field, reader): the same fields `job submit` takes.

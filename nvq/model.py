@@ -80,6 +80,8 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     # --notify-on: what its webhooks hear of (start, end, fail, time-limit-80); None:
     # each webhook's own `events`
     notify_on: list[str] | None = None
+    # --image: run in this container image through the node's runtime; None: bare
+    image: str | None = None
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -167,6 +169,8 @@ class Job(msgspec.Struct, kw_only=True):
     begin_at: float | None = None
     # schema version 16: --notify-on (see JobSpec)
     notify_on: list[str] | None = None
+    # schema version 18: --image (see JobSpec)
+    image: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

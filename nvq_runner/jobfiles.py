@@ -42,6 +42,9 @@ class AttemptRecord(msgspec.Struct):
     nonce: str = ""
     port: Optional[int] = None  # $NVQ_PORT, held while the attempt lives (ports.py)
     reassign: bool = True  # False: `--no-reassign`, never fenced when the lease lapses
+    # An image job: its runtime and container name, signalled beside the wrapper
+    runtime: str = ""
+    container: str = ""
 
 
 def new_record(msg: Start, boot_id: str) -> AttemptRecord:
@@ -67,6 +70,9 @@ class JobDir:
         self.nonce = nonce
         self.path = jobs_root / dir_name(job_id, queue_id, nonce)
         self.script = self.path / "script"
+        # an image job: its own script (run in the container) and environment
+        self.inner_script = self.path / "container.sh"
+        self.container_env = self.path / "container.env"
         self.stdout = self.path / "stdout.log"
         self.stderr = self.path / "stderr.log"
         self.status = self.path / "status"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from . import exits, logcap, memlimit, ports, procfs
+from . import container, exits, logcap, memlimit, ports, procfs
 from .adoption import attempts, is_wrapper, reopen
 from .jobfiles import AttemptRecord, JobDir, new_record
 from .jobworld import JobWorld, Prepared, PrepareError
@@ -251,6 +251,8 @@ class JobManager:
             self._world.attempt_ended(rec.job_id)
         self._finish(rec, d, status)  # before the cgroup goes: it reads its OOM count
         memlimit.remove_cgroup(f"nvq-{rec.job_id}-{rec.attempt}")
+        if rec.container:
+            container.remove(rec.runtime, rec.container)
         del self.running[rec.job_id]
         if not run.ended.done():
             run.ended.set_result(None)
@@ -288,6 +290,8 @@ class JobManager:
     # ------------------------------------------------------------ killing
 
     def _signal(self, run: Running, sig: signal.Signals) -> None:
+        if run.rec.container:  # the container's processes are not the wrapper's children
+            container.signal(run.rec.runtime, run.rec.container, sig)
         if not run.rec.pid:
             return
         try:

@@ -63,6 +63,10 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # $NVQ_ARTIFACTS on demand, or restored in full where FUSE is not available or
     # `lazy_artifacts` is off ([[nodes]] lazy_artifacts). "": none.
     artifacts_tree: str = ""
+    # Run in this container image (container.py) through `runtime` ("": the first
+    # runtime the node has); "": a bare process.
+    image: str = ""
+    runtime: str = ""
     lazy_artifacts: bool = True
     # False for a `--no-reassign` job: the daemon never runs it elsewhere, so a runner
     # whose lease lapses lets it run on (see `Heartbeat`).

@@ -89,6 +89,8 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     allocated: Optional[list[int]] = None
     # When this runner process started (`nvq node status`: its uptime); 0: unknown.
     started_at: float = 0.0
+    # The container runtimes installed on the node (container.py), preferred first.
+    runtimes: list[str] = []
 
 
 class Sample(msgspec.Struct, tag="sample", frozen=True):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from . import __version__, owner, procfs, recovery
+from . import __version__, container, owner, procfs, recovery
 from .allocation import allocated_gpus
 from .artifact_wire import ArtifactsTreeQuery, SyncWanted
 from .artifacts import manifest
@@ -159,7 +159,7 @@ class Runner:
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
-            started_at=procfs.STARTED_AT,
+            started_at=procfs.STARTED_AT, runtimes=container.found_runtimes(),
         )
 
     # ------------------------------------------------------------ connections

@@ -7,13 +7,15 @@ import contextlib
 import errno
 import os
 import pwd
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from . import memlimit, procfs
+from . import container, memlimit, procfs
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
 from .protocol import Start
@@ -82,7 +84,13 @@ def spawn(
     d.make_way(msg.attempt)
     # Made here, private, so the job's `echo … > $NVQ_STATUS_FILE` keeps it so.
     os.close(os.open(d.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-    d.script.write_text(msg.command if msg.command.endswith("\n") else msg.command + "\n")
+    command = msg.command if msg.command.endswith("\n") else msg.command + "\n"
+    if msg.image:
+        # The wrapper runs the runtime (as the runner's user: rootful), which runs the
+        # job's own script in the image as the job's user.
+        d.inner_script.write_text(command)
+        command = in_container(msg, d, rec, workdir, rec.port)
+    d.script.write_text(command)
     # The record exists before the process does, so a runner that dies in between
     # finds the attempt (and the wrapper's pid file) when it restarts.
     d.write_record(rec)
@@ -92,6 +100,8 @@ def spawn(
     # O_APPEND: when the runner cuts a log's middle (logcap), the job's next write
     # goes to the new end instead of leaving a hole where the cut-off part was.
     prefix = as_user(msg.user, d) if msg.user else []
+    if msg.image:
+        prefix = []  # the runtime switches user inside the container (--user)
     leader, copy = (PTYHOST, PTYHOST_COPY) if msg.interactive else (WRAPPER, WRAPPER_COPY)
     wrapper = leader
     if prefix:
@@ -142,6 +152,41 @@ def launch(
         popen.wait()
         raise LaunchError(f"cannot watch the job process: {exc}") from exc
     return popen, pidfd
+
+
+def in_container(msg: Start, d: JobDir, rec: AttemptRecord, workdir: Path,
+                 port: int | None) -> str:
+    """The job's script when it runs in an image: `exec <runtime> run …` (see
+    container.py), its environment in a private env file beside it."""
+    runtime = msg.runtime or next(iter(container.found_runtimes()), "")
+    if not runtime:
+        raise LaunchError("this node has no container runtime (podman, docker, apptainer)")
+    if shutil.which(runtime) is None:
+        raise LaunchError(f"runtime {runtime!r} is not installed on this node")
+    uid, gid = os.getuid(), os.getgid()
+    if msg.user:
+        who = pwd.getpwnam(msg.user)
+        uid, gid = who.pw_uid, who.pw_gid
+        os.chown(d.inner_script, uid, gid)
+    env = {**msg.env, **container.card_env(runtime, msg.gpus), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+           "NVQ_JOB_ID": str(msg.job_id), "NVQ_JOB_NAME": msg.name, "NVQ_NODE": msg.node,
+           "NVQ_JOB_DIR": str(d.path), "NVQ_STATUS_FILE": str(d.status),
+           "NVQ_ARTIFACTS": container.ARTIFACTS, "NVQ_ATTEMPT": str(msg.attempt),
+           "NVQ_IMAGE": msg.image}
+    if port is not None:
+        env["NVQ_PORT"] = str(port)
+        env.setdefault("MASTER_PORT", str(port))
+    fd = os.open(d.container_env, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(container.env_lines(env))
+    rec.runtime = runtime
+    rec.container = container.container_name(msg.queue_id, msg.job_id, msg.attempt)
+    argv = container.run_argv(
+        runtime=runtime, image=msg.image, name=rec.container, uid=uid, gid=gid,
+        job_dir=str(d.path), workdir=str(workdir), artifacts=str(d.artifacts),
+        script=str(d.inner_script), env_file=str(d.container_env), gpus=msg.gpus,
+        memory_mb=msg.memory_mb, cdi=container.has_cdi_gpus())
+    return "exec " + shlex.join(argv) + "\n"
 
 
 def as_user(user: str, d: JobDir) -> list[str]:

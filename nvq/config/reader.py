@@ -170,6 +170,7 @@ class _Parser(FieldReader):
             "setup": self.string,
             "cache_size": self.bytes_size,
             "lazy_artifacts": self.boolean,
+            "runtime": self.runtime,
         }
         seen: dict[str, int] = {}
         nodes = []
@@ -194,6 +195,13 @@ class _Parser(FieldReader):
             seen[name] = i
             nodes.append(NodeConfig(**out))
         return nodes
+
+    def runtime(self, value: Any, key: str) -> str:
+        runtimes = ("podman", "docker", "apptainer")
+        text = self.string(value, key)
+        if text not in runtimes:
+            raise self.fail(key, f"{show(text)} is not one of {', '.join(runtimes)}")
+        return text
 
     def shared_dirs(self, value: Any, key: str) -> list[str]:
         dirs = self.string_list(value, key)

@@ -32,6 +32,9 @@ class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     # mount a reassigned job's previous artifacts on demand (FUSE); false: restore
     # them in full before the job starts
     lazy_artifacts: bool = True
+    # the container runtime image jobs run through (podman, docker, apptainer); None:
+    # the first the node's runner finds
+    runtime: str | None = None
 
 
 class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):

@@ -82,6 +82,8 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         cache_size=(node.cache_size or 0) if node else 0,
         reassign=not job.no_reassign,
         interactive=job.interactive,
+        image=job.image or "",
+        runtime=(node.runtime or "") if node else "",
     )
 
 

@@ -28,6 +28,7 @@ def to_pending(job: Job, **extra: Any) -> PendingJob:
         memory_mb=job.memory_mb,
         gpu=lane_gpu,
         time_limit=time_limit(job),
+        image=job.image is not None,
         **extra,
     )
 

@@ -32,9 +32,18 @@ def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:
     sample_free = node.sample.mem_free_mb if node.sample else None
     return {
         "cuda": node_cuda(hello.cuda),
+        "runtime": node_runtime(node.config.runtime if node.config else None, hello.runtimes),
         "memory_total_mb": hello.mem_total_mb or None,
         "memory_free_mb": memory_free(hello.mem_total_mb or None, sample_free, promised),
     }
+
+
+def node_runtime(configured: str | None, found: Sequence[str]) -> str:
+    """The runtime image jobs run through: `[[nodes]] runtime` where the node has it,
+    else the first the runner found ("": none, so no image job goes there)."""
+    if configured is not None:
+        return configured if configured in found else ""
+    return found[0] if found else ""
 
 
 def node_slots(state: State, machines: Machines) -> list[NodeSlot]:

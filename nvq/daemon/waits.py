@@ -178,6 +178,7 @@ def _shape(job: PendingJob) -> PendingJob:
         node=job.node,
         cuda=job.cuda,
         memory_mb=job.memory_mb,
+        image=job.image,
         gpu=job.gpu,
         user=job.user,
         forbid_busy=job.forbid_busy,

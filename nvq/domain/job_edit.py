@@ -27,6 +27,7 @@ EDITABLE_FIELDS = {
     "cuda": "cuda",
     "env": "env",
     "lane": "lane",
+    "image": "image",
 }
 # A running job keeps its node, cards, process and the deadline its runner enforces.
 WHILE_RUNNING = frozenset({"name", "note", "tags", "priority"})
@@ -60,6 +61,7 @@ def spec_of(job: Job) -> JobSpec:
         no_reassign=job.no_reassign,
         retries_on=job.retries_on,
         notify_on=None if job.notify_on is None else list(job.notify_on),
+        image=job.image,
     )
 
 

@@ -50,6 +50,7 @@ def shape_of(job: Job) -> Shape | None:
         job.node_request,
         job.cuda,
         job.memory_mb,
+        job.image is not None,
         job.user,
         job.submitter,
         job.timeout,

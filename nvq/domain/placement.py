@@ -188,6 +188,7 @@ class _Pass:
                 tuple[str, bool] | None,
                 float | None,
                 tuple[str, ...] | None,
+                bool,
             ],
             Profile,
         ] = {}
@@ -207,7 +208,7 @@ class _Pass:
         for job in sorted(pending, key=order):
             who = (job.user, job.forbid_busy) if self.any_busy else None
             timed = job.time_limit if self.any_timed else None
-            key = (job.node, job.cuda, job.memory_mb, job.gpu, who, timed, job.nodes)
+            key = (job.node, job.cuda, job.memory_mb, job.gpu, who, timed, job.nodes, job.image)
             profile = self.profiles.get(key)
             if profile is None:
                 accepting = [node.accepting for node in self.state]

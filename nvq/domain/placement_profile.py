@@ -64,6 +64,14 @@ class Profile:
                 )
             candidates = ok
             self.qualifier += f" with CUDA >= {_version(need)}"
+        if job.image and not self.reason:
+            candidates = [i for i in candidates if slots[i].runtime]
+            if not candidates:
+                self.reason = (
+                    f"runs in a container image; no node{self.qualifier} has a container "
+                    "runtime (podman, docker or apptainer)"
+                )
+            self.qualifier += " with a container runtime"
         if job.memory_mb and not self.reason:
             need_mb = job.memory_mb
             ok = [i for i in candidates if _enough_memory(slots[i].memory_total_mb, need_mb)]

@@ -31,6 +31,7 @@ class NodeSlot(msgspec.Struct, frozen=True):
     time_left: float | None = None  # None: the node has no end
     untimed_ok: bool = True
     time_margin: float = 0.0
+    runtime: str = ""  # the container runtime image jobs run through; "": none
 
 
 class PendingJob(msgspec.Struct, frozen=True):
@@ -51,6 +52,7 @@ class PendingJob(msgspec.Struct, frozen=True):
     nodes: tuple[str, ...] | None = None
     # Whose usage it counts against (fair share): the OS user or the submitter label.
     account: str = ""
+    image: bool = False  # runs in a container image: only nodes with a runtime
 
 
 class Placement(msgspec.Struct, frozen=True):

@@ -13,6 +13,7 @@ the same things.
 from __future__ import annotations
 
 import math
+import re
 from typing import NamedTuple
 
 import msgspec
@@ -108,6 +109,22 @@ def _label(spec: JobSpec, field: str) -> None:
             raise SpecError(field, f"{value[:40]!r} contains a {bad}")
 
 
+# A reference as registries and `podman save` spell one: [host[:port]/]path[:tag][@digest]
+_IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
+MAX_IMAGE = 255
+
+
+def check_image(ref: str) -> str | None:
+    """What is wrong with an image reference (in words), or None."""
+    if not ref:
+        return "an image reference cannot be empty"
+    if len(ref) > MAX_IMAGE:
+        return f"an image reference is at most {MAX_IMAGE} characters, not {len(ref)}"
+    if _IMAGE_REF.fullmatch(ref) is None:
+        return f"{ref[:60]!r} is not an image reference (registry/name:tag or name@sha256:…)"
+    return None
+
+
 class SpecError(ValueError):
     """A submission that cannot be queued: `field` is the JobSpec field at fault,
     `problem` what is wrong with it; the message names the flag."""
@@ -191,6 +208,12 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             parse_cuda(spec.cuda)
         except ValueError as exc:
             raise SpecError("cuda", str(exc)) from None
+    if spec.image is not None:
+        problem = check_image(spec.image)
+        if spec.interactive:
+            problem = "a terminal session (job shell) does not run in an image yet"
+        if problem is not None:
+            raise SpecError("image", problem)
     if spec.lane is not None:
         try:
             parse_lane(spec.lane)

@@ -62,7 +62,7 @@ class NodeFacts(msgspec.Struct, frozen=True, kw_only=True):
 
 class Check(msgspec.Struct, frozen=True):
     constraint: str  # pin, state, drained, fenced, busy, walltime, untimed, cuda,
-    # host memory, cards, memory per card, cpu slots, lane
+    # runtime, host memory, cards, memory per card, cpu slots, lane
     ok: bool
     detail: str
 
@@ -136,6 +136,10 @@ def analyze(
                 have = f"{slot.cuda[0]}.{slot.cuda[1]}"
                 ok = slot.cuda >= job.cuda
                 checks.append(Check("cuda", ok, f"driver supports CUDA {have}, needs >= {need}"))
+        if job.image:
+            has = f"runs images through {slot.runtime}" if slot.runtime else \
+                "has no container runtime (podman, docker, apptainer)"
+            checks.append(Check("runtime", bool(slot.runtime), f"{has}; the job runs in an image"))
         if job.memory_mb and slot.memory_free_mb is not None:
             ok = slot.memory_free_mb >= job.memory_mb
             free, need_mem = format_mib(slot.memory_free_mb), format_mib(job.memory_mb)

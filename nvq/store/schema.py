@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -258,6 +258,10 @@ ALTER TABLE charges ADD COLUMN cards INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE charges ADD COLUMN dispatched_at REAL;
 ALTER TABLE charges ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_end ON jobs(ended_at);
+""",
+    # 18: jobs that run in a container image (`--image`).
+    """
+ALTER TABLE jobs ADD COLUMN image TEXT;
 """,
 ]
 

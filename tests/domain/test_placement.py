@@ -577,3 +577,13 @@ def big_cluster(rng: random.Random) -> list[NodeSlot]:
         )
         for n in range(64)
     ]
+
+
+def test_an_image_job_goes_only_to_a_node_with_a_runtime() -> None:
+    nodes = [gpu_node("bare"), gpu_node("boxed", running=3, runtime="podman")]
+    assert placed(run(nodes, [job(1, image=True), job(2)])) == {
+        1: ("boxed", [0]), 2: ("bare", [0])}
+    result = run([gpu_node("bare")], [job(1, image=True)])
+    assert result.unschedulable == [Unschedulable(
+        1, "runs in a container image; no node has a container runtime (podman, docker or "
+        "apptainer)")]

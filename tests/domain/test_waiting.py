@@ -284,3 +284,11 @@ def test_an_untimed_job_on_pilots_that_take_only_timed_ones_is_untimed() -> None
         w.UNTIMED, "pilots take only jobs with --timeout (allow_untimed = false)"
     )
     assert fit(job(), facts(pilot(3600.0, untimed_ok=True))).fits
+
+
+def test_an_image_job_needs_a_container_runtime() -> None:
+    assert failing(fit(job(image=True), facts(slot()))) == {
+        "runtime": "has no container runtime (podman, docker, apptainer); the job runs in an image"
+    }
+    assert fit(job(image=True), facts(slot(runtime="podman"))).fits
+    assert fit(job(), facts(slot())).fits

@@ -61,6 +61,9 @@ def job_submit(
         help="What --retries restarts: lost (it vanished), oom (the OOM killer), or both.",
     ),
     cuda: str = typer.Option(None, "--cuda", help="Minimum driver CUDA version, e.g. 13.0."),
+    image: str = typer.Option(
+        None, "--image", help="Run it in this container image (the node's podman/docker)."
+    ),
     memory: str = typer.Option(None, "--memory", help="Host RAM it needs (and its limit): 32GiB."),
     lane: str = typer.Option(None, "--lane", help="Append to a GPU's lane: NODE:GPU."),
     array: str = typer.Option(
@@ -139,6 +142,7 @@ def job_submit(
         after_any=ids(after_any, "--after-any"),
         retries=retries,
         cuda=cuda,
+        image=image,
         memory_mb=size(memory, "--memory"),
         lane=lane,
         array=array,

@@ -111,6 +111,7 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
         f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else "")
         + (f"  port {doc.port}" if getattr(doc, "port", None) and doc.state not in WAITING else ""),
         f"  command     {safe(doc.command)}",
+        *([f"  image       {safe(doc.image)}"] if doc.image else []),
         f"  runtime     {runtime(doc)}  (started {ago(doc.started_at)}, ended {ago(doc.ended_at)})",
     ]
     if doc.exit_code is not None:

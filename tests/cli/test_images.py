@@ -1,0 +1,121 @@
+"""Jobs that run in a container image, through the real CLI, on real sshd nodes with
+real rootful Podman (a busybox image the test builds itself; no registry)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_job_world import logs
+from tests.cluster import Nvq, make_nvq, write_mesh_config
+from tests.harness.podman import IMAGE, PodmanStore, podman_missing
+from tests.harness.sshd import SshdNode
+
+RUN_SH = """\
+echo "uid=$(id -u) cwd=$(pwd)"
+cat data.txt
+if [ -f /artifacts/ckpt ]; then echo "resumed from $(cat /artifacts/ckpt)"; fi
+echo step-1 > "$NVQ_ARTIFACTS/ckpt"
+echo "cards=$CUDA_VISIBLE_DEVICES nvidia=$NVIDIA_VISIBLE_DEVICES"
+echo '{"loss": 0.5}' > "$NVQ_JOB_DIR/result.json"
+"""
+
+
+@pytest.fixture
+def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, list[SshdNode]]]:
+    """n0 runs images through Podman; n1 is told to use apptainer, which it lacks."""
+    why = podman_missing()
+    if why is not None:
+        pytest.skip(why)
+    store = PodmanStore(tmp_path / "podman")
+    try:
+        store.build_busybox()
+        nodes = sshd_nodes(2)
+        nvq = make_nvq(tmp_path / "q")
+        write_mesh_config(nvq, nodes)
+        config = (nvq.home / "config.toml").read_text()
+        runner_env = "".join(f'{k} = "{v}"\n' for k, v in store.env.items())
+        config = config.replace('NVQ_GPU_BACKEND = "fake"\n',
+                                'NVQ_GPU_BACKEND = "fake"\n' + runner_env)
+        config = config.replace('name = "n1"\n', 'name = "n1"\nruntime = "apptainer"\n')
+        nvq.write_config(config)
+        try:
+            yield nvq, store, nodes
+        finally:
+            nvq.shutdown()
+    finally:
+        store.close()
+
+
+def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
+    images: tuple[Nvq, PodmanStore, list[SshdNode]],
+) -> None:
+    nvq, store, (n0, _n1) = images
+    assert nvq.cwd is not None
+    (nvq.cwd / "run.sh").write_text(RUN_SH)
+    (nvq.cwd / "data.txt").write_text("data from the submit directory\n")
+    job = nvq.submit("--image", IMAGE, "--gpus", "1", "--", "sh run.sh")
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 0, (done.get("reason"), done.get("stderr_tail"), logs(nvq, job["id"]))
+    assert done["node"] == "n0"  # n1 has no runtime: never an image job there
+    out = logs(nvq, job["id"])
+    assert f"uid={os.getuid()} cwd=" in out
+    assert "data from the submit directory" in out
+    assert "resumed" not in out
+    card = done["gpus"][0]
+    assert f"cards=0 nvidia={card}" in out  # the container's view of its one card
+    assert nvq.json("job", "result", str(job["id"]))["result"] == {"loss": 0.5}
+    assert done["image"] == IMAGE
+    assert f"image       {IMAGE}" in nvq.ok("job", "show", str(job["id"])).out
+    (ckpt,) = n0.home.glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
+    assert ckpt.read_text() == "step-1\n"
+    assert store.containers() == []  # --rm: nothing left behind
+
+    # The container's exit code is the job's.
+    failed = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "exit 7")
+    code, (ended,) = nvq.wait(failed["id"])
+    assert ended["exit_code"] == 7, ended
+
+    # Pinned to the node without a runtime, it could never run: refused, saying why.
+    refused = nvq.run("job", "submit", "--image", IMAGE, "--gpus", "0", "--node", "n1",
+                      "--", "true")
+    assert refused.code == 2
+    assert "no node matching --node 'n1' has a container runtime" in refused.err
+
+
+def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_processes(
+    images: tuple[Nvq, PodmanStore, list[SshdNode]],
+) -> None:
+    nvq, store, (n0, _n1) = images
+    script = "echo waiting; while [ ! -f /artifacts/go ]; do sleep 0.1; done; echo went; exit 3"
+    job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", script)
+    nvq.wait_for(job["id"], lambda j: "waiting" in logs(nvq, j["id"]))
+    (name,) = store.containers()
+    assert name.startswith("nvq-") and name.endswith(f"-{job['id']}-1")
+    nvq.ok("node", "restart", "n0")
+    (artifacts,) = n0.home.glob(f"jobs/*-{job['id']}-*/artifacts")
+    (artifacts / "go").write_text("")
+    _, (done,) = nvq.wait(job["id"])
+    assert done["exit_code"] == 3, done  # learnt by the new runner
+    assert "went" in logs(nvq, job["id"])
+
+    # Cancelled: the container and every process in it are gone.
+    job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "echo up; sleep 600 & sleep 601")
+    nvq.wait_for(job["id"], lambda j: "up" in logs(nvq, j["id"]))
+    nvq.ok("job", "cancel", str(job["id"]))
+    nvq.wait_for(job["id"], lambda j: j["state"] == "cancelled")
+    # --rm: the runtime removes the stopped container just after its client returns
+    nvq.wait_for(job["id"], lambda j: store.containers() == [])
+    assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
+                if _cmdline(p) in ("sleep\x00600\x00", "sleep\x00601\x00")]
+
+
+def _cmdline(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
