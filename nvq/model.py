@@ -252,6 +252,10 @@ class NodeView(msgspec.Struct, kw_only=True):
     cpu_jobs: int = 0
     error: str | None = None
     gpus: list[GpuView] = []
+    # While the node's link is down and node_grace runs: since when, and when the grace
+    # ends (its running jobs are reassigned then). Views show it; no state is stored.
+    unreachable_since: float | None = None
+    grace_ends_at: float | None = None
     # A Slurm pilot's (absent for other nodes): its cluster and the time its allocation
     # has left, in seconds (None: unlimited).
     cluster: str | msgspec.UnsetType = msgspec.UNSET

@@ -23,6 +23,7 @@ class NodeRuntime:
     state: str = "connecting"  # connecting | up | down
     hello: Hello | None = None
     sample: Sample | None = None
+    last_sample: Sample | None = None  # what `sample` was when the link went (views)
     last_seen: float | None = None
     error: str | None = None
     # `error` is one retrying cannot fix (NodeUnreachable.permanent): alerted at once.

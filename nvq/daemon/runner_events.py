@@ -54,6 +54,8 @@ class RunnerEvents:
         node.send = None
         node.reconciled = False
         self._replaying.discard(node.name)
+        if node.sample is not None:
+            node.last_sample = node.sample
         node.sample = None
         if node.state == "up":
             log.warning("node %s disconnected: %s", node.name, error)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from nvq.cli.render.artifacts import artifact_lines
 from nvq.cli.render.events import data_text, kind_text
@@ -60,7 +60,9 @@ def waiting_reason(job: Job) -> tuple[str, str] | None:
     return job.reason, detail
 
 
-def jobs_table(jobs: Sequence[Job]) -> str:
+def jobs_table(jobs: Sequence[Job], unreachable: Collection[str] = ()) -> str:
+    """`unreachable`: nodes whose link is down while their grace runs; their running
+    jobs show `unreachable` rather than a frozen `running` (a view, not a state)."""
     reasons = {j.id: waiting_reason(j) for j in jobs}
     with_reasons = any(reasons.values())  # once: asked per row, a long list took minutes
     rows = []
@@ -68,7 +70,7 @@ def jobs_table(jobs: Sequence[Job]) -> str:
         why = reasons[j.id]
         row = [
             str(j.id),
-            state_label(j),
+            "unreachable" if j.state == "running" and j.node in unreachable else state_label(j),
             clip(j.name, 24),
             job_where(j),
             format_mib(j.vram_mb) if j.vram_mb else "-",

@@ -20,6 +20,7 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
     proc_rows = []
     for n in nodes:
         state = _pilot_state(n) if isinstance(n.cluster, str) else n.state
+        state = unreachable_label(n) or state
         if not n.gpus:
             rows.append([n.name, state, "-", "(no GPUs)", "", "", "", ""])
         for g in n.gpus:
@@ -55,6 +56,19 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
     return out
 
 
+def unreachable_label(n: NodeView, now: float | None = None) -> str | None:
+    """`unreachable 40s (reassign in 80s)` while a node's grace runs, else None."""
+    since = getattr(n, "unreachable_since", None)
+    ends = getattr(n, "grace_ends_at", None)
+    if since is None or ends is None:
+        return None
+    now = time.time() if now is None else now
+    label = f"unreachable {format_duration(max(0.0, now - since))}"
+    if n.running_jobs:
+        label += f" (reassign in {format_duration(max(0.0, ends - now))})"
+    return label
+
+
 def _pilot_state(n: NodeView) -> str:
     """A Slurm pilot's state with where it runs and the time its allocation has left."""
     if n.state.startswith("requested"):
@@ -78,7 +92,8 @@ def status_text(doc: QueueStatus) -> str:
         nodes_table(doc.nodes),
     ]
     if doc.jobs:
-        parts += ["", jobs_table(doc.jobs)]
+        lost_links = {n.name for n in doc.nodes if unreachable_label(n)}
+        parts += ["", jobs_table(doc.jobs, unreachable=lost_links)]
     if doc.arrays:
         parts += ["", *map(array_line, doc.arrays)]
     parts += status_tail(doc)

@@ -34,6 +34,9 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
             continue
         on_node = by_node.get(node.name, [])
         hello = node.hello
+        # The last sample a lost link left: foreign use stays what it was last seen to be.
+        sample = node.sample or node.last_sample
+        grace = node.down_since is not None and node.state == "connecting" and not node.ignored
         views.append(
             NodeView(
                 name=node.name,
@@ -49,9 +52,13 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
                 running_jobs=len(on_node),
                 cpu_jobs=sum(1 for j in on_node if not j.gpus),
                 error=node.error,
+                unreachable_since=node.down_since if grace else None,
+                grace_ends_at=(node.down_since or 0) + state.config.queue.node_grace
+                if grace
+                else None,
                 gpus=gpu_views(
                     hello.gpus,
-                    node.sample.gpus if node.sample else None,
+                    sample.gpus if sample else None,
                     on_node,
                     headroom_mb=headroom,
                     allow=node.open_cards,
