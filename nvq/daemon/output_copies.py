@@ -23,6 +23,7 @@ from nvq.daemon.output_copy import (
     copy_paths,
     cut_middle,
     read_state,
+    records,
     write_state,
 )
 from nvq.daemon.state import State
@@ -56,12 +57,12 @@ class OutputCopies:
                     self._want(key, job.node)
 
     def _want(self, key: Key, node: str) -> None:
-        _, state_path = copy_paths(self.state.home, *key)
+        out_path, state_path = copy_paths(self.state.home, *key)
         st = read_state(state_path)
         if st is None:
             st = CopyState(node=node)
         if not st.complete:
-            self.wanted[key] = st
+            self.wanted[key] = _recounted(st, out_path)
 
     def _seed(self) -> None:
         for job in list(self.state.index.running.values()):
@@ -74,7 +75,7 @@ class OutputCopies:
                 continue
             st = read_state(path)
             if st is not None and not st.complete and key not in self.wanted:
-                self.wanted[key] = st
+                self.wanted[key] = _recounted(st, path.with_suffix(".out"))
 
     # ------------------------------------------------------------ reading side
 
@@ -133,11 +134,17 @@ class OutputCopies:
             if st is None:
                 return
             try:
+                # The state is written when it says something the copy cannot: which
+                # node (its first piece), a cut (offsets no longer follow from the
+                # records), a stream's end. Otherwise the offsets are the records'
+                # sums, recounted on a restart: a piece costs one append, no more.
+                save = msg.eof or not state_path.exists() or st.generation > 0
                 if msg.data:
                     size = append(out_path, stream, msg.data)
                     st.offsets[stream] = st.offsets.get(stream, 0) + len(msg.data)
                     if size > cap and cut_middle(out_path, cap):
                         st.generation += 1
+                        save = True
                 if msg.eof:
                     self.active.pop((*key, stream), None)
                     node = self.state.nodes.get(node_name)
@@ -147,7 +154,8 @@ class OutputCopies:
                         st.done[stream] = True
                         if st.complete:
                             self.wanted.pop(key, None)
-                write_state(state_path, st)
+                if save:
+                    write_state(state_path, st)
             except OSError as exc:
                 log.warning("copying the output of job %d failed: %s", key[0], exc)
             self._signal(key)
@@ -157,3 +165,19 @@ class OutputCopies:
 
 def copy_file(home: Path, job_id: int, attempt: int) -> Path:
     return copy_paths(home, job_id, attempt)[0]
+
+
+def _recounted(st: CopyState, out_path: Path) -> CopyState:
+    """Offsets from the copy's own records (the state file is not rewritten for every
+    piece); after a cut they cannot be, and the state file's are kept."""
+    if st.generation > 0:
+        return st
+    try:
+        data = out_path.read_bytes()
+    except OSError:
+        return st
+    sums: dict[str, int] = {}
+    for stream, body in records(data):
+        sums[stream] = sums.get(stream, 0) + len(body)
+    st.offsets = {s: max(sums.get(s, 0), st.offsets.get(s, 0)) for s in STREAMS}
+    return st

@@ -41,3 +41,18 @@ def test_last_lines() -> None:
     assert last_lines(b"a\nb\n", -1, 0) == b"a\nb\n"
     assert last_lines(b"a\nb\n", 0, 0) == b""
     assert last_lines(b"abcdef\n", -1, 3).endswith(b"ef\n")
+
+
+def test_offsets_are_recounted_from_the_records_after_a_restart(tmp_path: Path) -> None:
+    from nvq.daemon.output_copies import _recounted
+    from nvq.daemon.output_copy import CopyState
+
+    path = tmp_path / "1.out"
+    append(path, "stdout", b"abc")
+    append(path, "stderr", b"de")
+    append(path, "stdout", b"f")
+    # the state file was written at the first piece only
+    st = _recounted(CopyState(node="n0", offsets={"stdout": 3}), path)
+    assert st.offsets == {"stdout": 4, "stderr": 2}
+    cut = CopyState(node="n0", offsets={"stdout": 9}, generation=1)
+    assert _recounted(cut, path).offsets == {"stdout": 9}  # after a cut: as saved
