@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from nvq.cli.render.queue import unreachable_label
 from nvq.model import GpuView, NodeView
 from nvq.values import format_mib
 
@@ -71,7 +72,7 @@ def gpu_row(node: NodeView, gpu: GpuView) -> tuple[str | Text, ...]:
 
 def node_row(node: NodeView) -> tuple[str | Text, ...]:
     """A node without GPUs (or down, with none reported): its state in the bar's place."""
-    state = node.state + (f" ({node.error})" if node.error else "")
+    state = (unreachable_label(node) or node.state) + (f" ({node.error})" if node.error else "")
     return (
         node.name,
         "-",
@@ -86,7 +87,8 @@ def node_rows(nodes: list[NodeView]) -> list[tuple[str, tuple[str | Text, ...]]]
     """(row key, cells) for every GPU of every node; the key names the node and card."""
     out: list[tuple[str, tuple[str | Text, ...]]] = []
     for node in nodes:
-        label = node.name if node.state == "up" else f"{node.name} [{node.state}]"
+        shown = unreachable_label(node) or node.state
+        label = node.name if node.state == "up" else f"{node.name} [{shown}]"
         if not node.gpus:
             out.append((f"{node.name}:-", node_row(node)))
         for gpu in node.gpus:

@@ -25,6 +25,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from nvq.cli.render.queue import unreachable_label
 from nvq.client.asynchronous import AsyncClient
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.domain.report import BY
@@ -129,10 +130,13 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             history = await site.client.gpu_history(since=now - 86400, step=CHART_STEP)
         except ClientError:
             history = []  # a daemon without the history: the page shows no chart
+        nodes = await site.client.nodes()
         return html(
             request,
             "nodes.html",
-            nodes=await site.client.nodes(),
+            nodes=nodes,
+            # `unreachable 40s (reassign in 1m20s)` while a node's grace runs
+            unreachable={n.name: unreachable_label(n, now) for n in nodes},
             charts=pages.charts(history, now),
             chart_w=pages.CHART_W,
             chart_h=pages.CHART_H,

@@ -13,6 +13,7 @@ from typing import Any
 from nvq.cli.render.jobs import jobs_table
 from nvq.cli.render.queue import nodes_table, unreachable_label
 from nvq.model import Job, JobState, NodeView
+from nvq.tui.gpu_bar import node_row
 from tests.cluster import make_nvq, write_mesh_config
 from tests.harness.fixtures import SshdNodesFactory
 
@@ -27,6 +28,7 @@ def test_the_label_counts_from_the_drop_and_to_the_grace_end() -> None:
     up = NodeView(name="n2", host=None, state="up", last_seen=None)
     assert unreachable_label(up) is None
     assert "unreachable" in nodes_table([n]) and "unreachable" not in nodes_table([up])
+    assert str(node_row(n)[2]).startswith("unreachable ")  # the TUI's row
     job = Job(id=7, name="train", state=JobState.RUNNING, command="true", node="n0",
               user="u", submitter="u", created_at=0.0)
     assert " unreachable " in jobs_table([job], unreachable={"n0"})
