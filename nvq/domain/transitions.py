@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from nvq.domain import deps, retry_policy
+from nvq.domain.failure_reasons import failure_reason, oom_reason
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
-from nvq.values import format_mib
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
 
@@ -163,29 +163,9 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         state, kind, reason = JobState.COMPLETED, "job_completed", None
     else:
         state, kind = JobState.FAILED, "job_failed"
-        reason = (
-            f"killed by signal {ev.signal}" if ev.signal else f"exited with code {ev.exit_code}"
-        )
-        if memory_exceeded(job, ev):
-            reason += f": it exceeded its --memory limit of {format_mib(job.memory_mb)}"
-        elif likely := [d for d in job.env_dropped if _likeliest(d) < len(_INTERPRETER_VARS)]:
-            # The submitting shell's environment or interpreter path, missing on the
-            # node: the likeliest cause of a failure there; `job show` lists the rest.
-            first = min(likely, key=_likeliest)
-            more = f" and {len(likely) - 1} more" if len(likely) > 1 else ""
-            reason += f" (likely cause: not carried to {node}: {first}{more})"
+        reason = failure_reason(job, ev, node)
     new = msgspec.structs.replace(job, state=state, reason=reason, **common)
     return Outcome(new, [NewEvent(kind, job.id, node, details)])
-
-
-# What decides which interpreter and packages a job runs with: named first when a job
-# that failed left them behind.
-_INTERPRETER_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "PATH")
-
-
-def _likeliest(item: str) -> int:
-    name = item.split("=", 1)[0]
-    return _INTERPRETER_VARS.index(name) if name in _INTERPRETER_VARS else len(_INTERPRETER_VARS)
 
 
 def lost(job: Job, ev: JobLost, node: str) -> Outcome:
@@ -299,25 +279,6 @@ def release(job: Job, dead: list[int], *, by: str) -> Outcome:
 
 
 # -- policy: requeue, pause, resume, edit, priority ---------------------------------------
-
-_OOM_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
-
-
-def oom_reason(job: Job, ev: JobExited) -> str:
-    """`killed by the OOM killer (exit 137, host memory limit 8 GiB)`."""
-    limit = f", host memory limit {format_mib(job.memory_mb)}" if job.memory_mb else ""
-    return f"killed by the OOM killer (exit {ev.exit_code}{limit})"
-
-
-def memory_exceeded(job: Job, ev: JobExited) -> bool:
-    """A job with `--memory` that died of its address-space rlimit: an allocation
-    error in its stderr. (The cgroup's OOM kill is `ev.oom_killed`; a SIGKILL alone
-    is not taken for one: anything may have sent it.)"""
-    if not job.memory_mb or ev.reason != "exit" or ev.exit_code == 0:
-        return False
-    tail = ev.stderr_tail or ""
-    return any(marker in tail for marker in _OOM_MARKERS)
-
 
 def requeue(job: Job, *, by: str, now: float) -> Outcome:
     """Run a finished job again: same id and note, to the back of its priority."""

@@ -144,7 +144,12 @@ MAX_LINES = 400
 # when its split lands (the test then keeps it under the limit).
 # methods.py: one method per request in one class (Requests); splitting the class by
 # request family is the way back under.
-OVER_LIMIT_FOR_NOW: set[str] = {"nvq/client/methods.py"}
+OVER_LIMIT_FOR_NOW: set[str] = {
+    "nvq/client/methods.py",  # one method per request: to be split by request family
+    # One concept (the daemon's reaction to each runner message), grown by leases and
+    # recovery; its split waits for the effects-as-data pass (one apply_journaled).
+    "nvq/daemon/runner_events.py",
+}
 
 
 def test_no_source_file_is_over_400_lines() -> None:
