@@ -82,6 +82,8 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     notify_on: list[str] | None = None
     # --image: run in this container image through the node's runtime; None: bare
     image: str | None = None
+    # the image as the queue host saved it (nvq/world/images.py): nodes without it load it
+    image_manifest: str | None = None
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -169,8 +171,9 @@ class Job(msgspec.Struct, kw_only=True):
     begin_at: float | None = None
     # schema version 16: --notify-on (see JobSpec)
     notify_on: list[str] | None = None
-    # schema version 18: --image (see JobSpec)
+    # schema version 18: --image (see JobSpec); 19: the image as the queue host saved it
     image: str | None = None
+    image_manifest: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):
@@ -260,6 +263,8 @@ class NodeView(msgspec.Struct, kw_only=True):
     # has left, in seconds (None: unlimited).
     cluster: str | msgspec.UnsetType = msgspec.UNSET
     time_left: float | msgspec.UnsetType | None = msgspec.UNSET
+    # the container runtime its image jobs run through ("": none; None: not reported yet)
+    runtime: str | None = None
 
 
 # ---------------------------------------------------------------- transactions

@@ -22,6 +22,7 @@ from typing import Optional
 from . import workfiles
 from .blobcache import DEFAULT_CACHE_SIZE, BlobCache
 from .blobfetch import BlobFetcher, FetchError
+from .image_load import ImageError, ensure_image
 from .job_artifacts import ArtifactsError, JobArtifacts
 from .jobfiles import JobDir, tail_text
 from .manifest_wire import Manifest, ManifestError
@@ -66,7 +67,7 @@ class JobWorld:
     @staticmethod
     def needed(msg: Start) -> bool:
         return bool(msg.manifest_id or msg.env_mode != "runner" or msg.setup
-                    or msg.artifacts_tree)
+                    or msg.artifacts_tree or msg.image_manifest)
 
     async def prepare(self, msg: Start, d: JobDir) -> Prepared:
         prepared = Prepared()
@@ -85,6 +86,13 @@ class JobWorld:
             cwd = prepared.workdir or (Path(msg.workdir).expanduser() if msg.workdir else d.path)  # noqa: ASYNC240
             env = await asyncio.to_thread(self._setup, msg, d, manifest, cwd, env)
         prepared.env = env
+        if msg.image_manifest and msg.image:
+            try:
+                await ensure_image(msg, d, self.cache, self.fetcher)
+            except (ImageError, FetchError, ManifestError, OSError,
+                    subprocess.SubprocessError) as exc:
+                raise PrepareError(f"cannot bring the image {msg.image} to this node: {exc}") \
+                    from None
         if msg.artifacts_tree:
             # last: a job that fails to prepare must not leave a mount behind
             try:

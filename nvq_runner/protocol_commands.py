@@ -67,6 +67,9 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # runtime the node has); "": a bare process.
     image: str = ""
     runtime: str = ""
+    # The image as the queue host saved it (chunks in the blob store): loaded from
+    # there when the node's runtime lacks the image. "": the node has it or pulls it.
+    image_manifest: str = ""
     lazy_artifacts: bool = True
     # False for a `--no-reassign` job: the daemon never runs it elsewhere, so a runner
     # whose lease lapses lets it run on (see `Heartbeat`).

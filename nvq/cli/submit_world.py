@@ -70,3 +70,18 @@ def submit_world(
         )
     except SnapshotError as exc:
         raise CliError(str(exc), 2) from None
+
+
+def staged_image(ref: str) -> str | None:
+    """`ref` as this host's runtime saves it, in the queue's blob store (see
+    nvq.world.images), or None: no runtime or no such image here (the node must then
+    have or pull it), or a store this user cannot write (a member of a shared queue)."""
+    from nvq.world.blobs import BlobStore
+    from nvq.world.images import stage_image
+    from nvq.world.submission import blob_root
+
+    root = default_root()
+    try:
+        return stage_image(ref, root, BlobStore(blob_root(root)))
+    except OSError:
+        return None

@@ -83,6 +83,7 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         reassign=not job.no_reassign,
         interactive=job.interactive,
         image=job.image or "",
+        image_manifest=job.image_manifest or "",
         runtime=(node.runtime or "") if node else "",
     )
 

@@ -62,6 +62,7 @@ def spec_of(job: Job) -> JobSpec:
         retries_on=job.retries_on,
         notify_on=None if job.notify_on is None else list(job.notify_on),
         image=job.image,
+        image_manifest=job.image_manifest,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -262,6 +262,10 @@ CREATE INDEX jobs_by_end ON jobs(ended_at);
     # 18: jobs that run in a container image (`--image`).
     """
 ALTER TABLE jobs ADD COLUMN image TEXT;
+""",
+    # 19: the image as the queue host saved it, for nodes that cannot pull it.
+    """
+ALTER TABLE jobs ADD COLUMN image_manifest TEXT;
 """,
 ]
 

@@ -91,6 +91,7 @@ def array_counts(conn: sqlite3.Connection, array_ids: Iterable[int]) -> dict[int
 
 
 def manifest_ids(conn: sqlite3.Connection) -> set[str]:
-    """Every snapshot a job in the queue (in any state) references."""
-    rows = conn.execute("SELECT DISTINCT manifest_id FROM jobs WHERE manifest_id IS NOT NULL")
+    """Every snapshot (and staged image) a job in the queue (in any state) references."""
+    rows = conn.execute("SELECT DISTINCT manifest_id FROM jobs WHERE manifest_id IS NOT NULL "
+                        "UNION SELECT image_manifest FROM jobs WHERE image_manifest IS NOT NULL")
     return {r[0] for r in rows}

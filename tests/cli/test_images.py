@@ -27,15 +27,19 @@ echo '{"loss": 0.5}' > "$NVQ_JOB_DIR/result.json"
 
 @pytest.fixture
 def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, list[SshdNode]]]:
-    """n0 runs images through Podman; n1 is told to use apptainer, which it lacks."""
+    """The queue host's store holds the image; the nodes' store (n0's runner: Podman)
+    starts empty and no registry is reachable, so the image must come from the queue
+    host. n1 is told to use apptainer, which it lacks: it has no runtime."""
     why = podman_missing()
     if why is not None:
         pytest.skip(why)
-    store = PodmanStore(tmp_path / "podman")
+    host = PodmanStore(tmp_path / "podman-host")
+    store = PodmanStore(tmp_path / "podman-nodes")
     try:
-        store.build_busybox()
+        host.build_busybox()
         nodes = sshd_nodes(2)
         nvq = make_nvq(tmp_path / "q")
+        nvq.env.update(host.env)
         write_mesh_config(nvq, nodes)
         config = (nvq.home / "config.toml").read_text()
         runner_env = "".join(f'{k} = "{v}"\n' for k, v in store.env.items())
@@ -49,6 +53,7 @@ def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, 
             nvq.shutdown()
     finally:
         store.close()
+        host.close()
 
 
 def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
@@ -58,6 +63,7 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     assert nvq.cwd is not None
     (nvq.cwd / "run.sh").write_text(RUN_SH)
     (nvq.cwd / "data.txt").write_text("data from the submit directory\n")
+    assert store.podman("image", "exists", IMAGE, check=False).returncode == 1
     job = nvq.submit("--image", IMAGE, "--gpus", "1", "--", "sh run.sh")
     code, (done,) = nvq.wait(job["id"])
     assert code == 0, (done.get("reason"), done.get("stderr_tail"), logs(nvq, job["id"]))
@@ -74,11 +80,16 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     (ckpt,) = n0.home.glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
     assert ckpt.read_text() == "step-1\n"
     assert store.containers() == []  # --rm: nothing left behind
+    # the node got the image from the queue host, and keeps it for the next job
+    assert store.podman("image", "exists", IMAGE, check=False).returncode == 0
 
     # The container's exit code is the job's.
     failed = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "exit 7")
     code, (ended,) = nvq.wait(failed["id"])
     assert ended["exit_code"] == 7, ended
+
+    runtimes = {n["name"]: n["runtime"] for n in nvq.json("queue", "nodes", "--json")}
+    assert runtimes == {"n0": "podman", "n1": ""}
 
     # Pinned to the node without a runtime, it could never run: refused, saying why.
     refused = nvq.run("job", "submit", "--image", IMAGE, "--gpus", "0", "--node", "n1",
@@ -93,7 +104,7 @@ def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_pr
     nvq, store, (n0, _n1) = images
     script = "echo waiting; while [ ! -f /artifacts/go ]; do sleep 0.1; done; echo went; exit 3"
     job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", script)
-    nvq.wait_for(job["id"], lambda j: "waiting" in logs(nvq, j["id"]))
+    nvq.wait_for(job["id"], lambda j: j["started_at"] is not None and "waiting" in logs(nvq, j["id"]))
     (name,) = store.containers()
     assert name.startswith("nvq-") and name.endswith(f"-{job['id']}-1")
     nvq.ok("node", "restart", "n0")
@@ -104,14 +115,14 @@ def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_pr
     assert "went" in logs(nvq, job["id"])
 
     # Cancelled: the container and every process in it are gone.
-    job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "echo up; sleep 600 & sleep 601")
-    nvq.wait_for(job["id"], lambda j: "up" in logs(nvq, j["id"]))
+    job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "echo up; sleep 6007 & sleep 6011")
+    nvq.wait_for(job["id"], lambda j: j["started_at"] is not None and "up" in logs(nvq, j["id"]))
     nvq.ok("job", "cancel", str(job["id"]))
     nvq.wait_for(job["id"], lambda j: j["state"] == "cancelled")
     # --rm: the runtime removes the stopped container just after its client returns
     nvq.wait_for(job["id"], lambda j: store.containers() == [])
     assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
-                if _cmdline(p) in ("sleep\x00600\x00", "sleep\x00601\x00")]
+                if _cmdline(p) in ("sleep\x006007\x00", "sleep\x006011\x00")]
 
 
 def _cmdline(path: Path) -> str:

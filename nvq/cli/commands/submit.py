@@ -163,6 +163,10 @@ def job_submit(
     spec = msgspec.structs.replace(spec, **submit_world(
         WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env, from_snapshot,
     ))
+    if spec.image and not dry_run:  # carried to nodes that cannot pull it
+        from nvq.cli.submit_world import staged_image
+
+        spec = msgspec.structs.replace(spec, image_manifest=staged_image(spec.image))
     client = Client()
     if dry_run:  # `job shell --dry-run` too: where the shell would open
         from nvq.cli.render.why import preview_text

@@ -13,6 +13,7 @@ from nvq import control as c
 from nvq.daemon.array_summaries import summarise_arrays
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.slots import node_runtime
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views
 from nvq.model import ACTIVE_STATES, Event, JobState, NewEvent, NodeView, Tx
@@ -47,6 +48,8 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
                 hostname=hello.hostname if hello else None,
                 backend=hello.backend if hello else None,
                 cuda=hello.cuda if hello else None,
+                runtime=node_runtime(node.config.runtime if node.config else None,
+                                     hello.runtimes) if hello else None,
                 host_mem_total_mb=hello.mem_total_mb if hello else None,
                 host_mem_free_mb=node.sample.mem_free_mb if node.sample else None,
                 running_jobs=len(on_node),
