@@ -237,6 +237,8 @@ class GpuView(msgspec.Struct, kw_only=True):
     schedulable: bool
     jobs: list[int]
     processes: list[GpuProcessView]
+    # The runner's evidence that the card is unhealthy; such a card takes no new job.
+    faults: list[str] = []
 
 
 class NodeView(msgspec.Struct, kw_only=True):

@@ -32,6 +32,7 @@ def take_sample(
                 util_percent=g.util_percent,
                 processes=procs,
                 blind=g.blind,
+                faults=g.faults,
             )
         )
     progress = {}

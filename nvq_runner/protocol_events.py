@@ -44,6 +44,8 @@ class GpuSample(msgspec.Struct, frozen=True):
     util_percent: Optional[int]
     processes: list[GpuProcess]
     blind: bool = False
+    # Why the card is unhealthy, one line of evidence each (gpu/health.py); []: healthy.
+    faults: list[str] = []
 
 
 class ActiveJob(msgspec.Struct, frozen=True):

@@ -54,10 +54,17 @@ class NodeRuntime:
         Slurm allocation granted the runner (a pilot). None: every card."""
         granted = self.hello.allocated if self.hello is not None else None
         if granted is None:
-            return self.allow
-        if self.allow is None:
-            return granted
-        return [i for i in self.allow if i in granted]
+            cards = self.allow
+        elif self.allow is None:
+            cards = granted
+        else:
+            cards = [i for i in self.allow if i in granted]
+        # A card the runner reports unhealthy (Xid, ECC, …) takes no new job.
+        sick = {g.index for g in self.sample.gpus if g.faults} if self.sample else set()
+        if not sick or self.hello is None:
+            return cards
+        base = cards if cards is not None else [g.index for g in self.hello.gpus]
+        return [i for i in base if i not in sick]
 
     @property
     def owner(self) -> str | None:

@@ -55,7 +55,8 @@ def gpu_view(
         reserved_mb=reserved,
         free_mb=free,
         attribution="blind" if blind else "measured",
-        schedulable=schedulable,
+        schedulable=schedulable and not (sample and sample.faults),
+        faults=list(sample.faults) if sample else [],
         jobs=[j.id for j in jobs_on_card],
         processes=[
             GpuProcessView(

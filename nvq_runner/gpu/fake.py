@@ -12,6 +12,9 @@ next to it.
     pid = 4242
     user = "alice"
     used = "10GiB"
+
+Card health, injected per [[gpu]] (gpu/health.py judges it): `xid = 79` (or a list),
+`ecc_dbe = 1`, `retired_pending = true`, `nvml_hang = true`, `lost = true`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from .. import procfs
 from ..protocol import GpuInfo, GpuProcess, GpuSample
 from .base import GpuFacts
+from .health import CardEvidence, faults
 
 # tomllib is 3.11+; on older nodes the bootstrap ships tomli, its origin.
 if sys.version_info >= (3, 11):
@@ -133,6 +137,14 @@ class FakeBackend:
                 (pid, procfs.process_user(pid), mib) for pid, cards, mib in loads if i in cards
             ]
             util = g.get("util")
+            xids = g.get("xid", [])
+            evidence = CardEvidence(
+                xids=[int(x) for x in (xids if isinstance(xids, list) else [xids])],
+                ecc_dbe=int(g.get("ecc_dbe", 0)),
+                retired_pending=bool(g.get("retired_pending", False)),
+                nvml_hang=bool(g.get("nvml_hang", False)),
+                lost=bool(g.get("lost", False)),
+            )
             out.append(
                 GpuSample(
                     index=i,
@@ -144,6 +156,7 @@ class FakeBackend:
                         for pid, user, mib in procs
                     ],
                     blind=blind,
+                    faults=faults(evidence),
                 )
             )
         return out

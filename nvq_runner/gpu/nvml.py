@@ -13,6 +13,8 @@ import pynvml
 from .. import procfs
 from ..protocol import GpuInfo, GpuProcess, GpuSample
 from .base import GpuFacts
+from .health import faults
+from .nvml_health import NvmlHealth
 
 log = logging.getLogger(__name__)
 _MIB = 1024 * 1024
@@ -49,6 +51,7 @@ class NvmlBackend:
             pynvml.nvmlShutdown()
             raise
         self._facts = self._read_facts()
+        self._health = NvmlHealth(self._handles)
 
     def _read_facts(self) -> GpuFacts:
         driver = _try("driver version", pynvml.nvmlSystemGetDriverVersion)
@@ -106,9 +109,11 @@ class NvmlBackend:
                     util_percent=int(util.gpu) if util is not None else None,
                     processes=processes,
                     blind=any(p.used_mb is None for p in processes),
+                    faults=faults(self._health.read(index)),
                 )
             )
         return out
 
     def close(self) -> None:
+        self._health.close()
         _try("shutdown", pynvml.nvmlShutdown)

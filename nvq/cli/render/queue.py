@@ -49,6 +49,12 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
     out = table(["NODE", "STATE", "GPU", "NAME", "MEMORY", "UTIL", "FREE", "JOBS"], rows)
     # Why a node is not up, under the table: the cause and its fix are known at once.
     errors = [f"  {n.name}: {n.error}" for n in nodes if n.error and n.state != "up"]
+    errors += [
+        f"  {n.name}:{g.index} unhealthy: {'; '.join(g.faults)}"
+        for n in nodes
+        for g in n.gpus
+        if getattr(g, "faults", None)
+    ]
     if errors:
         out += "\n" + "\n".join(errors)
     if procs:

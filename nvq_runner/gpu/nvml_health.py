@@ -1,0 +1,90 @@
+"""Card health from NVML (pynvml): Xid events, volatile double-bit ECC errors, retired
+pages or remapped rows pending, a call that took too long, a card that is gone. It
+gathers `CardEvidence`; `health.faults` judges it. Every call is guarded: a driver that
+lacks one (no ECC on a consumer card) costs that piece of evidence only."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pynvml
+
+from .health import CardEvidence
+
+log = logging.getLogger(__name__)
+
+# A health read slower than this is an NVML hang (a healthy read takes milliseconds).
+HANG_SECONDS = 10.0
+
+
+class NvmlHealth:
+    def __init__(self, handles: list[Any]) -> None:
+        self._handles = handles
+        # Sticky per card: an Xid is an event, and a lost card does not come back.
+        self.evidence = [CardEvidence() for _ in handles]
+        self._events: Any = None
+        try:
+            self._events = pynvml.nvmlEventSetCreate()
+            for h in handles:
+                pynvml.nvmlDeviceRegisterEvents(
+                    h, pynvml.nvmlEventTypeXidCriticalError, self._events
+                )
+        except pynvml.NVMLError as exc:
+            log.info("NVML Xid events unavailable: %s", exc)
+
+    def _xids(self) -> None:
+        """Drain the pending Xid events without waiting."""
+        if self._events is None:
+            return
+        while True:
+            try:
+                data = pynvml.nvmlEventSetWait_v2(self._events, 0)
+            except pynvml.NVMLError:
+                return  # NVML_ERROR_TIMEOUT: none pending (or events broke: none)
+            index = next(
+                (i for i, h in enumerate(self._handles) if h == data.device), None
+            )
+            if index is not None:
+                self.evidence[index].xids.append(int(data.eventData))
+
+    def read(self, index: int) -> CardEvidence:
+        """The evidence on card `index`, refreshed."""
+        ev = self.evidence[index]
+        h = self._handles[index]
+        began = time.monotonic()
+        self._xids()
+        try:
+            ev.ecc_dbe = int(
+                pynvml.nvmlDeviceGetTotalEccErrors(
+                    h, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC
+                )
+            )
+        except pynvml.NVMLError_GpuIsLost:
+            ev.lost = True
+        except pynvml.NVMLError:
+            pass  # no ECC on this card
+        pending = False
+        try:
+            pending = (
+                pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h) == pynvml.NVML_FEATURE_ENABLED
+            )
+        except pynvml.NVMLError:
+            pass  # Ampere and later remap rows instead
+        try:
+            _, _, is_pending, failed = pynvml.nvmlDeviceGetRemappedRows(h)
+            pending = pending or bool(is_pending) or bool(failed)
+        except pynvml.NVMLError:
+            pass
+        ev.retired_pending = pending
+        if time.monotonic() - began > HANG_SECONDS:
+            ev.nvml_hang = True
+        return ev
+
+    def close(self) -> None:
+        if self._events is not None:
+            try:
+                pynvml.nvmlEventSetFree(self._events)
+            except pynvml.NVMLError:
+                pass
