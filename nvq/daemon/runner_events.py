@@ -20,6 +20,7 @@ from nvq.daemon.recovery import Recovery
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
 from nvq.domain import exits, fencing, transitions
+from nvq.domain.card_health import unhealthy_events
 from nvq.model import Event, Job, JobState, NewAlert, NewEvent, NodeSeq, Outcome, Reap, Tx
 from nvq_runner import protocol as p
 from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
@@ -137,7 +138,11 @@ class RunnerEvents:
         if node.name in self._replaying and not isinstance(msg, (p.Hello, *_JOURNALED)):
             await self._replayed(node)
         if isinstance(msg, p.Sample):
+            previous = node.sample
             self._on_sample(node, msg)
+            if sick := unhealthy_events(node.name, previous, msg):
+                async with self.state.lock:
+                    await self.state.commit(Tx(events=sick))
         elif isinstance(msg, p.LogData):
             deliver = node.log_streams.get(msg.req)
             if deliver is not None:

@@ -26,7 +26,8 @@ ALERT_KINDS: dict[str, str] = {
     "job_unschedulable": "error",
     "launch_failed": "error",
     "node_down": "error",
-    "node_refused": "error",  # a host key or login refused: retrying cannot help
+    "node_refused": "error",
+    "gpu_unhealthy": "error",  # a card's Xid/ECC/…: it takes no new job  # a host key or login refused: retrying cannot help
     "job_retried": "warning",
     "job_reassigned": "info",
     "job_preempted": "info",
@@ -67,6 +68,17 @@ def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
             severity=severity,
             key=f"{ev.kind}:cluster:{ev.node}:{data.get('message')}",
             message=str(data.get("message")),
+            node=ev.node,
+        )
+    if ev.job_id is None and ev.kind == "gpu_unhealthy":
+        # Once per card and evidence: the same fault seen again is the same alert.
+        card = f"{ev.node}:{data.get('card')}"
+        evidence = "; ".join(map(str, data.get("faults") or []))
+        return NewAlert(
+            kind=ev.kind,
+            severity=severity,
+            key=f"{ev.kind}:{card}:{evidence}",
+            message=f"card {card} is unhealthy ({evidence}); it takes no new job",
             node=ev.node,
         )
     if ev.job_id is None and ev.kind == "node_refused":

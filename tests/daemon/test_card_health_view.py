@@ -1,6 +1,6 @@
 """A card its runner reports unhealthy (here a fatal Xid, injected through the fake
 backend) takes no new job while its node's other card does; `queue nodes` shows the
-evidence. Through the real CLI on a real sshd node."""
+evidence and one `gpu_unhealthy` alert names it. Through the real CLI on a real sshd node."""
 
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ def test_an_unhealthy_card_takes_no_job(tmp_path: Path, sshd_nodes: SshdNodesFac
         assert sick["faults"] == ["xid 79"] and not sick["schedulable"]
         assert well["faults"] == [] and well["schedulable"]
         assert "n0:0 unhealthy: xid 79" in nvq.ok("queue", "nodes").out
+        (alert,) = [a for a in nvq.run("queue", "alerts", "--json").json()
+                    if a["kind"] == "gpu_unhealthy"]
+        assert alert["message"] == "card n0:0 is unhealthy (xid 79); it takes no new job"
         jobs = [nvq.submit("--vram", "20GiB", "--", "true") for _ in range(2)]
         code, done = nvq.wait(*(j["id"] for j in jobs), timeout=90)
         assert code == 0 and all(j["gpus"] == [1] for j in done), done

@@ -49,3 +49,27 @@ def test_the_fake_backend_injects_each_condition(tmp_path: Path) -> None:
         ["the card vanished"],
         [],
     ]
+
+
+def test_a_card_is_alerted_when_its_evidence_is_new() -> None:
+    from nvq.domain.alerts import derive
+    from nvq.domain.card_health import unhealthy_events
+    from nvq_runner.protocol import GpuSample, Sample
+
+    def sample(*faults: list[str]) -> Sample:
+        gpus = [GpuSample(index=i, total_mb=1, used_mb=0, util_percent=None, processes=[],
+                          faults=f) for i, f in enumerate(faults)]
+        return Sample(time=0.0, gpus=gpus, mem_free_mb=0, progress={})
+
+    first = sample([], ["xid 79"])
+    events = unhealthy_events("gpu1", None, first)
+    assert [(e.kind, e.data) for e in events] == [
+        ("gpu_unhealthy", {"card": 1, "faults": ["xid 79"]})
+    ]
+    assert unhealthy_events("gpu1", first, sample([], ["xid 79"])) == []  # nothing new
+    worse = unhealthy_events("gpu1", first, sample([], ["xid 79", "the card vanished"]))
+    (alert,) = derive(worse, {})
+    assert alert.key == "gpu_unhealthy:gpu1:1:xid 79; the card vanished"
+    assert alert.message == (
+        "card gpu1:1 is unhealthy (xid 79; the card vanished); it takes no new job"
+    )
