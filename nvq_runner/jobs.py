@@ -1,11 +1,8 @@
-"""Launching, watching, killing and adopting job attempts.
-
-Each attempt runs as `/bin/sh wrapper.sh <jobdir>` in its own session (see
-wrapper.sh). Exits are learnt at once, without polling: every watched wrapper has a
-pidfd registered with the event loop, which becomes readable when the process ends;
-for the runner's own children the status then comes from waitpid, for attempts
-adopted after a runner restart from the wrapper's exit record.
-"""
+"""Launching, watching, killing and adopting job attempts. Each attempt runs as
+`/bin/sh wrapper.sh <jobdir>` in its own session (see wrapper.sh). Exits are learnt at
+once, without polling: every watched wrapper has a pidfd registered with the event
+loop, readable when the process ends; for the runner's own children the status then
+comes from waitpid, for attempts adopted after a runner restart from the exit record."""
 
 from __future__ import annotations
 
@@ -22,6 +19,7 @@ from typing import Optional
 
 from . import container, exits, logcap, memlimit, ports, procfs
 from .adoption import attempts, is_wrapper, reopen
+from .job_socket import JobSockets
 from .jobfiles import AttemptRecord, JobDir, new_record
 from .jobworld import JobWorld, Prepared, PrepareError
 from .protocol import ActiveJob, JobLost, JobStarted, JournaledEvent, Kill, LaunchFailed, Start
@@ -62,6 +60,8 @@ class JobManager:
         self._boot_id = procfs.boot_id()
         self._last_port: int | None = None
         self._loop = asyncio.get_running_loop()
+        # Each attempt's $NVQ_SOCKET; relays nothing until the runner gives it its link.
+        self.sockets = JobSockets(lambda msg: False)
 
     # ------------------------------------------------------------ queries
 
@@ -141,8 +141,7 @@ class JobManager:
             self.start(msg)
 
     async def _prepare_then_launch(self, world: JobWorld, msg: Start, d: JobDir) -> None:
-        """Build the job's working copy, environment and setup off the loop's back,
-        then launch it, unless it was killed meanwhile (a Kill tombstones it)."""
+        """Build the job's world off the loop's back; launch it unless a Kill came."""
         error: str | None = None
         prepared = Prepared()
         try:
@@ -164,6 +163,7 @@ class JobManager:
 
     def _fail_launch(self, msg: Start, d: JobDir, rec: AttemptRecord, error: str) -> None:
         log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
+        self.sockets.close(msg.job_id)
         self._dirs[msg.job_id] = d
         self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
                                             attempt=msg.attempt, error=error, at=time.time()))
@@ -175,8 +175,7 @@ class JobManager:
             pass
 
     def _next_port(self) -> int | None:
-        """A port free on this node that no live attempt holds (None: range exhausted;
-        the job then runs without one rather than not at all)."""
+        """A port free here that no live attempt holds (None: run without one)."""
         taken = {r.rec.port for r in self.running.values() if r.rec.port is not None}
         port = ports.pick(taken, self._last_port, *ports.port_range())
         if port is not None:
@@ -189,7 +188,7 @@ class JobManager:
         self._dirs[msg.job_id] = d
         write_start(d, msg)  # so a queue that forgets the job can know it again
         try:
-            popen, pidfd = launch(msg, d, rec, self._job_umask, prepared)
+            popen, pidfd = launch(msg, d, rec, self._job_umask, prepared, self.sockets.offer)
         except LaunchError as exc:
             self._fail_launch(msg, d, rec, str(exc))
             return
@@ -206,8 +205,7 @@ class JobManager:
         self._changed()
 
     async def cap_logs(self) -> None:
-        """Cut the middle out of running jobs' logs that passed their cap: the
-        runner's own housekeeping, a few stats every few seconds."""
+        """Cut the middle out of running jobs' logs that passed their cap."""
         runs = list(self.running.values())
         cut = await asyncio.to_thread(logcap.cut_logs, [(r.dir, r.rec.max_log_size) for r in runs])
         assert len(runs) == len(cut)  # zip(strict=) is 3.10+; the runner runs on 3.9
@@ -254,6 +252,7 @@ class JobManager:
         if rec.container:
             container.remove(rec.runtime, rec.container)
         del self.running[rec.job_id]
+        self.sockets.close(rec.job_id)
         if not run.ended.done():
             run.ended.set_result(None)
         self._changed()
@@ -384,6 +383,7 @@ class JobManager:
             self._finish(rec, d, None)
             return
         log.info("adopting job %s attempt %s (pid %s)", rec.job_id, rec.attempt, rec.pid)
+        self.sockets.reopen(rec.job_id, rec.attempt, d)
         self._watch(Running(rec=rec, dir=d, pidfd=pidfd, popen=None,
                             ended=self._loop.create_future()))
 

@@ -75,6 +75,7 @@ from .protocol_events import (
     Sample,
     StartRecord,
 )
+from .relay_wire import RelayDown, RelayUp
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 64 * 1024 * 1024
@@ -212,6 +213,8 @@ __all__ = [
     "Owner",
     "RecoverQuery",
     "Recovered",
+    "RelayDown",
+    "RelayUp",
     "RunnerMsg",
     "Sample",
     "Start",

@@ -12,6 +12,7 @@ from typing import Literal, Optional, Union
 import msgspec
 
 from .artifact_wire import ArtifactsTreeQuery
+from .relay_wire import RelayDown
 
 DEFAULT_MAX_RESULT = 1024 * 1024
 DEFAULT_MAX_LOG_SIZE = 10 * 1024**3
@@ -77,6 +78,8 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # A terminal session (`nvq job shell`): ptyhost.py leads the job instead of
     # wrapper.sh and runs `command` (or, when empty, the user's shell) on a pty.
     interactive: bool = False
+    # The daemon serves this attempt's `$NVQ_SOCKET` (relay_wire.py): offer it.
+    relay: bool = False
 
 
 class Kill(msgspec.Struct, tag="kill", frozen=True):
@@ -170,5 +173,5 @@ class RecoverQuery(msgspec.Struct, tag="recover_query", frozen=True):
 
 
 DaemonMsg = (
-    Union[Start, Kill, Ack, Tail, Unfollow, Sync, ArtifactsQuery, Owner, BlobData, ArtifactsTreeQuery, Heartbeat, RecoverQuery]
+    Union[Start, Kill, Ack, Tail, Unfollow, Sync, ArtifactsQuery, Owner, BlobData, ArtifactsTreeQuery, Heartbeat, RecoverQuery, RelayDown]
 )

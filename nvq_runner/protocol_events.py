@@ -13,6 +13,7 @@ import msgspec
 
 from .artifact_wire import ArtifactsTreeReply, SyncWanted
 from .protocol_commands import Start
+from .relay_wire import RelayUp
 
 # ---------------------------------------------------------------- shared pieces
 
@@ -253,5 +254,5 @@ class Recovered(msgspec.Struct, tag="recovered", frozen=True):
 
 JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced]
 RunnerMsg = (
-    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered]
+    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp]
 )

@@ -1,11 +1,8 @@
 """The resident runner: one Unix socket, one daemon connection at a time, the job
-manager, the journal and the sampler, all on one asyncio loop.
-
-A new connection replaces the old one (a daemon reconnecting after a half-dead SSH
-link must win). Each connection gets `Hello`, then every unacknowledged journaled
-event in seq order, then live traffic; all three are written in one synchronous
-step, so a live event can never overtake the replay.
-"""
+manager, the journal and the sampler, all on one asyncio loop. A new connection
+replaces the old one (a daemon reconnecting after a half-dead SSH link must win). Each
+connection gets `Hello`, then every unacknowledged journaled event in seq order, then
+live traffic, all written in one synchronous step: nothing live overtakes the replay."""
 
 from __future__ import annotations
 
@@ -29,6 +26,7 @@ from .conn import Conn
 from .gpu import GpuBackend, GpuFacts, open_backend
 from .identity import QueueMemory
 from .job_artifacts import JobArtifacts
+from .job_socket import JobSockets
 from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
@@ -53,6 +51,7 @@ from .protocol import (
     Owner,
     Recovered,
     RecoverQuery,
+    RelayDown,
     RunnerMsg,
     Sample,
     Start,
@@ -89,6 +88,7 @@ class Runner:
         self.job_artifacts = JobArtifacts(self.fetcher)
         self.world = JobWorld(home, self.fetcher.cache, self.fetcher, self.job_artifacts)
         self.jobs = JobManager(home, self._record, self._wake.set, job_umask, self.world)
+        self.jobs.sockets = JobSockets(self._send_now)  # jobs' $NVQ_SOCKET, relayed
         self.owner: Owner | None = None  # set by the daemon on each connection
         self.lease = Lease()
         self._busy: Busy | None = None  # last reported
@@ -155,7 +155,8 @@ class Runner:
             boot_id=procfs.boot_id(),
             pid=os.getpid(),
             journal_id=self.journal.id,
-            features=["artifacts", "owner", "world", "chunked_artifacts", "lease", "recover"],
+            features=["artifacts", "owner", "world", "chunked_artifacts", "lease", "recover",
+                      "relay"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
@@ -198,6 +199,7 @@ class Runner:
             if self.conn is conn:
                 self.conn = None
                 self.fetcher.connection_lost()
+                self.jobs.sockets.connection_lost()
 
     def _dispatch(self, conn: Conn, msg: DaemonMsg) -> None:
         try:
@@ -222,6 +224,8 @@ class Runner:
                 self.fetcher.on_data(msg)
             elif isinstance(msg, ArtifactsTreeQuery):
                 asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
+            elif isinstance(msg, RelayDown):
+                self.jobs.sockets.on_down(msg)
             elif isinstance(msg, Heartbeat):
                 self.lease.renew(msg.lease)
             elif isinstance(msg, RecoverQuery):
@@ -366,12 +370,8 @@ class Runner:
         log_keeper = asyncio.create_task(self._log_keeper())
         lease_keeper = asyncio.create_task(
             keep(self.lease, partial(fence, self.jobs, self._record)))
-        log.info(
-            "runner %s serving on %s (backend %s)",
-            os.getpid(),
-            self.home / SOCKET,
-            self.backend.name,
-        )
+        log.info("runner %s serving on %s (backend %s)",
+                 os.getpid(), self.home / SOCKET, self.backend.name)
         try:
             await self._stop.wait()
         finally:

@@ -12,10 +12,12 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Optional
 
 from . import container, memlimit, procfs
+from .job_socket import BIN
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
 from .protocol import Start
@@ -71,8 +73,13 @@ def job_env(
     return env
 
 
+# Opens the attempt's `$NVQ_SOCKET` (job_socket.py); None when the daemon serves none.
+Offer = Callable[[Start, JobDir], Optional[Path]]
+
+
 def spawn(
     msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int, prepared: Prepared | None = None,
+    offer: Offer | None = None,
 ) -> subprocess.Popen[bytes]:
     d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
     d.artifacts.mkdir(mode=0o700, exist_ok=True)
@@ -115,10 +122,15 @@ def spawn(
     # runs it even for a member who cannot read the runner's venv.
     shell = [os.path.realpath(sys.executable), "-I"] if msg.interactive else ["/bin/sh"]
     argv = [*prefix, *shell, str(wrapper), str(d.path), f"{job_umask:04o}"]
+    env = job_env(msg, d, prepared.env if prepared else None, rec.port)
+    sock = offer(msg, d) if offer is not None else None
+    if sock is not None:  # set last: the job's own env cannot point it elsewhere
+        env["NVQ_SOCKET"] = str(sock)
+        env["PATH"] = f"{sock.parent / BIN}:{env.get('PATH') or os.defpath}"
     with _log_file(d.stdout) as out, _log_file(d.stderr) as err:
         return subprocess.Popen(
             argv,
-            cwd=workdir, env=job_env(msg, d, prepared.env if prepared else None, rec.port),
+            cwd=workdir, env=env,
             stdin=subprocess.DEVNULL,
             stdout=out, stderr=err, start_new_session=True, close_fds=True,
             preexec_fn=memlimit.preexec(msg.memory_mb, group),
@@ -127,11 +139,12 @@ def spawn(
 
 def launch(
     msg: Start, d: JobDir, rec: AttemptRecord, job_umask: int, prepared: Prepared | None,
+    offer: Offer | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Spawn the attempt and open the pidfd that tells when it ends. A failure raises
     LaunchError in the words the daemon shows."""
     try:
-        popen = spawn(msg, d, rec, job_umask, prepared)
+        popen = spawn(msg, d, rec, job_umask, prepared, offer)
     except (OSError, LaunchError, ValueError) as exc:
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             error = f"no space left on the node's disk ({d.path})"

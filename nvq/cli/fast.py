@@ -103,11 +103,13 @@ def _plain(request: dict[str, object], as_json: bool, render: Callable[[Any], st
     """Answer over the plain wire (no msgspec, no typed replies): the `--json` text as
     the daemon formatted it, or the data rendered by the typed path's own function.
     False when no daemon answers: the typed path then starts one or says why not."""
+    from nvq.client.inside_job import job_socket
     from nvq.client.plain import NotAnswering, ask
     from nvq.home import Home, default_root
 
+    path = job_socket() or Home(default_root()).socket
     try:
-        data, _ = ask(Home(default_root()).socket, request, "json" if as_json else "data")
+        data, _ = ask(path, request, "json" if as_json else "data")
     except NotAnswering:
         return False
     if as_json:

@@ -66,7 +66,10 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         # [remote]: the whole argv runs on the queue host; --local opts out once.
-        args, forwarded = maybe_forward(args, default_root())
+        # Inside a job its own queue answers, relayed by the runner: never forwarded.
+        forwarded = None
+        if not os.environ.get("NVQ_SOCKET"):
+            args, forwarded = maybe_forward(args, default_root())
     except RemoteError as exc:
         fail(str(exc), 2, as_json)
     except KeyboardInterrupt:

@@ -17,6 +17,7 @@ from nvq import control as c
 from nvq.client.answers import answer_of, fell_behind
 from nvq.client.autostart import WENT_AWAY, check_socket_path, refused, start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.client.inside_job import job_socket
 from nvq.client.methods import Awaiting
 from nvq.client.sync import frame
 from nvq.home import Home, default_root
@@ -46,14 +47,15 @@ class AsyncClient(Awaiting):
     # ------------------------------------------------------------ transport
 
     async def _connect(self) -> SocketStream:
-        path = Home(self.root).socket
+        inside = job_socket()
+        path = inside or Home(self.root).socket
         check_socket_path(path)
         try:
             return await anyio.connect_unix(path)
         except PermissionError:
             raise refused(path) from None
         except (FileNotFoundError, ConnectionRefusedError):
-            if not self.autostart:
+            if not self.autostart or inside is not None:
                 raise DaemonUnavailable("no daemon is running") from None
         await anyio.to_thread.run_sync(start_daemon, self.root)
         try:

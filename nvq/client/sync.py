@@ -14,6 +14,7 @@ from nvq import control as c
 from nvq.client.answers import answer_of, fell_behind
 from nvq.client.autostart import WENT_AWAY, connect_unix, start_daemon
 from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.client.inside_job import job_socket
 from nvq.client.methods import Blocking
 from nvq.home import Home, default_root
 from nvq.model import Event
@@ -55,11 +56,12 @@ class Client(Blocking):
     # ------------------------------------------------------------ transport
 
     def _connect(self) -> Any:
-        path = Home(self.root).socket
+        inside = job_socket()
+        path = inside or Home(self.root).socket
         try:
             return connect_unix(path)
         except (FileNotFoundError, ConnectionRefusedError):
-            if not self.autostart:
+            if not self.autostart or inside is not None:
                 raise DaemonUnavailable("no daemon is running") from None
         start_daemon(self.root)
         try:

@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import SocketAttribute, SocketListener, SocketStream
+from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream
 
 from nvq import control as c
 from nvq.control.plain import (
@@ -66,7 +66,7 @@ def peer_user(stream: SocketStream) -> str:
 
 
 async def _read_request(
-    stream: SocketStream, frames: FrameReader, early: list[bytes]
+    stream: ByteStream, frames: FrameReader, early: list[bytes]
 ) -> tuple[c.Request, PlainRequest | None]:
     """The request, and its plain-wire wrapper when it came as JSON (nvq.control.plain).
     Frames that came with it (a session's first keystrokes) are left in `early`, and
@@ -159,7 +159,7 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
 
 
 async def _reply(
-    ctx: Context, stream: SocketStream, request: c.Request, plain: PlainRequest | None, user: str
+    ctx: Context, stream: ByteStream, request: c.Request, plain: PlainRequest | None, user: str
 ) -> c.Done | None:
     """The request's `Done`, or None for a stream (its chunks and `Done` are sent as they
     come). On the plain wire the answer is hidden of secrets, as data or as the text
@@ -190,6 +190,37 @@ async def _reply(
         return c.Done(error=f"internal error: {exc}", exit_code=1)
 
 
+async def serve_relayed(ctx: Context, stream: ByteStream, user: str) -> None:
+    """One request a job made on its `$NVQ_SOCKET` (nvq.daemon.relay), answered as
+    `user`, its owner, exactly as on the control socket. Terminal sessions are not
+    relayed: a job has no terminal to give them."""
+    frames, early = FrameReader(), list[bytes]()
+    try:
+        request, plain = await _read_request(stream, frames, early)
+    except (anyio.EndOfStream, anyio.BrokenResourceError, FrameError, msgspec.DecodeError):
+        return
+    if isinstance(request, c.Shell | c.Exec | c.Forward):
+        await refuse_relayed(stream, "a job cannot open a terminal session from inside itself")
+        return
+    reply = await _reply(ctx, stream, request, plain, user)
+    if reply is not None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await stream.send(_frame(reply, plain=plain is not None))
+        if isinstance(request, c.StopDaemon) and reply.error is None:
+            ctx.state.stop_requested.set()
+
+
+async def refuse_relayed(stream: ByteStream, error: str) -> None:
+    """Read the request (its encoding decides the answer's) and refuse it."""
+    frames, early = FrameReader(), list[bytes]()
+    try:
+        _request, plain = await _read_request(stream, frames, early)
+    except (anyio.EndOfStream, anyio.BrokenResourceError, FrameError, msgspec.DecodeError):
+        return
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await stream.send(_frame(c.Done(error=error, exit_code=1), plain=plain is not None))
+
+
 async def _serve_session(
     ctx: Context, stream: SocketStream, request: c.Shell | c.Exec | c.Forward, user: str,
     early: tuple[FrameReader, list[bytes]],
@@ -216,7 +247,7 @@ async def _serve_session(
             await stream.send(_frame(c.Done(error=f"internal error: {exc}", exit_code=1)))
 
 
-async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
+async def _stream_logs(ctx: Context, stream: ByteStream, req: c.Logs) -> None:
     """Chunks until the log ends; stops early when the CLI goes away (Ctrl-C)."""
     try:
         chunks = await open_logs(
@@ -234,7 +265,7 @@ async def _stream_logs(ctx: Context, stream: SocketStream, req: c.Logs) -> None:
     await _send_chunks(stream, chunks)
 
 
-async def _send_chunks(stream: SocketStream, chunks: AsyncIterator[bytes]) -> None:
+async def _send_chunks(stream: ByteStream, chunks: AsyncIterator[bytes]) -> None:
     """Each payload as a `Chunk`, then `Done`; stops early when the client goes away."""
     async with anyio.create_task_group() as tg:
 

@@ -85,6 +85,7 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         image=job.image or "",
         image_manifest=job.image_manifest or "",
         runtime=(node.runtime or "") if node else "",
+        relay=True,  # nvq.daemon.relay serves its $NVQ_SOCKET
     )
 
 

@@ -84,9 +84,11 @@ async def serve(home: Path) -> None:
                 raise
             raise error from None
         async with anyio.create_task_group() as tg:
+            ctx = Context(state, machines, ops)
+            await tg.start(runner_events.relays.run, ctx)  # before any link delivers one
             await tg.start(
                 serve_control,
-                Context(state, machines, ops),
+                ctx,
                 Home(home).socket,
                 config.queue.members_group,
             )

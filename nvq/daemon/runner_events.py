@@ -17,6 +17,7 @@ from nvq.daemon.group_commit import Plain, commit_together, plain_run
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
 from nvq.daemon.recovery import Recovery
+from nvq.daemon.relay import Relays
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
 from nvq.domain import exits, fencing, transitions
@@ -41,6 +42,7 @@ class RunnerEvents:
         # and the whole replay before anything else).
         self._replaying: set[str] = set()
         self.recovery = Recovery(state)  # jobs queue.db forgot, asked of their node
+        self.relays = Relays(state)  # jobs' own requests, relayed from $NVQ_SOCKET
 
     def find_node(self, name: str) -> NodeRuntime:
         return self.state.find_node(name)
@@ -65,6 +67,7 @@ class RunnerEvents:
         for req, deliver in list(node.log_streams.items()):
             deliver(p.LogData(req=req, eof=True, error=f"node {node.name} disconnected"))
         node.log_streams.clear()
+        self.relays.drop(node)
 
     async def check_down(self, node: NodeRuntime) -> None:
         """A node unreachable for longer than `node_grace` is down: say so once. An error
@@ -165,6 +168,8 @@ class RunnerEvents:
             await self._on_fenced(node, msg)
         elif isinstance(msg, p.Recovered):
             self.recovery.answer(msg)
+        elif isinstance(msg, p.RelayUp):
+            self.relays.on_up(node, msg)
         else:
             await self._on_journaled(node, msg)
 

@@ -1,0 +1,179 @@
+"""`$NVQ_SOCKET`: the socket in each running attempt's directory on which the job's own
+`nvq` reaches its queue. Every connection is carried, byte for byte, over the runner's
+link to the daemon (relay_wire.py), which answers as the job's owner while the attempt
+runs. The socket lives exactly as long as the attempt: made before the job starts,
+made again for an attempt adopted after a runner restart, removed when it ends.
+
+The socket is 0600 and belongs to the job's user; the runner also checks each peer's
+uid (its own or the job's), so no one else's process is carried. The job finds an
+`nvq` first on its PATH (`.nvq-bin/nvq` in its directory): a shell script that runs
+this runner's interpreter on `job_cli.py`, which needs nothing but the standard
+library, so a node with only the bootstrapped runner venv runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import socket
+import struct
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .jobfiles import JobDir
+from .protocol import RelayDown, RelayUp, RunnerMsg, Start
+
+log = logging.getLogger(__name__)
+SOCKET_NAME = "nvq.sock"
+BIN = ".nvq-bin"
+# sockaddr_un holds 108 bytes: a longer path is bound relative to the runner's home
+# (its cwd), and the job's client reaches it through its directory (job_cli.py).
+MAX_SUN_PATH = 100
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(eq=False)
+class _Offer:
+    job_id: int
+    attempt: int
+    path: Path
+    uid: int
+    server: asyncio.Task[asyncio.AbstractServer]
+    clients: set[int] = field(default_factory=set)
+
+
+class JobSockets:
+    """Every running attempt's socket, and the connections relayed through them."""
+
+    def __init__(self, send: Callable[[RunnerMsg], bool]) -> None:
+        self._send = send  # False: no daemon connected
+        self._offers: dict[int, _Offer] = {}  # job id → its running attempt's socket
+        self._clients: dict[int, asyncio.StreamWriter] = {}  # req → connection
+        self._next_req = 0
+
+    def offer(self, msg: Start, d: JobDir) -> Path | None:
+        """The attempt's socket, open, when the daemon serves it (spawn.py puts it in
+        the job's environment, and `d/.nvq-bin` first on its PATH)."""
+        return self.open(msg.job_id, msg.attempt, d) if msg.relay else None
+
+    def open(self, job_id: int, attempt: int, d: JobDir) -> Path:
+        self.close(job_id)
+        owner = d.path.stat()
+        path = d.path / SOCKET_NAME
+        path.unlink(missing_ok=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            bound = str(path) if len(str(path)) <= MAX_SUN_PATH else os.path.relpath(path)
+            sock.bind(bound)
+            os.chmod(path, 0o600)
+            os.chown(path, owner.st_uid, owner.st_gid)
+            sock.listen(16)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        _write_shim(d.path / BIN, owner.st_uid, owner.st_gid)
+        offer = _Offer(job_id, attempt, path, owner.st_uid, server=None)  # type: ignore[arg-type]
+        offer.server = asyncio.get_running_loop().create_task(
+            asyncio.start_unix_server(lambda r, w: self._serve(offer, r, w), sock=sock)
+        )
+        self._offers[job_id] = offer
+        return path
+
+    def reopen(self, job_id: int, attempt: int, d: JobDir) -> None:
+        """An attempt adopted after a runner restart: its socket is served again."""
+        if (d.path / SOCKET_NAME).exists():
+            try:
+                self.open(job_id, attempt, d)
+            except OSError as exc:
+                log.warning("job %s: cannot serve its socket again: %s", job_id, exc)
+
+    def close(self, job_id: int) -> None:
+        """The attempt ended: its socket goes, with every connection on it."""
+        offer = self._offers.pop(job_id, None)
+        if offer is None:
+            return
+        offer.server.cancel()
+        if offer.server.done() and not offer.server.cancelled():
+            offer.server.result().close()
+        else:
+            offer.server.add_done_callback(_close_server)
+        with contextlib.suppress(OSError):
+            offer.path.unlink()
+        for req in offer.clients:
+            writer = self._clients.pop(req, None)
+            if writer is not None:
+                writer.close()
+
+    def connection_lost(self) -> None:
+        """The daemon went away: no answer can come to what it was asked."""
+        for writer in self._clients.values():
+            writer.close()
+        self._clients.clear()
+
+    def on_down(self, msg: RelayDown) -> None:
+        writer = self._clients.get(msg.req)
+        if writer is None:
+            return
+        if msg.data:
+            writer.write(msg.data)
+        if msg.eof:
+            del self._clients[msg.req]
+            writer.close()
+
+    async def _serve(
+        self, offer: _Offer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        if _peer_uid(writer) not in (offer.uid, os.geteuid()):
+            writer.close()
+            return
+        self._next_req += 1
+        req = self._next_req
+        self._clients[req] = writer
+        offer.clients.add(req)
+        try:
+            while req in self._clients:
+                data = await reader.read(65536)
+                up = RelayUp(req=req, job_id=offer.job_id, attempt=offer.attempt,
+                             data=data, eof=not data)
+                if not self._send(up):
+                    break
+                if not data:  # the answer may still come: on_down closes the connection
+                    await writer.wait_closed()
+                    return
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        self._clients.pop(req, None)
+        offer.clients.discard(req)
+        writer.close()
+
+
+def _close_server(task: asyncio.Task[asyncio.AbstractServer]) -> None:
+    if not task.cancelled() and task.exception() is None:
+        task.result().close()
+
+
+def _peer_uid(writer: asyncio.StreamWriter) -> int:
+    sock = writer.get_extra_info("socket")
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+def _write_shim(bin_dir: Path, uid: int, gid: int) -> None:
+    """`nvq` for the job: this runner's interpreter, isolated from the job's own
+    PYTHONPATH and cwd, on job_cli.py (standard library only)."""
+    bin_dir.mkdir(mode=0o700, exist_ok=True)
+    shim = bin_dir / "nvq"
+    code = (f"import sys; sys.path.insert(0, {str(_PACKAGE_ROOT)!r}); "
+            "from nvq_runner.job_cli import main; sys.exit(main(sys.argv[1:]))")
+    shim.write_text(
+        "#!/bin/sh\n# nvq inside a job: talks to this job's queue through $NVQ_SOCKET\n"
+        f"exec {shlex.quote(sys.executable)} -I -c {shlex.quote(code)} \"$@\"\n"
+    )
+    shim.chmod(0o700)
+    os.chown(bin_dir, uid, gid)
+    os.chown(shim, uid, gid)
