@@ -7,8 +7,8 @@ made again for an attempt adopted after a runner restart, removed when it ends.
 The socket is 0600 and belongs to the job's user; the runner also checks each peer's
 uid (its own or the job's), so no one else's process is carried. The job finds an
 `nvq` first on its PATH (`.nvq-bin/nvq` in its directory): a shell script that runs
-this runner's interpreter on `job_cli.py`, which needs nothing but the standard
-library, so a node with only the bootstrapped runner venv runs it."""
+a copy of `job_cli.py`, which needs nothing but the standard library, so a node with
+only the bootstrapped runner venv runs it, and so does a member's job."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ BIN = ".nvq-bin"
 # sockaddr_un holds 108 bytes: a longer path is bound relative to the runner's home
 # (its cwd), and the job's client reaches it through its directory (job_cli.py).
 MAX_SUN_PATH = 100
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+_JOB_CLI = Path(__file__).with_name("job_cli.py")
 
 
 @dataclass(eq=False)
@@ -164,16 +164,20 @@ def _peer_uid(writer: asyncio.StreamWriter) -> int:
 
 
 def _write_shim(bin_dir: Path, uid: int, gid: int) -> None:
-    """`nvq` for the job: this runner's interpreter, isolated from the job's own
-    PYTHONPATH and cwd, on job_cli.py (standard library only)."""
+    """`nvq` for the job: job_cli.py, copied beside it (the job's user may not reach
+    the runner's installed files), run isolated from the job's PYTHONPATH and cwd."""
     bin_dir.mkdir(mode=0o700, exist_ok=True)
+    cli = bin_dir / "job_cli.py"
+    cli.write_bytes(_JOB_CLI.read_bytes())
     shim = bin_dir / "nvq"
-    code = (f"import sys; sys.path.insert(0, {str(_PACKAGE_ROOT)!r}); "
-            "from nvq_runner.job_cli import main; sys.exit(main(sys.argv[1:]))")
+    python = shlex.quote(os.path.realpath(sys.executable))
+    # A member may not reach the runner's interpreter either (a 0700 home): then the
+    # node's python3, which job_cli.py needs nothing more of.
     shim.write_text(
         "#!/bin/sh\n# nvq inside a job: talks to this job's queue through $NVQ_SOCKET\n"
-        f"exec {shlex.quote(sys.executable)} -I -c {shlex.quote(code)} \"$@\"\n"
+        f"py={python}; [ -x \"$py\" ] || py=python3\n"
+        f"exec \"$py\" -I {shlex.quote(str(cli))} \"$@\"\n"
     )
     shim.chmod(0o700)
-    os.chown(bin_dir, uid, gid)
-    os.chown(shim, uid, gid)
+    for path in (bin_dir, cli, shim):
+        os.chown(path, uid, gid)

@@ -12,6 +12,7 @@ from pathlib import Path
 from tests.cluster import Nvq
 from tests.cli.test_job_world import logs
 from tests.harness.sshd import SshdNode
+from tests.members import as_user, reachable_nvq, second_user
 
 SWEEP_DRIVER = r"""
 set -e
@@ -87,3 +88,24 @@ def test_a_finished_attempt_has_no_socket_and_refuses(
     )
     assert r.returncode == 1
     assert "cannot reach this job's queue" in json.loads(r.stdout)["error"]
+
+
+def test_a_members_job_has_its_owners_rights_only() -> None:
+    with second_user() as (user, group), reachable_nvq() as nvq:
+        nvq.write_config(f'[queue]\nmembers_group = "{group}"\n')
+        theirs = nvq.submit("--gpus", "0", "--", "sleep", "60")
+        script = (
+            f"nvq job cancel {theirs['id']} --json; echo rc=$?; "
+            "nvq job show $NVQ_JOB_ID --json > own.json && echo own-ok"
+        )
+        r = as_user(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", script)
+        assert r.code == 0, r.err
+        mine = r.json()
+        code, _ = nvq.wait(mine["id"])
+        out = logs(nvq, mine["id"])
+        assert code == 0, out
+        refused = json.JSONDecoder().raw_decode(out)[0]
+        assert refused["exit_code"] == 1, refused
+        assert "only its owner or a queue admin" in refused["error"], refused
+        assert "rc=1" in out and "own-ok" in out
+        assert nvq.show(theirs["id"])["state"] == "running"
