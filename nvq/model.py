@@ -174,6 +174,9 @@ class Job(msgspec.Struct, kw_only=True):
     # schema version 18: --image (see JobSpec); 19: the image as the queue host saved it
     image: str | None = None
     image_manifest: str | None = None
+    # schema version 20: which log `stderr_tail` is the end of, "stderr" or "stdout"
+    # (stderr was empty); None when there is no tail, or an older runner sent it
+    stderr_tail_stream: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

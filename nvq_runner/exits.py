@@ -47,14 +47,14 @@ def exited(
     elif rec.kill_reason is not None:
         reason = "killed"
     ended = time.time() if waited else _mtime(d.exit)
-    progress, tail = d.progress(), d.stderr_tail()
+    progress, (tail, stream) = d.progress(), d.output_tail()
     result, result_error = d.result_text(rec.max_result)
     files = workfiles.written(d.path)
     kept = _holds_anything(d.artifacts)
     return lambda seq: JobExited(
         seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=code,
         signal=sig, ended_at=ended, reason=reason, progress=progress,
-        stderr_tail=tail, result=result, result_error=result_error,
+        stderr_tail=tail, stderr_tail_stream=stream, result=result, result_error=result_error,
         log_truncated=truncated, written=files, oom_killed=oom_killed,
         artifacts=kept,
     )

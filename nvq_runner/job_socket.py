@@ -138,13 +138,15 @@ class JobSockets:
         try:
             while req in self._clients:
                 data = await reader.read(65536)
+                if req not in self._clients:
+                    break  # answered and closed (on_down): nothing more to carry
                 up = RelayUp(req=req, job_id=offer.job_id, attempt=offer.attempt,
                              data=data, eof=not data)
                 if not self._send(up):
                     break
                 if not data:  # the answer may still come: on_down closes the connection
                     await writer.wait_closed()
-                    return
+                    break
         except (ConnectionError, asyncio.CancelledError):
             pass
         self._clients.pop(req, None)

@@ -204,8 +204,13 @@ class JobDir:
             return None, f"result.json is over the {size_text(limit)} limit"
         return data.decode(errors="replace"), None
 
-    def stderr_tail(self) -> str:
-        return tail_text(self.stderr) or tail_text(self.stdout)
+    def output_tail(self) -> tuple[str, str]:
+        """The end of stderr, or of stdout when stderr is empty, and which it is."""
+        err = tail_text(self.stderr)
+        if err:
+            return err, "stderr"
+        out = tail_text(self.stdout)
+        return out, "stdout" if out else ""
 
 
 def size_text(n: int) -> str:

@@ -131,6 +131,9 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     reason: ExitReason
     progress: Optional[str] = None
     stderr_tail: str = ""
+    # Which log `stderr_tail` is the end of: "stderr", or "stdout" when stderr was
+    # empty ("" from an older runner, or when both were).
+    stderr_tail_stream: str = ""
     result: Optional[str] = None  # raw text of $NVQ_JOB_DIR/result.json, if written
     # Why `result` is None although result.json exists (over `Start.max_result`).
     result_error: Optional[str] = None

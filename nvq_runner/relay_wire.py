@@ -9,8 +9,8 @@ so the job's client speaks to the daemon exactly as the CLI does on the queue ho
 The daemon serves them as the attempt's owner, and only while that attempt runs on
 the node that sent them. `eof` ends a direction: the client closed (up), or the
 answer is complete (down; the runner then closes the connection). A runner offers
-the socket only when the daemon's `Start` says `relay`; a daemon serves relays only
-from a runner whose `Hello` lists the "relay" feature."""
+the socket only when the daemon's `Start` says `relay` (an older daemon never does),
+and lists "relay" among its `Hello` features."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ _BLANK: dict[str, Any] = {
     "result": None,
     "result_error": None,
     "stderr_tail": None,
+    "stderr_tail_stream": None,
     "progress": None,
     "written": [],
     "env_dropped": [],

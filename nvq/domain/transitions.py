@@ -1,11 +1,9 @@
 """Job state transitions as pure functions: (job, what happened) → `Outcome` (the new
-job, its events, a kill it owes a node).
-
-No I/O and no clock: the caller passes `now`. The daemon commits what these return,
-then acts on it. An outcome without a job means the event does not apply (a stale
-attempt, a replay of something already settled), so the caller only acknowledges it.
-A request that is not allowed raises `TransitionError` with a message for the user.
-"""
+job, its events, a kill it owes a node). No I/O and no clock: the caller passes `now`.
+The daemon commits what these return, then acts on it. An outcome without a job means
+the event does not apply (a stale attempt, a replay of something already settled), so
+the caller only acknowledges it. A request that is not allowed raises
+`TransitionError` with a message for the user."""
 
 from __future__ import annotations
 
@@ -89,7 +87,7 @@ def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:
         exit_code=None,
         signal=None,
         reason=None,
-        stderr_tail=None,
+        stderr_tail=None, stderr_tail_stream=None,
     )
     ev = NewEvent("job_dispatched", job.id, node, {"attempt": new.attempt, "gpus": new.gpus})
     return Outcome(new, [ev])
@@ -139,6 +137,7 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         "signal": ev.signal,
         "progress": ev.progress if ev.progress is not None else job.progress,
         "stderr_tail": ev.stderr_tail or None,
+        "stderr_tail_stream": (ev.stderr_tail_stream or None) if ev.stderr_tail else None,
         "result": _decode_result(ev.result) if ev.result is not None else job.result,
         "result_error": ev.result_error,
         "log_truncated": ev.log_truncated,
@@ -296,7 +295,7 @@ def requeue(job: Job, *, by: str, now: float) -> Outcome:
         signal=None,
         reason=None,
         progress=None,
-        stderr_tail=None,
+        stderr_tail=None, stderr_tail_stream=None,
         pid=None,
         node=None,
         gpus=[],

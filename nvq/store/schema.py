@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -266,6 +266,10 @@ ALTER TABLE jobs ADD COLUMN image TEXT;
     # 19: the image as the queue host saved it, for nodes that cannot pull it.
     """
 ALTER TABLE jobs ADD COLUMN image_manifest TEXT;
+""",
+    # 20: which stream a job's output tail came from
+    """
+ALTER TABLE jobs ADD COLUMN stderr_tail_stream TEXT;
 """,
 ]
 

@@ -9,8 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.cluster import Nvq
 from tests.cli.test_job_world import logs
+from tests.cluster import Nvq
 from tests.harness.sshd import SshdNode
 from tests.members import as_user, reachable_nvq, second_user
 
@@ -47,7 +47,7 @@ def test_a_pipeline_step_and_a_sweep_driver_use_their_queue(
         f"NVQ_HOME=/nowhere nvq job result {first['id']} --json; "
         "command -v nvq; test -S $NVQ_SOCKET && echo socket-ok",
     )
-    code, jobs = nvq.wait(step["id"])
+    code, _ = nvq.wait(step["id"])
     assert code == 0, logs(nvq, step["id"])
     out = logs(nvq, step["id"])
     assert json.JSONDecoder().raw_decode(out)[0] == {"loss": 0.25}

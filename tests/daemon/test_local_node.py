@@ -129,7 +129,11 @@ def test_failing_job_reports_exit_code_and_stderr(nvq: Nvq) -> None:
     code, (done,) = nvq.wait(job["id"])
     assert code == 1
     assert done["state"] == "failed" and done["exit_code"] == 3
-    assert "Traceback: boom" in done["stderr_tail"]
+    assert "Traceback: boom" in done["stderr_tail"] and done["stderr_tail_stream"] == "stderr"
+    quiet = nvq.submit("--", "echo only-stdout; exit 4")
+    _, (out,) = nvq.wait(quiet["id"])
+    assert (out["stderr_tail"], out["stderr_tail_stream"]) == ("only-stdout", "stdout")
+    assert "  stdout tail:" in nvq.ok("job", "show", str(quiet["id"])).out
     kinds = [e["kind"] for e in nvq.show(job["id"])["events"]]
     assert kinds == ["job_submitted", "job_dispatched", "job_started", "job_failed"]
 

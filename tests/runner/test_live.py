@@ -228,7 +228,7 @@ def test_start_runs_job_with_env_and_reports_exit(node: Node, tmp_path: Path) ->
     assert (exited.exit_code, exited.signal, exited.reason) == (3, None, "exit")
     assert exited.seq == 2
     assert exited.progress == "step 2/2"
-    assert exited.stderr_tail == "oops"
+    assert (exited.stderr_tail, exited.stderr_tail_stream) == ("oops", "stderr")
     assert exited.result is not None and '"loss"' in exited.result
     lines = out.read_text().splitlines()
     env = dict(line.split("=", 1) for line in lines if "=" in line)
@@ -255,6 +255,7 @@ def test_cpu_job_gets_empty_cuda_devices_and_stdout_tail(node: Node) -> None:
     assert exited.exit_code == 0 and exited.result is None and exited.progress is None
     # stderr empty: the tail falls back to stdout
     assert exited.stderr_tail == f"cvd=[]\n{node.home / 'jobs' / '2'}"
+    assert exited.stderr_tail_stream == "stdout"  # and says so
 
 
 def test_launch_failure(node: Node) -> None:

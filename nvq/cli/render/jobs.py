@@ -129,7 +129,7 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
     if doc.log_truncated:
         out.append("  output cut: over max_log_size (its first MiB and its end are kept)")
     if doc.stderr_tail and doc.state not in ("completed", "running"):
-        out.append("  stderr tail:")
+        out.append(f"  {doc.stderr_tail_stream or 'stderr'} tail:")
         out.extend("    " + safe(ln) for ln in doc.stderr_tail.splitlines())
     if doc.attempts:
         out.append("  attempts:")
