@@ -5,7 +5,7 @@ answered with the document `--json` prints), so every answer is that JSON docume
 `--json` or not, and the exit codes are the CLI's: 0 done, 1 a job ended badly or a
 refusal, 2 bad input.
 
-    nvq job show ID | result ID | ls [--state S] | wait ID... [--timeout SECONDS]
+    nvq job show ID | result ID | ls [--state S] | wait ID... [--timeout 1h]
     nvq job cancel ID... | submit [--name N] [--gpus N] [--vram 20GiB] [--after 12,13]
         [--priority P] [--tag T] [--env K=V] [--workdir DIR] [--node N] -- COMMAND...
 
@@ -28,6 +28,9 @@ CONTINUED = 1 << 31  # protocol.CONTINUED
 MAX_SUN_PATH = 100  # job_socket.MAX_SUN_PATH
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|TiB)")
 _MIB = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1024 * 1024}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d)?")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+FINISHED = ("completed", "failed", "timeout", "cancelled", "lost")
 
 
 class Refused(Exception):
@@ -97,6 +100,13 @@ def _size(text: str) -> int:
     return max(1, int(-(-float(m.group(1)) * _MIB[m.group(2)] // 1)))
 
 
+def _duration(text: str) -> float:
+    m = _DURATION.fullmatch(text.strip())
+    if m is None:
+        raise Refused(f"--timeout {text!r}: expected a duration like 90s, 30m or 1h", 2)
+    return float(m.group(1)) * _SECONDS[m.group(2) or "s"]
+
+
 def _ids(values: list[str], flag: str) -> list[int]:
     out: list[int] = []
     for value in values:
@@ -116,7 +126,7 @@ def _parser() -> _Parser:
     cmds.add_parser("ls").add_argument("--state", action="append", default=[])
     wait = cmds.add_parser("wait")
     wait.add_argument("ids", nargs="+")
-    wait.add_argument("--timeout", type=float)
+    wait.add_argument("--timeout")
     cmds.add_parser("cancel").add_argument("ids", nargs="+")
     sub = cmds.add_parser("submit")
     for flag in ("--name", "--vram", "--node", "--workdir"):
@@ -140,7 +150,8 @@ def request_of(args: argparse.Namespace) -> dict[str, Any]:
     if cmd == "ls":
         return {"type": "ls_window", "states": args.state or None}
     if cmd == "wait":
-        return {"type": "wait", "ids": _ids(args.ids, "ID"), "timeout": args.timeout}
+        timeout = _duration(args.timeout) if args.timeout is not None else None
+        return {"type": "wait", "ids": _ids(args.ids, "ID"), "timeout": timeout}
     if cmd == "cancel":
         return {"type": "cancel", "ids": _ids(args.ids, "ID")}
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -169,15 +180,31 @@ def main(argv: list[str]) -> int:
         path = os.environ.get("NVQ_SOCKET")
         if not path:
             raise Refused("NVQ_SOCKET is not set: this nvq runs only inside a job", 2)
-        text, code = ask(path, request_of(_parser().parse_args(argv)))
+        request = request_of(_parser().parse_args(argv))
+        text, code = ask(path, request)
     except Refused as exc:
         if as_json:
             print(json.dumps({"error": str(exc), "exit_code": exc.code}))
         else:
             print(f"nvq: {exc}", file=sys.stderr)
         return exc.code
-    print(text)
+    print(document(request, text, code))
     return code
+
+
+def document(request: dict[str, Any], text: str, code: int) -> str:
+    """What the CLI's `--json` prints: the daemon's answer itself, but for `result`
+    (`{"id", "result"}`) and `wait` (`{"jobs", "exit_code", "still_going"}`), which
+    the CLI builds around it."""
+    if request["type"] == "result":
+        doc: Any = {"id": request["id"], "result": json.loads(text)}
+    elif request["type"] == "wait":
+        jobs = json.loads(text)
+        going = [j["id"] for j in jobs if j["state"] not in FINISHED]
+        doc = {"jobs": jobs, "exit_code": code, "still_going": going}
+    else:
+        return text
+    return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
 if __name__ == "__main__":

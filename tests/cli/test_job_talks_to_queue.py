@@ -23,12 +23,13 @@ for lr in 0.1 0.01 0.001; do
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   ids="$ids $id"
 done
-nvq job wait $ids --json > waited.json
+nvq job wait $ids --json --timeout 10m > waited.json
+python3 -c 'import json; w = json.load(open("waited.json")); assert w["exit_code"] == 0 and not w["still_going"]'
 for id in $ids; do nvq job result $id --json > result-$id.json; done
 python3 -c '
 import glob, json
 results = [json.load(open(name)) for name in glob.glob("result-*.json")]
-print("best lr", min(results, key=lambda r: r["loss"])["lr"])'
+print("best lr", min(results, key=lambda r: r["result"]["loss"])["result"]["lr"])'
 """
 
 
@@ -50,7 +51,7 @@ def test_a_pipeline_step_and_a_sweep_driver_use_their_queue(
     code, _ = nvq.wait(step["id"])
     assert code == 0, logs(nvq, step["id"])
     out = logs(nvq, step["id"])
-    assert json.JSONDecoder().raw_decode(out)[0] == {"loss": 0.25}
+    assert json.JSONDecoder().raw_decode(out)[0] == {"id": first["id"], "result": {"loss": 0.25}}
     assert "/.nvq-bin/nvq" in out and "socket-ok" in out
 
     driver = nvq.submit("--gpus", "0", "--", SWEEP_DRIVER)
