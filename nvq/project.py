@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -33,6 +34,31 @@ def _tail(path: Path) -> str:
     return data[-TAIL_BYTES:].decode(errors="replace")
 
 
+def in_image(
+    fields: dict[str, Any], env: dict[str, str], job_dir: Path, memory: int | None,
+) -> list[str]:
+    """The runtime's command line that runs the job in its image as the queue's node
+    would (nvq_runner/container.py): this user, the working directory and job
+    directory at their paths, the artifacts at /artifacts, the memory limit."""
+    from nvq_runner import container
+
+    runtime = next((r for r in ("podman", "docker") if shutil.which(r)), None)
+    if runtime is None:
+        raise ValueError("--image: no podman or docker here to run the image with")
+    script = job_dir / "container.sh"
+    script.write_text(fields["command"] + "\n")
+    inner = {**fields.get("env", {}), **{k: v for k, v in env.items() if k.startswith("NVQ_")},
+             "NVQ_ARTIFACTS": container.ARTIFACTS, "NVQ_IMAGE": fields["image"],
+             **container.card_env(runtime, [])}
+    env_file = job_dir / "container.env"
+    env_file.write_text(container.env_lines(inner))
+    return container.run_argv(
+        runtime=runtime, image=fields["image"], name=f"nvq-project-test-{os.getpid()}",
+        uid=os.getuid(), gid=os.getgid(), job_dir=str(job_dir),
+        workdir=fields.get("workdir") or os.getcwd(), artifacts=str(job_dir / "artifacts"),
+        script=str(script), env_file=str(env_file), gpus=[], memory_mb=memory, cdi=False)
+
+
 def run_test(fields: dict[str, Any], *, limits: bool, capture: bool) -> dict[str, Any]:
     """Run the job; its output goes to this terminal (or, with `capture`, to files whose
     tails are returned). Returns the result document."""
@@ -53,15 +79,18 @@ def run_test(fields: dict[str, Any], *, limits: bool, capture: bool) -> dict[str
     }
     out_path, err_path = job_dir / "stdout.log", job_dir / "stderr.log"
     limited = limits and memory > 0
+    argv = ["bash", "-c", fields["command"]]
+    if fields.get("image"):
+        argv = in_image(fields, env, job_dir, memory if limited else None)
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            ["bash", "-c", fields["command"]],
+            argv,
             cwd=fields.get("workdir") or None,
             env=env,
             stdout=out if capture else None,
             stderr=err if capture else None,
             stdin=subprocess.DEVNULL if capture else None,
-            preexec_fn=_limit(memory) if limited else None,
+            preexec_fn=_limit(memory) if limited and not fields.get("image") else None,
             start_new_session=False,  # Ctrl-C reaches it, as in a terminal
         )
         timed_out = False

@@ -130,3 +130,28 @@ def _cmdline(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+def test_project_test_runs_the_job_here_in_its_image(tmp_path: Path) -> None:
+    why = podman_missing()
+    if why is not None:
+        pytest.skip(why)
+    store = PodmanStore(tmp_path / "podman")
+    try:
+        store.build_busybox()
+        nvq = make_nvq(tmp_path / "q")
+        nvq.env.update(store.env)
+        assert nvq.cwd is not None
+        (nvq.cwd / "data.txt").write_text("here\n")
+        (nvq.cwd / "manifest.toml").write_text(
+            '[job]\ncommand = "cat data.txt; id -u; echo $NVQ_ARTIFACTS; '
+            'test -d /artifacts && ls /bin/busybox; exit 5"\nmemory = "256MiB"\n')
+        run = nvq.run("project", "test", "--image", IMAGE, "--json")
+        doc = run.json()
+        assert run.code == 5 and doc["exit_code"] == 5, doc
+        assert doc["stdout_tail"].split() == ["here", str(os.getuid()), "/artifacts",
+                                              "/bin/busybox"], doc
+        assert doc["memory_limit_mb"] == 256
+        assert store.containers() == []
+    finally:
+        store.close()

@@ -140,6 +140,7 @@ def project_test(
     manifest: Path = typer.Option(Path("manifest.toml"), "--manifest", help="The manifest."),
     skip_limits: bool = typer.Option(False, "--skip-limits", help="Do not apply its memory limit."),
     keep: bool = typer.Option(False, "--keep", help="Keep its job directory (logs, result)."),
+    image: str = typer.Option(None, "--image", help="Run it in this container image here."),
     as_json: bool = JsonOpt,
 ) -> int:
     """Run the manifest's job once, here, in the foreground, under its memory limit."""
@@ -148,8 +149,13 @@ def project_test(
     fields = manifest_fields(manifest)
     if not fields.get("command"):
         raise CliError(f"{manifest}: job.command: missing (nothing to run)", 2)
+    if image is not None:
+        fields["image"] = image
     started = time.monotonic()
-    result = run_test(fields, limits=not skip_limits, capture=as_json)
+    try:
+        result = run_test(fields, limits=not skip_limits, capture=as_json)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
     result["seconds"] = round(time.monotonic() - started, 3)
     if keep:
         if not as_json:
