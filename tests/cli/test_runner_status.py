@@ -4,6 +4,7 @@ never touches a running job (the new runner adopts it and still learns how it en
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.cluster import Nvq
@@ -11,7 +12,10 @@ from tests.cluster import Nvq
 
 def test_a_restarted_runner_adopts_the_job_it_did_not_start(nvq: Nvq, tmp_path: Path) -> None:
     go = tmp_path / "go"
-    body = f"while [ ! -e {go} ]; do sleep 0.05; done; echo finished"
+    shown = tmp_path / "shown.json"
+    # after the restart the job still talks to its queue: its socket is served again
+    body = (f"while [ ! -e {go} ]; do sleep 0.05; done; echo finished; "
+            f"nvq job show $NVQ_JOB_ID --json > {shown}")
     job = nvq.submit("--gpus", "0", "--", "sh", "-c", body)["id"]
     nvq.wait_for(job, lambda j: j["state"] == "running")
 
@@ -29,6 +33,7 @@ def test_a_restarted_runner_adopts_the_job_it_did_not_start(nvq: Nvq, tmp_path: 
     code, (done,) = nvq.wait(job)
     assert (code, done["state"], done["exit_code"]) == (0, "completed", 0)
     assert nvq.ok("job", "logs", str(job)).out == "finished\n"
+    assert json.loads(shown.read_text())["state"] == "running"
     assert nvq.run("node", "status", "nowhere").code == 2
 
 
