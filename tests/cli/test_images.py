@@ -4,6 +4,7 @@ real rootful Podman (a busybox image the test builds itself; no registry)."""
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from tests.cli.test_job_world import logs
 from tests.cluster import Nvq, make_nvq, write_mesh_config
 from tests.harness.podman import IMAGE, PodmanStore, podman_missing
 from tests.harness.sshd import SshdNode
+from tests.members import as_user, reachable_nvq, second_user
 
 RUN_SH = """\
 echo "uid=$(id -u) cwd=$(pwd)"
@@ -153,5 +155,31 @@ def test_project_test_runs_the_job_here_in_its_image(tmp_path: Path) -> None:
                                               "/bin/busybox"], doc
         assert doc["memory_limit_mb"] == 256
         assert store.containers() == []
+    finally:
+        store.close()
+
+
+def test_a_members_image_job_runs_as_them(tmp_path: Path) -> None:
+    why = podman_missing()
+    if why is not None:
+        pytest.skip(why)
+    store = PodmanStore(tmp_path / "podman")
+    try:
+        store.build_busybox()
+        with second_user() as (user, group), reachable_nvq() as nvq:
+            nvq.env.update(store.env)
+            nvq.write_config(f'[queue]\nmembers_group = "{group}"\n')
+            nvq.ok("queue", "status")  # the owner starts the daemon
+            r = as_user(user, nvq, "job", "submit", "--image", IMAGE, "--gpus", "0", "--json",
+                        "--no-snapshot", "--", "id -u; id -g; echo x > /artifacts/ckpt")
+            assert r.code == 0, r.err
+            job = r.json()
+            done = as_user(user, nvq, "job", "wait", str(job["id"]), "--json")
+            assert done.code == 0, done.out + done.err
+            who = pwd.getpwnam(user)
+            out = as_user(user, nvq, "job", "logs", str(job["id"])).out.split()
+            assert out == [str(who.pw_uid), str(who.pw_gid)]
+            (ckpt,) = nvq.node_home.glob(f"jobs/*{job['id']}*/artifacts/ckpt")
+            assert ckpt.stat().st_uid == who.pw_uid
     finally:
         store.close()
