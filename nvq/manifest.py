@@ -38,6 +38,7 @@ from typing import Any
 
 import msgspec
 
+from nvq.domain import job_signal
 from nvq.domain.validate import SUBMIT_FIELDS, SpecError, validate_spec
 from nvq.model import JobSpec
 from nvq.values import duration_value, env_value, ids_value, parse_begin, show, size_value
@@ -94,6 +95,13 @@ def _begin(v: Any, source: str, key: str) -> float:
         return parse_begin(_string(v, source, key), time.time())
     except ValueError as exc:
         raise _fail(source, key, str(exc).removeprefix("invalid --begin ")) from None
+
+
+def _signal(v: Any, source: str, key: str) -> str:
+    try:
+        return job_signal.normal(_string(v, source, key))
+    except ValueError as exc:
+        raise _fail(source, key, str(exc).removeprefix("invalid --signal ")) from None
 
 
 def _command(v: Any, source: str, key: str) -> str:
@@ -178,6 +186,7 @@ _READERS: dict[str, _Conv] = {
     "begin_at": _begin,
     "notify_on": _notify_on,
     "image": _string,
+    "signal": _signal,
 }
 
 # manifest key → (JobSpec field, reader): the same fields `job submit` takes.

@@ -84,6 +84,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     image: str | None = None
     # the image as the queue host saved it (nvq/world/images.py): nodes without it load it
     image_manifest: str | None = None
+    # --signal SIG@DELAY: sent DELAY before a --timeout ends the job (or as a
+    # preemption stops it), in its normal form `USR1@300`; "" none (nvq.domain.job_signal)
+    signal: str = ""
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -177,6 +180,8 @@ class Job(msgspec.Struct, kw_only=True):
     # schema version 20: which log `stderr_tail` is the end of, "stderr" or "stdout"
     # (stderr was empty); None when there is no tail, or an older runner sent it
     stderr_tail_stream: str | None = None
+    # schema version 21: --signal (see JobSpec; `signal` is the one that ended it)
+    checkpoint_signal: str = ""
 
 
 class Event(msgspec.Struct, kw_only=True):

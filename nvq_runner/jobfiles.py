@@ -31,6 +31,9 @@ class AttemptRecord(msgspec.Struct):
     pid: Optional[int] = None  # None while launching
     start_ticks: Optional[int] = None  # /proc/<pid>/stat field 22
     deadline: Optional[float] = None  # timeout: SIGTERM due
+    signal: int = 0  # --signal: sent at `signal_at`, before the deadline (0: none)
+    signal_at: Optional[float] = None
+    signalled: bool = False  # sent (and journaled)
     kill_reason: Optional[str] = None  # "timeout" | "killed" | "fenced" once SIGTERM sent
     kill_at: Optional[float] = None  # SIGKILL due
     killed_hard: bool = False  # SIGKILL sent
@@ -50,10 +53,12 @@ class AttemptRecord(msgspec.Struct):
 def new_record(msg: Start, boot_id: str) -> AttemptRecord:
     """The record of an attempt being launched now (its pid is not known yet)."""
     now = time.time()
+    deadline = now + msg.timeout if msg.timeout is not None else None
+    signal_at = None if deadline is None or not msg.signal else deadline - msg.signal_before
     return AttemptRecord(
         job_id=msg.job_id, attempt=msg.attempt, started_at=now,
-        kill_grace=msg.kill_grace, boot_id=boot_id,
-        deadline=now + msg.timeout if msg.timeout is not None else None,
+        kill_grace=msg.kill_grace, boot_id=boot_id, deadline=deadline,
+        signal=msg.signal if signal_at is not None else 0, signal_at=signal_at,
         max_result=msg.max_result, max_log_size=msg.max_log_size,
         queue_id=msg.queue_id, nonce=msg.nonce, reassign=msg.reassign,
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from . import container, exits, logcap, memlimit, ports, procfs
+from . import container, early_signal, exits, logcap, memlimit, ports, procfs
 from .adoption import attempts, is_wrapper, reopen
 from .job_socket import JobSockets
 from .jobfiles import AttemptRecord, JobDir, new_record
@@ -226,6 +226,8 @@ class JobManager:
             else:
                 self._at(run, rec.kill_at or time.time(), self._kill_hard, run)
         elif rec.deadline is not None:
+            if rec.signal_at is not None and not rec.signalled:
+                self._at(run, rec.signal_at, early_signal.send, self, run)
             self._at(run, rec.deadline, self.terminate, run, "timeout", rec.kill_grace)
 
     def _at(self, run: Running, when: float, fn: Callable[..., object], *args: object) -> None:

@@ -33,6 +33,7 @@ from .protocol import (
     FrameError,
     JobExited,
     JobLost,
+    JobSignalled,
     JobStarted,
     JournaledEvent,
     LaunchFailed,
@@ -100,7 +101,7 @@ class Journal:
             except FrameError:
                 break
             good = end
-            if not isinstance(event, (JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced)):
+            if not isinstance(event, (JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled)):
                 continue
             seq = event.seq
             self.head = max(self.head, seq)

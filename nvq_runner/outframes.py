@@ -18,6 +18,7 @@ from .protocol import (
     AttemptFenced,
     JobExited,
     JobLost,
+    JobSignalled,
     JournaledEvent,
     LaunchFailed,
     LogData,
@@ -101,5 +102,5 @@ def fit_event(event: JournaledEvent, limit: int = MAX_FRAME) -> JournaledEvent:
     if len(encode_payload(event)) <= limit:
         return event
     small = shrink(event)
-    assert isinstance(small, (JobExited, JobLost, LaunchFailed, AttemptFenced))
+    assert isinstance(small, (JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled))
     return small

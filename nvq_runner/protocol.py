@@ -9,7 +9,7 @@ module exports them all (`__all__`, with the artifact messages of `artifact_wire
 that travel in the same unions) and holds the framing, so callers write `p.Hello`.
 
 Durable runner events (`JobStarted`, `JobExited`, `JobLost`, `LaunchFailed`,
-`AttemptFenced`) carry a
+`AttemptFenced`, `JobSignalled`) carry a
 per-node `seq`. The runner journals each one before sending it and keeps it until the
 daemon acknowledges it (`Ack(seq)`, cumulative); after a reconnect the runner sends
 `Hello` and then replays every unacknowledged event in order. The daemon stores the
@@ -65,6 +65,7 @@ from .protocol_events import (
     Hello,
     JobExited,
     JobLost,
+    JobSignalled,
     JobStarted,
     JournaledEvent,
     LaunchFailed,
@@ -204,6 +205,7 @@ __all__ = [
     "Hello",
     "JobExited",
     "JobLost",
+    "JobSignalled",
     "JobStarted",
     "JournaledEvent",
     "Kill",

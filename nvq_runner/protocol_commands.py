@@ -32,6 +32,10 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     workdir: Optional[str] = None
     timeout: Optional[float] = None  # seconds from start
     kill_grace: float = 10.0
+    # `--signal SIG@DELAY`: signal number `signal` is sent to the job's group
+    # `signal_before` seconds before its timeout (`JobSignalled`); 0: none.
+    signal: int = 0
+    signal_before: float = 0.0
     # Host memory limit (MiB): a cgroup v2 limit where the runner can make one,
     # else an address-space rlimit. None: no limit.
     memory_mb: Optional[int] = None

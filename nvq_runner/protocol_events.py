@@ -185,6 +185,18 @@ class AttemptFenced(msgspec.Struct, tag="attempt_fenced", frozen=True):
     lease: float
 
 
+class JobSignalled(msgspec.Struct, tag="signalled", frozen=True):
+    """The runner sent the job's `--signal` (`Start.signal`) to its group, ahead of
+    the end its timeout sets, so the job can checkpoint."""
+
+    seq: int
+    job_id: int
+    attempt: int
+    signal: int
+    at: float  # when it was sent (wall clock)
+    end_at: float  # when the timeout ends the attempt
+
+
 class LogData(msgspec.Struct, tag="log", frozen=True):
     """A piece of a job's log in answer to `Tail`; `eof` ends the answer."""
 
@@ -255,7 +267,7 @@ class Recovered(msgspec.Struct, tag="recovered", frozen=True):
     records: list[StartRecord] = []
 
 
-JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced]
+JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled]
 RunnerMsg = (
-    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp]
+    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp]
 )

@@ -36,6 +36,7 @@ class LaunchError(Exception):
 
 def job_env(
     msg: Start, d: JobDir, base: dict[str, str] | None = None, port: int | None = None,
+    end_time: float | None = None,
 ) -> dict[str, str]:
     """`base`: the environment the job's world prepared (it holds `msg.env` already);
     None: the runner's own plus `msg.env`."""
@@ -61,6 +62,8 @@ def job_env(
         NVQ_STATUS_FILE=str(d.status),
         NVQ_ARTIFACTS=str(d.artifacts),
         NVQ_ATTEMPT=str(msg.attempt),
+        # When the timeout ends it (epoch seconds), so it can plan a checkpoint.
+        NVQ_END_TIME="" if end_time is None else str(int(end_time)),
     )
     # A pilot's jobs run inside its Slurm allocation: they see it as a Slurm job step
     # would (SLURM_JOB_ID, the node list, the granted cards), whatever the submitter's
@@ -122,7 +125,7 @@ def spawn(
     # runs it even for a member who cannot read the runner's venv.
     shell = [os.path.realpath(sys.executable), "-I"] if msg.interactive else ["/bin/sh"]
     argv = [*prefix, *shell, str(wrapper), str(d.path), f"{job_umask:04o}"]
-    env = job_env(msg, d, prepared.env if prepared else None, rec.port)
+    env = job_env(msg, d, prepared.env if prepared else None, rec.port, rec.deadline)
     sock = offer(msg, d) if offer is not None else None
     if sock is not None:  # set last: the job's own env cannot point it elsewhere
         env["NVQ_SOCKET"] = str(sock)
@@ -185,7 +188,8 @@ def in_container(msg: Start, d: JobDir, rec: AttemptRecord, workdir: Path,
            "NVQ_JOB_ID": str(msg.job_id), "NVQ_JOB_NAME": msg.name, "NVQ_NODE": msg.node,
            "NVQ_JOB_DIR": str(d.path), "NVQ_STATUS_FILE": str(d.status),
            "NVQ_ARTIFACTS": container.ARTIFACTS, "NVQ_ATTEMPT": str(msg.attempt),
-           "NVQ_IMAGE": msg.image}
+           "NVQ_IMAGE": msg.image,
+           "NVQ_END_TIME": "" if rec.deadline is None else str(int(rec.deadline))}
     if port is not None:
         env["NVQ_PORT"] = str(port)
         env.setdefault("MASTER_PORT", str(port))

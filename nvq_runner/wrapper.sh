@@ -5,7 +5,8 @@
 # shares a session id equal to this shell's pid: that is how GPU processes are mapped
 # to jobs, and how the whole job is signalled as one process group.
 #
-# TERM/INT/HUP get a do-nothing handler rather than being ignored: ignored signals
+# TERM/INT/HUP, and the signals a job may ask for ahead of its end (--signal:
+# QUIT/USR1/USR2/ALRM), get a do-nothing handler rather than being ignored: ignored signals
 # would be inherited by the job (it could not be stopped), handled ones are reset to
 # the default for it. The shell runs the handler only after the foreground child
 # ends, so a group-wide SIGTERM ends the job and the wrapper still records the status.
@@ -17,7 +18,7 @@
 # umask the job should have as $2.
 d=$1
 echo $$ > "$d/wrapper.pid"
-trap ':' TERM INT HUP
+trap ':' TERM INT HUP QUIT USR1 USR2 ALRM
 [ -n "$2" ] && umask "$2"
 bash "$d/script"
 rc=$?

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from nvq.config import Config, NodeConfig
+from nvq.domain import job_signal
 from nvq.home import queue_owner
 from nvq.model import Job, Reap
 from nvq_runner import protocol as p
@@ -51,6 +52,7 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
     if job.env_captured is not None:
         mode = "local" if is_local(config, job.node) else "remote"
         extra = node_env(config, job.node)
+    sig, before = job_signal.number(job.checkpoint_signal)
     return p.Start(
         job_id=job.id,
         attempt=job.attempt,
@@ -63,6 +65,8 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         workdir=job.cwd if job.in_place else job.workdir,
         timeout=job.timeout,
         kill_grace=queue.kill_grace,
+        signal=sig,
+        signal_before=before,
         memory_mb=job.memory_mb or None,
         # Another user's job runs as them (the control server let the submit in only
         # if the daemon can switch user); the queue owner's runs as the runner.

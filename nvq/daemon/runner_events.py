@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import get_args
 
 import msgspec
 
@@ -18,6 +19,7 @@ from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
 from nvq.daemon.recovery import Recovery
 from nvq.daemon.relay import Relays
+from nvq.daemon.signalled import on_signalled
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
 from nvq.domain import exits, fencing, transitions
@@ -28,7 +30,7 @@ from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
 
 log = logging.getLogger("nvq.daemon")
 
-_JOURNALED = (p.JobStarted, p.JobExited, p.JobLost, p.LaunchFailed, p.AttemptFenced)
+_JOURNALED: tuple[type, ...] = get_args(p.JournaledEvent)
 
 
 class RunnerEvents:
@@ -166,6 +168,8 @@ class RunnerEvents:
             self.machines.sync_now(node, msg.job_id, msg.attempt)
         elif isinstance(msg, p.AttemptFenced):
             await self._on_fenced(node, msg)
+        elif isinstance(msg, p.JobSignalled):
+            await on_signalled(self.state, node, msg, self._reconcile)
         elif isinstance(msg, p.Recovered):
             self.recovery.answer(msg)
         elif isinstance(msg, p.RelayUp):

@@ -38,6 +38,8 @@ def _what(ev: p.JournaledEvent) -> str:
         return f"lost: {ev.reason}"
     if isinstance(ev, p.AttemptFenced):
         return "stopped: its lease lapsed"
+    if isinstance(ev, p.JobSignalled):
+        return "signalled before its timeout"
     return f"could not start: {ev.error}"
 
 

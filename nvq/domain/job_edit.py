@@ -28,6 +28,7 @@ EDITABLE_FIELDS = {
     "env": "env",
     "lane": "lane",
     "image": "image",
+    "signal": "checkpoint_signal",
 }
 # A running job keeps its node, cards, process and the deadline its runner enforces.
 WHILE_RUNNING = frozenset({"name", "note", "tags", "priority"})
@@ -63,6 +64,7 @@ def spec_of(job: Job) -> JobSpec:
         notify_on=None if job.notify_on is None else list(job.notify_on),
         image=job.image,
         image_manifest=job.image_manifest,
+        signal=job.checkpoint_signal,
     )
 
 

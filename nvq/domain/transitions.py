@@ -50,7 +50,7 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         email_on_success=spec.email_on_success,
         email_on_failure=spec.email_on_failure,
         max_runtime=spec.max_runtime,
-        no_reassign=spec.no_reassign,
+        no_reassign=spec.no_reassign, checkpoint_signal=spec.signal,
         begin_at=spec.begin_at,
         notify_on=None if spec.notify_on is None else list(spec.notify_on),
         cwd=spec.cwd,

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from nvq.domain import job_signal
 from nvq.domain.arrays import parse_array
 from nvq.domain.lanes import parse_lane
 from nvq.domain.matching import parse_cuda
@@ -187,6 +188,11 @@ def validate_spec(spec: JobSpec) -> JobSpec:
         raise SpecError("priority", f"must be from {MIN_INT} to {MAX_INT}")
     _seconds(spec, "timeout")
     _seconds(spec, "max_runtime")
+    problem = job_signal.check(spec.signal, spec.timeout)
+    if problem is None and spec.signal and spec.interactive:
+        problem = "a terminal session is not sent one"
+    if problem is not None:
+        raise SpecError("signal", problem)
     if spec.begin_at is not None and not math.isfinite(spec.begin_at):
         raise SpecError("begin_at", "expected a time")
     _text(spec, "node")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -270,6 +270,10 @@ ALTER TABLE jobs ADD COLUMN image_manifest TEXT;
     # 20: which stream a job's output tail came from
     """
 ALTER TABLE jobs ADD COLUMN stderr_tail_stream TEXT;
+""",
+    # 21: the signal sent before a job's end (`--signal SIG@DELAY`).
+    """
+ALTER TABLE jobs ADD COLUMN checkpoint_signal TEXT NOT NULL DEFAULT '';
 """,
 ]
 

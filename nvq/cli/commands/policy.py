@@ -133,6 +133,9 @@ def job_edit(
     ),
     lane: str = typer.Option(None, "--lane", help="Move it to the tail of a lane: NODE:GPU."),
     command: str = typer.Option(None, "--command", help="The command, as one string."),
+    signal: str = typer.Option(
+        None, "--signal", help="Send SIG this long before --timeout ends it: USR1@5m."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """Change what a waiting job waits for; it keeps its id, note, place and submitter.
@@ -156,6 +159,7 @@ def job_edit(
         "env": env_pairs(env) if env else None,
         "lane": lane,
         "command": command,
+        "signal": signal,
     }
     changes = {k: v for k, v in given.items() if v is not None}
     if not drop and not add and not changes:

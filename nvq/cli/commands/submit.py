@@ -76,6 +76,9 @@ def job_submit(
     begin: str = typer.Option(
         None, "--begin", help="Start no earlier than this: 2026-12-02T22:00, or after 2h."
     ),
+    signal: str = typer.Option(
+        None, "--signal", help="Send SIG this long before --timeout ends it: USR1@5m."
+    ),
     no_reassign: bool = typer.Option(
         False, "--no-reassign", help="Not safe to run twice: lost (not rerun) if its node dies."
     ),
@@ -153,6 +156,7 @@ def job_submit(
         retries_on=_retries_on(retries_on),
         notify_on=_notify_on(notify_on),
         begin_at=_begin(begin),
+        signal=_signal(signal),
         setup=setup,
         setup_files=setup_files,
     )
@@ -249,6 +253,17 @@ def unchecked_note(job: Job) -> str:
         f"; accepted while node{'s' if len(unreported) > 1 else ''} {nodes} {has} not "
         "reported (whether any node can run it is checked when they do)"
     )
+
+
+def _signal(text: str | None) -> str:
+    if text is None:
+        return ""
+    from nvq.domain.job_signal import normal
+
+    try:
+        return normal(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
 
 
 def _begin(text: str | None) -> float | None:

@@ -1,0 +1,34 @@
+"""`--signal SIG@DELAY`: the signal a job gets DELAY before its timeout ends it, sent by
+the runner on its own timer (as it enforces the timeout), journaled as `JobSignalled`
+so the queue records it once, whatever the link does meanwhile."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from functools import partial
+from typing import TYPE_CHECKING
+
+from .protocol import JobSignalled
+
+if TYPE_CHECKING:
+    from .jobs import JobManager, Running
+
+log = logging.getLogger(__name__)
+
+
+def send(jobs: JobManager, run: Running) -> None:
+    """Send the attempt's `--signal` to it, once: not after it was told to stop (its
+    SIGTERM is on its way), nor again after a runner restart. Its timer is cancelled
+    when the attempt ends."""
+    rec = run.rec
+    if rec.signalled or rec.kill_reason is not None or not rec.pid or not rec.signal:
+        return
+    rec.signalled = True
+    jobs._save(run)  # before the signal: a restarted runner must not send it twice
+    jobs._signal(run, signal.Signals(rec.signal))
+    log.info("job %s attempt %s: sent signal %s before its timeout",
+             rec.job_id, rec.attempt, rec.signal)
+    jobs._emit(partial(JobSignalled, job_id=rec.job_id, attempt=rec.attempt,
+                       signal=rec.signal, at=time.time(), end_at=rec.deadline or 0.0))
