@@ -29,9 +29,9 @@ echo '{"loss": 0.5}' > "$NVQ_JOB_DIR/result.json"
 
 @pytest.fixture
 def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, list[SshdNode]]]:
-    """The queue host's store holds the image; the nodes' store (n0's runner: Podman)
-    starts empty and no registry is reachable, so the image must come from the queue
-    host. n1 is told to use apptainer, which it lacks: it has no runtime."""
+    """The queue host's store holds the image; the nodes' store (n0's and n1's runners:
+    Podman) starts empty and no registry is reachable, so the image must come from the
+    queue host. n2 is told to use apptainer, which it lacks: it has no runtime."""
     why = podman_missing()
     if why is not None:
         pytest.skip(why)
@@ -39,7 +39,7 @@ def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, 
     store = PodmanStore(tmp_path / "podman-nodes")
     try:
         host.build_busybox()
-        nodes = sshd_nodes(2)
+        nodes = sshd_nodes(3)
         nvq = make_nvq(tmp_path / "q")
         nvq.env.update(host.env)
         write_mesh_config(nvq, nodes)
@@ -47,7 +47,7 @@ def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, 
         runner_env = "".join(f'{k} = "{v}"\n' for k, v in store.env.items())
         config = config.replace('NVQ_GPU_BACKEND = "fake"\n',
                                 'NVQ_GPU_BACKEND = "fake"\n' + runner_env)
-        config = config.replace('name = "n1"\n', 'name = "n1"\nruntime = "apptainer"\n')
+        config = config.replace('name = "n2"\n', 'name = "n2"\nruntime = "apptainer"\n')
         nvq.write_config(config)
         try:
             yield nvq, store, nodes
@@ -61,7 +61,7 @@ def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, 
 def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     images: tuple[Nvq, PodmanStore, list[SshdNode]],
 ) -> None:
-    nvq, store, (n0, _n1) = images
+    nvq, store, nodes = images
     assert nvq.cwd is not None
     (nvq.cwd / "run.sh").write_text(RUN_SH)
     (nvq.cwd / "data.txt").write_text("data from the submit directory\n")
@@ -69,7 +69,7 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     job = nvq.submit("--image", IMAGE, "--gpus", "1", "--", "sh run.sh")
     code, (done,) = nvq.wait(job["id"])
     assert code == 0, (done.get("reason"), done.get("stderr_tail"), logs(nvq, job["id"]))
-    assert done["node"] == "n0"  # n1 has no runtime: never an image job there
+    assert done["node"] in ("n0", "n1")  # n2 has no runtime: never an image job there
     out = logs(nvq, job["id"])
     assert f"uid={os.getuid()} cwd=" in out
     assert "data from the submit directory" in out
@@ -79,7 +79,8 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     assert nvq.json("job", "result", str(job["id"]))["result"] == {"loss": 0.5}
     assert done["image"] == IMAGE
     assert f"image       {IMAGE}" in nvq.ok("job", "show", str(job["id"])).out
-    (ckpt,) = n0.home.glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
+    node = nodes[int(done["node"][1:])]
+    (ckpt,) = node.home.glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
     assert ckpt.read_text() == "step-1\n"
     assert store.containers() == []  # --rm: nothing left behind
     # the node got the image from the queue host, and keeps it for the next job
@@ -91,30 +92,43 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     assert ended["exit_code"] == 7, ended
 
     runtimes = {n["name"]: n["runtime"] for n in nvq.json("queue", "nodes", "--json")}
-    assert runtimes == {"n0": "podman", "n1": ""}
+    assert runtimes == {"n0": "podman", "n1": "podman", "n2": ""}
 
     # Pinned to the node without a runtime, it could never run: refused, saying why.
-    refused = nvq.run("job", "submit", "--image", IMAGE, "--gpus", "0", "--node", "n1",
+    refused = nvq.run("job", "submit", "--image", IMAGE, "--gpus", "0", "--node", "n2",
                       "--", "true")
     assert refused.code == 2
-    assert "no node matching --node 'n1' has a container runtime" in refused.err
+    assert "no node matching --node 'n2' has a container runtime" in refused.err
 
 
 def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_processes(
     images: tuple[Nvq, PodmanStore, list[SshdNode]],
 ) -> None:
-    nvq, store, (n0, _n1) = images
+    nvq, store, nodes = images
     script = "echo waiting; while [ ! -f /artifacts/go ]; do sleep 0.1; done; echo went; exit 3"
     job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", script)
-    nvq.wait_for(job["id"], lambda j: j["started_at"] is not None and "waiting" in logs(nvq, j["id"]))
+    running = nvq.wait_for(
+        job["id"], lambda j: j["started_at"] is not None and "waiting" in logs(nvq, j["id"]))
     (name,) = store.containers()
     assert name.startswith("nvq-") and name.endswith(f"-{job['id']}-1")
-    nvq.ok("node", "restart", "n0")
-    (artifacts,) = n0.home.glob(f"jobs/*-{job['id']}-*/artifacts")
+    nvq.ok("node", "restart", running["node"])
+    (artifacts,) = nodes[int(running["node"][1:])].home.glob(f"jobs/*-{job['id']}-*/artifacts")
     (artifacts / "go").write_text("")
     _, (done,) = nvq.wait(job["id"])
     assert done["exit_code"] == 3, done  # learnt by the new runner
     assert "went" in logs(nvq, job["id"])
+
+    # Moved to the other node, it finds its /artifacts/ckpt there again.
+    body = ('if [ -f /artifacts/ckpt ]; then echo "resumed from $(cat /artifacts/ckpt)"; exit 0; '
+            'fi; echo step-1 > /artifacts/ckpt; echo saved; sleep 6013')
+    job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", body)
+    running = nvq.wait_for(
+        job["id"], lambda j: j["started_at"] is not None and "saved" in logs(nvq, j["id"]))
+    other = "n1" if running["node"] == "n0" else "n0"
+    nvq.ok("job", "move", str(job["id"]), other)
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 0 and (done["node"], done["attempt"]) == (other, 2), done
+    assert "resumed from step-1" in logs(nvq, job["id"])
 
     # Cancelled: the container and every process in it are gone.
     job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "echo up; sleep 6007 & sleep 6011")
