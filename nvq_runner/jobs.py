@@ -300,7 +300,7 @@ class JobManager:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def terminate(self, run: Running, reason: str, grace: float) -> None:
+    def terminate(self, run: Running, reason: str, grace: float, sig: int = 0) -> None:
         rec = run.rec
         kill_at = time.time() + max(0.0, grace)
         if rec.kill_reason is not None:
@@ -310,7 +310,7 @@ class JobManager:
             rec.kill_reason = reason
         rec.kill_at = kill_at
         self._save(run)
-        self._signal(run, signal.SIGTERM)
+        self._signal(run, signal.Signals(sig or signal.SIGTERM))
         self._at(run, kill_at, self._kill_hard, run)
 
     def _kill_hard(self, run: Running) -> None:
@@ -324,7 +324,7 @@ class JobManager:
         d = self._dir_of(msg.job_id, msg.queue_id, msg.nonce)
         run = self.running.get(msg.job_id)
         if run is not None and run.dir.path == d.path and run.rec.attempt == msg.attempt:
-            self.terminate(run, "killed", msg.grace)
+            self.terminate(run, "killed", msg.grace, msg.signal)
             return
         if self._starting.get(msg.job_id) != (d.path, msg.attempt) and self._seen(d, msg.attempt):
             return  # older than what runs, already ended, or already tombstoned

@@ -95,6 +95,9 @@ class Kill(msgspec.Struct, tag="kill", frozen=True):
     grace: float = 10.0
     queue_id: str = ""  # as in the attempt's Start
     nonce: str = ""
+    # Sent instead of SIGTERM (a preempted or moved job's `--signal`, so it can
+    # checkpoint before it is stopped); 0: SIGTERM.
+    signal: int = 0
 
 
 class Ack(msgspec.Struct, tag="ack", frozen=True):

@@ -43,6 +43,10 @@ def merged_setup(node_setup: str | None, job_setup: str | None) -> str:
     return f"{{ {node_setup}\n}} && {{ {job_setup}\n}}"
 
 
+# Reap reasons of a job that will run again (nvq.domain.reassign, nvq.domain.move).
+STOP_WITH_SIGNAL = frozenset({"preempted", "moved"})
+
+
 def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
     assert job.node is not None
     queue = config.queue
@@ -93,7 +97,17 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
     )
 
 
-def kill_msg(reap: Reap, *, kill_grace: float, queue_id: str = "", nonce: str = "") -> p.Kill:
+def stop_signal(job: Job | None, reap: Reap) -> int:
+    """What a job stopped to run again later (preempted, moved) is sent instead of
+    SIGTERM: its `--signal`, so it can checkpoint; 0 (SIGTERM) for every other kill."""
+    if job is None or reap.reason not in STOP_WITH_SIGNAL:
+        return 0
+    return job_signal.number(job.checkpoint_signal)[0]
+
+
+def kill_msg(
+    reap: Reap, *, kill_grace: float, queue_id: str = "", nonce: str = "", signal: int = 0
+) -> p.Kill:
     """A kill naming the attempt's identity when the queue knows it (an orphan the
     runner reported has none: the runner then ends its newest attempt of that id)."""
     return p.Kill(
@@ -103,4 +117,5 @@ def kill_msg(reap: Reap, *, kill_grace: float, queue_id: str = "", nonce: str = 
         grace=kill_grace,
         queue_id=queue_id if nonce else "",
         nonce=nonce,
+        signal=signal,
     )

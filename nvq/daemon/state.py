@@ -20,7 +20,7 @@ import msgspec
 
 from nvq.config import Config
 from nvq.daemon.errors import BadRequest
-from nvq.daemon.frames import kill_msg, start_msg
+from nvq.daemon.frames import kill_msg, start_msg, stop_signal
 from nvq.daemon.later import Later
 from nvq.daemon.live_index import LiveIndex
 from nvq.daemon.nodes import NodeRuntime
@@ -274,7 +274,8 @@ class State:
         job = self.reaping.get((reap.job_id, reap.attempt)) or self.jobs.get(reap.job_id)
         nonce = job.nonce if job is not None else ""
         return kill_msg(
-            reap, kill_grace=self.config.queue.kill_grace, queue_id=self.store.queue_id, nonce=nonce
+            reap, kill_grace=self.config.queue.kill_grace, queue_id=self.store.queue_id,
+            nonce=nonce, signal=stop_signal(job, reap),
         )
 
     def start_msg(self, job: Job) -> p.Start:

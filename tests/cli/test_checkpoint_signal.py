@@ -46,3 +46,24 @@ def test_a_bad_signal_is_refused_in_one_line(nvq: Nvq) -> None:
         "(one of USR1, USR2, TERM, INT, HUP, QUIT, ALRM, URG, WINCH)\n"
     )
     assert nvq.json("job", "ls")["jobs"] == []
+
+
+def test_a_moved_job_gets_its_signal_and_resumes_from_its_checkpoint(
+    nvq: Nvq, tmp_path: Path
+) -> None:
+    # Stopped to run elsewhere, the job is sent its --signal instead of SIGTERM: the
+    # checkpoint is only written by the trap, so the resume proves the signal came.
+    gate = tmp_path / "started"
+    body = (
+        'ck="$NVQ_ARTIFACTS/step"; '
+        'if [ -f "$ck" ]; then echo "resumed at $(cat "$ck")"; exit 0; fi; '
+        "trap 'echo 5 > \"$ck\"; exit 0' USR1; "
+        f"touch {gate}; while :; do sleep 0.2; done"
+    )
+    job = nvq.submit("--gpus", "1", "--signal", "USR1", "--", body)
+    running = nvq.wait_for(job["id"], lambda j: j["state"] == "running" and gate.exists())
+    other = 1 - running["gpus"][0]
+    nvq.ok("job", "move", str(job["id"]), f"local:{other}")
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 0 and (done["gpus"], done["attempt"]) == ([other], 2)
+    assert nvq.ok("job", "logs", str(job["id"])).out == "resumed at 5\n"

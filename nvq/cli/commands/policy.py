@@ -189,9 +189,9 @@ def job_move(
 ) -> int:
     """Run a job on another node or card.
 
-    A waiting job is pinned there and keeps its place. A running one is stopped (TERM,
-    then KILL after the grace), its artifacts are synced as on any reassignment, and
-    it runs there as a new attempt. NODE:GPU puts it at the tail of that card's lane."""
+    A waiting job is pinned there and keeps its place. A running one is stopped (its
+    --signal or TERM, then KILL after the grace), its artifacts are synced as on any
+    reassignment, and it runs there as a new attempt. NODE:GPU puts it at the tail of that card's lane."""
     job = Client().move(job_id, to)
     if job.stopped is not None:
         text = f"job {job.id}: {job.stopped} stopped; it runs on {job.to} as a new attempt"
