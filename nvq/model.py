@@ -84,6 +84,7 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     image: str | None = None
     # the image as the queue host saved it (nvq/world/images.py): nodes without it load it
     image_manifest: str | None = None
+    image_id: str | None = None  # its id (sha256) on the queue host, where it was found
     # --signal SIG@DELAY: sent DELAY before a --timeout ends the job (or as a
     # preemption stops it), in its normal form `USR1@300`; "" none (nvq.domain.job_signal)
     signal: str = ""
@@ -182,6 +183,8 @@ class Job(msgspec.Struct, kw_only=True):
     stderr_tail_stream: str | None = None
     # schema version 21: --signal (see JobSpec; `signal` is the one that ended it)
     checkpoint_signal: str = ""
+    # schema version 22: the image's id as the queue host found it (see JobSpec)
+    image_id: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

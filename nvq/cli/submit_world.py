@@ -72,7 +72,7 @@ def submit_world(
         raise CliError(str(exc), 2) from None
 
 
-def staged_image(ref: str) -> str | None:
+def staged_image(ref: str) -> tuple[str, str] | None:
     """`ref` as this host's runtime saves it, in the queue's blob store (see
     nvq.world.images), or None: no runtime or no such image here (the node must then
     have or pull it), or a store this user cannot write (a member of a shared queue)."""

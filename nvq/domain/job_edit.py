@@ -64,6 +64,7 @@ def spec_of(job: Job) -> JobSpec:
         notify_on=None if job.notify_on is None else list(job.notify_on),
         image=job.image,
         image_manifest=job.image_manifest,
+        image_id=job.image_id,
         signal=job.checkpoint_signal,
     )
 

@@ -62,6 +62,7 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         setup_files=list(spec.setup_files),
         retries_on=spec.retries_on,
         interactive=spec.interactive, image=spec.image, image_manifest=spec.image_manifest,
+        image_id=spec.image_id,
     )
 
 

@@ -41,7 +41,8 @@ _KEY_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "begin_at": "begin"}
 # variables and their snapshot), not by a flag or a manifest; `interactive` is what
 # `job shell` is, not an option of it.
 _NOT_SUBMITTED = frozenset(
-    {"submitter", "cwd", "env_captured", "manifest_id", "subdir", "interactive", "image_manifest"}
+    {"submitter", "cwd", "env_captured", "manifest_id", "subdir", "interactive", "image_manifest",
+     "image_id"}
 )
 
 

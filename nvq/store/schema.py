@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -274,6 +274,10 @@ ALTER TABLE jobs ADD COLUMN stderr_tail_stream TEXT;
     # 21: the signal sent before a job's end (`--signal SIG@DELAY`).
     """
 ALTER TABLE jobs ADD COLUMN checkpoint_signal TEXT NOT NULL DEFAULT '';
+""",
+    # 22: an image job's image id, as the queue host found it (`job show`).
+    """
+ALTER TABLE jobs ADD COLUMN image_id TEXT;
 """,
 ]
 

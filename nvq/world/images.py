@@ -36,10 +36,10 @@ def image_id(runtime: str, ref: str) -> str | None:
     return text if out.returncode == 0 and is_hash(text) else None
 
 
-def stage_image(ref: str, home: Path, store: BlobStore) -> str | None:
-    """The manifest of `ref` as this host's runtime saves it, stored in `store`; None
-    when this host has no runtime or not the image (the node must then have or pull
-    it). Raises OSError when the archive cannot be written or stored."""
+def stage_image(ref: str, home: Path, store: BlobStore) -> tuple[str, str] | None:
+    """(manifest, image id) of `ref` as this host's runtime saves it, stored in
+    `store`; None when this host has no runtime or not the image (the node must then
+    have or pull it). Raises OSError when the archive cannot be written or stored."""
     runtime = local_runtime()
     if runtime is None:
         return None
@@ -50,7 +50,7 @@ def stage_image(ref: str, home: Path, store: BlobStore) -> str | None:
     try:
         manifest_id = known.read_text().strip()
         if is_hash(manifest_id) and store.has(manifest_id):
-            return manifest_id
+            return manifest_id, ident
     except OSError:
         pass
     known.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -70,4 +70,4 @@ def stage_image(ref: str, home: Path, store: BlobStore) -> str | None:
     fd = os.open(known, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(manifest_id + "\n")
-    return manifest_id
+    return manifest_id, ident

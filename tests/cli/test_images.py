@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,9 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     assert f"cards=0 nvidia={card}" in out  # the container's view of its one card
     assert nvq.json("job", "result", str(job["id"]))["result"] == {"loss": 0.5}
     assert done["image"] == IMAGE
-    assert f"image       {IMAGE}" in nvq.ok("job", "show", str(job["id"])).out
+    assert done["image_id"] == images_id(nvq, IMAGE)
+    shown = nvq.ok("job", "show", str(job["id"])).out
+    assert f"image       {IMAGE}  (sha256:{done['image_id'][:12]})" in shown
     node = nodes[int(done["node"][1:])]
     (ckpt,) = node.home.glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
     assert ckpt.read_text() == "step-1\n"
@@ -139,6 +142,13 @@ def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_pr
     nvq.wait_for(job["id"], lambda j: store.containers() == [])
     assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
                 if _cmdline(p) in ("sleep\x006007\x00", "sleep\x006011\x00")]
+
+
+def images_id(nvq: Nvq, ref: str) -> str:
+    """The image's id in the queue host's store."""
+    out = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", ref],
+                         env=nvq.env, capture_output=True, text=True, check=True)
+    return out.stdout.strip().removeprefix("sha256:")
 
 
 def _cmdline(path: Path) -> str:

@@ -170,7 +170,9 @@ def job_submit(
     if spec.image and not dry_run:  # carried to nodes that cannot pull it
         from nvq.cli.submit_world import staged_image
 
-        spec = msgspec.structs.replace(spec, image_manifest=staged_image(spec.image))
+        staged = staged_image(spec.image)
+        if staged is not None:
+            spec = msgspec.structs.replace(spec, image_manifest=staged[0], image_id=staged[1])
     client = Client()
     if dry_run:  # `job shell --dry-run` too: where the shell would open
         from nvq.cli.render.why import preview_text

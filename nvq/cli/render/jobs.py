@@ -113,7 +113,8 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
         f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else "")
         + (f"  port {doc.port}" if getattr(doc, "port", None) and doc.state not in WAITING else ""),
         f"  command     {safe(doc.command)}",
-        *([f"  image       {safe(doc.image)}"] if doc.image else []),
+        *([f"  image       {safe(doc.image)}"
+           + (f"  (sha256:{doc.image_id[:12]})" if doc.image_id else "")] if doc.image else []),
         f"  runtime     {runtime(doc)}  (started {ago(doc.started_at)}, ended {ago(doc.ended_at)})",
     ]
     if doc.exit_code is not None:
