@@ -59,7 +59,8 @@ def detail_line(job: Job, why: str | None) -> str:
     said = waiting_reason(job) or why or job.progress or job.reason or ""
     head = f"job {job.id} {job.name} [{job.state}] {job_where(job)}"
     note = f"  note: {job.note}" if job.note else ""
-    return f"{head}  {said}{note}".rstrip()
+    image = f"  image: {job.image}" if job.image else ""
+    return f"{head}  {said}{image}{note}".rstrip()
 
 
 class QueueApp(App[None]):

@@ -129,3 +129,14 @@ def test_what_users_typed_is_shown_literally_never_as_markup() -> None:
             assert not any(getattr(t, "spans", None) for t in shown)
 
     asyncio.run(main())
+
+
+def test_the_detail_line_names_an_image_jobs_image() -> None:
+    from nvq.tui.app import detail_line
+
+    job = Job(id=3, name="train", state=JobState.PENDING, command="python t.py", user="u",
+              submitter="u", created_at=0.0, image="reg.lab/train:3")
+    assert "image: reg.lab/train:3" in detail_line(job, None)
+    bare = Job(id=4, name="x", state=JobState.PENDING, command="true", user="u",
+               submitter="u", created_at=0.0)
+    assert "image" not in detail_line(bare, None)
