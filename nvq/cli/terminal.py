@@ -30,7 +30,10 @@ EOT = b"\x04"  # what a terminal sends for end of input (stdin that is not a ter
 
 def send(sock: socket.socket, msg: c.TermInput | c.TermSize) -> None:
     payload = c.encoder.encode(msg)
-    sock.sendall(HEADER.pack(len(payload)) + payload)
+    # The daemon may have answered (a refusal) and closed already: its answer is still
+    # there to read, so a send that finds the connection gone is not the end.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        sock.sendall(HEADER.pack(len(payload)) + payload)
 
 
 def window() -> tuple[int, int]:

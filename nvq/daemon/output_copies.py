@@ -87,6 +87,17 @@ class OutputCopies:
         """Set at the copy's next piece (or its end): take it before reading."""
         return self._grown.setdefault((job_id, attempt), anyio.Event())
 
+    async def settled(self, job_id: int, attempt: int, limit: float = 10.0) -> None:
+        """Wait (at most `limit` seconds) for the rest of an attempt that has ended to
+        arrive while its node is there to send it: a read right after a job's end must
+        not show a copy still catching up (its last piece is a frame away)."""
+        with anyio.move_on_after(limit):
+            while (st := self.wanted.get((job_id, attempt))) is not None:
+                node = self.state.nodes.get(st.node)
+                if node is None or node.send is None or node.state != "up":
+                    return
+                await self.grown(job_id, attempt).wait()
+
     def _signal(self, key: Key) -> None:
         event = self._grown.pop(key, None)
         if event is not None:

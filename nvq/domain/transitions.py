@@ -68,7 +68,9 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
 
 def _default_name(command: str) -> str:
     words = command.split()
-    return words[0].rsplit("/", 1)[-1][:40] if words else "job"
+    # Printable only: a name reaches terminals, tables and mail headers.
+    name = "".join(ch for ch in (words[0].rsplit("/", 1)[-1] if words else "") if ch.isprintable())
+    return name[:40] or "job"
 
 
 def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:

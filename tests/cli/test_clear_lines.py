@@ -38,7 +38,7 @@ def test_bad_values_are_refused_with_one_line(nvq: Nvq, args: list[str]) -> None
     assert r.code != 0
     _one_line(r.err)
     listed = nvq.run("job", "ls", "--json")
-    assert listed.code == 0 and listed.json() == []
+    assert listed.code == 0 and listed.json() == {"jobs": [], "more": False}
 
 
 def test_a_home_path_too_long_for_a_socket_says_so(tmp_path: Path) -> None:
@@ -82,15 +82,18 @@ def test_a_daemon_killed_while_a_request_waits_is_one_line(nvq: Nvq) -> None:
     _one_line(err)
 
 
-def test_names_with_escapes_are_printed_escaped(nvq: Nvq) -> None:
-    job = nvq.submit("--gpus", "0", "--name", "a\x1b[31mred\nline", "--note", "n\x07",
-                     "--", "true")
+def test_names_with_escapes_are_refused_and_commands_printed_escaped(nvq: Nvq) -> None:
+    refused = nvq.run("job", "submit", "--gpus", "0", "--name", "a\x1b[31mred", "--", "true")
+    assert refused.code == 2 and "control character" in _one_line(refused.err)
+    # A command may hold anything; printed to a terminal it is escaped.
+    job = nvq.submit("--gpus", "0", "--name", "esc", "--", "echo", "a\x1b[31mred\x07")
     for args in (["job", "ls"], ["job", "show", str(job["id"])]):
         out = nvq.ok(*args).out
         assert "\x1b" not in out and "\x07" not in out
-        assert "\\x1b" in out or "\\e" in out or "^[" in out
+    out = nvq.ok("job", "show", str(job["id"])).out
+    assert "\\x1b" in out or "\\e" in out or "^[" in out
     # JSON keeps the real value.
-    assert nvq.show(job["id"])["name"] == "a\x1b[31mred\nline"
+    assert "a\x1b[31mred\x07" in nvq.show(job["id"])["command"]
 
 
 @pytest.mark.parametrize(

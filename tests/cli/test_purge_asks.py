@@ -43,7 +43,7 @@ def test_dry_run_prints_what_would_go_and_deletes_nothing(nvq: Nvq) -> None:
     r = nvq.ok("job", "purge", "--dry-run")
     assert r.out.strip() == f"would purge 3 finished jobs and their artifacts: {ids[0]}-{ids[2]}"
     assert nvq.json("job", "purge", "--dry-run") == {"would_purge": 3, "ids": ids}
-    assert [j["id"] for j in nvq.json("job", "ls")] == ids
+    assert [j["id"] for j in nvq.json("job", "ls")["jobs"]] == ids
 
 
 def test_without_a_terminal_it_refuses_unless_told_yes(nvq: Nvq) -> None:
@@ -54,9 +54,9 @@ def test_without_a_terminal_it_refuses_unless_told_yes(nvq: Nvq) -> None:
         f"nvq: would purge 2 finished jobs and their artifacts: {ids[0]}-{ids[1]}; "
         "not a terminal, so not asking: give --yes\n"
     )
-    assert len(nvq.json("job", "ls")) == 2
+    assert len(nvq.json("job", "ls")["jobs"]) == 2
     assert nvq.json("job", "purge", "--yes")["ids"] == ids
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []
     # nothing to purge: nothing to ask
     assert nvq.run("job", "purge", input="").out == "purged 0 finished jobs\n"
 
@@ -66,7 +66,7 @@ def test_on_a_terminal_it_asks(nvq: Nvq) -> None:
     code, text = _on_a_terminal(nvq, "n\n")
     assert code == 1 and "Delete them?" in text and "nothing purged" in text
     assert f"would purge 1 finished jobs and their artifacts: {ids[0]}" in text
-    assert len(nvq.json("job", "ls")) == 1
+    assert len(nvq.json("job", "ls")["jobs"]) == 1
     code, text = _on_a_terminal(nvq, "y\n")
     assert code == 0 and "purged 1 finished jobs" in text
-    assert nvq.json("job", "ls") == []
+    assert nvq.json("job", "ls")["jobs"] == []

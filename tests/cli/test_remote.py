@@ -69,7 +69,7 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
     ):
         there, here = laptop.run(*args), host.run(*args)
         assert (there.code, there.out, there.err) == (here.code, here.out, here.err), args
-    assert laptop.run("job", "show", "999").code == 1
+    assert laptop.run("job", "show", "999").code == 2  # an unknown id is bad input
     assert laptop.run("queue", "alerts").code == 1
 
     # --script sends the local file's contents (the queue host never sees the path).

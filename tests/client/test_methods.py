@@ -26,6 +26,8 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     sync, asynchronous = _public(Client), _public(AsyncClient)
     # Closing is spelled the way each kind of `with` calls it.
     assert sync.pop("close") == asynchronous.pop("aclose")
+    # The terminal commands (job shell, exec, forward) take the blocking socket itself.
+    assert [p.name for p in sync.pop("open_stream")] == ["request"]
     assert sync == asynchronous
     assert [p.name for p in sync["cancel"]] == ["ids", "array"]
 

@@ -83,6 +83,7 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Shell(spec=JobSpec(command="bash")), "anyone"),
     (c.Exec(id=1), "owner"),
     (c.Forward(id=1), "owner"),
+    (c.Report(since=0.0, until=1.0), "anyone"),  # who used what, as sreport shows
 ]
 
 

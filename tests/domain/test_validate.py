@@ -80,7 +80,11 @@ def test_each_problem_is_one_line_naming_the_flag(changes: dict[str, Any], messa
 def test_every_submit_field_has_a_flag_and_a_manifest_key() -> None:
     # who submitted, and what the CLI takes from where it was typed, are no flags;
     # nor is being a terminal session (`job shell` is one)
-    taken = {"submitter", "cwd", "env_captured", "manifest_id", "subdir", "interactive"}
+    # nor the staged image the CLI found for `--image` (`image_manifest`, `image_id`)
+    taken = {
+        "submitter", "cwd", "env_captured", "manifest_id", "subdir", "interactive",
+        "image_manifest", "image_id",
+    }
     fields = {f.name for f in msgspec.structs.fields(JobSpec)} - taken
     assert {f.field for f in SUBMIT_FIELDS} == fields
     assert {field for field, _ in manifest.KEYS.values()} == fields

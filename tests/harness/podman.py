@@ -61,6 +61,12 @@ class PodmanStore:
             if not link.exists():
                 link.symlink_to("busybox")
         (root / "tmp").mkdir(exist_ok=True)
+        # Whatever umask an earlier test left: "/" and /bin must be open to the member
+        # uid a container runs as (a 0700 "/" makes even /run/podman-init unreachable).
+        root.chmod(0o755)
+        (root / "bin").chmod(0o755)
+        (root / "bin" / "busybox").chmod(0o755)
+        (root / "tmp").chmod(0o1777)
         tarball = self.dir / "rootfs.tar"
         subprocess.run(["tar", "-C", str(root), "-cf", str(tarball), "."], check=True)
         return self.podman("import", "-q", str(tarball), ref).stdout.strip()

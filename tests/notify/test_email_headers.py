@@ -16,7 +16,7 @@ def test_a_header_is_one_printable_line() -> None:
     assert header_text("plain  text") == "plain text"
 
 
-def test_a_job_named_with_a_newline_is_mailed(nvq: Nvq, smtp: tuple[Inbox, int]) -> None:  # noqa: F811
+def test_a_newline_never_reaches_a_mail_header(nvq: Nvq, smtp: tuple[Inbox, int]) -> None:  # noqa: F811
     inbox, port = smtp
     nvq.write_config(
         f"""
@@ -31,7 +31,10 @@ to = ["ops@lab"]
 email = "root@lab"
 """
     )
-    job = nvq.submit("--gpus", "0", "--name", "two\nlines", "--email-on-success", "--", "true")
+    # A name with a newline is refused at submit; one from the command is printable.
+    refused = nvq.run("job", "submit", "--gpus", "0", "--name", "two\nlines", "--", "true")
+    assert refused.code == 2 and "control character" in refused.err
+    job = nvq.submit("--gpus", "0", "--name", "two lines", "--email-on-success", "--", "true")
     nvq.wait(job["id"])
     eventually(lambda: inbox.messages, what="the job's e-mail")
     time.sleep(0.3)

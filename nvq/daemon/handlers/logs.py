@@ -25,7 +25,7 @@ from nvq.daemon.output_copy import (
 )
 from nvq.daemon.state import State
 from nvq.domain import attempts
-from nvq.model import Job
+from nvq.model import Job, JobState
 from nvq_runner import protocol as p
 
 _requests = itertools.count(1)  # names each log stream on its node's link
@@ -47,7 +47,9 @@ async def open_logs(
     job = await state.get_job(job_id)
     if attempt is not None and attempt != job.attempt:
         if stream != "setup" and _has_copy(state, job.id, attempt):
-            return _from_copy(state, job.id, attempt, stream, lines, follow=False, marks=marks)
+            return _from_copy(
+                state, job.id, attempt, stream, lines, follow=False, marks=marks, ended=True
+            )
         if stream == "both":
             await _attempt_node(state, job, attempt)  # says so when there is none
             return _both_from_node(state, job, lines, attempt)
@@ -61,7 +63,10 @@ async def open_logs(
     if job.node is None:
         raise RequestError(f"job {job_id} has not started yet: it has no logs")
     if stream != "setup" and job.attempt and _has_copy(state, job.id, job.attempt):
-        return _from_copy(state, job.id, job.attempt, stream, lines, follow=follow, marks=marks)
+        ended = job.state.finished or job.state is JobState.PENDING
+        return _from_copy(
+            state, job.id, job.attempt, stream, lines, follow=follow, marks=marks, ended=ended
+        )
     if stream == "both":
         if follow:
             stream = "stdout"
@@ -104,7 +109,7 @@ def _read_from(path: Any, start: int) -> tuple[bytes, int]:
 
 async def _from_copy(
     state: State, job_id: int, attempt: int, stream: str, lines: int, *, follow: bool,
-    marks: bool,
+    marks: bool, ended: bool,
 ) -> AsyncIterator[bytes]:
     """The queue host's copy: its last `lines`, then (with follow) each piece as it
     arrives, until the attempt's output is all here."""
@@ -112,6 +117,8 @@ async def _from_copy(
     copier = state.output_copies
     shown: Shown = stream if stream in ("stdout", "stderr", "both") else "stdout"  # type: ignore[assignment]
     renderer = Renderer(shown, marks)
+    if copier is not None and ended and not follow:
+        await copier.settled(job_id, attempt)
     grown = copier.grown(job_id, attempt) if copier is not None else None
     data, ino = await anyio.to_thread.run_sync(_read_from, path, 0)
     pos = len(data)
