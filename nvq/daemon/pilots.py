@@ -74,19 +74,21 @@ class DaemonPilots:
     async def run(self) -> None:
         if not self.clusters:
             return
-        known = await self.ids.load()
         queue = self.state.config.queue
+        # Managers exist before the first await: a `cluster scale` that arrives while
+        # the ids load must find its cluster.
+        for cluster in self.clusters.values():
+            self.managers[cluster.name] = PilotManager(
+                cluster,
+                self,
+                connect_timeout=queue.ssh_connect_timeout,
+                keepalive=queue.ssh_keepalive,
+            )
+        known = await self.ids.load()
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            for cluster in self.clusters.values():
-                manager = PilotManager(
-                    cluster,
-                    self,
-                    known=set(known.get(cluster.name, [])),
-                    connect_timeout=queue.ssh_connect_timeout,
-                    keepalive=queue.ssh_keepalive,
-                )
-                self.managers[cluster.name] = manager
+            for name, manager in self.managers.items():
+                manager.known.update(known.get(name, []))
                 tg.start_soon(manager.run)
             tg.start_soon(self._vacate_loop)
 
