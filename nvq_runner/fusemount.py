@@ -74,8 +74,9 @@ def clean_stale(under: Path) -> list[str]:
 class Mount:
     """A LazyFS served at `point` by a thread of this process."""
 
-    def __init__(self, operations: Any, point: Path) -> None:
+    def __init__(self, operations: Any, point: Path, *, readonly: bool = False) -> None:
         self.operations = operations
+        self.readonly = readonly  # the kernel refuses every write (EROFS)
         self.point = point
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name=f"fuse {point}", daemon=True)
@@ -85,7 +86,8 @@ class Mount:
 
         try:
             mfusepy.FUSE(self.operations, str(self.point), foreground=True,
-                         fsname="nvq-artifacts", default_permissions=True)
+                         fsname="nvq-artifacts", default_permissions=True,
+                         ro=self.readonly)
         except BaseException as exc:  # reported by start()
             self.error = exc
 

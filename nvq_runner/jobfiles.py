@@ -83,6 +83,7 @@ class JobDir:
         self.status = self.path / "status"
         self.result = self.path / "result.json"
         self.artifacts = self.path / "artifacts"
+        self.inputs = self.path / "inputs"  # $NVQ_INPUTS: prerequisites' artifacts
         self.attempt_json = self.path / "attempt.json"
         self.exit = self.path / "exit"
         self.wrapper_pid = self.path / "wrapper.pid"

@@ -23,6 +23,7 @@ from . import workfiles
 from .blobcache import DEFAULT_CACHE_SIZE, BlobCache
 from .blobfetch import BlobFetcher, FetchError
 from .image_load import ImageError, ensure_image
+from .input_views import InputsError, InputViews
 from .job_artifacts import ArtifactsError, JobArtifacts
 from .jobfiles import JobDir, tail_text
 from .manifest_wire import Manifest, ManifestError
@@ -61,13 +62,14 @@ class JobWorld:
         self.cache = cache
         self.fetcher = fetcher
         self.artifacts = artifacts or JobArtifacts(fetcher)
+        self.inputs = InputViews(fetcher)
         self._login: dict[str, str] | None = None
         self._login_lock = threading.Lock()
 
     @staticmethod
     def needed(msg: Start) -> bool:
         return bool(msg.manifest_id or msg.env_mode != "runner" or msg.setup
-                    or msg.artifacts_tree or msg.image_manifest)
+                    or msg.artifacts_tree or msg.image_manifest or msg.inputs)
 
     async def prepare(self, msg: Start, d: JobDir) -> Prepared:
         prepared = Prepared()
@@ -100,11 +102,25 @@ class JobWorld:
                                              lazy=msg.lazy_artifacts, node=msg.node)
             except ArtifactsError as exc:
                 raise PrepareError(str(exc)) from None
+        if msg.inputs:
+            try:
+                # a mount is the runner's alone (no allow_other): another user's job
+                # gets a full copy it can read
+                await self.inputs.prepare(msg.job_id, msg.inputs, d.inputs,
+                                          lazy=msg.lazy_artifacts and not msg.user,
+                                          node=msg.node)
+            except InputsError as exc:
+                await self.artifacts.close(msg.job_id)  # no mount left behind
+                raise PrepareError(str(exc)) from None
         return prepared
 
     def attempt_ended(self, job_id: int) -> None:
         """Unmount the attempt's artifacts (whatever way it ended)."""
-        asyncio.get_running_loop().create_task(self.artifacts.close(job_id))
+        asyncio.get_running_loop().create_task(self._close_views(job_id))
+
+    async def _close_views(self, job_id: int) -> None:
+        await self.artifacts.close(job_id)
+        await self.inputs.close(job_id)
 
     # ------------------------------------------------------------ working copy
 

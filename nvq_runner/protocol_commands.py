@@ -68,6 +68,10 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # $NVQ_ARTIFACTS on demand, or restored in full where FUSE is not available or
     # `lazy_artifacts` is off ([[nodes]] lazy_artifacts). "": none.
     artifacts_tree: str = ""
+    # The prerequisites' artifacts (`--after`/`--after-any`), given to the job read-only
+    # at $NVQ_INPUTS/<id>/ the same way: job id (decimal) → its newest chunk tree ("":
+    # it synced none, an empty folder). {}: no prerequisites, no $NVQ_INPUTS.
+    inputs: dict[str, str] = {}
     # Run in this container image (container.py) through `runtime` ("": the first
     # runtime the node has); "": a bare process.
     image: str = ""

@@ -156,7 +156,7 @@ class Runner:
             pid=os.getpid(),
             journal_id=self.journal.id,
             features=["artifacts", "owner", "world", "chunked_artifacts", "lease", "recover",
-                      "relay"],
+                      "relay", "inputs"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
@@ -360,6 +360,7 @@ class Runner:
         self.jobs.adopt_all(journaled)
         await asyncio.gather(*(self.job_artifacts.remount(job_id, run.dir.artifacts)
                                for job_id, run in list(self.jobs.running.items())))
+        self.world.inputs.remount_all({i: r.dir.inputs for i, r in self.jobs.running.items()})
         # Bound relative to the home (our cwd): socket paths are limited to ~107 bytes.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(SOCKET)

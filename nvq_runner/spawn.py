@@ -65,6 +65,8 @@ def job_env(
         # When the timeout ends it (epoch seconds), so it can plan a checkpoint.
         NVQ_END_TIME="" if end_time is None else str(int(end_time)),
     )
+    if msg.inputs:  # read-only, one folder per prerequisite (input_views.py)
+        env["NVQ_INPUTS"] = str(d.inputs)
     # A pilot's jobs run inside its Slurm allocation: they see it as a Slurm job step
     # would (SLURM_JOB_ID, the node list, the granted cards), whatever the submitter's
     # shell carried.

@@ -41,7 +41,12 @@ from nvq_runner.artifact_wire import ArtifactsTreeQuery, ArtifactsTreeReply
 
 log = logging.getLogger("nvq.artifacts")
 FEATURE = "chunked_artifacts"
+INPUTS = "inputs"  # the runner gives a job its prerequisites' trees ($NVQ_INPUTS)
 QUERY_TIMEOUT = 120.0  # the runner chunks what changed before it answers
+
+
+def _lazy(node: NodeRuntime) -> bool:
+    return node.config.lazy_artifacts if node.config is not None else True
 
 
 def supports(node: NodeRuntime) -> bool:
@@ -60,8 +65,17 @@ class ChunkedArtifacts:
         tree = self.latest_tree(start.job_id) if supports(node) else ""
         if not tree:
             return start
-        lazy = node.config.lazy_artifacts if node.config is not None else True
-        return msgspec.structs.replace(start, artifacts_tree=tree, lazy_artifacts=lazy)
+        return msgspec.structs.replace(start, artifacts_tree=tree, lazy_artifacts=_lazy(node))
+
+    def with_inputs(self, node: NodeRuntime, job: Job, start: p.Start) -> p.Start:
+        """`start` naming the newest tree of each of the job's prerequisites, which
+        the runner gives the job read-only at `$NVQ_INPUTS/<id>/`."""
+        if not (job.after or job.after_any) or node.hello is None \
+                or INPUTS not in node.hello.features:
+            return start
+        inputs = {str(dep): self.latest_tree(dep) for dep in [*job.after, *job.after_any]}
+        return msgspec.structs.replace(start, inputs=inputs,
+                                       lazy_artifacts=_lazy(node))
 
     def holds_files(self, job_id: int) -> bool:
         """The newest tree names at least one file (an empty `$NVQ_ARTIFACTS` syncs

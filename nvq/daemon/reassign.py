@@ -68,7 +68,15 @@ class Machines:
         stopping = {
             key[0] for key, r in self.state.reaps.items() if r.reason in reassign.STOPPING_REASONS
         }
-        return stopping | self.syncing
+        return stopping | self.syncing | self._awaiting_inputs()
+
+    def _awaiting_inputs(self) -> set[int]:
+        """Pending jobs a prerequisite of which is still having its final sync: they
+        would start without its last artifacts at `$NVQ_INPUTS`."""
+        if not self.syncing:
+            return set()
+        return {j.id for j in self.state.jobs.values() if j.state is JobState.PENDING
+                and not self.syncing.isdisjoint([*j.after, *j.after_any])}
 
     def slot_fields(self, node: NodeRuntime) -> dict[str, Any]:
         return {"busy": self.busy(node), "owner": node.owner}
@@ -213,13 +221,15 @@ class Machines:
     def post_start(self, node: NodeRuntime, job: Job) -> None:
         """Send `Start`, after restoring the job's stored artifacts there if it has any."""
         self.avoid.pop(job.id, None)  # placed: the rule served its turn
-        if self.artifacts.chunked.latest_tree(job.id) and supports(node):
+        chunked = self.artifacts.chunked
+        start = chunked.with_inputs(node, job, self.state.start_msg(job))
+        if chunked.latest_tree(job.id) and supports(node):
             # the runner mounts (or restores) the newest tree itself
-            node.post(self.artifacts.chunked.start_msg(node, self.state.start_msg(job)))
+            node.post(chunked.start_msg(node, start))
         elif self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
             self._submit(("restore", node.name, job.id))
         else:
-            node.post(self.state.start_msg(job))
+            node.post(start)
 
     def sync_now(self, node: NodeRuntime, job_id: int, attempt: int) -> None:
         """The job asked for a sync (`$NVQ_ARTIFACTS/.sync`)."""
