@@ -20,8 +20,8 @@ after = [12, 13]
 ```
 
 Every `job submit` option has its key (`nvq.domain.validate.SUBMIT_FIELDS`): also
-`node`, `note`, `priority`, `tags`, `after_any`, `array`, `max_runtime` and
-`no_reassign`.
+`node`, `note`, `priority`, `tags`, `after_any`, `array`, `max_runtime`,
+`no_reassign` and `preemptible`.
 
 `parse` turns the `[job]` table into JobSpec field values; `merge` lays the command
 line over it (a flag given on the command line wins; `env` merges key by key).
@@ -179,6 +179,7 @@ _READERS: dict[str, _Conv] = {
     "email_on_failure": _boolean,
     "max_runtime": _duration,
     "no_reassign": _boolean,
+    "preemptible": _boolean,
     "in_place": _boolean,
     "setup": _string,
     "setup_files": _strings,

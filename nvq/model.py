@@ -88,6 +88,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     # --signal SIG@DELAY: sent DELAY before a --timeout ends the job (or as a
     # preemption stops it), in its normal form `USR1@300`; "" none (nvq.domain.job_signal)
     signal: str = ""
+    # --preemptible: a more urgent job (higher --priority) may stop it and send it back
+    # to the queue (nvq.domain.preemption)
+    preemptible: bool = False
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -185,6 +188,8 @@ class Job(msgspec.Struct, kw_only=True):
     checkpoint_signal: str = ""
     # schema version 22: the image's id as the queue host found it (see JobSpec)
     image_id: str | None = None
+    # schema version 23: --preemptible (see JobSpec)
+    preemptible: bool = False
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -9,8 +9,15 @@ import msgspec
 
 from nvq.config.fields import Convert, FieldReader
 from nvq.config.types import Limits, LimitsConfig
+from nvq.values import MAX_INT, MIN_INT
 
-LIMIT_KEYS = ("max_running_gpus", "max_running_jobs", "max_queued_jobs", "max_gpu_hours")
+LIMIT_KEYS = (
+    "max_running_gpus",
+    "max_running_jobs",
+    "max_queued_jobs",
+    "max_gpu_hours",
+    "max_preempt_priority",
+)
 SHARE_KEYS = {"share", *LIMIT_KEYS}
 
 
@@ -19,6 +26,7 @@ def queue_fields(r: FieldReader) -> dict[str, Convert]:
         "fair_share": r.boolean,
         "fair_share_halflife": r.duration,
         "fair_share_by": lambda v, k: r.choice(v, k, ("user", "submitter")),
+        "preempt": r.boolean,
     }
 
 
@@ -30,6 +38,8 @@ def limit_values(r: FieldReader, table: dict[str, Any], where: str) -> dict[str,
             continue
         if key == "max_gpu_hours":
             out[key] = r.positive_number(table[key], f"{where}.{key}")
+        elif key == "max_preempt_priority":  # priorities may be negative
+            out[key] = r.integer(table[key], f"{where}.{key}", MIN_INT, MAX_INT)
         else:
             out[key] = r.integer(table[key], f"{where}.{key}", 0)
     return out

@@ -92,6 +92,9 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     fair_share: bool = True
     fair_share_halflife: float = 86400.0
     fair_share_by: str = "user"
+    # A waiting job that cannot be placed may stop running `--preemptible` jobs of a
+    # lower priority (nvq.domain.preemption); false: never.
+    preempt: bool = True
 
 
 class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -167,6 +170,9 @@ class Limits(msgspec.Struct, kw_only=True, frozen=True):
     max_running_jobs: int | None = None
     max_queued_jobs: int | None = None  # pending, held and paused: a submit over it is refused
     max_gpu_hours: float | None = None  # GPU-hours per rolling day
+    # The highest priority this user's jobs preempt other users' jobs with (their own
+    # they preempt at any priority); None: their --priority as given.
+    max_preempt_priority: int | None = None
 
 
 class LimitsConfig(msgspec.Struct, kw_only=True, frozen=True):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import anyio
 
 from nvq.config import Config
-from nvq.daemon import quotas
+from nvq.daemon import preempting, quotas
 from nvq.daemon.apply import record
 from nvq.daemon.pending_view import to_pending
 from nvq.daemon.reassign import Machines
@@ -80,7 +80,10 @@ async def place_once(state: State, machines: Machines) -> None:
         limited = quotas.standings(state, ready, now)
         pending = quotas.admitted(ready, limited)
         caps = Caps(limited.values()) if limited else None
-        result = place_with_reservation(state, slots, pending, now, caps)
+        # Nodes kept for urgent jobs whose preemption victims are stopping, then the rest.
+        result = preempting.place_around_holds(
+            state, slots, pending, lambda s, js: place_with_reservation(state, s, js, now, caps)
+        )
         state.placement_stats = {
             "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
             "pending": len(queue),
@@ -101,12 +104,13 @@ async def place_once(state: State, machines: Machines) -> None:
         )
         for job, reason in _unschedulable(state, result, unplaceable):
             record(tx, transitions.unschedulable(job, reason, now))
-        if not tx:
-            return
-        await state.commit(tx)
-        for job in tx.jobs:
-            if job.state is JobState.RUNNING and job.node is not None:
-                machines.post_start(state.nodes[job.node], job)
+        if tx:
+            await state.commit(tx)
+            for job in tx.jobs:
+                if job.state is JobState.RUNNING and job.node is not None:
+                    machines.post_start(state.nodes[job.node], job)
+        # Jobs still waiting may stop lower-priority --preemptible ones.
+        await preempting.preempt_for_waiting(state, machines, slots, pending, result)
 
 
 def begun(state: State, jobs: list[Job], now: float) -> list[Job]:

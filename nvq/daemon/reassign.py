@@ -119,9 +119,10 @@ class Machines:
 
     # ------------------------------------------------------------ preemption
 
-    async def preempt(self, jobs: list[Job], why: str) -> list[Job]:
-        """Stop running attempts and put their jobs back in line. Must hold the lock."""
-        return await apply(self.state, jobs, lambda j: reassign.preempt(j, why))
+    async def preempt(self, jobs: list[Job], why: str, by: int | None = None) -> list[Job]:
+        """Stop running attempts and put their jobs back in line (`by`: the urgent job
+        they make room for). Must hold the lock."""
+        return await apply(self.state, jobs, lambda j: reassign.preempt(j, why, by))
 
     async def _busy_changed(self, node: NodeRuntime, was: bool) -> None:
         """Must hold the lock."""

@@ -29,6 +29,7 @@ from nvq.daemon.usage import UsageBook
 from nvq.daemon.waits import PassFacts
 from nvq.domain import reassign
 from nvq.domain.placement import NodeSlot, PendingJob
+from nvq.domain.preemption import Hold
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, NewAlert, NodeView, Reap, Tx
 from nvq.store import Store
@@ -93,6 +94,8 @@ class State:
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
         self.reservation: Reservation | None = None  # a starving head's node
+        # urgent job → the node kept for it while its victims stop (daemon/preempting.py)
+        self.preempt_holds: dict[int, Hold] = {}
         self.starves_at: float | None = None  # when the waiting head starts to starve
         self.quota_wake_at: float | None = None  # when a user's day falls under its limit
         self.begins_at: float | None = None  # the earliest --begin still to come

@@ -44,6 +44,8 @@ class PassFacts:
     halflife: float = 86400.0
     # Users' limits (`nvq.domain.quotas`): the limited users as the pass left them.
     quota: dict[str, quotas.Standing] = field(default_factory=dict)
+    # Urgent jobs with a node kept for them: job → (node, the victims being stopped).
+    holds: dict[int, tuple[str, list[int]]] = field(default_factory=dict)
     number: int = field(default_factory=lambda: next(_passes))
     # Filled on demand, until the next pass replaces these facts.
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
@@ -93,6 +95,13 @@ def reason_of(
         return w.Waiting(w.BEGIN_TIME, f"--begin: not before {stamp}")
     if job.id in facts.unplaceable:
         return w.Waiting(w.STOPPING, "its previous attempt is still being stopped or synced")
+    kept = facts.holds.get(job.id)
+    if kept is not None:
+        node, victims = kept
+        ids = ", ".join(map(str, victims))
+        return w.Waiting(
+            w.PREEMPTING, f"preempting job {ids} on {node}: it starts there once they stopped"
+        )
     status = facts.dep_status.get(job.id)
     if isinstance(status, deps.Waiting):
         on = live.get(status.on)

@@ -29,6 +29,7 @@ EDITABLE_FIELDS = {
     "lane": "lane",
     "image": "image",
     "signal": "checkpoint_signal",
+    "preemptible": "preemptible",
 }
 # A running job keeps its node, cards, process and the deadline its runner enforces.
 WHILE_RUNNING = frozenset({"name", "note", "tags", "priority"})
@@ -66,6 +67,7 @@ def spec_of(job: Job) -> JobSpec:
         image_manifest=job.image_manifest,
         image_id=job.image_id,
         signal=job.checkpoint_signal,
+        preemptible=job.preemptible,
     )
 
 

@@ -77,13 +77,17 @@ def node_removed(job: Job, node: str, configured: Collection[str], now: float) -
     return Outcome(new, [NewEvent("job_reassigned", job.id, node, data)])
 
 
-def preempt(job: Job, why: str) -> Outcome:
-    """Stop a running attempt (TERM, grace, KILL) and put the job back in line."""
+def preempt(job: Job, why: str, by: int | None = None) -> Outcome:
+    """Stop a running attempt (its --signal or TERM, grace, KILL) and put the job back
+    in line. `by`: the more urgent job it makes room for (`nvq.domain.preemption`)."""
     if job.state is not JobState.RUNNING or job.node is None:
         return Outcome()
     reap = Reap(job_id=job.id, attempt=job.attempt, node=job.node, reason="preempted")
     new = back_to_queue(job, f"preempted: {why}")
-    ev = NewEvent("job_preempted", job.id, job.node, {"attempt": job.attempt, "reason": why})
+    data: dict[str, object] = {"attempt": job.attempt, "reason": why}
+    if by is not None:
+        data["by"] = by
+    ev = NewEvent("job_preempted", job.id, job.node, data)
     return Outcome(new, [ev], reap)
 
 

@@ -52,6 +52,7 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         max_runtime=spec.max_runtime,
         no_reassign=spec.no_reassign, checkpoint_signal=spec.signal,
         begin_at=spec.begin_at,
+        preemptible=spec.preemptible,
         notify_on=None if spec.notify_on is None else list(spec.notify_on),
         cwd=spec.cwd,
         env_captured=None if spec.env_captured is None else dict(spec.env_captured),

@@ -11,6 +11,7 @@ pilot with less time left than the job's limit needs), `Untimed` (those pilots t
 jobs with a time limit), `FairShare` (accounts that used the cards less lately go
 first), `QuotaGPUs`/`QuotaJobs`/`QuotaHours` (its user's limit holds it back), `BeginTime`
 (its `--begin` time has not come), `Stopping` (its previous attempt is still being stopped or its files synced),
+`Preempting` (lower-priority preemptible jobs are being stopped to make room for it),
 `Paused`, `Held`.
 """
 
@@ -40,6 +41,7 @@ UNTIMED = "Untimed"
 FAIR_SHARE = "FairShare"
 BEGIN_TIME = "BeginTime"
 STOPPING = "Stopping"
+PREEMPTING = "Preempting"
 PAUSED = "Paused"
 HELD = "Held"
 

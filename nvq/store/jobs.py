@@ -31,6 +31,7 @@ _JSON_FIELDS = frozenset(
         "written",
         "interactive",
         "notify_on",
+        "preemptible",
     }
 )
 # JSON fields decoded into structs, not plain dicts

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -278,6 +278,10 @@ ALTER TABLE jobs ADD COLUMN checkpoint_signal TEXT NOT NULL DEFAULT '';
     # 22: an image job's image id, as the queue host found it (`job show`).
     """
 ALTER TABLE jobs ADD COLUMN image_id TEXT;
+""",
+    # 23: jobs a more urgent one may stop (`--preemptible`).
+    """
+ALTER TABLE jobs ADD COLUMN preemptible TEXT NOT NULL DEFAULT 'false';
 """,
 ]
 

@@ -136,6 +136,9 @@ def job_edit(
     signal: str = typer.Option(
         None, "--signal", help="Send SIG this long before --timeout ends it: USR1@5m."
     ),
+    preemptible: bool = typer.Option(
+        None, "--preemptible/--not-preemptible", help="Whether a more urgent job may stop it."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """Change what a waiting job waits for; it keeps its id, note, place and submitter.
@@ -160,6 +163,7 @@ def job_edit(
         "lane": lane,
         "command": command,
         "signal": signal,
+        "preemptible": preemptible,
     }
     changes = {k: v for k, v in given.items() if v is not None}
     if not drop and not add and not changes:

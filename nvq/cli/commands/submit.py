@@ -82,6 +82,9 @@ def job_submit(
     no_reassign: bool = typer.Option(
         False, "--no-reassign", help="Not safe to run twice: lost (not rerun) if its node dies."
     ),
+    preemptible: bool = typer.Option(
+        False, "--preemptible", help="A more urgent job may stop it; it waits again to resume."
+    ),
     email_on_success: bool = typer.Option(
         None, "--email-on-success/--no-email-on-success", help="E-mail me when it completes."
     ),
@@ -153,6 +156,7 @@ def job_submit(
         email_on_failure=email_on_failure,
         max_runtime=duration(max_runtime, "--max-runtime"),
         no_reassign=no_reassign,
+        preemptible=preemptible,
         retries_on=_retries_on(retries_on),
         notify_on=_notify_on(notify_on),
         begin_at=_begin(begin),
