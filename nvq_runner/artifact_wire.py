@@ -1,6 +1,7 @@
-"""The frames of a chunked artifacts sync (the daemon asks, the runner describes its
-view; the chunks themselves never travel on the event link: the daemon reads the byte
-ranges it lacks over SFTP on the node's connection, as whole-file syncs did)."""
+"""The frames of a chunked artifacts sync: the daemon asks, the runner describes its
+view, and the daemon reads the byte ranges it lacks, over SFTP on the node's connection
+where it has its own, or as `ReadChunks`/`ChunkBytes` on the runner's link (a Slurm
+pilot, whose SSH connection is the login node's and sees no compute-node disk)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,20 @@ class SyncWanted(msgspec.Struct, tag="sync_wanted", frozen=True):
 
     job_id: int
     attempt: int
+
+
+class ReadChunks(msgspec.Struct, tag="read_chunks", frozen=True):
+    """Read `ranges` ((offset, size) pairs) of `path`, relative to the root job
+    `job_id`'s last ArtifactsTreeReply named; answered by ChunkBytes. The daemon keeps
+    each request well under the frame limit."""
+
+    req: int
+    job_id: int
+    path: str
+    ranges: list[tuple[int, int]]
+
+
+class ChunkBytes(msgspec.Struct, tag="chunk_bytes", frozen=True):
+    req: int
+    data: list[bytes] = []  # one per range, in order
+    error: Optional[str] = None

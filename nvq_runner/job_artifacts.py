@@ -13,8 +13,15 @@ from pathlib import Path
 
 from .artifact_tree import ArtifactTree, TreeError, decode_tree, encode_tree
 from .artifact_view import ArtifactView, LinkChunks
-from .artifact_wire import ArtifactsTreeQuery, ArtifactsTreeReply, ChunkSource
+from .artifact_wire import (
+    ArtifactsTreeQuery,
+    ArtifactsTreeReply,
+    ChunkBytes,
+    ChunkSource,
+    ReadChunks,
+)
 from .blobfetch import BlobFetcher, FetchError
+from .chunk_reads import read_chunks
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +85,16 @@ class JobArtifacts:
         except (OSError, TreeError, ValueError) as exc:
             log.warning("job %s: cannot mount its artifacts again: %s", job_id, exc)
 
+    def view(self, job_id: int, directory: Path) -> ArtifactView:
+        return self.views.get(job_id) or self.closed.get(job_id) or ArtifactView(directory)
+
+    async def read(self, msg: ReadChunks, directory: Path) -> ChunkBytes:
+        """Byte ranges of the files the last scan found (ranges the daemon lacks)."""
+        root = self.view(msg.job_id, directory).read_root()
+        return await asyncio.to_thread(read_chunks, root, msg)
+
     async def describe(self, msg: ArtifactsTreeQuery, directory: Path) -> ArtifactsTreeReply:
-        view = self.views.get(msg.job_id) or self.closed.get(msg.job_id) \
-            or ArtifactView(directory)
+        view = self.view(msg.job_id, directory)
         previous = self.synced.get(msg.job_id)
         if previous is None and msg.known and self.fetcher.cache.has(msg.known):
             with contextlib.suppress(OSError, TreeError, ValueError):

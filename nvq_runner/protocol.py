@@ -34,6 +34,8 @@ import msgspec
 from .artifact_wire import (
     ArtifactsTreeQuery,
     ArtifactsTreeReply,
+    ChunkBytes,
+    ReadChunks,
     SyncWanted,
 )
 from .protocol_commands import (
@@ -194,6 +196,7 @@ __all__ = [
     "AttemptFenced",
     "BlobData",
     "Busy",
+    "ChunkBytes",
     "DaemonMsg",
     "ExitReason",
     "FrameError",
@@ -213,6 +216,7 @@ __all__ = [
     "LogData",
     "NeedBlobs",
     "Owner",
+    "ReadChunks",
     "RecoverQuery",
     "Recovered",
     "RelayDown",

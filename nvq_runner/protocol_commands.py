@@ -11,7 +11,7 @@ from typing import Literal, Optional, Union
 
 import msgspec
 
-from .artifact_wire import ArtifactsTreeQuery
+from .artifact_wire import ArtifactsTreeQuery, ReadChunks
 from .relay_wire import RelayDown
 
 DEFAULT_MAX_RESULT = 1024 * 1024
@@ -184,5 +184,5 @@ class RecoverQuery(msgspec.Struct, tag="recover_query", frozen=True):
 
 
 DaemonMsg = (
-    Union[Start, Kill, Ack, Tail, Unfollow, Sync, ArtifactsQuery, Owner, BlobData, ArtifactsTreeQuery, Heartbeat, RecoverQuery, RelayDown]
+    Union[Start, Kill, Ack, Tail, Unfollow, Sync, ArtifactsQuery, Owner, BlobData, ArtifactsTreeQuery, Heartbeat, RecoverQuery, RelayDown, ReadChunks]
 )

@@ -11,7 +11,7 @@ from typing import Literal, Optional, Union
 
 import msgspec
 
-from .artifact_wire import ArtifactsTreeReply, SyncWanted
+from .artifact_wire import ArtifactsTreeReply, ChunkBytes, SyncWanted
 from .protocol_commands import Start
 from .relay_wire import RelayUp
 
@@ -269,5 +269,5 @@ class Recovered(msgspec.Struct, tag="recovered", frozen=True):
 
 JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled]
 RunnerMsg = (
-    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp]
+    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp, ChunkBytes]
 )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__, container, owner, procfs, recovery
 from .allocation import allocated_gpus
-from .artifact_wire import ArtifactsTreeQuery, SyncWanted
+from .artifact_wire import ArtifactsTreeQuery, ReadChunks, SyncWanted
 from .artifacts import manifest
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
@@ -73,9 +73,8 @@ class Runner:
         self.home = home
         self.conn: Conn | None = None
         self._wake = asyncio.Event()
-        # The last sample sent, and on which connection: a new daemon gets one at once.
-        self._last_sent: Sample | None = None
-        self._sampled_for: Conn | None = None
+        self._last_sent: Sample | None = None  # and on which connection (a new daemon
+        self._sampled_for: Conn | None = None  # gets a sample at once)
         self._stop = asyncio.Event()
         self.interval = _float_env("NVQ_SAMPLE_INTERVAL", 2.0)
         self.backend: GpuBackend = open_backend(os.environ)
@@ -156,7 +155,7 @@ class Runner:
             pid=os.getpid(),
             journal_id=self.journal.id,
             features=["artifacts", "owner", "world", "chunked_artifacts", "lease", "recover",
-                      "relay", "inputs"],
+                      "relay", "inputs", "chunk_reads"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
@@ -222,7 +221,7 @@ class Runner:
                 asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
             elif isinstance(msg, BlobData):
                 self.fetcher.on_data(msg)
-            elif isinstance(msg, ArtifactsTreeQuery):
+            elif isinstance(msg, (ArtifactsTreeQuery, ReadChunks)):
                 asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
             elif isinstance(msg, RelayDown):
                 self.jobs.sockets.on_down(msg)
@@ -276,9 +275,11 @@ class Runner:
         )
         conn.send(Recovered(req=msg.req, records=found))
 
-    async def _artifacts_tree(self, conn: Conn, msg: ArtifactsTreeQuery) -> None:
+    async def _artifacts_tree(self, conn: Conn, msg: ArtifactsTreeQuery | ReadChunks) -> None:
         directory = self.jobs.job_dir(msg.job_id).artifacts
-        conn.send(await self.job_artifacts.describe(msg, directory))
+        reply = self.job_artifacts.read(msg, directory) if isinstance(msg, ReadChunks) \
+            else self.job_artifacts.describe(msg, directory)
+        conn.send(await reply)
 
     async def _sync_requests(self, conn: Conn) -> None:
         """Jobs that touched `$NVQ_ARTIFACTS/.sync`: the daemon syncs them now."""

@@ -54,9 +54,9 @@ def login_node(cluster: ClusterConfig) -> NodeConfig:
 
 def runner_install_node(cluster: ClusterConfig) -> NodeConfig | None:
     """Where nvq installs the pilots' runner, as bootstrap sees it: `<home>/runner` on
-    the login node, which the compute nodes see too (the pilots' home is on a shared
-    file system), once per version; None when the cluster names its own `python` (the
-    site manages nvq_runner there, as `python` does for a node)."""
+    the login node, which the compute nodes must see too (a site without a shared
+    `home` names its own `python`), once per version; None when the cluster names its
+    own `python` (the site manages nvq_runner there, as `python` does for a node)."""
     if cluster.python != DEFAULT_PYTHON:
         return None
     return msgspec.structs.replace(
@@ -86,12 +86,12 @@ async def install_pilot_runner(
 
 
 def unshared_home(cluster: ClusterConfig, job_id: str) -> str:
-    """The alert when the login node cannot see what a pilot wrote in its home."""
+    """What the log says when the login node cannot see what a pilot wrote in its home."""
     return (
         f"cluster {cluster.name}: the login node does not see the pilots' home "
-        f"({cluster.home}) that pilot {job_id} wrote on its compute node: jobs run "
-        "there, but their artifacts cannot be synced back; set `home` to a path on a "
-        "file system the login and compute nodes share"
+        f"({cluster.home}) that pilot {job_id} wrote on its compute node: jobs run and "
+        "their artifacts come back over each pilot's own link, but `nvq job pull` of a "
+        "pilot's job reads through the login node and cannot reach its files"
     )
 
 

@@ -236,9 +236,9 @@ class PilotManager:
         self.error = why
 
     async def check_home_shared(self, job_id: str) -> None:
-        """Once a pilot's runner answers: artifact syncs of its jobs go through the login
-        node's SFTP to the pilot's home, so that home must be on a file system the login
-        node shares. Said once per cluster, as an alert, when it is not."""
+        """Once a pilot's runner answers: does the login node see the pilot's home?
+        Syncs need no shared file system (they read over the pilot's link), but `job
+        pull` does, so the log says it once per cluster when it is not shared."""
         login = self.login
         if login is None or self.unshared is not None:
             return
@@ -246,11 +246,9 @@ class PilotManager:
             shared = await login.sees_pilot_home(job_id)
         except (NodeUnreachable, asyncssh.Error, OSError):
             return
-        if shared:
-            return
-        self.unshared = unshared_home(self.cluster, job_id)
-        log.error("%s", self.unshared)
-        await self.hooks.alert(self.cluster, self.unshared)
+        if not shared:
+            self.unshared = unshared_home(self.cluster, job_id)
+            log.warning("%s", self.unshared)
 
     async def refuse_pilot(self, job_id: str, why: str) -> None:
         """A pilot the daemon will not use (its runner is another version): give it

@@ -1,6 +1,7 @@
 """The queue host's side of a chunked artifacts sync: given the tree a runner described
 (ArtifactsTreeReply), store the chunks the blob store lacks, read as byte ranges of the
-node's files over SFTP (or from disk for the local node), and record the sync.
+node's files over SFTP, over the runner link where SFTP cannot reach them (a pilot:
+link_reads.py), or from disk for the local node; and record the sync.
 
 A file rewritten between the runner's scan and our read no longer hashes to what the
 tree says: its previous version (if the last tree had one) stands in, and the next
@@ -32,6 +33,9 @@ from nvq_runner.artifact_wire import ArtifactsTreeReply, ChunkSource
 
 # (path, [(offset, size)]) → the bytes of each range, in order
 ReadRanges = Callable[[str, list[tuple[int, int]]], Awaitable[list[bytes]]]
+# Bytes asked for in one read: what the queue host holds of a file at a time, and under
+# the frame limit where the ranges come over the runner link.
+READ_BATCH = 16 * 1024 * 1024
 
 
 class SyncRecord(msgspec.Struct, frozen=True):
@@ -145,22 +149,36 @@ async def take(
     sent = count = 0
     for rel, items in sorted(by_file.items()):
         items.sort(key=lambda s: s.offset)
-        try:
-            pieces = await read(f"{reply.root}/{rel}", [(s.offset, s.size) for s in items])
-        except OSError:
-            lost.update(s.sha256 for s in items)
-            continue
-        for source, data in zip(items, pieces, strict=True):
-            if hashlib.sha256(data).hexdigest() != source.sha256:
-                lost.add(source.sha256)  # rewritten since the scan
+        for batch in batches(items):
+            try:
+                pieces = await read(f"{reply.root}/{rel}", [(s.offset, s.size) for s in batch])
+            except OSError:
+                lost.update(s.sha256 for s in batch)
                 continue
-            await anyio.to_thread.run_sync(store.put_bytes, data, source.sha256)
-            sent += len(data)
-            count += 1
+            for source, data in zip(batch, pieces, strict=True):
+                if hashlib.sha256(data).hexdigest() != source.sha256:
+                    lost.add(source.sha256)  # rewritten since the scan
+                    continue
+                await anyio.to_thread.run_sync(store.put_bytes, data, source.sha256)
+                sent += len(data)
+                count += 1
     if lost:
         tree = _without(tree, lost, previous)
     tree_id = await anyio.to_thread.run_sync(store.put_bytes, encode_tree(tree))
     return tree_id, tree, sent, count
+
+
+def batches(items: list[ChunkSource], limit: int = READ_BATCH) -> list[list[ChunkSource]]:
+    """`items` in order, cut into reads of at most `limit` bytes (or one chunk)."""
+    out: list[list[ChunkSource]] = []
+    size = 0
+    for item in items:
+        if not out or size + item.size > limit:
+            out.append([])
+            size = 0
+        out[-1].append(item)
+        size += item.size
+    return out
 
 
 def _without(tree: ArtifactTree, lost: set[str], previous: ArtifactTree | None) -> ArtifactTree:

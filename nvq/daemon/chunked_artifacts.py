@@ -3,7 +3,8 @@ ask for its tree, store the chunks the blob store lacks (chunk_sync.py), log the
 and hand the newest tree to the next attempt's Start so the node mounts it on demand
 (or restores it in full where it cannot).
 
-Whole-file syncs (artifacts.py) stay for runners that predate this.
+Whole-file syncs (artifacts.py) stay for runners that predate this. The byte ranges are
+read over SFTP, or over the runner link for a pilot (link_reads.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from nvq.daemon.chunk_sync import (
     summary,
     take,
 )
+from nvq.daemon.link_reads import LinkReads, reads_over_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job
@@ -59,6 +61,7 @@ class ChunkedArtifacts:
         self.log = TreeLog(state.home)
         self.store = blob_store(state.home)
         self._trees = Awaited[ArtifactsTreeReply](QUERY_TIMEOUT)
+        self.link_reads = LinkReads()
 
     def start_msg(self, node: NodeRuntime, start: p.Start) -> p.Start:
         """`start` with the job's newest tree, for a runner that mounts it."""
@@ -125,7 +128,9 @@ class ChunkedArtifacts:
         previous = await anyio.to_thread.run_sync(load_tree, self.store, known) if known else None
         sftp = None
         read: ReadRanges = read_local
-        if node.config is not None:
+        if reads_over_link(node):
+            read = self.link_reads.reader(node, job.id, reply.root)
+        elif node.config is not None:
             conn = getattr(node.channel, "connection", None)
             if conn is None:
                 return {"synced": False, "why": f"node {node.name} has no SSH connection now"}

@@ -44,6 +44,9 @@ class NodeRuntime:
     link_scope: anyio.CancelScope | None = None  # cancels the current connection
     # The open channel (an SSH one has `.connection`, which artifact syncs use for SFTP).
     channel: Any = None
+    # The connection does not reach the node's disk (a pilot's ends on the login node):
+    # artifact syncs read over the runner link instead (link_reads.py).
+    disk_over_link: bool = False
     busy_mode: str = "auto"  # `nvq queue busy NODE on|off|auto`
     busy_reported: bool | None = None  # the runner's last word on its owner's activity
     busy_detail: dict[str, Any] = field(default_factory=dict)

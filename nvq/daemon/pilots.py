@@ -216,7 +216,7 @@ class DaemonPilots:
         return self.idle.setdefault(name, time.time())
 
     async def pilot_started(self, node: NodeConfig, open_channel: PilotOpener) -> None:
-        runtime = NodeRuntime(name=node.name, config=node, allow=None)
+        runtime = NodeRuntime(name=node.name, config=node, allow=None, disk_over_link=True)
         # An adopted pilot resumes where its journal was applied (exactly once).
         record = (await self.state.store.nodes()).get(node.name)
         if record is not None:

@@ -164,6 +164,8 @@ class RunnerEvents:
             await blobs.serve(node, self.state.home, msg)
         elif isinstance(msg, ArtifactsTreeReply):
             self.machines.artifacts.chunked.on_reply(msg)
+        elif isinstance(msg, p.ChunkBytes):
+            self.machines.artifacts.chunked.link_reads.on_reply(msg)
         elif isinstance(msg, SyncWanted):
             self.machines.sync_now(node, msg.job_id, msg.attempt)
         elif isinstance(msg, p.AttemptFenced):

@@ -249,7 +249,9 @@ class UnsharedLogin:
         return False
 
 
-def test_a_pilot_home_the_login_node_cannot_see_raises_one_alert(tmp_path: Path) -> None:
+def test_a_pilot_home_the_login_node_cannot_see_is_noted_without_an_alert(tmp_path: Path) -> None:
+    # Artifacts come back over the pilot's own link: an unshared home costs only
+    # `job pull`, which the log says once; nothing to alert anyone about.
     config = ClusterConfig(name="hpc", host="login", home="/scratch/nvq")
     hooks = Hooks()
 
@@ -257,12 +259,11 @@ def test_a_pilot_home_the_login_node_cannot_see_raises_one_alert(tmp_path: Path)
         pilots = manager(config, hooks)
         pilots.login = UnsharedLogin()  # type: ignore[assignment]
         await pilots.check_home_shared("81234")
-        await pilots.check_home_shared("81235")  # said once per cluster
-        [(kind, message)] = hooks.events
-        assert kind == "alert"
-        assert message.startswith(
+        assert hooks.events == []
+        assert pilots.unshared is not None
+        assert pilots.unshared.startswith(
             "cluster hpc: the login node does not see the pilots' home (/scratch/nvq)"
         )
-        assert "set `home` to a path on a file system the login and compute nodes share" in message
+        assert "`nvq job pull`" in pilots.unshared
 
     run(main)

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import anyio
 
-from nvq.daemon.chunk_sync import TreeLog, load_tree, read_local, record, summary, take
+from nvq.daemon.chunk_sync import (
+    TreeLog,
+    batches,
+    load_tree,
+    read_local,
+    record,
+    summary,
+    take,
+)
 from nvq.world.blobs import BlobStore
 from nvq_runner.artifact_tree import ArtifactTree, encode_tree, scan
 from nvq_runner.artifact_wire import ArtifactsTreeReply, ChunkSource
@@ -94,3 +102,12 @@ def test_gc_keeps_the_chunks_of_logged_trees_until_the_job_goes(tmp_path: Path) 
     log.delete([5])
     freed = store.gc([], grace=0, live_objects=log.live_objects(store))
     assert freed.bytes_freed >= 2 * MiB and store.usage() == (0, 0)
+
+
+def test_reads_are_cut_into_batches_under_the_limit_keeping_order() -> None:
+    items = [ChunkSource(f"h{i}", "f", i * 4, 4) for i in range(5)]
+    assert [[s.sha256 for s in b] for b in batches(items, limit=8)] == [
+        ["h0", "h1"], ["h2", "h3"], ["h4"]]
+    big = [ChunkSource("a", "f", 0, 20), ChunkSource("b", "f", 20, 1)]
+    assert [[s.sha256 for s in b] for b in batches(big, limit=8)] == [["a"], ["b"]]
+    assert batches([], limit=8) == []

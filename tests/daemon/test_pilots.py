@@ -16,6 +16,7 @@ from nvq import __version__ as nvq_version
 from tests.cluster import Nvq
 from tests.harness.slurm import SlurmCluster
 from tests.harness.slurm_fixtures import ClusterQueue, pilot_gpus, toml_str
+from tests.harness.sshd import SshdNode
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -55,6 +56,36 @@ def test_waiting_job_runs_on_a_pilot_that_is_released_when_idle(
         ("pilot_started", None),
         ("pilot_released", "released: no job needed it"),
     ]
+
+
+def test_artifacts_come_back_over_the_pilots_link_without_the_login_nodes_disk(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster, slurm_login: SshdNode,
+    tmp_path: Path,
+) -> None:
+    # The login node serves no SFTP, so the only way the queue host can read what the
+    # pilot wrote is the pilot runner's own link (srun --overlap through the login).
+    slurm_login.without_sftp()
+    nvq = cluster_queue()
+    script = (
+        'head -c 5000000 /dev/urandom > "$NVQ_ARTIFACTS/model.bin" && '
+        'mkdir "$NVQ_ARTIFACTS/sub" && echo done > "$NVQ_ARTIFACTS/sub/note.txt"'
+    )
+    job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "sh", "-c", script)
+    code, [done] = nvq.wait(job["id"], timeout=120)
+    assert (code, done["state"]) == (0, "completed"), done
+    written = next((tmp_path / "pilots").glob(f"*/jobs/*-{job['id']}-*/artifacts/model.bin"))
+
+    def synced() -> list[str]:
+        return sorted(f["path"] for f in nvq.json("job", "artifacts", str(job["id"]))["files"])
+
+    deadline = time.monotonic() + 60  # the final sync follows the exit by a moment
+    while synced() != ["model.bin", "sub/note.txt"]:
+        assert time.monotonic() < deadline, synced()
+        time.sleep(0.5)
+    dest = tmp_path / "got"
+    nvq.json("job", "artifacts", str(job["id"]), "--get", str(dest))
+    assert (dest / "model.bin").read_bytes() == written.read_bytes()
+    assert (dest / "sub" / "note.txt").read_text() == "done\n"
 
 
 def requested_pilots(nvq: Nvq) -> int:

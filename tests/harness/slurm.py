@@ -283,8 +283,8 @@ class SlurmCluster:
     def login_node_env(self, node: SshdNode) -> None:
         """Make SSH sessions on `node` see this cluster, as a real login node's shell
         profile would; call before `node.start()`."""
-        with node.config_file.open("a") as f:
-            f.write(f"SetEnv SLURM_CONF={self.conf}\n")
+        node.extra_config.append(f"SetEnv SLURM_CONF={self.conf}")
+        node.configure()
 
     def __repr__(self) -> str:
         return f"SlurmCluster({self.dir})"

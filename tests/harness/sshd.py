@@ -242,6 +242,7 @@ class SshdNode:
         self.proc: subprocess.Popen[bytes] | None = None
         self._paused: list[int] = []
         self.extra_config: list[str] = []
+        self.sftp = True
         self.authorized_keys.write_text(client_key.public_line + "\n")
         self._new_host_key()
         self.write_known_hosts()
@@ -288,7 +289,7 @@ class SshdNode:
             "MaxSessions 100",
             "MaxStartups 100:30:200",
             "ClientAliveInterval 0",
-            "Subsystem sftp internal-sftp",
+            *(["Subsystem sftp internal-sftp"] if self.sftp else []),
             *self.extra_config,
         ]
         self.config_file.write_text("\n".join(lines) + "\n")
@@ -301,6 +302,11 @@ class SshdNode:
         if self.running:
             self.stop()
             self.start()
+
+    def without_sftp(self) -> None:
+        """Serve no SFTP (what nvq read over it must come another way); restarts."""
+        self.sftp = False
+        self.configure()
 
     # ---------------------------------------------------------- NodeConfig
 
