@@ -59,12 +59,15 @@ def _die(node: SshdNode) -> None:
 
 
 # A training loop that checkpoints its step in $NVQ_ARTIFACTS (write, then rename) and
-# resumes from it: each step it runs is logged with the node it ran on.
+# resumes from it: each step it runs is logged with the node it ran on. From step 12 on
+# it goes only once {release} exists, so it cannot finish before its node is killed,
+# however loaded the machine.
 STEPS = 40
 TRAIN = (
     'ck="$NVQ_ARTIFACTS/step"; s=$(cat "$ck" 2>/dev/null || echo 0); '
     f"while [ $s -lt {STEPS} ]; do s=$((s+1)); "
     'echo "$NVQ_NODE $s" >> {ledger}; echo $s > "$ck.tmp"; mv "$ck.tmp" "$ck"; '
+    "while [ $s -ge 12 ] && [ ! -e {release} ]; do sleep 0.1; done; "
     "sleep 0.15; done"
 )
 
@@ -74,7 +77,8 @@ def test_node_dies_mid_job_and_the_job_resumes_from_its_checkpoint(
 ) -> None:
     nvq, nodes = mesh(2, gpus=ONE_CARD, queue_extra=FAST_SYNC)
     ledger = tmp_path / "ledger"
-    job = nvq.submit("--vram", "20GiB", "--", TRAIN.format(ledger=ledger))
+    release = tmp_path / "release"
+    job = nvq.submit("--vram", "20GiB", "--", TRAIN.format(ledger=ledger, release=release))
     run = nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["started_at"])
     first = run["node"]
     stored = nvq.home / "artifacts" / str(job["id"]) / "step"
@@ -88,6 +92,7 @@ def test_node_dies_mid_job_and_the_job_resumes_from_its_checkpoint(
     _die(nodes[_index(first)])
     synced_at_death = synced()
     ran_before = [int(ln.split()[1]) for ln in ledger.read_text().splitlines()]
+    release.touch()
     code, (done,) = nvq.wait(job["id"], timeout=90)
     assert code == 0 and done["state"] == "completed"
     assert done["node"] != first
