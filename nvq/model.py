@@ -255,6 +255,11 @@ class GpuView(msgspec.Struct, kw_only=True):
     processes: list[GpuProcessView]
     # The runner's evidence that the card is unhealthy; such a card takes no new job.
     faults: list[str] = []
+    # "ok", "unhealthy" (faults seen; out until an admin runs `queue resume NODE:IDX`)
+    # or "drained" (`queue drain NODE:IDX`), since when, and who drained/returned it.
+    health: str = "ok"
+    health_since: float | None = None
+    health_by: str | None = None
 
 
 class NodeView(msgspec.Struct, kw_only=True):

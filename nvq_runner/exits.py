@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import workfiles
+from .gpu.watch import faults_during
 from .jobfiles import AttemptRecord, JobDir
 from .protocol import ExitReason, JobExited
 
@@ -40,7 +41,8 @@ def exited(
 ) -> Callable[[int], JobExited]:
     """The event, read now and built from the seq the journal assigns. `waited`: the
     runner saw the exit itself (the end time is now, not the exit record's).
-    `oom_killed`: the kernel's OOM killer killed a process of the job's cgroup."""
+    `oom_killed`: the kernel's OOM killer killed a process of the job's cgroup.
+    The faults that began on its cards while it ran go with it (gpu/watch.py)."""
     reason: ExitReason = "exit"
     if rec.kill_reason == "timeout":
         reason = "timeout"
@@ -51,12 +53,13 @@ def exited(
     result, result_error = d.result_text(rec.max_result)
     files = workfiles.written(d.path)
     kept = _holds_anything(d.artifacts)
+    card_faults = faults_during(rec.gpus, rec.started_at)
     return lambda seq: JobExited(
         seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=code,
         signal=sig, ended_at=ended, reason=reason, progress=progress,
         stderr_tail=tail, stderr_tail_stream=stream, result=result, result_error=result_error,
         log_truncated=truncated, written=files, oom_killed=oom_killed,
-        artifacts=kept,
+        artifacts=kept, card_faults=card_faults,
     )
 
 

@@ -48,6 +48,7 @@ class AttemptRecord(msgspec.Struct):
     # An image job: its runtime and container name, signalled beside the wrapper
     runtime: str = ""
     container: str = ""
+    gpus: list[int] = []  # its cards: their faults during the attempt go with its exit
 
 
 def new_record(msg: Start, boot_id: str) -> AttemptRecord:
@@ -60,7 +61,7 @@ def new_record(msg: Start, boot_id: str) -> AttemptRecord:
         kill_grace=msg.kill_grace, boot_id=boot_id, deadline=deadline,
         signal=msg.signal if signal_at is not None else 0, signal_at=signal_at,
         max_result=msg.max_result, max_log_size=msg.max_log_size,
-        queue_id=msg.queue_id, nonce=msg.nonce, reassign=msg.reassign,
+        queue_id=msg.queue_id, nonce=msg.nonce, reassign=msg.reassign, gpus=list(msg.gpus),
     )
 
 

@@ -148,6 +148,9 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     # Its $NVQ_ARTIFACTS held something when it ended. False lets the daemon skip the
     # final sync of a job that never kept artifacts (True from older runners).
     artifacts: bool = True
+    # Faults its runner saw on the attempt's cards while it ran (gpu/watch.py), by
+    # card: a failure then is the card's, and the daemon requeues it.
+    card_faults: dict[int, list[str]] = {}
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):

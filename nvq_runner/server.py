@@ -24,6 +24,7 @@ from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
 from .conn import Conn
 from .gpu import GpuBackend, GpuFacts, open_backend
+from .gpu.watch import Watched
 from .identity import QueueMemory
 from .job_artifacts import JobArtifacts
 from .job_socket import JobSockets
@@ -77,7 +78,7 @@ class Runner:
         self._sampled_for: Conn | None = None  # gets a sample at once)
         self._stop = asyncio.Event()
         self.interval = _float_env("NVQ_SAMPLE_INTERVAL", 2.0)
-        self.backend: GpuBackend = open_backend(os.environ)
+        self.backend: GpuBackend = Watched(open_backend(os.environ), os.environ)
         self._facts = GpuFacts()
         self.journal = Journal(home / "journal")
         self._held: list[JournaledEvent] = []  # made but not yet journaled, in seq order

@@ -67,6 +67,20 @@ class KeeperLog(msgspec.Struct, kw_only=True):
     text: str
 
 
+class CardHealth(msgspec.Struct, kw_only=True):
+    """`node health --json`: one card's health, as `queue nodes` knows it."""
+
+    card: str  # NODE:IDX, as `queue drain|resume` take it
+    node: str
+    index: int
+    name: str
+    health: str  # "ok" | "unhealthy" | "drained"
+    faults: list[str]  # the evidence (for an unhealthy card)
+    since: float | None  # when it left placement (or was returned)
+    by: str | None  # who drained or returned it by hand
+    schedulable: bool
+
+
 @dataclass(frozen=True)
 class Shape:
     kind: Any  # the type the document decodes into
@@ -121,6 +135,7 @@ SHAPES: dict[str, Shape] = {
     "node start": Shape(c.REPLIES[c.NodeFlag]),
     "node status": Shape(c.REPLIES[c.NodeStatus]),
     "node restart": Shape(c.REPLIES[c.NodeRestart]),
+    "node health": Shape(list[CardHealth]),
     "cluster status": Shape(c.REPLIES[c.ClusterStatus]),
     "cluster scale": Shape(c.REPLIES[c.ClusterScale]),
     "cluster drain": Shape(c.REPLIES[c.ClusterDrain]),

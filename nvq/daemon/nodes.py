@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from nvq.config import NodeConfig
+from nvq.domain.card_marks import CardMark, unacked
 from nvq_runner.protocol import DaemonMsg, Hello, LogData, Sample
 
 Sender = Callable[[DaemonMsg], bool]  # False when the frame could not be queued
@@ -50,20 +51,35 @@ class NodeRuntime:
     busy_mode: str = "auto"  # `nvq queue busy NODE on|off|auto`
     busy_reported: bool | None = None  # the runner's last word on its owner's activity
     busy_detail: dict[str, Any] = field(default_factory=dict)
+    # Its cards' marks in queue.db (domain/card_marks.py): unhealthy or drained ones
+    # stay out of placement until an admin returns them (`queue resume NODE:IDX`).
+    card_marks: dict[int, CardMark] = field(default_factory=dict)
 
     @property
-    def open_cards(self) -> list[int] | None:
-        """Cards open to new placements: the configured allowlist, within what a
+    def usable_cards(self) -> list[int] | None:
+        """Cards the queue may ever use: the configured allowlist, within what a
         Slurm allocation granted the runner (a pilot). None: every card."""
         granted = self.hello.allocated if self.hello is not None else None
         if granted is None:
-            cards = self.allow
-        elif self.allow is None:
-            cards = granted
-        else:
-            cards = [i for i in self.allow if i in granted]
-        # A card the runner reports unhealthy (Xid, ECC, …) takes no new job.
-        sick = {g.index for g in self.sample.gpus if g.faults} if self.sample else set()
+            return self.allow
+        if self.allow is None:
+            return granted
+        return [i for i in self.allow if i in granted]
+
+    @property
+    def out_cards(self) -> set[int]:
+        """Cards out of placement for now: marked out (unhealthy or drained), or
+        reported unhealthy (Xid, ECC, …) with evidence no admin returned it despite."""
+        out = {i for i, m in self.card_marks.items() if m.out}
+        if self.sample is not None:
+            out |= {g.index for g in self.sample.gpus
+                    if unacked(self.card_marks.get(g.index), g.faults)}
+        return out
+
+    @property
+    def open_cards(self) -> list[int] | None:
+        """Cards open to new placements now. None: every card."""
+        cards, sick = self.usable_cards, self.out_cards
         if not sick or self.hello is None:
             return cards
         base = cards if cards is not None else [g.index for g in self.hello.gpus]

@@ -38,7 +38,7 @@ from nvq.daemon.pilot_ids import PilotIds
 from nvq.daemon.pilot_link import PilotLinkEvents
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
-from nvq.domain import reassign
+from nvq.domain import card_marks, reassign
 from nvq.model import Job, JobState, NewEvent, NodeView, Tx
 
 log = logging.getLogger("nvq.clusters")
@@ -217,6 +217,7 @@ class DaemonPilots:
 
     async def pilot_started(self, node: NodeConfig, open_channel: PilotOpener) -> None:
         runtime = NodeRuntime(name=node.name, config=node, allow=None, disk_over_link=True)
+        runtime.card_marks = card_marks.of_node(self.state.cards, node.name)
         # An adopted pilot resumes where its journal was applied (exactly once).
         record = (await self.state.store.nodes()).get(node.name)
         if record is not None:

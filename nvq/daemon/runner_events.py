@@ -145,7 +145,7 @@ class RunnerEvents:
         if isinstance(msg, p.Sample):
             previous = node.sample
             self._on_sample(node, msg)
-            if sick := unhealthy_events(node.name, previous, msg):
+            if sick := unhealthy_events(node.name, previous, msg, node.card_marks):
                 async with self.state.lock:
                     await self.state.commit(Tx(events=sick))
         elif isinstance(msg, p.LogData):

@@ -62,7 +62,8 @@ def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
         accepting = node.accepting and not machines.fenced(node.name)
         # Everything the slot is made of: an unchanged node (the common case after an
         # event elsewhere) keeps its slot, instead of its cards being worked out again.
-        key = (node.hello, node.sample, accepting, node.open_cards, headroom, extra, *on_node)
+        key = (node.hello, node.sample, accepting, node.open_cards, node.out_cards, headroom,
+               extra, *on_node)
         cached = state.slot_cache.get(node.name)
         if cached is not None and _same(cached[0], key):
             slots.append(cached[1])
@@ -86,8 +87,9 @@ def _node_slot(
         node.sample.gpus if node.sample and node.accepting else None,
         on_node,
         headroom_mb=headroom,
-        allow=node.open_cards,
+        allow=node.usable_cards,
     )
+    out = node.out_cards
     gpus = [
         GpuSlot(
             index=v.index,
@@ -95,6 +97,7 @@ def _node_slot(
             foreign_mb=v.external_mem_mb,
             queue_mb=v.mem_total_mb - v.external_mem_mb - headroom - v.free_mb,
             schedulable=v.schedulable,
+            out=v.index in out,
         )
         for v in views
     ]

@@ -27,7 +27,7 @@ from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
 from nvq.daemon.usage import UsageBook
 from nvq.daemon.waits import PassFacts
-from nvq.domain import reassign
+from nvq.domain import card_marks, reassign
 from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.preemption import Hold
 from nvq.domain.starvation import Reservation
@@ -110,6 +110,7 @@ class State:
         self.later = Later()  # writes a request left to land once the disk has room
         self.usage = UsageBook(config)  # fair share's ledger (see daemon/usage.py)
         self.fair_share: dict[str, float] | None = None  # the last pass's standings
+        self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -138,6 +139,8 @@ class State:
             self.jobs[job.id] = job
             self.index.update(job)
         self.lane_paused = await self.store.lanes()
+        self.cards = card_marks.decode(await self.store.meta(card_marks.META_KEY))
+        self.mirror_cards()
         await self.usage.load(self.store)
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap
@@ -206,8 +209,14 @@ class State:
         self._name_jobs(tx)
         if tx.jobs:
             self.usage.charge(tx, self.jobs, self.card_sizes)
+        marks = card_marks.apply(self.cards, tx.events, time.time())
+        if marks is not None:
+            tx.meta = [*tx.meta, (card_marks.META_KEY, card_marks.encode(marks))]
         self.hooks.prepare(tx)
         inserted = await self.store.commit(tx)
+        if marks is not None:
+            self.cards = marks
+            self.mirror_cards()
         self.usage.committed(tx)
         self.hooks.committed(tx)
         self.subscribers.publish(self.store.last_events)
@@ -236,6 +245,11 @@ class State:
         if tx.jobs or inserted:
             self.notify()
         return inserted
+
+    def mirror_cards(self) -> None:
+        """Give each node its cards' marks (what `open_cards` leaves out)."""
+        for node in self.nodes.values():
+            node.card_marks = card_marks.of_node(self.cards, node.name)
 
     def _name_jobs(self, tx: Tx) -> None:
         """A new job gets a random nonce, stored with it: with the queue id it tells

@@ -4,8 +4,11 @@ the queue's own jobs on the node."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import msgspec
+
+from nvq.domain.card_marks import CardMark, unacked
 from nvq.model import GpuProcessView, GpuView, Job
 from nvq_runner.protocol import GpuInfo, GpuSample, Sample
 
@@ -55,8 +58,9 @@ def gpu_view(
         reserved_mb=reserved,
         free_mb=free,
         attribution="blind" if blind else "measured",
-        schedulable=schedulable and not (sample and sample.faults),
+        schedulable=schedulable,
         faults=list(sample.faults) if sample else [],
+        health="unhealthy" if sample and sample.faults else "ok",
         jobs=[j.id for j in jobs_on_card],
         processes=[
             GpuProcessView(
@@ -102,6 +106,25 @@ def gpu_views(
             )
         )
     return views
+
+
+def with_health(views: list[GpuView], marks: Mapping[int, CardMark]) -> list[GpuView]:
+    """The cards' views with their marks in queue.db (domain/card_marks.py): the
+    evidence the runner reports now, less what an admin returned the card despite,
+    plus what took the card out."""
+    out = []
+    for v in views:
+        mark = marks.get(v.index)
+        if mark is None:
+            out.append(v)
+            continue
+        faults = [*mark.faults, *unacked(mark, v.faults)] if mark.out else unacked(mark, v.faults)
+        out.append(msgspec.structs.replace(
+            v, faults=list(dict.fromkeys(faults)),
+            health=mark.state if mark.out else ("unhealthy" if faults else "ok"),
+            health_since=mark.since, health_by=mark.by,
+        ))
+    return out
 
 
 def capacity_grew(previous: Sample | None, sample: Sample) -> bool:

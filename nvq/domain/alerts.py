@@ -29,6 +29,7 @@ ALERT_KINDS: dict[str, str] = {
     "node_refused": "error",
     "gpu_unhealthy": "error",  # a card's Xid/ECC/…: it takes no new job  # a host key or login refused: retrying cannot help
     "job_retried": "warning",
+    "job_card_failed": "warning",  # requeued, no retry spent; gpu_unhealthy names the card
     "job_reassigned": "info",
     "job_preempted": "info",
     "artifacts_quota": "error",  # a sync refused: checkpoints are no longer kept
@@ -128,7 +129,8 @@ def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
             f"attempt {attempt}{where}: {data.get('reason', '')}"
         )
     else:
-        verb = {"job_reassigned": "was reassigned", "job_preempted": "was preempted"}
+        verb = {"job_reassigned": "was reassigned", "job_preempted": "was preempted",
+                "job_card_failed": "was requeued (no retry spent)"}
         message = f"{label} {verb.get(ev.kind, ev.kind)}{where}: {data.get('reason', '')}"
     return NewAlert(
         kind=ev.kind,
@@ -151,6 +153,7 @@ _SETTLED_BY_COMPLETION = (
     "job_unschedulable",
     "job_held",
     "job_retried",
+    "job_card_failed",
 )
 
 
@@ -161,6 +164,7 @@ class Resolution(NamedTuple):
     job_id: int | None
     node: str | None
     why: str
+    key_prefix: str = ""  # only alerts whose key starts so (one card of a node)
 
 
 def resolutions(events: list[NewEvent]) -> list[Resolution]:
@@ -175,6 +179,10 @@ def resolutions(events: list[NewEvent]) -> list[Resolution]:
         elif ev.kind == "node_up" and ev.node is not None:
             back = f"resolved: {ev.node} is back"
             out.append(Resolution(("node_down", "node_refused"), None, ev.node, back))
+        elif ev.kind == "card_resumed" and ev.node is not None:
+            card = f"{ev.node}:{(ev.data or {}).get('card')}"
+            why = f"resolved: {card} returned by {(ev.data or {}).get('by')}"
+            out.append(Resolution(("gpu_unhealthy",), None, ev.node, why, f"gpu_unhealthy:{card}:"))
     return out
 
 

@@ -19,6 +19,7 @@ _ENDINGS = {
     "job_timeout": "timeout",
     "job_lost": "lost",
     "job_retried": "lost (retried)",
+    "job_card_failed": "card failed (requeued)",
     "job_reassigned": "reassigned",
     "job_preempted": "preempted",
     "job_cancelled": "cancelled",

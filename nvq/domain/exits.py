@@ -28,7 +28,9 @@ from nvq_runner.protocol import JobExited
 # The kinds of event that settle a job with an attempt's exit.
 SETTLING = frozenset({"job_completed", "job_failed", "job_timeout"})
 # Kinds that start the job afresh: the attempts before them are in no contest.
-AFRESH = frozenset({"job_requeued", "job_retried", "job_preempted", "job_moved"})
+AFRESH = frozenset(
+    {"job_requeued", "job_retried", "job_preempted", "job_moved", "job_card_failed"}
+)
 # States a contest may decide (a cancelled, held or lost job keeps its state).
 DECIDED = frozenset({JobState.RUNNING, JobState.PENDING} | {
     JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT

@@ -219,7 +219,7 @@ class Capacity:
             self._cpu += max(0, max_cpu_jobs - slot.cpu_jobs)
             for g in slot.gpus:
                 free = g.total_mb - g.foreign_mb - g.queue_mb - headroom_mb
-                if g.schedulable and free >= 0:
+                if g.schedulable and not g.out and free >= 0:
                     free_cards[free] = free_cards.get(free, 0) + 1
         self._free = sorted(free_cards.items(), reverse=True)  # most free first
         self._cache: dict[tuple[int, int], int] = {}

@@ -121,7 +121,7 @@ class _Node:
         self.cards = sorted(
             (g.foreign_mb + g.queue_mb + headroom_mb - g.total_mb, g.index)
             for g in slot.gpus
-            if g.schedulable
+            if g.schedulable and not g.out
         )
         self._capacity = max(1, len(self.cards))
         self.total_free = sum(-neg for neg, _ in self.cards if neg < 0)  # overdrawn cards: 0

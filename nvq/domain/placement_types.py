@@ -12,6 +12,9 @@ class GpuSlot(msgspec.Struct, frozen=True):
     foreign_mb: int  # memory of processes the queue did not start
     queue_mb: int  # Σ max(reserved, actual) of queue jobs on this card
     schedulable: bool = True  # False when outside the node's gpus allowlist
+    # Out of placement for now (an unhealthy or drained card, domain/card_marks.py): no
+    # job goes there, but it still counts for "could this job ever fit".
+    out: bool = False
 
 
 class NodeSlot(msgspec.Struct, frozen=True):

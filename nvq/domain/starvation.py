@@ -39,7 +39,7 @@ def _could_hold(slot: NodeSlot, job: PendingJob, headroom_mb: int) -> bool:
         return slot.name == job.node
     if job.node is not None and not slot.name.startswith(job.node):
         return False
-    cards = [g for g in slot.gpus if g.schedulable and g.total_mb - headroom_mb >= job.vram_mb]
+    cards = [g for g in slot.gpus if g.schedulable and not g.out and g.total_mb - headroom_mb >= job.vram_mb]
     return len(cards) >= job.gpus
 
 

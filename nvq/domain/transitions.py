@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from nvq.domain import deps, retry_policy
+from nvq.domain import card_health, deps, retry_policy
 from nvq.domain.failure_reasons import failure_reason, oom_reason
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
@@ -152,6 +152,8 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         return Outcome(settled, [NewEvent("job_exit_after_settle", job.id, node, details)])
     if job.state is not JobState.RUNNING:
         return Outcome()
+    if card_health.fails_the_card(ev):
+        return card_health.card_failed(job, ev, node, details)
     if ev.oom_killed and ev.reason == "exit":
         why = oom_reason(job, ev)
         details["oom"] = True

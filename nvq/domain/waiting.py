@@ -81,7 +81,7 @@ def card_free(slot: NodeSlot, headroom_mb: int) -> dict[int, int]:
     return {
         g.index: g.total_mb - g.foreign_mb - g.queue_mb - headroom_mb
         for g in slot.gpus
-        if g.schedulable
+        if g.schedulable and not g.out
     }
 
 
@@ -194,7 +194,7 @@ def _cards(
         return [Check("cards", False, detail)], -1
     # Only a card that could ever hold the job is one it waits for: a 24 GiB card
     # with 23.5 GiB free is no candidate for a 70 GiB job, however free it is.
-    cards = {g.index: g for g in slot.gpus if g.schedulable}
+    cards = {g.index: g for g in slot.gpus if g.schedulable and not g.out}
     could = {i: f for i, f in free.items() if cards[i].total_mb - headroom_mb >= job.vram_mb}
     if len(could) < job.gpus:
         largest = format_mib(max(g.total_mb for g in cards.values()))

@@ -66,10 +66,12 @@ def resolve(conn: sqlite3.Connection, found: list[Resolution], now: float) -> No
     A resolved alert is an acknowledged one, acknowledged by what resolved it."""
     for r in found:
         column, value = ("job_id", r.job_id) if r.job_id is not None else ("node", r.node)
+        # substr, not LIKE: a node's name may hold `_` or `%`.
         conn.execute(
             f"UPDATE alerts SET acked_at = ?, acked_by = ? WHERE acked_at IS NULL "
-            f"AND {column} = ? AND kind IN ({', '.join('?' for _ in r.kinds)})",
-            (now, r.why, value, *r.kinds),
+            f"AND {column} = ? AND kind IN ({', '.join('?' for _ in r.kinds)}) "
+            "AND substr(key, 1, ?) = ?",
+            (now, r.why, value, *r.kinds, len(r.key_prefix), r.key_prefix),
         )
 
 

@@ -8,10 +8,11 @@ Backends report raw figures; the server adds each process's job id afterwards.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from ..protocol import GpuSample
 from .base import BackendError, GpuBackend, GpuFacts
+from .health import CardEvidence
 
 __all__ = ["BackendError", "GpuBackend", "GpuFacts", "NoGpus", "open_backend"]
 
@@ -24,8 +25,11 @@ class NoGpus:
     def facts(self) -> GpuFacts:
         return GpuFacts()
 
-    def sample(self) -> list[GpuSample]:
+    def sample(self, skip: Collection[int] = frozenset()) -> list[GpuSample]:
         return []
+
+    def health(self, index: int) -> CardEvidence:
+        return CardEvidence()
 
     def close(self) -> None:
         pass

@@ -3,10 +3,12 @@ the `GpuBackend` protocol the fake and NVML backends implement."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
 from ..protocol import GpuInfo, GpuSample
+from .health import CardEvidence
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,15 @@ class GpuBackend(Protocol):
 
     def facts(self) -> GpuFacts: ...
 
-    def sample(self) -> list[GpuSample]: ...
+    def sample(self, skip: Collection[int] = frozenset()) -> list[GpuSample]:
+        """Every card's figures; `skip`: cards whose NVML hangs, reported without
+        asking NVML (their figures zero). `faults` is left empty: `HealthWatch` fills it."""
+        ...
+
+    def health(self, index: int) -> CardEvidence:
+        """Card `index`'s evidence, read now. May block (a hung driver): the runner
+        calls it from the card's own thread (`gpu/watch.py`)."""
+        ...
 
     def close(self) -> None: ...
 

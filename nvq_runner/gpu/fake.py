@@ -14,7 +14,9 @@ next to it.
     used = "10GiB"
 
 Card health, injected per [[gpu]] (gpu/health.py judges it): `xid = 79` (or a list),
-`ecc_dbe = 1`, `retired_pending = true`, `nvml_hang = true`, `lost = true`.
+`ecc_dbe = 1`, `retired_pending = true`, `lost = true`, and `nvml_hang = true`, which
+makes the card's health read hang for real (it returns once the line is gone), as a
+wedged driver's call would.
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ import json
 import os
 import re
 import sys
+import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from .. import procfs
 from ..protocol import GpuInfo, GpuProcess, GpuSample
 from .base import GpuFacts
-from .health import CardEvidence, faults
+from .health import CardEvidence
 
 # tomllib is 3.11+; on older nodes the bootstrap ships tomli, its origin.
 if sys.version_info >= (3, 11):
@@ -123,7 +127,27 @@ class FakeBackend:
             out.append((pid, cards, mib))
         return out
 
-    def sample(self) -> list[GpuSample]:
+    def health(self, index: int) -> CardEvidence:
+        g = self._card(index)
+        while g.get("nvml_hang"):
+            time.sleep(0.2)  # hung, like the driver call it stands for
+            g = self._card(index)
+        xids = g.get("xid", [])
+        return CardEvidence(
+            xids=[int(x) for x in (xids if isinstance(xids, list) else [xids])],
+            ecc_dbe=int(g.get("ecc_dbe", 0)),
+            retired_pending=bool(g.get("retired_pending", False)),
+            lost=bool(g.get("lost", False)),
+        )
+
+    def _card(self, index: int) -> dict[str, Any]:
+        try:
+            cards = self._read().get("gpu", [])
+        except (OSError, tomllib.TOMLDecodeError):
+            return {}  # mid-rewrite: read again next time
+        return cards[index] if index < len(cards) else {"lost": True}
+
+    def sample(self, skip: Collection[int] = frozenset()) -> list[GpuSample]:
         doc = self._read()
         blind = bool(doc.get("blind", False))
         loads = self._loads()
@@ -137,14 +161,6 @@ class FakeBackend:
                 (pid, procfs.process_user(pid), mib) for pid, cards, mib in loads if i in cards
             ]
             util = g.get("util")
-            xids = g.get("xid", [])
-            evidence = CardEvidence(
-                xids=[int(x) for x in (xids if isinstance(xids, list) else [xids])],
-                ecc_dbe=int(g.get("ecc_dbe", 0)),
-                retired_pending=bool(g.get("retired_pending", False)),
-                nvml_hang=bool(g.get("nvml_hang", False)),
-                lost=bool(g.get("lost", False)),
-            )
             out.append(
                 GpuSample(
                     index=i,
@@ -156,7 +172,6 @@ class FakeBackend:
                         for pid, user, mib in procs
                     ],
                     blind=blind,
-                    faults=faults(evidence),
                 )
             )
         return out

@@ -5,7 +5,7 @@ costs that one figure, never the whole sample."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import pynvml
@@ -13,7 +13,7 @@ import pynvml
 from .. import procfs
 from ..protocol import GpuInfo, GpuProcess, GpuSample
 from .base import GpuFacts
-from .health import faults
+from .health import CardEvidence
 from .nvml_health import NvmlHealth
 
 log = logging.getLogger(__name__)
@@ -80,9 +80,17 @@ class NvmlBackend:
     def facts(self) -> GpuFacts:
         return self._facts
 
-    def sample(self) -> list[GpuSample]:
+    def health(self, index: int) -> CardEvidence:
+        return self._health.read(index)
+
+    def sample(self, skip: Collection[int] = frozenset()) -> list[GpuSample]:
         out = []
         for index, h in enumerate(self._handles):
+            if index in skip:  # its NVML hangs: asking again would hang this read too
+                total = self._facts.gpus[index].total_mb
+                out.append(GpuSample(index=index, total_mb=total, used_mb=0,
+                                     util_percent=None, processes=[]))
+                continue
             mem = _try("memory", pynvml.nvmlDeviceGetMemoryInfo, h)
             util = _try("utilisation", pynvml.nvmlDeviceGetUtilizationRates, h)
             used: dict[int, int | None] = {}
@@ -109,7 +117,6 @@ class NvmlBackend:
                     util_percent=int(util.gpu) if util is not None else None,
                     processes=processes,
                     blind=any(p.used_mb is None for p in processes),
-                    faults=faults(self._health.read(index)),
                 )
             )
         return out

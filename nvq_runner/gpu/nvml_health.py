@@ -1,12 +1,13 @@
 """Card health from NVML (pynvml): Xid events, volatile double-bit ECC errors, retired
-pages or remapped rows pending, a call that took too long, a card that is gone. It
-gathers `CardEvidence`; `health.faults` judges it. Every call is guarded: a driver that
+pages or remapped rows pending, a card that is gone. It gathers `CardEvidence`;
+`health.faults` judges it; a call that never returns is `gpu/watch.py`'s to notice
+(each card is read from its own thread). Every call is guarded: a driver that
 lacks one (no ECC on a consumer card) costs that piece of evidence only."""
 
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from typing import Any
 
 import pynvml
@@ -15,16 +16,13 @@ from .health import CardEvidence
 
 log = logging.getLogger(__name__)
 
-# A health read slower than this is an NVML hang (a healthy read takes milliseconds).
-HANG_SECONDS = 10.0
-
-
 class NvmlHealth:
     def __init__(self, handles: list[Any]) -> None:
         self._handles = handles
         # Sticky per card: an Xid is an event, and a lost card does not come back.
         self.evidence = [CardEvidence() for _ in handles]
         self._events: Any = None
+        self._draining = threading.Lock()  # one card's thread drains for all
         try:
             self._events = pynvml.nvmlEventSetCreate()
             for h in handles:
@@ -36,8 +34,14 @@ class NvmlHealth:
 
     def _xids(self) -> None:
         """Drain the pending Xid events without waiting."""
-        if self._events is None:
+        if self._events is None or not self._draining.acquire(blocking=False):
             return
+        try:
+            self._drain()
+        finally:
+            self._draining.release()
+
+    def _drain(self) -> None:
         while True:
             try:
                 data = pynvml.nvmlEventSetWait_v2(self._events, 0)
@@ -53,7 +57,6 @@ class NvmlHealth:
         """The evidence on card `index`, refreshed."""
         ev = self.evidence[index]
         h = self._handles[index]
-        began = time.monotonic()
         self._xids()
         try:
             ev.ecc_dbe = int(
@@ -78,8 +81,6 @@ class NvmlHealth:
         except pynvml.NVMLError:
             pass
         ev.retired_pending = pending
-        if time.monotonic() - began > HANG_SECONDS:
-            ev.nvml_hang = True
         return ev
 
     def close(self) -> None:

@@ -1,6 +1,8 @@
-"""A card its runner reports unhealthy (here a fatal Xid, injected through the fake
-backend) takes no new job while its node's other card does; `queue nodes` shows the
-evidence and one `gpu_unhealthy` alert names it. Through the real CLI on a real sshd node."""
+"""Card health end to end, through the real CLI on a real sshd node with the fake
+backend's fault injection: a card its runner reports unhealthy takes no new job and
+stays out (after the fault stops being reported, and across a daemon restart) until
+an admin returns it with `queue resume NODE:IDX`; a job that failed on a card whose
+fault began while it ran goes back to the queue without spending its `--retries`."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ from typing import Any
 from tests.cluster import make_nvq, write_mesh_config
 from tests.harness.fixtures import SshdNodesFactory
 
-TWO_CARDS = (
-    'cuda = "13.0"\n'
-    '[[gpu]]\nname = "Fake L4"\nmemory = "24GiB"\nxid = 79\n'
-    '[[gpu]]\nname = "Fake L4"\nmemory = "24GiB"\n'
-)
+CARD = '[[gpu]]\nname = "Fake L4"\nmemory = "24GiB"\n{}\n'
+
+
+def _cards(*extra: str) -> str:
+    return 'cuda = "13.0"\n' + "".join(CARD.format(e) for e in extra)
 
 
 def _until(pred: Any, what: str, timeout: float = 60) -> Any:
@@ -27,29 +29,76 @@ def _until(pred: Any, what: str, timeout: float = 60) -> Any:
     return got
 
 
-def test_an_unhealthy_card_takes_no_job(tmp_path: Path, sshd_nodes: SshdNodesFactory) -> None:
+def test_an_unhealthy_card_stays_out_until_an_admin_returns_it(
+    tmp_path: Path, sshd_nodes: SshdNodesFactory
+) -> None:
     (node,) = sshd_nodes(1)
     nvq = make_nvq(tmp_path / "q")
     try:
-        (gpu_file,) = write_mesh_config(nvq, [node], gpus=TWO_CARDS)
+        (gpu_file,) = write_mesh_config(nvq, [node], gpus=_cards("xid = 79", ""))
 
-        def cards() -> list[dict[str, Any]]:
+        def health() -> list[dict[str, Any]]:
+            return nvq.json("node", "health")  # type: ignore[no-any-return]
+
+        def util(index: int) -> Any:
             (n0,) = nvq.json("queue", "nodes")
-            return n0["gpus"] if n0["state"] == "up" else []
+            return n0["gpus"][index]["util_percent"] if n0["gpus"] else None
 
         # the first sample after the Hello carries the runner's evidence
-        sick, well = _until(lambda: cards() and cards()[0]["faults"] and cards(), "evidence")
-        assert sick["faults"] == ["xid 79"] and not sick["schedulable"]
-        assert well["faults"] == [] and well["schedulable"]
+        sick, well = _until(lambda: (h := health()) and h[0]["faults"] and h, "evidence")
+        assert (sick["card"], sick["health"], sick["faults"]) == ("n0:0", "unhealthy", ["xid 79"])
+        assert not sick["schedulable"] and sick["since"] is not None
+        assert (well["health"], well["schedulable"]) == ("ok", True)
         assert "n0:0 unhealthy: xid 79" in nvq.ok("queue", "nodes").out
+        text = nvq.ok("node", "health").out
+        assert "n0:0" in text and "unhealthy" in text and "queue resume NODE:IDX" in text
         (alert,) = [a for a in nvq.run("queue", "alerts", "--json").json()
                     if a["kind"] == "gpu_unhealthy"]
         assert alert["message"] == "card n0:0 is unhealthy (xid 79); it takes no new job"
-        jobs = [nvq.submit("--vram", "20GiB", "--", "true") for _ in range(2)]
-        code, done = nvq.wait(*(j["id"] for j in jobs), timeout=90)
-        assert code == 0 and all(j["gpus"] == [1] for j in done), done
 
-        gpu_file.write_text(TWO_CARDS.replace("xid = 79\n", ""))  # the card is replaced
-        _until(lambda: cards() and cards()[0]["schedulable"], "card 0 open again")
+        # A job on the good card; its card throws a fatal Xid while it runs, then it
+        # fails: the card is to blame, so no retry is spent (it has none to spend).
+        gate, once = tmp_path / "gate", tmp_path / "once"
+        job = nvq.submit("--vram", "20GiB", "--retries", "0", "--",
+                         f"while [ ! -e {gate} ]; do sleep 0.05; done; "
+                         f"[ -e {once} ] && exit 0; touch {once}; exit 1")
+        nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["started_at"])
+        assert nvq.show(job["id"])["gpus"] == [1]
+        # card 0's fault is no longer reported (util marks the sample that says so)
+        gpu_file.write_text(_cards("util = 55", "xid = 79"))
+        _until(lambda: util(0) == 55 and health()[1]["health"] == "unhealthy", "card 1 sick")
+        assert health()[0]["health"] == "unhealthy"  # sticky: still out
+        gate.touch()
+        back = nvq.wait_for(job["id"], lambda j: j["state"] == "pending" and j["attempt"] == 1)
+        assert back["retried"] == 0
+        (failed,) = [e for e in back["events"] if e["kind"] == "job_card_failed"]
+        assert failed["data"]["reason"] == "card failed (n0:1 xid 79)"
+        assert back["attempts"][0]["outcome"] == "card failed (requeued)"
+
+        # A daemon restart keeps both cards out (queue.db holds them).
+        nvq.ok("daemon", "stop")
+        after = _until(lambda: (h := health()) and h, "node back after restart")
+        assert [c["health"] for c in after] == ["unhealthy", "unhealthy"]
+        assert nvq.show(job["id"])["state"] == "pending"
+
+        # Returning a card is an admin's act; bad cards are refused in one line.
+        bad = nvq.run("queue", "resume", "n0:7")
+        assert bad.code != 0 and bad.err.strip().splitlines() == [
+            "nvq: n0 has no card 7 (its cards: n0:0, n0:1)"], bad.err
+        assert nvq.ok("queue", "resume", "n0:0").out.strip() == "card n0:0 accepting jobs"
+        code, (done,) = nvq.wait(job["id"], timeout=90)
+        assert code == 0 and done["state"] == "completed" and done["gpus"] == [0], done
+        assert done["retried"] == 0
+        open_kinds = {(a["kind"], a["message"]) for a in nvq.run("queue", "alerts", "--json").json()}
+        assert ("gpu_unhealthy", alert["message"]) not in open_kinds  # resolved by the resume
+
+        # Drained by hand, and returned.
+        assert nvq.ok("queue", "drain", "n0:0").out.strip() == "card n0:0 draining"
+        first = health()[0]
+        assert (first["health"], first["by"], first["schedulable"]) == ("drained", "root", False)
+        nvq.ok("queue", "resume", "n0:0")
+        assert health()[0]["health"] == "ok"
+        refused = nvq.run("queue", "resume", "n0:0")
+        assert refused.code != 0 and "card n0:0 is in service" in refused.err
     finally:
         nvq.shutdown()

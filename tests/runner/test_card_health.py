@@ -3,10 +3,14 @@ backend's injection of each kind."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 from nvq_runner.gpu.fake import FakeBackend
 from nvq_runner.gpu.health import CardEvidence, faults, xid_fatal
+from nvq_runner.gpu.watch import HUNG, Watched, faults_during
+from nvq_runner.node_sample import take_sample
 
 
 def test_xids_are_judged_by_the_device_plugins_list() -> None:
@@ -39,16 +43,51 @@ def test_the_fake_backend_injects_each_condition(tmp_path: Path) -> None:
     )
     path = tmp_path / "gpus.toml"
     path.write_text('cuda = "13.0"\n' + cards + "\n")
-    got = [s.faults for s in FakeBackend(str(path)).sample()]
+    backend = FakeBackend(str(path))
+    got = [faults(backend.health(i)) for i in (0, 1, 2, 4, 5, 6)]
     assert got == [
         [],
         ["xid 79"],
         ["1 volatile double-bit ECC error"],
-        ["NVML did not answer in time"],
         ["retired pages or remapped rows pending (the card needs a reset)"],
         ["the card vanished"],
         [],
     ]
+    assert all(s.faults == [] for s in backend.sample())  # the health watch fills them
+
+
+def test_a_hung_health_read_marks_its_card_and_blocks_nothing_else(tmp_path: Path) -> None:
+    """`nvml_hang = true` makes the fake's health read of card 1 hang for real: the
+    watch marks that card past its deadline, card 0 goes on being read, the sample
+    skips the hung card, and an attempt on it that began before the hang is told."""
+    path = tmp_path / "gpus.toml"
+    two = '[[gpu]]\nmemory = "24GiB"\n{}\n[[gpu]]\nmemory = "24GiB"\n{}\n'
+    path.write_text(two.format("", ""))
+    began = time.time()
+    backend = Watched(FakeBackend(str(path)), {"NVQ_SAMPLE_INTERVAL": "0.05",
+                                               "NVQ_NVML_DEADLINE": "0.5"})
+    assert len(backend.facts().gpus) == 2  # the watch starts with the cards known
+    watch = backend.watch
+    try:
+        path.write_text(two.format("", "nvml_hang = true"))
+        _until(lambda: watch.hung() == {1})
+        path.write_text(two.format("xid = 79", "nvml_hang = true"))  # card 0 still read
+        _until(lambda: watch.current()[0] == ["xid 79"])
+        assert watch.current()[1] == [HUNG]
+        sample = take_sample(backend, {}, {})
+        assert [g.faults for g in sample.gpus] == [["xid 79"], [HUNG]]
+        assert faults_during([1], began) == {1: [HUNG]}  # what an exit now carries
+        assert faults_during([0, 1], time.time() + 60) == {}  # began before that attempt
+    finally:
+        path.write_text(two.format("", ""))  # the hung read returns
+        backend.close()
+
+
+def _until(pred: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
 
 
 def test_a_card_is_alerted_when_its_evidence_is_new() -> None:

@@ -57,6 +57,30 @@ def node_stop(
     return 0
 
 
+@on_node.command("health")
+def node_health(
+    node: str = typer.Argument(None, help="Node name (prefix); every node without."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Each card's health: ok, unhealthy (with its evidence) or drained, since when.
+
+    An unhealthy or drained card takes no new job until an admin runs
+    `nvq queue resume NODE:IDX`; `nvq queue drain NODE:IDX` takes one out by hand."""
+    from nvq.cli.render.health import card_health, health_text
+
+    views = Client().nodes(include_ignored=True)
+    if node is not None:
+        chosen = [v for v in views if v.name == node] or [
+            v for v in views if v.name.startswith(node)]
+        if len(chosen) != 1:
+            names = ", ".join(v.name for v in chosen or views) or "none"
+            raise CliError(f"no single node named {node!r} (nodes: {names})", 2)
+        views = chosen
+    cards = card_health(views)
+    emit(cards, as_json, health_text(cards))
+    return 0
+
+
 @on_node.command("status")
 def node_status(
     node: str = typer.Argument(..., help="Node name (prefix)."),

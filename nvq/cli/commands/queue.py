@@ -56,23 +56,26 @@ def _node_flag(
     node: str, flag: Literal["drained", "ignored"], value: bool, as_json: bool, said: str
 ) -> int:
     view = Client().node_flag(node, flag, value)
-    emit(view, as_json, f"node {view.name} {said}")
+    card = node.rpartition(":")[2] if ":" in node else None
+    emit(view, as_json, f"card {view.name}:{card} {said}" if card else f"node {view.name} {said}")
     return 0
 
 
 @on_queue.command("drain")
 def queue_drain(
-    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+    node: str = typer.Argument(..., help="Node name (prefix), or one card: NODE:IDX."),
+    as_json: bool = JsonOpt,
 ) -> int:
-    """Place nothing new on a node; its running jobs finish and report back."""
+    """Place nothing new on a node (or one card, NODE:IDX); its running jobs finish."""
     return _node_flag(node, "drained", True, as_json, "draining")
 
 
 @on_queue.command("resume")
 def queue_resume(
-    node: str = typer.Argument(..., help="Node name (prefix)."), as_json: bool = JsonOpt
+    node: str = typer.Argument(..., help="Node name (prefix), or one card: NODE:IDX."),
+    as_json: bool = JsonOpt,
 ) -> int:
-    """Undo drain."""
+    """Undo drain; NODE:IDX returns a drained or unhealthy card (its evidence acknowledged)."""
     return _node_flag(node, "drained", False, as_json, "accepting jobs")
 
 

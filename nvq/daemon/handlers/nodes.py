@@ -11,11 +11,13 @@ import msgspec
 from nvq import __version__
 from nvq import control as c
 from nvq.daemon.array_summaries import summarise_arrays
+from nvq.daemon.card_flags import card_flag
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.slots import node_runtime
 from nvq.daemon.state import State
-from nvq.daemon.views import gpu_views
+from nvq.daemon.views import gpu_views, with_health
+from nvq.domain.card_marks import parse_card
 from nvq.model import ACTIVE_STATES, Event, JobState, NewEvent, NodeView, Tx
 
 _FLAG_EVENTS = {
@@ -59,13 +61,13 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
                 grace_ends_at=(node.down_since or 0) + state.config.queue.node_grace
                 if grace
                 else None,
-                gpus=gpu_views(
+                gpus=with_health(gpu_views(
                     hello.gpus,
                     sample.gpus if sample else None,
                     on_node,
                     headroom_mb=headroom,
                     allow=node.open_cards,
-                )
+                ), node.card_marks)
                 if hello
                 else [],
             )
@@ -104,8 +106,13 @@ async def nodes(ctx: Context, req: c.Nodes, user: str) -> list[NodeView]:
 
 
 async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
-    """drain/resume (no new placements) and ignore/unignore (no link at all)."""
+    """drain/resume (no new placements) and ignore/unignore (no link at all); drain
+    and resume of one card (`NODE:IDX`)."""
     state, flag, value = ctx.state, req.flag, req.value
+    card = parse_card(req.node)
+    if card is not None and flag == "drained":
+        name = await card_flag(state, *card, drained=value, user=user)
+        return next(v for v in node_views(state, include_ignored=True) if v.name == name)
     async with state.lock:
         node = state.find_node(req.node)
         if flag == "ignored" and value and state.jobs_on(node.name):
