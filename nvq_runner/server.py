@@ -23,8 +23,7 @@ from .artifacts import manifest
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
 from .conn import Conn
-from .gpu import GpuBackend, GpuFacts, open_backend
-from .gpu.watch import Watched
+from .gpu import GpuBackend, GpuFacts, Watched, open_backend
 from .identity import QueueMemory
 from .job_artifacts import JobArtifacts
 from .job_socket import JobSockets

@@ -13,8 +13,9 @@ from collections.abc import Collection, Mapping
 from ..protocol import GpuSample
 from .base import BackendError, GpuBackend, GpuFacts
 from .health import CardEvidence
+from .watch import Watched
 
-__all__ = ["BackendError", "GpuBackend", "GpuFacts", "NoGpus", "open_backend"]
+__all__ = ["BackendError", "GpuBackend", "GpuFacts", "NoGpus", "Watched", "open_backend"]
 
 log = logging.getLogger(__name__)
 
