@@ -88,9 +88,8 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     # --signal SIG@DELAY: sent DELAY before a --timeout ends the job (or as a
     # preemption stops it), in its normal form `USR1@300`; "" none (nvq.domain.job_signal)
     signal: str = ""
-    # --preemptible: a more urgent job (higher --priority) may stop it and send it back
-    # to the queue (nvq.domain.preemption)
-    preemptible: bool = False
+    preemptible: bool = False  # a more urgent job may stop it (nvq.domain.preemption)
+    reservation: str | None = None  # only on its cards, in its window (domain.reservations)
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -190,6 +189,8 @@ class Job(msgspec.Struct, kw_only=True):
     image_id: str | None = None
     # schema version 23: --preemptible (see JobSpec)
     preemptible: bool = False
+    # schema version 24: --reservation (see JobSpec)
+    reservation: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -46,6 +46,11 @@ project_app = typer.Typer(
 cluster_app = typer.Typer(
     help="Slurm clusters: pilots, scaling.", no_args_is_help=True, suggest_commands=False
 )
+reserve_app = typer.Typer(
+    help="Cards set aside for some users over a window of time.",
+    no_args_is_help=True,
+    suggest_commands=False,
+)
 # Bare `nvq skill` prints the skill (the callback in nvq.cli.commands.skill).
 skill_app = typer.Typer(
     help="nvq's Agent Skill for coding agents (print or install it).",
@@ -60,6 +65,7 @@ app.add_typer(daemon_app, name="daemon")
 app.add_typer(node_app, name="node")
 app.add_typer(project_app, name="project")
 app.add_typer(cluster_app, name="cluster")
+app.add_typer(reserve_app, name="reserve")
 app.add_typer(skill_app, name="skill")
 queue_app.add_typer(keeper_app, name="keeper")
 

@@ -142,6 +142,9 @@ SHAPES: dict[str, Shape] = {
     "cluster retry": Shape(c.REPLIES[c.ClusterRetry]),
     "skill install": Shape(SkillInstalled),
     "report": Shape(c.REPLIES[c.Report], "`--csv`: the same rows as CSV instead"),
+    "reserve add": Shape(c.REPLIES[c.ReserveAdd]),
+    "reserve ls": Shape(c.REPLIES[c.ReserveList]),
+    "reserve rm": Shape(c.REPLIES[c.ReserveRemove]),
 }
 
 # Commands with --json whose document has no type yet (the CLI builds a dict, or prints

@@ -15,6 +15,7 @@ from nvq import control as c
 from nvq.client.answers import typed
 from nvq.client.spec import job_spec
 from nvq.domain.report import UsageReport
+from nvq.domain.reservations import CardReservation
 from nvq.model import Event, Job, JobSpec, NodeView
 
 P = ParamSpec("P")
@@ -352,6 +353,32 @@ class Requests:
     @returns(c.BusyAssign, c.BusyAssignment)
     def busy_assign(self, *, forbid: bool) -> c.Request:
         return c.BusyAssign(forbid=forbid)
+
+    # ------------------------------------------------------------ reservations
+
+    @returns(c.ReserveAdd, CardReservation)
+    def reserve_add(
+        self,
+        name: str,
+        cards: Sequence[str],
+        start: float,
+        end: float,
+        *,
+        users: Sequence[str] = (),
+        note: str = "",
+    ) -> c.Request:
+        """Set `cards` ("node:index") aside for `users` (none: anyone) over [start, end)."""
+        return c.ReserveAdd(
+            name=name, cards=list(cards), start=start, end=end, users=list(users), note=note
+        )
+
+    @returns(c.ReserveList, list[CardReservation])
+    def reservations(self) -> c.Request:
+        return c.ReserveList()
+
+    @returns(c.ReserveRemove, CardReservation)
+    def reserve_rm(self, name: str) -> c.Request:
+        return c.ReserveRemove(name=name)
 
     # ------------------------------------------------------------ the daemon
 

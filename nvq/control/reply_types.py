@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from nvq.control import replies as r
 from nvq.control import requests as q
 from nvq.domain.report import UsageReport
+from nvq.domain.reservations import CardReservation
 from nvq.model import Alert, Event, Job, NodeView
 
 T = TypeVar("T")
@@ -66,6 +67,9 @@ REPLIES: dict[type[q.Request], Any] = {
     q.BusyMode: r.BusyView,
     q.BusyAssign: r.BusyAssignment,
     q.StopDaemon: r.DaemonStopping,
+    q.ReserveAdd: CardReservation,
+    q.ReserveList: list[CardReservation],
+    q.ReserveRemove: CardReservation,
 }
 
 

@@ -307,8 +307,30 @@ class JobWindow(msgspec.Struct, tag="ls_window", frozen=True, kw_only=True):
     finished: int = 50
 
 
+class ReserveAdd(msgspec.Struct, tag="reserve_add", frozen=True):
+    """Set cards ("node:index") aside for `users` ([]: anyone) over [start, end)."""
+
+    name: str
+    cards: list[str]
+    start: float
+    end: float
+    users: list[str] = []
+    note: str = ""
+
+
+class ReserveList(msgspec.Struct, tag="reserve_ls", frozen=True):
+    pass
+
+
+class ReserveRemove(msgspec.Struct, tag="reserve_rm", frozen=True):
+    name: str
+
+
 Request = (
     Submit
+    | ReserveAdd
+    | ReserveList
+    | ReserveRemove
     | SubmitDry
     | GpuHistory
     | JobArtifacts

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import anyio
 
 from nvq.config import Config
-from nvq.daemon import preempting, quotas
+from nvq.daemon import preempting, quotas, reserving
 from nvq.daemon.apply import record
-from nvq.daemon.pending_view import to_pending
+from nvq.daemon.pending_view import time_limit, to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
@@ -39,11 +39,14 @@ async def placement_loop(state: State, machines: Machines) -> None:
         # queue starts to starve, when it must reserve a node even if nothing happens,
         # and the moment a user's rolling day falls back under `max_gpu_hours`.
         # and the `--begin` time of a waiting job.
-        due = [t for t in (state.starves_at, state.quota_wake_at, state.begins_at) if t]
+        # and a reservation's start or end.
+        timers = (state.starves_at, state.quota_wake_at, state.begins_at)
+        due = [t for t in (*timers, state.reservations_change_at) if t]
         wait = max(0.0, min(due) - time.time()) if due else math.inf
         with anyio.move_on_after(wait):
             await state.kicked()
         state.starves_at = state.quota_wake_at = state.begins_at = None
+        state.reservations_change_at = None
         try:
             await place_once(state, machines)
         except Exception:
@@ -98,6 +101,7 @@ async def place_once(state: State, machines: Machines) -> None:
         state.pass_facts = pass_facts(state, machines, slots, pending, result, dep_status)
         state.pass_facts.unplaceable = unplaceable
         state.pass_facts.quota = quota_after(limited, ready, result)
+        state.pass_facts.reservations = dict(state.reservations)
         state.quota_wake_at = min(
             (s.hours_free_at for s in limited.values() if s.hours_free_at is not None),
             default=None,
@@ -209,7 +213,9 @@ def pending_for_placement(
         if j.lane is None and isinstance(dep_status.get(j.id, _READY), deps.Ready)
     ]
     heads = [state.jobs[s.next] for s in lane_statuses(state, dep_status) if s.next is not None]
-    ordered = ordering.dispatch_order(begun(state, [*ready, *heads], time.time()))
+    now = time.time()
+    may_start = reserving.admitted(state, begun(state, [*ready, *heads], now), now)
+    ordered = ordering.dispatch_order(may_start)
     running = state.index.running.values()
     return [pending_of(state, machines, j) for j in arrays.admit(ordered, running)]
 
@@ -223,6 +229,8 @@ def pending_of(state: State, machines: Machines, job: Job) -> PendingJob:
     fields = {**fields, "account": state.usage.account(job)}
     if job.in_place:
         fields = {**fields, "nodes": in_place_nodes(state.config, job.cwd)}
+    if state.reservations:  # which cards it may use: nvq.domain.reservations
+        fields |= reserving.restriction(state, job, time_limit(job), time.time())
     cached = state.pending_cache.get(job.id)
     if cached is not None and cached[0] is job and cached[1] == fields:
         return cached[2]

@@ -30,9 +30,11 @@ from nvq.daemon.waits import PassFacts
 from nvq.domain import card_marks, reassign
 from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.preemption import Hold
+from nvq.domain.reservations import CardReservation
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState, NewAlert, NodeView, Reap, Tx
 from nvq.store import Store
+from nvq.store import reservations as reservation_table
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.daemon")
@@ -96,6 +98,10 @@ class State:
         self.reservation: Reservation | None = None  # a starving head's node
         # urgent job → the node kept for it while its victims stop (daemon/preempting.py)
         self.preempt_holds: dict[int, Hold] = {}
+        # `nvq reserve`: cards set aside over a window (daemon/reserving.py), and the
+        # next start or end of one (a timer on the placement loop)
+        self.reservations: dict[str, CardReservation] = {}
+        self.reservations_change_at: float | None = None
         self.starves_at: float | None = None  # when the waiting head starts to starve
         self.quota_wake_at: float | None = None  # when a user's day falls under its limit
         self.begins_at: float | None = None  # the earliest --begin still to come
@@ -141,6 +147,7 @@ class State:
         self.lane_paused = await self.store.lanes()
         self.cards = card_marks.decode(await self.store.meta(card_marks.META_KEY))
         self.mirror_cards()
+        self.reservations = {r.name: r for r in await self.store.sync(reservation_table.load)}
         await self.usage.load(self.store)
         for reap in await self.store.reaps():
             self.reaps[(reap.job_id, reap.attempt)] = reap

@@ -12,10 +12,13 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import msgspec
+
 from nvq.domain import deps, lanes, quotas
 from nvq.domain import fair_share as fs
+from nvq.domain import reservations as rsv
 from nvq.domain import waiting as w
-from nvq.domain.placement import NodeSlot, PendingJob
+from nvq.domain.placement import NodeSlot, PendingJob, place
 from nvq.domain.starvation import Reservation
 from nvq.model import Job, JobState
 from nvq.values import format_duration
@@ -46,6 +49,8 @@ class PassFacts:
     quota: dict[str, quotas.Standing] = field(default_factory=dict)
     # Urgent jobs with a node kept for them: job → (node, the victims being stopped).
     holds: dict[int, tuple[str, list[int]]] = field(default_factory=dict)
+    # `nvq reserve`: the reservations the pass placed around, by name.
+    reservations: dict[str, rsv.CardReservation] = field(default_factory=dict)
     number: int = field(default_factory=lambda: next(_passes))
     # Filled on demand, until the next pass replaces these facts.
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
@@ -117,6 +122,9 @@ def reason_of(
         held = standing.blocks(cards)
         if held is not None:
             return w.Waiting(held, quota_detail(standing, held, cards))
+    booked = reservation_wait(facts, job, pending)
+    if booked is not None:
+        return booked
     if job.id not in facts.considered and job.array_limit is not None:
         running = array_running(facts, live).get(job.array_id or 0, 0)
         if running >= job.array_limit:
@@ -135,6 +143,38 @@ def reason_of(
     if cached.reason in (w.PRIORITY, w.RESOURCES):
         return fair_share_wait(facts, pending) or cached
     return cached
+
+
+def reservation_wait(facts: PassFacts, job: Job, pending: PendingJob) -> w.Waiting | None:
+    """`Reservation`: a `--reservation` job outside its window or with no room on its
+    cards, or another job that only reserved cards could take now."""
+    if job.id in facts.placed:
+        return None
+    now = time.time()
+    if job.reservation is not None:
+        res = facts.reservations.get(job.reservation)
+        why = rsv.waiting_for(res, job.reservation, now)
+        if why is None and res is not None:
+            why = f"the cards of reservation {res.name} ({','.join(res.cards)}) have no room now"
+        return w.Waiting(w.RESERVATION, why or "")
+    if not pending.closed:
+        return None
+    slots = [n.slot for n in facts.nodes if n.slot is not None and n.slot.accepting]
+    free = msgspec.structs.replace(pending, closed=frozenset())
+    fits = place(slots, [free], headroom_mb=facts.headroom_mb, max_cpu_jobs=facts.max_cpu_jobs)
+    if not fits.placements:
+        return None
+    taken = {(fits.placements[0].node, g) for g in fits.placements[0].gpus}
+    names = sorted(
+        r.name for r in facts.reservations.values() if rsv.card_set(r) & taken
+    )
+    limit = (
+        "an untimed job"
+        if pending.time_limit is None
+        else f"its time limit {format_duration(pending.time_limit)}"
+    )
+    detail = f"the cards with room are reserved ({', '.join(names)}), and {limit} would reach it"
+    return w.Waiting(w.RESERVATION, detail)
 
 
 def quota_detail(standing: quotas.Standing, reason: str, gpus: int) -> str:

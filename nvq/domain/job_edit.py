@@ -30,6 +30,7 @@ EDITABLE_FIELDS = {
     "image": "image",
     "signal": "checkpoint_signal",
     "preemptible": "preemptible",
+    "reservation": "reservation",
 }
 # A running job keeps its node, cards, process and the deadline its runner enforces.
 WHILE_RUNNING = frozenset({"name", "note", "tags", "priority"})
@@ -68,6 +69,7 @@ def spec_of(job: Job) -> JobSpec:
         image_id=job.image_id,
         signal=job.checkpoint_signal,
         preemptible=job.preemptible,
+        reservation=job.reservation,
     )
 
 

@@ -58,6 +58,7 @@ def shape_of(job: Job) -> Shape | None:
         job.in_place,
         job.cwd if job.in_place else None,
         job.begin_at,
+        job.reservation,
         job.array_id if job.array_limit is not None else None,
         job.array_limit,
     )

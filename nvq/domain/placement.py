@@ -145,6 +145,34 @@ class _Node:
             return False
         return any(index == gpu and -neg >= vram_mb for neg, index in self.cards)
 
+    def open_cards(self, job: PendingJob) -> list[tuple[int, int]]:
+        """This node's cards `job` may use (most free first): its reservation's only,
+        none it must keep off, its lane's card."""
+        only, closed, name = job.only, job.closed, self.name
+        return [
+            (neg, index)
+            for neg, index in self.cards
+            if (only is None or (name, index) in only)
+            and (name, index) not in closed
+            and (job.gpu is None or index == job.gpu)
+        ]
+
+    def take_cards(self, picked: list[int], vram_mb: int, memory_mb: int) -> list[int]:
+        """Deduct a job given these cards (each had free ≥ vram); [] for a CPU job."""
+        if vram_mb:
+            self.cards = sorted(
+                (neg + vram_mb, index) if index in picked else (neg, index)
+                for neg, index in self.cards
+            )
+            self.total_free -= vram_mb * len(picked)
+        if not picked:
+            self.cpu_jobs += 1
+        if memory_mb and self.memory_free is not None:
+            self.memory_free -= memory_mb
+        _, _, _, _, position, running = self.key
+        self.key = self._key(running + 1, position)
+        return sorted(picked)
+
     def take(self, gpus: int, vram_mb: int, memory_mb: int, pin: int | None = None) -> list[int]:
         """Deduct a job from this node; return the chosen card indices."""
         chosen = self.cards[:gpus] if pin is None else [c for c in self.cards if c[1] == pin]
@@ -229,6 +257,8 @@ class _Pass:
 
     def _place(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> bool:
         """Place one job if it fits now; whether it did."""
+        if job.only is not None or job.closed:
+            return self._place_restricted(job, profile, placements)
         if job.gpu is not None:
             return self._place_pinned(job, profile, placements)
         gpus = job.gpus
@@ -249,6 +279,41 @@ class _Pass:
         del self.order[bisect.bisect_left(self.order, old)]
         bisect.insort(self.order, node.key)
         placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
+        return True
+
+    def _place_restricted(
+        self, job: PendingJob, profile: Profile, placements: list[Placement]
+    ) -> bool:
+        """A job that may use only some cards (reservations): each node it may go to is
+        looked at card by card; the least loaded that fits wins, as on the fast path."""
+        gpus = 1 if job.gpu is not None else job.gpus
+        vram = job.vram_mb if gpus else 0
+        best: tuple[_Node, list[int]] | None = None
+        for i in profile.now:
+            node = self.state[i]
+            if job.memory_mb and node.memory_free is not None and node.memory_free < job.memory_mb:
+                continue
+            if gpus == 0:
+                if job.only is not None and not any(n == node.name for n, _ in job.only):
+                    continue
+                if node.cpu_jobs >= self.max_cpu_jobs:
+                    continue
+                picked: list[int] = []
+            else:
+                cards = node.open_cards(job)
+                if len(cards) < gpus or -cards[gpus - 1][0] < vram:
+                    continue
+                picked = [index for _, index in cards[:gpus]]
+            if best is None or node.key < best[0].key:
+                best = (node, picked)
+        if best is None:
+            return False
+        node, picked = best
+        old = node.key
+        cards_taken = node.take_cards(picked, vram, job.memory_mb)
+        del self.order[bisect.bisect_left(self.order, old)]
+        bisect.insort(self.order, node.key)
+        placements.append(Placement(job_id=job.id, node=node.name, gpus=cards_taken))
         return True
 
     def _place_pinned(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> bool:

@@ -56,6 +56,10 @@ class PendingJob(msgspec.Struct, frozen=True):
     # Whose usage it counts against (fair share): the OS user or the submitter label.
     account: str = ""
     image: bool = False  # runs in a container image: only nodes with a runtime
+    # Reservations (nvq.domain.reservations): a `--reservation` job runs on these cards
+    # (node, index) only; any job keeps off `closed` ones. Either set: the slower path.
+    only: frozenset[tuple[str, int]] | None = None
+    closed: frozenset[tuple[str, int]] = frozenset()
 
 
 class Placement(msgspec.Struct, frozen=True):

@@ -53,6 +53,7 @@ def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
         no_reassign=spec.no_reassign, checkpoint_signal=spec.signal,
         begin_at=spec.begin_at,
         preemptible=spec.preemptible,
+        reservation=spec.reservation,
         notify_on=None if spec.notify_on is None else list(spec.notify_on),
         cwd=spec.cwd,
         env_captured=None if spec.env_captured is None else dict(spec.env_captured),

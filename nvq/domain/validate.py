@@ -240,4 +240,9 @@ def validate_spec(spec: JobSpec) -> JobSpec:
         except ValueError as exc:
             # parse_array's message names the flag and the text already.
             raise SpecError("array", str(exc).removeprefix("--array ")) from None
+    if spec.reservation is not None:
+        if not spec.reservation:  # `job edit --reservation ''`: out of it
+            return msgspec.structs.replace(spec, reservation=None)
+        if any(ch.isspace() for ch in spec.reservation) or "\0" in spec.reservation:
+            raise SpecError("reservation", f"invalid name {spec.reservation!r}")
     return spec

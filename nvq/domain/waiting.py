@@ -12,6 +12,7 @@ jobs with a time limit), `FairShare` (accounts that used the cards less lately g
 first), `QuotaGPUs`/`QuotaJobs`/`QuotaHours` (its user's limit holds it back), `BeginTime`
 (its `--begin` time has not come), `Stopping` (its previous attempt is still being stopped or its files synced),
 `Preempting` (lower-priority preemptible jobs are being stopped to make room for it),
+`Reservation` (outside its reservation's window, or only reserved cards have room),
 `Paused`, `Held`.
 """
 
@@ -42,6 +43,7 @@ FAIR_SHARE = "FairShare"
 BEGIN_TIME = "BeginTime"
 STOPPING = "Stopping"
 PREEMPTING = "Preempting"
+RESERVATION = "Reservation"
 PAUSED = "Paused"
 HELD = "Held"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -282,6 +282,15 @@ ALTER TABLE jobs ADD COLUMN image_id TEXT;
     # 23: jobs a more urgent one may stop (`--preemptible`).
     """
 ALTER TABLE jobs ADD COLUMN preemptible TEXT NOT NULL DEFAULT 'false';
+""",
+    # 24: cards set aside for some users over a window (`nvq reserve`), and the jobs
+    # that run in one (`--reservation`).
+    """
+CREATE TABLE reservations (
+    name TEXT PRIMARY KEY,
+    doc TEXT NOT NULL
+);
+ALTER TABLE jobs ADD COLUMN reservation TEXT;
 """,
 ]
 

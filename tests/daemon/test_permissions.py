@@ -84,6 +84,9 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Exec(id=1), "owner"),
     (c.Forward(id=1), "owner"),
     (c.Report(since=0.0, until=1.0), "anyone"),  # who used what, as sreport shows
+    (c.ReserveAdd(name="r", cards=["local:0"], start=0.0, end=1.0), "admin"),
+    (c.ReserveList(), "anyone"),
+    (c.ReserveRemove(name="r"), "admin"),
 ]
 
 

@@ -45,6 +45,7 @@ def full_app() -> typer.Typer:
         node_app,
         project_app,
         queue_app,
+        reserve_app,
         skill_app,
     )
     from nvq.cli.commands import (
@@ -60,6 +61,7 @@ def full_app() -> typer.Typer:
         policy,
         queue,
         reach,
+        reserve,
         shell,  # noqa: F401 - declares `job shell` on submit's Typer
         skill,
         submit,
@@ -84,6 +86,7 @@ def full_app() -> typer.Typer:
     _attach(app, on_schema)
     _attach(app, on_report)
     _attach(cluster_app, cluster.on_cluster)
+    _attach(reserve_app, reserve.on_reserve)
     _attach(skill_app, skill.on_skill)
     skill_app.registered_callback = skill.on_skill.registered_callback
     return app

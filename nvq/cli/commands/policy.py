@@ -139,6 +139,9 @@ def job_edit(
     preemptible: bool = typer.Option(
         None, "--preemptible/--not-preemptible", help="Whether a more urgent job may stop it."
     ),
+    reservation: str = typer.Option(
+        None, "--reservation", help="Run in this reservation ('' for none)."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """Change what a waiting job waits for; it keeps its id, note, place and submitter.
@@ -164,6 +167,7 @@ def job_edit(
         "command": command,
         "signal": signal,
         "preemptible": preemptible,
+        "reservation": reservation,
     }
     changes = {k: v for k, v in given.items() if v is not None}
     if not drop and not add and not changes:

@@ -85,6 +85,9 @@ def job_submit(
     preemptible: bool = typer.Option(
         False, "--preemptible", help="A more urgent job may stop it; it waits again to resume."
     ),
+    reservation: str = typer.Option(
+        None, "--reservation", help="Run on this reservation's cards, in its window."
+    ),
     email_on_success: bool = typer.Option(
         None, "--email-on-success/--no-email-on-success", help="E-mail me when it completes."
     ),
@@ -157,6 +160,7 @@ def job_submit(
         max_runtime=duration(max_runtime, "--max-runtime"),
         no_reassign=no_reassign,
         preemptible=preemptible,
+        reservation=reservation,
         retries_on=_retries_on(retries_on),
         notify_on=_notify_on(notify_on),
         begin_at=_begin(begin),

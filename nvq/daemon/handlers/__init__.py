@@ -21,6 +21,7 @@ from nvq.daemon.handlers import (
     nodes,
     ops,
     policy,
+    reserve,
     submit,
     why,
     world,
@@ -87,6 +88,9 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.NodeStop: node_stop,
     c.NodeStatus: node_status,
     c.NodeRestart: node_restart,
+    c.ReserveAdd: reserve.reserve_add,
+    c.ReserveList: reserve.reserve_list,
+    c.ReserveRemove: reserve.reserve_remove,
 }
 
 
@@ -165,6 +169,9 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.NodeStop: admin("stop a node's runner"),
     c.NodeStatus: ANYONE,
     c.NodeRestart: admin("restart a node's runner"),
+    c.ReserveAdd: admin("reserve cards"),
+    c.ReserveList: ANYONE,
+    c.ReserveRemove: admin("remove a reservation"),
     # streams served by nvq.daemon.sessions (a shell's submit is checked as a submit)
     c.Shell: ANYONE,
     c.Exec: owner("exec into"),

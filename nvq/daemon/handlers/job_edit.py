@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from nvq import control as c
+from nvq.daemon import reserving
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import map_exceptions
@@ -25,6 +26,9 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
         check_allowed(state, [job], user, "edit")
         with map_exceptions():
             fields = job_edit.checked_changes(job, req.changes)
+        if fields.get("reservation") is not None:  # one it may use, as at submit
+            edited = job_edit.spec_of(msgspec.structs.replace(job, **fields))
+            reserving.check_spec(state, edited, job.user)
         if fields.get("node_request") is not None:
             check_pin(state, fields["node_request"])  # two nodes: refused, as at submit
         if fields.get("lane") is not None:

@@ -8,6 +8,7 @@ import time
 import msgspec
 
 from nvq import control as c
+from nvq.daemon import reserving
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
@@ -52,6 +53,7 @@ async def _checked(ctx: Context, spec: JobSpec, user: str) -> Job:
     with map_exceptions({SpecError: BadRequest}):
         validate_spec(spec)
     check_mail(state, spec)
+    reserving.check_spec(state, spec, user)
     if spec.node is not None:
         check_pin(state, spec.node)
     if spec.manifest_id and not (

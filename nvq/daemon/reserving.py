@@ -1,0 +1,122 @@
+"""Reservations in the daemon (`nvq reserve add|ls|rm`, `--reservation`): kept in
+`queue.db` and in memory (`State.reservations`); the placement pass asks here which
+cards each job may use, which `--reservation` jobs may start now, and when that next
+changes (a timer on its loop). Rules: `nvq.domain.reservations`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from nvq.daemon.errors import BadRequest
+from nvq.daemon.state import State
+from nvq.domain import reservations as rsv
+from nvq.domain.reservations import CardReservation
+from nvq.model import Job, JobSpec, NewEvent, Tx
+from nvq.store import reservations as table
+
+
+async def load(state: State) -> None:
+    state.reservations = {r.name: r for r in await state.store.sync(table.load)}
+
+
+async def add(state: State, res: CardReservation, user: str) -> CardReservation:
+    now = time.time()
+    async with state.lock:
+        cards = []
+        for text in res.cards:
+            try:
+                node_name, index = rsv.parse_card(text)
+            except rsv.ReservationError as exc:
+                raise BadRequest(str(exc)) from None
+            node = state.find_node(node_name)  # a unique prefix names it too
+            known = {g.index for g in node.hello.gpus} if node.hello is not None else None
+            if known is not None and index not in known:
+                raise BadRequest(f"{node.name} has no card {index}")
+            cards.append(f"{node.name}:{index}")
+        asked = CardReservation(
+            name=res.name,
+            cards=cards,
+            start=res.start,
+            end=res.end,
+            users=sorted(set(res.users)),
+            note=res.note,
+            created_by=user,
+            created_at=now,
+        )
+        try:
+            made = rsv.check_new(asked, state.reservations.values(), now)
+        except rsv.ReservationError as exc:
+            raise BadRequest(str(exc)) from None
+        await state.store.sync(lambda c: table.put(c, made))
+        state.reservations[made.name] = made
+        data = {"name": made.name, "cards": made.cards, "start": made.start, "end": made.end}
+        await state.commit(Tx(events=[NewEvent("reservation_added", None, None, data)]))
+    state.kick()
+    return made
+
+
+async def remove(state: State, name: str, user: str) -> CardReservation:
+    async with state.lock:
+        res = state.reservations.get(name)
+        if res is None:
+            raise BadRequest(f"no reservation named {name!r}")
+        await state.store.sync(lambda c: table.remove(c, name))
+        del state.reservations[name]
+        data = {"name": name, "by": user}
+        await state.commit(Tx(events=[NewEvent("reservation_removed", None, None, data)]))
+    state.kick()
+    return res
+
+
+def listing(state: State) -> list[CardReservation]:
+    return sorted(state.reservations.values(), key=lambda r: (r.start, r.name))
+
+
+def check_spec(state: State, spec: JobSpec, user: str) -> None:
+    """Refuse a submit (or edit) into a reservation that does not exist, has ended or
+    does not list the user."""
+    if not spec.reservation:
+        return
+    res = state.reservations.get(spec.reservation)
+    if res is None:
+        raise BadRequest(f"--reservation: no reservation named {spec.reservation!r}")
+    if res.end <= time.time():
+        raise BadRequest(f"--reservation: {res.name} ended at {rsv.stamp(res.end)}")
+    if not rsv.may_use(res, user):
+        raise BadRequest(f"--reservation: {res.name} is for {', '.join(res.users)}, not {user}")
+
+
+def restriction(state: State, job: Job, time_limit: float | None, now: float) -> dict[str, object]:
+    """PendingJob's `only`/`closed` for `job` (empty: no reservation concerns it)."""
+    if not state.reservations:
+        return {}
+    live = rsv.live(state.reservations.values(), now)
+    if job.reservation is not None:
+        res = state.reservations.get(job.reservation)
+        if res is not None:
+            mine = rsv.card_set(res)
+            others = [r for r in live if r.name != res.name]
+            return {"only": mine, "closed": rsv.closed_to(others, time_limit, now) - mine}
+    closed = rsv.closed_to(live, time_limit, now)
+    return {"closed": closed} if closed else {}
+
+
+def admitted(state: State, jobs: Sequence[Job], now: float) -> list[Job]:
+    """The jobs that may start now: a `--reservation` job only in its window. Sets the
+    loop's timer to the next start or end of a reservation."""
+    if not state.reservations:
+        return list(jobs)
+    state.reservations_change_at = rsv.next_change(state.reservations.values(), now)
+    return [
+        j
+        for j in jobs
+        if j.reservation is None or rsv.in_window(state.reservations.get(j.reservation), now)
+    ]
+
+
+def waiting_reason(state: State, job: Job, now: float) -> str | None:
+    """Why a `--reservation` job is left out of the pass (None: it is not)."""
+    if job.reservation is None:
+        return None
+    return rsv.waiting_for(state.reservations.get(job.reservation), job.reservation, now)
