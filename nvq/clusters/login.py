@@ -110,6 +110,11 @@ def pilot_node(cluster: ClusterConfig, job_id: str) -> NodeConfig:
     )
 
 
+def pilot_job_id(name: str) -> str:
+    """The Slurm job id of the pilot node `name` (`pilot_node` names it `<cluster>/<id>`)."""
+    return name.rpartition("/")[2]
+
+
 async def connect_login(
     cluster: ClusterConfig, *, connect_timeout: float = 10, keepalive_interval: float = 5
 ) -> asyncssh.SSHClientConnection:

@@ -146,7 +146,10 @@ def pilot_script(cluster: ClusterConfig, python: str | None = None) -> str:
         "printf '#!/bin/bash\\ntest -S %q/runner.sock || { echo \"nvq pilot: runner not up"
         f" yet\" >&2; exit {ATTACH_NOT_READY}; }}\\nexec %q -m nvq_runner attach --home %q\\n'"
         ' "$H" "$PY" "$H" > "$H/attach"',
-        'chmod +x "$H/attach"',
+        # `run ARGS`: the runner's other commands (pty-exec, port-connect) in a step of
+        # the allocation, for job shell, exec and forward.
+        "printf '#!/bin/bash\\nexec %q -m nvq_runner \"$@\"\\n' \"$PY\" > \"$H/run\"",
+        'chmod +x "$H/attach" "$H/run"',
         'exec "$PY" -m nvq_runner serve --home "$H"',
     ]
     return "\n".join(lines) + "\n"
@@ -178,12 +181,17 @@ def scancel_command(job_ids: list[str]) -> str:
 
 
 def attach_command(cluster: ClusterConfig, job_id: str) -> str:
-    """A step inside the pilot's allocation that splices to its runner. `--overlap`
+    """A step inside the pilot's allocation that splices to its runner."""
+    return step_command(job_id, pilot_home(cluster, job_id), "attach")
+
+
+def step_command(job_id: str, home: str, script: str) -> str:
+    """Run the pilot's `script` (attach, run) in a step of its allocation. `--overlap`
     shares the allocation's resources with the runner; `--unbuffered` because frames
     are binary and srun would otherwise hold output until a newline."""
     return (
         f"srun --jobid={shlex.quote(job_id)} --overlap --nodes=1 --ntasks=1 --unbuffered "
-        f"--quiet {_path(pilot_home(cluster, job_id))}/attach"
+        f"--quiet {_path(home)}/{script}"
     )
 
 

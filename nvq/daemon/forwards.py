@@ -16,8 +16,9 @@ from anyio.abc import SocketStream
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
-from nvq.daemon.node_pipes import SshStream, check_reachable
+from nvq.daemon.node_pipes import SshStream, check_reachable, open_on_node
 from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.state import State
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 NODE_HOST = "localhost"
 
 
-async def connect_port(node: NodeRuntime, port: int) -> anyio.abc.ByteStream:
+async def connect_port(state: State, node: NodeRuntime, port: int) -> anyio.abc.ByteStream:
     check_reachable(node)
     if node.config is None:
         try:
@@ -36,6 +37,8 @@ async def connect_port(node: NodeRuntime, port: int) -> anyio.abc.ByteStream:
         except OSError as exc:
             raise RequestError(f"nothing listens on port {port} of {node.name}: "
                                f"{exc.strerror or exc}") from None
+    if node.runner_step is not None:  # a pilot: its ports are the compute node's
+        return await open_on_node(state, node, ["port-connect", "--port", str(port)])
     conn = getattr(node.channel, "connection", None)
     if conn is None:
         raise RequestError(f"node {node.name} is not connected over SSH right now")
@@ -61,7 +64,7 @@ async def serve_forward(
     if req.check:
         await stream.send(reply_frame(c.Done(data=where)))
         return
-    tcp = await connect_port(ctx.state.nodes[job.node], port)
+    tcp = await connect_port(ctx.state, ctx.state.nodes[job.node], port)
     client = ClientFrames(stream, early)
     lock = anyio.Lock()
 

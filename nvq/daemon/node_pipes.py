@@ -97,13 +97,14 @@ class SshStream(anyio.abc.ByteStream):
 
 
 def check_reachable(node: NodeRuntime) -> None:
-    """A Slurm pilot's runner is reached through the login node (`srun --overlap`), whose
-    SSH connection does not lead to the compute node's sockets and ports: refused in
-    words rather than tried on the wrong host."""
-    if node.hello is not None and node.hello.allocated is not None:
+    """A Slurm pilot's runner is reached through the login node, whose SSH connection
+    does not lead to the compute node's sockets and ports; a pilot started before its
+    script wrote `run` (no `runner_step`) is refused in words rather than tried on the
+    wrong host."""
+    if node.hello is not None and node.hello.allocated is not None and node.runner_step is None:
         raise RequestError(
-            f"node {node.name} is a Slurm pilot: job shell, exec and forward do not reach "
-            "pilots yet (use a [[nodes]] machine, or srun --overlap on the cluster)"
+            f"node {node.name} is a Slurm pilot this daemon cannot run steps on: job shell, "
+            "exec and forward do not reach it (use srun --overlap on the cluster)"
         )
 
 
@@ -125,9 +126,10 @@ async def open_on_node(state: State, node: NodeRuntime, args: list[str]) -> anyi
     from nvq.daemon.ssh.opener import runner_node
 
     cfg = runner_node(node.config)
-    command = " ".join([shell_path(cfg.python), "-m", "nvq_runner",
-                        *(shell_path(a) if a.startswith("~") else shlex.quote(a) for a in args)])
-    return await open_runner_channel(conn, cfg, command=command)
+    words = [shell_path(a) if a.startswith("~") else shlex.quote(a) for a in args]
+    # A pilot: a step of its allocation, on the compute node, not the login node.
+    runner = node.runner_step or f"{shell_path(cfg.python)} -m nvq_runner"
+    return await open_runner_channel(conn, cfg, command=" ".join([runner, *words]))
 
 
 async def attach_terminal(
@@ -138,7 +140,8 @@ async def attach_terminal(
     else through `nvq_runner pty-attach` on an exec channel."""
     check_reachable(node)
     sock = f"{job_dir(state, node, job_id, nonce)}/pty.sock"
-    if node.config is not None and sock.startswith("/") and len(sock.encode()) < SUN_PATH:
+    if (node.config is not None and node.runner_step is None and sock.startswith("/")
+            and len(sock.encode()) < SUN_PATH):
         stream = await _streamlocal(node, sock)
         if stream is not None:
             return stream

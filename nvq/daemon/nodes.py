@@ -48,6 +48,9 @@ class NodeRuntime:
     # The connection does not reach the node's disk (a pilot's ends on the login node):
     # artifact syncs read over the runner link instead (link_reads.py).
     disk_over_link: bool = False
+    # How to run `nvq_runner ARGS` beside the runner where the connection's own shell
+    # is not on the node (a pilot: an `srun --overlap` step of its allocation).
+    runner_step: str | None = None
     busy_mode: str = "auto"  # `nvq queue busy NODE on|off|auto`
     busy_reported: bool | None = None  # the runner's last word on its owner's activity
     busy_detail: dict[str, Any] = field(default_factory=dict)

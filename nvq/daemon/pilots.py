@@ -24,7 +24,9 @@ import anyio
 import anyio.abc
 import msgspec
 
+from nvq.clusters import slurm
 from nvq.clusters.config import ClusterConfig
+from nvq.clusters.login import pilot_job_id
 from nvq.clusters.pilots import PilotManager, PilotOpener
 from nvq.clusters.scaling import WaitingJob, fits_shape, vacate_due
 from nvq.clusters.slurm import PilotStatus
@@ -216,7 +218,10 @@ class DaemonPilots:
         return self.idle.setdefault(name, time.time())
 
     async def pilot_started(self, node: NodeConfig, open_channel: PilotOpener) -> None:
-        runtime = NodeRuntime(name=node.name, config=node, allow=None, disk_over_link=True)
+        runtime = NodeRuntime(
+            name=node.name, config=node, allow=None, disk_over_link=True,
+            runner_step=slurm.step_command(pilot_job_id(node.name), node.home, "run"),
+        )
         runtime.card_marks = card_marks.of_node(self.state.cards, node.name)
         # An adopted pilot resumes where its journal was applied (exactly once).
         record = (await self.state.store.nodes()).get(node.name)

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from nvq import __version__ as nvq_version
+from tests.cli.test_job_reach import first_json, logs_until
 from tests.cluster import Nvq
 from tests.harness.slurm import SlurmCluster
 from tests.harness.slurm_fixtures import ClusterQueue, pilot_gpus, toml_str
@@ -86,6 +89,39 @@ def test_artifacts_come_back_over_the_pilots_link_without_the_login_nodes_disk(
     nvq.json("job", "artifacts", str(job["id"]), "--get", str(dest))
     assert (dest / "model.bin").read_bytes() == written.read_bytes()
     assert (dest / "sub" / "note.txt").read_text() == "done\n"
+
+
+def test_exec_and_forward_reach_a_job_on_a_pilot_through_a_slurm_step(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
+) -> None:
+    nvq = cluster_queue()
+    job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "5m", "--",
+                     "python3 -u -m http.server --bind 127.0.0.1 $NVQ_PORT")
+    logs_until(nvq, job["id"], "Serving HTTP")
+    shown = nvq.show(job["id"])
+    pilot = shown["node"].removeprefix("hpc/")
+    # The shell has the job's world; its parent (nvq_runner pty-exec) is a step that
+    # srun started inside the pilot's allocation, not a process of the login node.
+    r = nvq.run("job", "exec", str(job["id"]), "--", "sh", "-c",
+                'echo "job $NVQ_JOB_ID slurm $SLURM_JOB_ID"; '
+                "tr '\\0' '\\n' < /proc/$PPID/environ | grep '^SLURM_STEP_ID='; exit 4")
+    assert r.code == 4, r.err
+    assert f"job {job['id']} slurm {pilot}" in r.out, r.out
+    assert "SLURM_STEP_ID=" in r.out, r.out
+    fwd = subprocess.Popen(
+        [sys.executable, "-m", "nvq", "job", "forward", str(job["id"]), "--json"],
+        env=nvq.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert fwd.stdout is not None
+        doc = first_json(fwd.stdout)
+        with urllib.request.urlopen(doc["url"], timeout=30) as resp:
+            assert b"Directory listing" in resp.read()
+    finally:
+        fwd.send_signal(signal.SIGINT)
+        assert fwd.wait(timeout=30) == 0
+    assert nvq.show(job["id"])["state"] == "running"
+    nvq.ok("job", "cancel", str(job["id"]))
 
 
 def requested_pilots(nvq: Nvq) -> int:
