@@ -101,3 +101,19 @@ def test_a_limit_holds_a_job_and_a_submit_over_max_queued_jobs_is_refused(nvq: N
     _release(gate)  # the running job ends: the held one may start
     code, _ = nvq.wait(first["id"], held["id"])
     assert code == 0
+
+
+def test_a_day_over_max_gpu_hours_holds_the_next_job(nvq: Nvq) -> None:
+    # 0.0003 GPU-h is about a second of one card: a job of two seconds goes over it.
+    nvq.write_config("[limits]\nmax_gpu_hours = 0.0003\n")
+    used = nvq.submit("--gpus", "1", "--no-snapshot", "--", "sleep 2")
+    code, (done,) = nvq.wait(used["id"])
+    assert code == 0 and done["ended_at"] - done["started_at"] >= 2
+    held = nvq.submit("--gpus", "1", "--no-snapshot", "--", "true")
+    row = nvq.wait_for(held["id"], lambda j: j.get("reason") == "QuotaHours")
+    assert row["state"] == "pending"
+    assert row["reason_detail"].startswith(
+        "root used 0.0 GPU-h in the last day, at most 0.0003 (max_gpu_hours); "
+        "under it again by "
+    ), row["reason_detail"]
+    nvq.ok("job", "cancel", str(held["id"]))
