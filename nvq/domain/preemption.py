@@ -13,8 +13,11 @@ the plan out. No I/O, no clock.
   the least work), then the lowest ids. Across nodes: fewest victims, then lowest
   priorities, then the node's name. A victim frees on each card what it holds there
   as placement counted it: the larger of its reservation and its sampled use.
+* A job of a reservation whose window is open stops preemptible jobs on its cards
+  whatever their priority (they should not have been there).
 * Urgent jobs are served in the order the pass considered them; each victim is
-  stopped for one job only, and what a plan takes is deducted before the next.
+  stopped for one job only, and what a plan takes is deducted before the next. A
+  job alike another that found nothing asks nothing.
 """
 
 from __future__ import annotations
@@ -75,7 +78,10 @@ class Preemption(msgspec.Struct, frozen=True):
 
 
 def outranks(job: PendingJob, victim: Candidate, ceiling: Mapping[str, int]) -> bool:
-    """May `job` stop `victim`? Strictly higher priority; across users, capped."""
+    """May `job` stop `victim`? Strictly higher priority; across users, capped. A job of
+    a reservation whose window is open (`only`) stops any on its reserved cards."""
+    if job.only is not None and any((victim.node, i) in job.only for i in victim.cards):
+        return True
     power = job.priority
     cap = ceiling.get(job.user)
     if cap is not None and job.user != victim.user:
@@ -101,13 +107,18 @@ def plan(
     by_name = {s.name: s for s in slots}
     out: list[Preemption] = []
     asked = 0
+    failed: set[PendingJob] = set()  # shapes that found nothing: alike jobs would not
     for job in waiting:
-        if job.priority <= lowest or not pool:
+        if (job.priority <= lowest and job.only is None) or not pool:
+            continue
+        shape = msgspec.structs.replace(job, id=0, created_at=0.0)
+        if shape in failed:
             continue
         asked += 1
         if asked > MAX_URGENT:
             break
         if _fits_now(by_name.values(), job, headroom_mb, max_cpu_jobs):
+            failed.add(shape)
             continue
         best: tuple[tuple[int, tuple[int, ...], str], str, list[Candidate]] | None = None
         for name in sorted(by_name):
@@ -125,6 +136,7 @@ def plan(
             if best is None or key < best[0]:
                 best = (key, name, chosen)
         if best is None:
+            failed.add(shape)
             continue
         _, name, chosen = best
         for c in chosen:

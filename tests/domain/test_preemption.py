@@ -7,7 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, place
-from nvq.domain.preemption import Candidate, Hold, free, hold_ends, outranks, plan
+from nvq.domain.preemption import (
+    MAX_URGENT,
+    Candidate,
+    Hold,
+    free,
+    hold_ends,
+    outranks,
+    plan,
+)
 from tests.property_budget import examples
 
 GiB = 1024
@@ -98,6 +106,23 @@ def test_a_pinned_or_narrowed_job_only_looks_where_it_may_run() -> None:
     cands = [victim(1, node="n0"), victim(2, node="n1", priority=-5)]
     chosen = choose(slots, [urgent(node="n0")], cands)
     assert [(p.node, p.victims) for p in chosen] == [("n0", (1,))]
+
+
+def test_a_reservation_job_stops_preemptible_work_on_its_cards_at_any_priority() -> None:
+    slots = [node("n0", [20 * GiB, 20 * GiB])]
+    cands = [victim(1, cards={0: 20 * GiB}, priority=9), victim(2, cards={1: 20 * GiB})]
+    booked = urgent(priority=0, only=frozenset({("n0", 0)}))
+    assert [p.victims for p in choose(slots, [booked], cands)] == [(1,)]
+
+
+def test_alike_jobs_that_found_nothing_ask_once() -> None:
+    # 10 GiB preemptible beside 14 GiB that is not: no 20 GiB job can get in, however
+    # many ask; they count once against MAX_URGENT, so a small job behind them still can.
+    slots = [node("n0", [24 * GiB])]
+    many = [urgent(100 + i) for i in range(MAX_URGENT + 10)]
+    small = urgent(999, vram=4 * GiB)
+    chosen = choose(slots, [*many, small], [victim(1, cards={0: 10 * GiB})])
+    assert [(p.job_id, p.victims) for p in chosen] == [(999, (1,))]
 
 
 def test_hold_lasts_until_a_sample_after_the_victims_left() -> None:
