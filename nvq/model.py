@@ -191,6 +191,7 @@ class Job(msgspec.Struct, kw_only=True):
     preemptible: bool = False
     # schema version 24: --reservation (see JobSpec)
     reservation: str | None = None
+    phase: str = ""  # schema version 25: "setup" while its --setup runs (cards held)
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -1,8 +1,7 @@
-"""Launching, watching, killing and adopting job attempts. Each attempt runs as
-`/bin/sh wrapper.sh <jobdir>` in its own session (see wrapper.sh). Exits are learnt at
-once, without polling: every watched wrapper has a pidfd registered with the event
-loop, readable when the process ends; for the runner's own children the status then
-comes from waitpid, for attempts adopted after a runner restart from the exit record."""
+"""Launching, watching, killing and adopting job attempts. Each attempt runs as `/bin/sh
+wrapper.sh <jobdir>` in its own session (see wrapper.sh). Exits are learnt at once, without
+polling: every watched wrapper has a pidfd registered with the event loop, readable when the
+process ends; the status comes from waitpid (the runner's own children) or the exit record."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from . import container, early_signal, exits, logcap, memlimit, ports, procfs
 from .adoption import attempts, is_wrapper, reopen
 from .job_socket import JobSockets
 from .jobfiles import AttemptRecord, JobDir, new_record
-from .jobworld import JobWorld, Prepared, PrepareError
+from .jobworld import JobWorld, Prepared, PrepareError, SetupFailed, setup_reporter
 from .protocol import ActiveJob, JobLost, JobStarted, JournaledEvent, Kill, LaunchFailed, Start
 from .recovery import write_start
 from .spawn import LaunchError, launch
@@ -143,11 +142,11 @@ class JobManager:
     async def _prepare_then_launch(self, world: JobWorld, msg: Start, d: JobDir) -> None:
         """Build the job's world off the loop's back; launch it unless a Kill came."""
         error: str | None = None
-        prepared = Prepared()
+        prepared, phase = Prepared(), ""
         try:
-            prepared = await world.prepare(msg, d)
+            prepared = await world.prepare(msg, d, setup_reporter(self._emit, msg))
         except PrepareError as exc:
-            error = str(exc)
+            error, phase = str(exc), "setup" if isinstance(exc, SetupFailed) else ""
         except Exception as exc:
             log.exception("job %s: preparing its world failed", msg.job_id)
             error = f"{type(exc).__name__}: {exc}"
@@ -157,16 +156,17 @@ class JobManager:
         if self._seen(d, msg.attempt):
             return
         if error is not None:
-            self._fail_launch(msg, d, new_record(msg, self._boot_id), error)
+            self._fail_launch(msg, d, new_record(msg, self._boot_id), error, phase)
             return
         self._launch(msg, d, prepared)
 
-    def _fail_launch(self, msg: Start, d: JobDir, rec: AttemptRecord, error: str) -> None:
+    def _fail_launch(self, msg: Start, d: JobDir, rec: AttemptRecord, error: str,
+                     phase: str = "") -> None:
         log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
         self.sockets.close(msg.job_id)
         self._dirs[msg.job_id] = d
-        self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id,
-                                            attempt=msg.attempt, error=error, at=time.time()))
+        self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
+                                            error=error, at=time.time(), phase=phase))
         rec.done = True
         try:
             d.path.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -15,6 +15,8 @@ import os
 import shutil
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -28,7 +30,7 @@ from .job_artifacts import ArtifactsError, JobArtifacts
 from .jobfiles import JobDir, tail_text
 from .manifest_wire import Manifest, ManifestError
 from .node_env import local_env, remote_env
-from .protocol import Start
+from .protocol import SetupPhase, Start
 from .setup_env import DEFAULT_SETUP_FILES, ensure_env, job_env, setup_files, setup_key
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,23 @@ SETUP_LOG_LINES = 20
 
 class PrepareError(Exception):
     """The job cannot start; the message is for the user."""
+
+
+class SetupFailed(PrepareError):
+    """The job's --setup failed (reported as the `setup` phase's failure)."""
+
+
+# Told when the attempt's setup begins (False, False) and when it ended well
+# (True, cached): the runner journals it as `SetupPhase`.
+OnSetup = Callable[[bool, bool], None]
+
+
+def setup_reporter(emit: Callable[[Callable[[int], SetupPhase]], None], msg: Start) -> OnSetup:
+    def on_setup(done: bool, cached: bool) -> None:
+        emit(lambda seq: SetupPhase(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
+                                    at=time.time(), done=done, cached=cached))
+
+    return on_setup
 
 
 @dataclass
@@ -71,7 +90,7 @@ class JobWorld:
         return bool(msg.manifest_id or msg.env_mode != "runner" or msg.setup
                     or msg.artifacts_tree or msg.image_manifest or msg.inputs)
 
-    async def prepare(self, msg: Start, d: JobDir) -> Prepared:
+    async def prepare(self, msg: Start, d: JobDir, on_setup: OnSetup | None = None) -> Prepared:
         prepared = Prepared()
         manifest: Manifest | None = None
         # [[nodes]] cache_size as the queue says today (0: it is not set there)
@@ -86,7 +105,11 @@ class JobWorld:
             env, prepared.dropped = self._env(msg)
         if msg.setup:
             cwd = prepared.workdir or (Path(msg.workdir).expanduser() if msg.workdir else d.path)  # noqa: ASYNC240
-            env = await asyncio.to_thread(self._setup, msg, d, manifest, cwd, env)
+            if on_setup is not None:
+                on_setup(False, False)
+            env, ran = await asyncio.to_thread(self._setup, msg, d, manifest, cwd, env)
+            if on_setup is not None:
+                on_setup(True, not ran)
         prepared.env = env
         if msg.image_manifest and msg.image:
             try:
@@ -186,7 +209,8 @@ class JobWorld:
     def _setup(
         self, msg: Start, d: JobDir, manifest: Manifest | None, cwd: Path,
         env: dict[str, str] | None,
-    ) -> dict[str, str]:
+    ) -> tuple[dict[str, str], bool]:
+        """The job's environment, and whether the setup ran (False: cached)."""
         base = env if env is not None else {**os.environ, **msg.env}
         patterns = tuple(msg.setup_files) or DEFAULT_SETUP_FILES
         files = setup_files(manifest, msg.subdir, patterns) if manifest is not None else {}
@@ -203,8 +227,9 @@ class JobWorld:
                 log.warning("job %s: cannot keep the setup log: %s", msg.job_id, exc)
         if not result.ok:
             tail = tail_text(result.log, lines=SETUP_LOG_LINES)
-            raise PrepareError(f"setup failed ({result.reason}):\n{tail}".rstrip())
-        return job_env(result, base)
+            command = msg.setup if len(msg.setup) <= 80 else msg.setup[:77] + "..."
+            raise SetupFailed(f"setup `{command}` failed ({result.reason}):\n{tail}".rstrip())
+        return job_env(result, base), result.ran
 
 
 def _read_login_env() -> dict[str, str]:

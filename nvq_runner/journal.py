@@ -37,6 +37,7 @@ from .protocol import (
     JobStarted,
     JournaledEvent,
     LaunchFailed,
+    SetupPhase,
     decode_runner_payload,
     encode_payload,
 )
@@ -101,7 +102,8 @@ class Journal:
             except FrameError:
                 break
             good = end
-            if not isinstance(event, (JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled)):
+            if not isinstance(event, (JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced,
+                                      JobSignalled, SetupPhase)):
                 continue
             seq = event.seq
             self.head = max(self.head, seq)

@@ -24,6 +24,7 @@ from .protocol import (
     LogData,
     RunnerMsg,
     Sample,
+    SetupPhase,
     encode_frame,
     encode_payload,
 )
@@ -102,5 +103,6 @@ def fit_event(event: JournaledEvent, limit: int = MAX_FRAME) -> JournaledEvent:
     if len(encode_payload(event)) <= limit:
         return event
     small = shrink(event)
-    assert isinstance(small, (JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled))
+    assert isinstance(small, (JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled,
+                              SetupPhase))
     return small

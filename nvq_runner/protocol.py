@@ -76,6 +76,7 @@ from .protocol_events import (
     Recovered,
     RunnerMsg,
     Sample,
+    SetupPhase,
     StartRecord,
 )
 from .relay_wire import RelayDown, RelayUp
@@ -223,6 +224,7 @@ __all__ = [
     "RelayUp",
     "RunnerMsg",
     "Sample",
+    "SetupPhase",
     "Start",
     "StartRecord",
     "Sync",

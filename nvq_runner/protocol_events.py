@@ -172,6 +172,7 @@ class LaunchFailed(msgspec.Struct, tag="launch_failed", frozen=True):
     attempt: int
     error: str
     at: float
+    phase: str = ""  # "setup": the job's --setup failed (its log: `job logs --setup`)
 
 
 class AttemptFenced(msgspec.Struct, tag="attempt_fenced", frozen=True):
@@ -186,6 +187,19 @@ class AttemptFenced(msgspec.Struct, tag="attempt_fenced", frozen=True):
     at: float  # when the runner gave up (wall clock)
     silent_for: float  # seconds since the daemon's last frame
     lease: float
+
+
+class SetupPhase(msgspec.Struct, tag="setup_phase", frozen=True):
+    """The attempt's `--setup` began (`done` False) or ended well (`done` True;
+    `cached`: an environment built before was reused). A failed setup is a
+    `LaunchFailed` with `phase="setup"`."""
+
+    seq: int
+    job_id: int
+    attempt: int
+    at: float
+    done: bool = False
+    cached: bool = False
 
 
 class JobSignalled(msgspec.Struct, tag="signalled", frozen=True):
@@ -270,7 +284,8 @@ class Recovered(msgspec.Struct, tag="recovered", frozen=True):
     records: list[StartRecord] = []
 
 
-JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled]
+JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled,
+                       SetupPhase]
 RunnerMsg = (
-    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp, ChunkBytes]
+    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled, SetupPhase, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp, ChunkBytes]
 )

@@ -19,6 +19,7 @@ from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
 from nvq.daemon.recovery import Recovery
 from nvq.daemon.relay import Relays
+from nvq.daemon.setup_phase import on_setup_phase
 from nvq.daemon.signalled import on_signalled
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
@@ -172,6 +173,8 @@ class RunnerEvents:
             await self._on_fenced(node, msg)
         elif isinstance(msg, p.JobSignalled):
             await on_signalled(self.state, node, msg, self._reconcile)
+        elif isinstance(msg, p.SetupPhase):
+            await on_setup_phase(self.state, node, msg, self._reconcile)
         elif isinstance(msg, p.Recovered):
             self.recovery.answer(msg)
         elif isinstance(msg, p.RelayUp):

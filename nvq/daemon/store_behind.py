@@ -40,6 +40,8 @@ def _what(ev: p.JournaledEvent) -> str:
         return "stopped: its lease lapsed"
     if isinstance(ev, p.JobSignalled):
         return "signalled before its timeout"
+    if isinstance(ev, p.SetupPhase):
+        return "set up" if ev.done else "setting up"
     return f"could not start: {ev.error}"
 
 

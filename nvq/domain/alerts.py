@@ -25,6 +25,7 @@ ALERT_KINDS: dict[str, str] = {
     "job_held": "error",
     "job_unschedulable": "error",
     "launch_failed": "error",
+    "setup_failed": "error",
     "node_down": "error",
     "node_refused": "error",
     "gpu_unhealthy": "error",  # a card's Xid/ECC/…: it takes no new job  # a host key or login refused: retrying cannot help
@@ -114,8 +115,10 @@ def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
         detail = _clip(job.stderr_tail if job else None)
     elif ev.kind == "job_lost":
         message = f"{label} was lost{where}: {data.get('reason', 'its process vanished')}"
-    elif ev.kind == "launch_failed":
-        message = f"{label} could not start{where}: {data.get('error', '')}"
+    elif ev.kind in ("launch_failed", "setup_failed"):
+        error = str(data.get("error", ""))
+        message = f"{label} could not start{where}: {error.splitlines()[0] if error else ''}"
+        detail = _clip("\n".join(error.splitlines()[1:]) or None)
     elif ev.kind == "job_held":
         message = (
             f"{label} is held: prerequisite {data.get('after')} ended {data.get('state')}; "
@@ -150,6 +153,7 @@ _SETTLED_BY_COMPLETION = (
     "job_timeout",
     "job_lost",
     "launch_failed",
+    "setup_failed",
     "job_unschedulable",
     "job_held",
     "job_retried",

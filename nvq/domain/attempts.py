@@ -25,6 +25,7 @@ _ENDINGS = {
     "job_cancelled": "cancelled",
     "job_paused": "paused",
     "launch_failed": "launch failed",
+    "setup_failed": "setup failed",
     "attempt_superseded": "superseded",
     "job_moved": "moved",
     "attempt_fenced": "fenced",  # its runner stopped it: the lease lapsed (fencing.py)

@@ -103,7 +103,7 @@ def started(job: Job, ev: JobStarted, node: str) -> Outcome:
         return Outcome()
     new = msgspec.structs.replace(
         job, pid=ev.pid, started_at=ev.started_at, env_dropped=list(ev.env_dropped),
-        port=ev.port,
+        port=ev.port, phase="",
     )
     data = {"attempt": ev.attempt, "pid": ev.pid}
     return Outcome(new, [NewEvent("job_started", job.id, node, data)])
@@ -219,6 +219,11 @@ def retry(
 def launch_failed(job: Job, ev: LaunchFailed, node: str) -> Outcome:
     if job.attempt != ev.attempt or job.node != node or job.state is not JobState.RUNNING:
         return Outcome()
+    if ev.phase == "setup":  # the error names the setup and ends with its log's tail
+        new = msgspec.structs.replace(
+            job, state=JobState.FAILED, ended_at=ev.at, reason=ev.error, phase="")
+        data = {"attempt": ev.attempt, "error": ev.error}
+        return Outcome(new, [NewEvent("setup_failed", job.id, node, data)])
     new = msgspec.structs.replace(
         job, state=JobState.FAILED, ended_at=ev.at, reason=f"launch failed: {ev.error}"
     )

@@ -21,6 +21,7 @@ OUTCOMES: dict[str, bool] = {
     "job_timeout": False,
     "job_lost": False,
     "launch_failed": False,
+    "setup_failed": False,
     "job_unschedulable": False,
 }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 24
+SCHEMA_VERSION = 25
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -291,6 +291,10 @@ CREATE TABLE reservations (
     doc TEXT NOT NULL
 );
 ALTER TABLE jobs ADD COLUMN reservation TEXT;
+""",
+    # 25: the phase of a running job ("setup" while its --setup runs).
+    """
+ALTER TABLE jobs ADD COLUMN phase TEXT NOT NULL DEFAULT '';
 """,
 ]
 

@@ -35,12 +35,15 @@ def test_setup_runs_once_per_key_and_again_when_requirements_change(
 
 
 def test_a_failing_setup_fails_the_job_with_its_log(nvq: Nvq) -> None:
-    job = nvq.submit("--gpus", "0", "--setup", "echo cannot-install-torch >&2; exit 3",
-                     "--", "echo never")
+    job = nvq.submit("--gpus", "0", "--retries", "2", "--setup",
+                     "echo cannot-install-torch >&2; exit 3", "--", "echo never")
     code, (done,) = nvq.wait(job["id"])
     assert code == 1 and done["state"] == "failed"
-    assert "setup failed (exit 3)" in done["reason"]
+    assert done["reason"].startswith("setup `echo cannot-install-torch >&2; exit 3` failed (exit 3)")
     assert "cannot-install-torch" in done["reason"]
+    assert done["attempt"] == 1  # a setup failure spends no --retries
+    kinds = [e["kind"] for e in nvq.events() if e["job_id"] == job["id"]]
+    assert "setup_started" in kinds and kinds[-1] == "setup_failed", kinds
     assert "cannot-install-torch" in nvq.ok("job", "logs", str(job["id"]), "--setup").out
     assert "never" not in nvq.ok("job", "logs", str(job["id"])).out
     # not cached: the next job with the same setup tries again
@@ -48,3 +51,22 @@ def test_a_failing_setup_fails_the_job_with_its_log(nvq: Nvq) -> None:
                        "--", "echo never")
     assert nvq.wait(retry["id"])[0] == 1
     assert "cannot-install-torch" in nvq.ok("job", "logs", str(retry["id"]), "--setup").out
+
+
+def test_a_job_shows_the_setup_state_while_its_setup_runs(nvq: Nvq, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    job = nvq.submit("--gpus", "1", "--setup",
+                     f"echo installing; while [ ! -e {go} ]; do sleep 0.05; done",
+                     "--", "echo trained")
+    shown = nvq.wait_for(job["id"], lambda j: j.get("phase") == "setup")
+    assert shown["state"] == "running" and shown["gpus"]  # its card is held meanwhile
+    row = next(line for line in nvq.ok("job", "ls").out.splitlines()
+               if line.split()[0] == str(job["id"]))
+    assert row.split()[1] == "setup"
+    assert "[setup]" in nvq.ok("job", "show", str(job["id"])).out
+    go.touch()
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 0 and done["phase"] == ""
+    kinds = [e["kind"] for e in nvq.events() if e["job_id"] == job["id"]]
+    assert kinds.index("setup_started") < kinds.index("setup_done") < kinds.index("job_started")
+    assert nvq.ok("job", "logs", str(job["id"]), "--setup").out.endswith("\ninstalling\n")

@@ -37,7 +37,10 @@ def job_where(job: Job) -> str:
 
 def state_label(job: Job) -> str:
     """A job's state as the tables show it: a running terminal session says
-    `interactive` (its cards are held by a person at a prompt, not by a batch run)."""
+    `interactive` (its cards are held by a person at a prompt, not by a batch run);
+    one whose --setup runs on its node says `setup` (its cards are held meanwhile)."""
+    if job.state == "running" and getattr(job, "phase", "") == "setup":
+        return "setup"
     if job.state == "running" and getattr(job, "interactive", False):
         return "interactive"
     return str(job.state)
