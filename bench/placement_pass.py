@@ -15,6 +15,9 @@ Two cases, each printing its figures in ONE JSON line:
 one, fair share orders each pass by the accounts' usage (`fair_share = true`, the
 default); `--no-fair-share` turns it off.
 
+`--reserved` adds a reservation of one card of the first node, an hour from now: every
+(untimed) job must then keep off that card, so each takes placement's card-by-card path.
+
     cd bench && ../.venv/bin/python placement_pass.py exit
     cd bench && ../.venv/bin/python placement_pass.py shapes
 """
@@ -38,6 +41,7 @@ from nvq.daemon.placing import place_once
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.domain import transitions
+from nvq.domain.reservations import CardReservation
 from nvq.home import Home
 from nvq.model import Job, JobSpec, JobState, Tx
 from nvq.store import Store
@@ -47,7 +51,12 @@ CARD_MB = 81920
 
 
 async def daemon(
-    home: Path, nodes: int, cards: int, foreign_mb: int, fair_share: bool = True
+    home: Path,
+    nodes: int,
+    cards: int,
+    foreign_mb: int,
+    fair_share: bool = True,
+    reserved: bool = False,
 ) -> tuple[State, Machines]:
     lines = ["[queue]", "local_node = false", 'headroom = "0"']
     lines += [f"fair_share = {'true' if fair_share else 'false'}", ""]
@@ -60,6 +69,10 @@ async def daemon(
     machines = Machines(state, Artifacts(state))
     await state.load()
     await machines.load()
+    if reserved:
+        now = time.time()
+        booked = CardReservation(name="bench", cards=["n000:0"], start=now + 3600, end=now + 7200)
+        state.reservations = {"bench": booked}
     gpus = [
         p.GpuInfo(index=i, name="Bench", uuid=f"GPU-{i}", total_mb=CARD_MB) for i in range(cards)
     ]
@@ -105,7 +118,10 @@ async def submit(state: State, specs: list[JobSpec], copies: int, accounts: int 
 
 
 async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    state, machines = await daemon(home, nodes=1, cards=2, foreign_mb=0, fair_share=args.fair_share)
+    state, machines = await daemon(
+        home, nodes=1, cards=3 if args.reserved else 2, foreign_mb=0,
+        fair_share=args.fair_share, reserved=args.reserved,
+    )
     spec = JobSpec(command="true", gpus=1, vram_mb=CARD_MB)
     await submit(state, [spec], args.pending, args.accounts)
     await place_once(state, machines)  # fills both cards
@@ -128,6 +144,7 @@ async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "exits": args.exits,
         "accounts": args.accounts,
         "fair_share": args.fair_share,
+        "reserved": args.reserved,
         "decision_ms": summary_ms([d / 1000 for d in decision]),
         "pass_ms": summary_ms([w / 1000 for w in whole]),
     }
@@ -135,7 +152,12 @@ async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
 
 async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     state, machines = await daemon(
-        home, nodes=64, cards=8, foreign_mb=CARD_MB - 1024, fair_share=args.fair_share
+        home,
+        nodes=64,
+        cards=8,
+        foreign_mb=CARD_MB - 1024,
+        fair_share=args.fair_share,
+        reserved=args.reserved,
     )
     specs = [
         JobSpec(command="true", gpus=1 + s % 4, vram_mb=2048 + 512 * s) for s in range(args.shapes)
@@ -155,6 +177,7 @@ async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "nodes": 64,
         "accounts": args.accounts,
         "fair_share": args.fair_share,
+        "reserved": args.reserved,
         "pass_ms": summary_ms([t / 1000 for t in passes]),
         "considered": state.placement_stats.get("considered", args.pending),
     }
@@ -169,6 +192,7 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=30)
     ap.add_argument("--accounts", type=int, default=1)
     ap.add_argument("--no-fair-share", dest="fair_share", action="store_false")
+    ap.add_argument("--reserved", action="store_true")
     args = ap.parse_args()
     if args.pending is None:
         args.pending = 100_000 if args.case == "exit" else 10_000

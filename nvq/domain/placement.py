@@ -220,6 +220,8 @@ class _Pass:
             ],
             Profile,
         ] = {}
+        # (profile, gpus, memory, only, closed) → the least vram that did not fit.
+        self.restricted_failed: dict[tuple[object, ...], int] = {}
         # Who submitted a job matters only while some node is busy: keep profiles shared.
         self.any_busy = any(slot.busy for slot in slots)
         # Time limits matter only where some node's time is limited: keep profiles shared.
@@ -288,6 +290,11 @@ class _Pass:
         looked at card by card; the least loaded that fits wins, as on the fast path."""
         gpus = 1 if job.gpu is not None else job.gpus
         vram = job.vram_mb if gpus else 0
+        # Capacity only shrinks during a pass: once (gpus, vram) did not fit these cards,
+        # no job asking as much or more will (the fast path's memo, per restriction).
+        memo = (id(profile), gpus, job.memory_mb, job.only, job.closed)
+        if vram >= self.restricted_failed.get(memo, NEVER_FAILED):
+            return False
         best: tuple[_Node, list[int]] | None = None
         for i in profile.now:
             node = self.state[i]
@@ -307,6 +314,7 @@ class _Pass:
             if best is None or node.key < best[0].key:
                 best = (node, picked)
         if best is None:
+            self.restricted_failed[memo] = min(vram, self.restricted_failed.get(memo, vram))
             return False
         node, picked = best
         old = node.key
