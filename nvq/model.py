@@ -187,10 +187,8 @@ class Job(msgspec.Struct, kw_only=True):
     checkpoint_signal: str = ""
     # schema version 22: the image's id as the queue host found it (see JobSpec)
     image_id: str | None = None
-    # schema version 23: --preemptible (see JobSpec)
-    preemptible: bool = False
-    # schema version 24: --reservation (see JobSpec)
-    reservation: str | None = None
+    preemptible: bool = False  # schema version 23: --preemptible (see JobSpec)
+    reservation: str | None = None  # schema version 24: --reservation (see JobSpec)
     phase: str = ""  # schema version 25: "setup" while its --setup runs (cards held)
 
 
@@ -262,6 +260,7 @@ class GpuView(msgspec.Struct, kw_only=True):
     health: str = "ok"
     health_since: float | None = None
     health_by: str | None = None
+    reservation: str | None = None  # the live reservation holding it (`nvq reserve ls`)
 
 
 class NodeView(msgspec.Struct, kw_only=True):

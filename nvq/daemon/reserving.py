@@ -12,7 +12,7 @@ from nvq.daemon.errors import BadRequest
 from nvq.daemon.state import State
 from nvq.domain import reservations as rsv
 from nvq.domain.reservations import CardReservation
-from nvq.model import Job, JobSpec, NewEvent, Tx
+from nvq.model import Job, JobSpec, NewEvent, NodeView, Tx
 from nvq.store import reservations as table
 
 
@@ -120,3 +120,16 @@ def waiting_reason(state: State, job: Job, now: float) -> str | None:
     if job.reservation is None:
         return None
     return rsv.waiting_for(state.reservations.get(job.reservation), job.reservation, now)
+
+
+def mark_cards(state: State, views: Sequence[NodeView]) -> None:
+    """Name on each card the live reservation holding it (the earliest to start)."""
+    if not state.reservations:
+        return
+    marks: dict[tuple[str, int], str] = {}
+    for res in sorted(rsv.live(state.reservations.values(), time.time()), key=lambda r: -r.start):
+        for card in rsv.card_set(res):
+            marks[card] = res.name
+    for view in views:
+        for gpu in view.gpus:
+            gpu.reservation = marks.get((view.name, gpu.index))

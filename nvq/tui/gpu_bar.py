@@ -61,7 +61,7 @@ def gpu_row(node: NodeView, gpu: GpuView) -> tuple[str | Text, ...]:
     """NODE, GPU, the bar, free of total, utilisation, jobs on the card."""
     return (
         node.name,
-        str(gpu.index),
+        f"{gpu.index} ({gpu.reservation})" if gpu.reservation else str(gpu.index),
         gpu_bar(gpu),
         # "13.5GiB/24GiB" read as used of total: the words say which it is
         f"{format_mib(max(gpu.free_mb, 0))} of {format_mib(gpu.mem_total_mb)}",

@@ -25,6 +25,9 @@ def test_reserved_cards_run_their_jobs_and_short_ones_before_the_window(nvq: Nvq
     nosuch = nvq.run("job", "submit", "--reservation", "nosuch", "--", "true")
     assert (nosuch.code, nosuch.err) == (2, "nvq: --reservation: no reservation named 'nosuch'\n")
     assert len(nvq.json("reserve", "ls")) == 2
+    (local,) = nvq.json("queue", "nodes")
+    assert [g["reservation"] for g in local["gpus"]] == ["night", "lab"]
+    assert "local:1 reserved for lab" in nvq.ok("queue", "nodes").out
 
     inside = nvq.submit(*BIG, "--reservation", "lab", "--", SPIN)
     assert nvq.wait_for(inside["id"], lambda j: j["state"] == "running")["gpus"] == [1]

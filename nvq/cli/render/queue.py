@@ -55,6 +55,12 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
         for g in n.gpus
         if getattr(g, "faults", None)
     ]
+    errors += [
+        f"  {n.name}:{g.index} reserved for {g.reservation} (nvq reserve ls)"
+        for n in nodes
+        for g in n.gpus
+        if getattr(g, "reservation", None)
+    ]
     if errors:
         out += "\n" + "\n".join(errors)
     if procs:

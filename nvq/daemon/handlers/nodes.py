@@ -10,6 +10,7 @@ import msgspec
 
 from nvq import __version__
 from nvq import control as c
+from nvq.daemon import reserving
 from nvq.daemon.array_summaries import summarise_arrays
 from nvq.daemon.card_flags import card_flag
 from nvq.daemon.context import Context
@@ -74,6 +75,7 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
         )
     if state.pilots is not None:
         views = state.pilots.node_views(views)
+    reserving.mark_cards(state, views)
     return views
 
 
