@@ -130,6 +130,8 @@ SHAPES: dict[str, Shape] = {
     "queue gc": Shape(c.REPLIES[c.Gc]),
     "queue keeper logs": Shape(KeeperLog),
     "daemon stop": Shape(DaemonStopped),
+    "daemon reload": Shape(c.REPLIES[c.Reload]),
+    "node add": Shape(c.REPLIES[c.Reload], "the reload that followed the append"),
     "node bootstrap": Shape(c.REPLIES[c.Bootstrap]),
     "node stop": Shape(c.REPLIES[c.NodeStop]),
     "node start": Shape(c.REPLIES[c.NodeFlag]),

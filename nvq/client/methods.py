@@ -391,6 +391,11 @@ class Requests:
         """Ask the daemon to exit; jobs (and their runners: it says how many) keep running."""
         return c.StopDaemon()
 
+    @returns(c.Reload, c.Reloaded)
+    def reload(self) -> c.Request:
+        """Re-read config.toml: nodes added, removed (drained) or changed, limits, ..."""
+        return c.Reload()
+
     @returns(c.NodeStatus, c.RunnerStatus)
     def node_status(self, node: str) -> c.Request:
         """Whether the node's runner is up: pid, version, uptime, jobs, journal, error."""

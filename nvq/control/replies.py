@@ -95,6 +95,14 @@ class DaemonStopping(msgspec.Struct, kw_only=True):
     jobs_running: int = 0
 
 
+class Reloaded(msgspec.Struct, kw_only=True):
+    """`Reload`: what the re-read config.toml changed, one line each, and the changes
+    refused because they need a daemon restart (their running values are kept)."""
+
+    applied: list[str]
+    refused: list[str]
+
+
 class Submitted(Job, kw_only=True):
     """`Submit`: the job; `unreported` names the nodes that had not reported their
     cards, so whether any node could ever run it was not checked yet (sent only then)."""

@@ -70,6 +70,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.ReserveAdd: CardReservation,
     q.ReserveList: list[CardReservation],
     q.ReserveRemove: CardReservation,
+    q.Reload: r.Reloaded,
 }
 
 

@@ -153,6 +153,10 @@ class Ping(msgspec.Struct, tag="ping", frozen=True):
     pass
 
 
+class Reload(msgspec.Struct, tag="reload", frozen=True):
+    """Re-read config.toml and apply what changed (`nvq daemon reload`, SIGHUP)."""
+
+
 # -- scheduling policy --------------------------------------------------------------
 
 
@@ -358,6 +362,7 @@ Request = (
     | Report
     | StopDaemon
     | Ping
+    | Reload
     | Requeue
     | Purge
     | Edit

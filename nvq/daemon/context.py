@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from nvq import control as c
 from nvq.daemon.ops import Ops
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
@@ -15,3 +17,4 @@ class Context:
     state: State
     machines: Machines  # reassignment, busy nodes, artifact syncs
     ops: Ops  # alerts, notifier, backups
+    reload: Callable[[], Awaitable[c.Reloaded]] | None = None  # `daemon reload` (reload.py)

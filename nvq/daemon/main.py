@@ -22,13 +22,16 @@ from nvq.daemon.artifacts import Artifacts
 from nvq.daemon.context import Context
 from nvq.daemon.control_server import serve_control
 from nvq.daemon.disk_space import watch_disk
+from nvq.daemon.errors import RequestError
 from nvq.daemon.gpu_history import keep_history
-from nvq.daemon.link import ByteChannel, Opener, run_link
+from nvq.daemon.link import ByteChannel, Opener
+from nvq.daemon.links import Links
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.ops import Ops
 from nvq.daemon.output_copies import OutputCopies
 from nvq.daemon.placing import placement_loop
 from nvq.daemon.reassign import Machines
+from nvq.daemon.reload import Reloader
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
 from nvq.daemon.time_limits import warn_time_limits
@@ -53,11 +56,21 @@ def _local_opener(config: Config, node: NodeRuntime, home: Path) -> Opener:
     return open_channel
 
 
-def _ssh_opener(config: Config, node: NodeRuntime) -> Opener:
+def _ssh_opener(state: State, node: NodeRuntime) -> Opener:
+    """Opens with the node's config as it is at each connect (a reload may change it);
+    the opener made for a config is kept while it lasts (it installs the runner once)."""
     from nvq.daemon.ssh.opener import ssh_opener
 
-    assert node.config is not None
-    return ssh_opener(node.config, config.queue)
+    made: list[tuple[object, Opener]] = []
+
+    async def open_channel() -> ByteChannel:
+        assert node.config is not None
+        key = (node.config, state.config.queue)
+        if not made or made[0][0] != key:
+            made[:] = [(key, ssh_opener(node.config, state.config.queue))]
+        return await made[0][1]()
+
+    return open_channel
 
 
 async def serve(home: Path) -> None:
@@ -84,7 +97,11 @@ async def serve(home: Path) -> None:
                 raise
             raise error from None
         async with anyio.create_task_group() as tg:
-            ctx = Context(state, machines, ops)
+            links = Links(tg, runner_events, lambda node: (
+                _local_opener(config, node, home) if node.config is None
+                else _ssh_opener(state, node)))
+            reloader = Reloader(state, ops, links, home)
+            ctx = Context(state, machines, ops, reloader.reload)
             await tg.start(runner_events.relays.run, ctx)  # before any link delivers one
             await tg.start(
                 serve_control,
@@ -104,16 +121,18 @@ async def serve(home: Path) -> None:
                 tg.start_soon(pilots.run)  # [[clusters]]: one pilot manager each
             tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over
             for node in state.nodes.values():
-                opener = (
-                    _local_opener(config, node, home)
-                    if node.config is None
-                    else _ssh_opener(config, node)
-                )
-                tg.start_soon(run_link, runner_events, node, opener)
+                links.start(node)
 
             async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                hup, stop = signal.SIGHUP, (signal.SIGTERM, signal.SIGINT)
+                with anyio.open_signal_receiver(hup, *stop) as signals:
                     async for signum in signals:
+                        if signum == hup:  # re-read config.toml, as `daemon reload`
+                            try:
+                                await reloader.reload()
+                            except RequestError as exc:
+                                log.error("SIGHUP: %s", exc)
+                            continue
                         log.info("got signal %d: stopping", signum)
                         state.stop_requested.set()
                         return

@@ -31,6 +31,7 @@ class NodeRuntime:
     error_permanent: bool = False
     refused_alerted: str = ""  # the outage and error last alerted (one event per outage)
     drained: bool = False
+    removed: bool = False  # gone from config.toml: drained, forgotten once idle (reload)
     ignored: bool = False
     stopped: bool = False  # ignored because `nvq node stop` stopped its runner
     journal_id: str = ""
@@ -104,6 +105,7 @@ class NodeRuntime:
             and self.reconciled
             and self.sample is not None
             and not self.drained
+            and not self.removed
             and not self.ignored
         )
 

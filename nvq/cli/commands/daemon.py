@@ -10,6 +10,7 @@ import typer
 from nvq.cli.app import JsonOpt
 from nvq.cli.render.output import emit
 from nvq.client import Client, DaemonUnavailable
+from nvq.control import Reloaded
 from nvq.home import Home, default_root
 
 on_daemon = typer.Typer()  # attached to the `daemon` group in nvq.cli.commands
@@ -59,6 +60,30 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
     }
     emit(doc, as_json, text)
     return 0
+
+
+@on_daemon.command("reload")
+def daemon_reload(as_json: bool = JsonOpt) -> int:
+    """Re-read config.toml and apply what changed, without stopping jobs (as SIGHUP).
+
+    Nodes added are connected; nodes removed are drained (their running jobs finish,
+    then the node goes); a node whose host, port, user, ... changed is reconnected;
+    limits, users and notify apply at once. A change that needs a restart is named,
+    and the running value kept. A config.toml that does not load changes nothing."""
+    try:
+        doc = Client(autostart=False).reload()
+    except DaemonUnavailable:
+        emit({"applied": [], "refused": []}, as_json,
+             "no daemon is running (it reads config.toml when it starts)")
+        return 0
+    emit(doc, as_json, reload_text(doc))
+    return 0
+
+
+def reload_text(doc: Reloaded) -> str:
+    lines = [f"applied: {line}" for line in doc.applied]
+    lines += [f"not applied: {line}" for line in doc.refused]
+    return "\n".join(lines) or "config.toml: nothing changed"
 
 
 def _alive(pid: int) -> bool:

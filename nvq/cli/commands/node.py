@@ -7,7 +7,7 @@ import typer
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.output import emit
-from nvq.client import Client
+from nvq.client import Client, DaemonUnavailable
 
 on_node = typer.Typer()  # attached to the `node` group in nvq.cli.commands
 
@@ -54,6 +54,47 @@ def node_stop(
         stop_daemon_again()
         lines.append("(no daemon was running: one was started for this and stopped again)")
     emit(doc, as_json, "\n".join(lines) or "no node to stop")
+    return 0
+
+
+@on_node.command("add")
+def node_add(
+    name: str = typer.Argument(..., help="The node's name in the queue."),
+    host: str = typer.Option(..., "--host", help="Host name or address to SSH to."),
+    user: str = typer.Option(None, "--user", help="SSH user (default: yours)."),
+    port: int = typer.Option(None, "--port", help="SSH port (default 22)."),
+    identity: str = typer.Option(None, "--identity", help="Private key file."),
+    known_hosts: str = typer.Option(None, "--known-hosts", help="known_hosts file."),
+    home: str = typer.Option(None, "--home", help="The runner's home there (~/.nvq)."),
+    python: str = typer.Option(None, "--python", help="Your own interpreter there."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VALUE for its runner, repeatable."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Append a [[nodes]] table to config.toml (checked first; the file's comments
+    stay) and reload the daemon, which connects to the node."""
+    from nvq.cli.commands.daemon import reload_text
+    from nvq.config import ConfigError
+    from nvq.config.append import append_node
+    from nvq.home import default_root
+
+    pairs = dict(item.partition("=")[::2] for item in env)
+    if any("=" not in item or not item.partition("=")[0] for item in env):
+        raise CliError("--env takes KEY=VALUE", 2)
+    fields: dict[str, object] = {
+        "host": host, "port": port, "user": user, "identity": identity,
+        "known_hosts": known_hosts, "home": home, "python": python,
+    }
+    try:
+        table = append_node(default_root() / "config.toml", name, fields, pairs)
+    except ConfigError as exc:
+        raise CliError(str(exc), 2) from None
+    try:
+        doc = Client(autostart=False).reload()
+    except DaemonUnavailable:
+        emit({"applied": [], "refused": []}, as_json,
+             f"added to config.toml:\n{table}(no daemon is running: it connects at start)")
+        return 0
+    emit(doc, as_json, reload_text(doc))
     return 0
 
 

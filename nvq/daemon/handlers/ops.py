@@ -17,6 +17,12 @@ async def ping(ctx: Context, req: c.Ping, user: str) -> c.Pong:
     return c.Pong(pid=os.getpid(), version=__version__)
 
 
+async def reload(ctx: Context, req: c.Reload, user: str) -> c.Reloaded:
+    if ctx.reload is None:
+        raise RequestError("this daemon cannot reload its config")
+    return await ctx.reload()
+
+
 async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonStopping:
     # The server stops the daemon once this reply is on its way. The runners stay
     # (by design: their jobs run on); the reply says how many, for the CLI to say.

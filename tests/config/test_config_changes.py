@@ -1,0 +1,78 @@
+"""What a reload changes (`nvq.config.changes.diff`) and `node add`'s append
+(`nvq.config.append`): pure, on configs parsed from text."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from nvq.config import ConfigError
+from nvq.config.append import append_node
+from nvq.config.changes import diff
+from nvq.config.reader import parse_config
+from nvq.config.types import Config
+
+
+def _config(text: str) -> Config:
+    return parse_config(tomllib.loads(text), Path("config.toml"))
+
+
+BASE = """
+[queue]
+local_node = false
+node_grace = "2m"
+[[nodes]]
+name = "a"
+host = "a.lab"
+[[nodes]]
+name = "b"
+host = "b.lab"
+gpus = [0, 1]
+"""
+
+
+def test_nodes_added_removed_reconnected_or_updated() -> None:
+    new = BASE.replace('host = "a.lab"', 'host = "a2.lab"').replace("[0, 1]", "[0]")
+    new = new.replace('name = "b"', 'name = "c"') + '[limits]\nmax_running_gpus = 2\n'
+    ch = diff(_config(BASE), _config(new))
+    assert [n.name for n in ch.added] == ["c"] and ch.removed == ["b"]
+    assert [n.name for n in ch.reconnect] == ["a"] and ch.updated == []
+    assert ch.applied == [
+        "[limits] changed: applied",
+        "node a host changed: reconnecting",
+        "node c added: connecting",
+        "node b removed: draining (its running jobs finish, then it goes)",
+    ]
+    assert ch.config == _config(new) and ch.refused == []
+    cards = diff(_config(BASE), _config(BASE.replace("[0, 1]", "[1]")))
+    assert [n.gpus for n in cards.updated] == [[1]] and cards.reconnect == []
+    assert cards.applied == ["node b gpus changed: applied"]
+
+
+def test_what_needs_a_restart_is_refused_and_kept() -> None:
+    new = BASE.replace("local_node = false", "local_node = true").replace('"2m"', '"30s"')
+    ch = diff(_config(BASE), _config(new))
+    assert ch.refused == [
+        "[queue] local_node changed: needs a daemon restart (running with false)"]
+    assert ch.applied == ["[queue] node_grace: 120.0 -> 30.0"]
+    assert ch.config.queue.local_node is False and ch.config.queue.node_grace == 30.0
+    assert diff(_config(BASE), _config(BASE)).applied == []
+
+
+def test_node_add_appends_a_checked_table(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("# keep me\n" + BASE)
+    table = append_node(path, "g", {"host": "g.lab", "port": 2222, "user": None},
+                        {"CUDA_CACHE_PATH": "/scratch"})
+    assert table == ('[[nodes]]\nname = "g"\nhost = "g.lab"\nport = 2222\n'
+                     '[nodes.env]\n"CUDA_CACHE_PATH" = "/scratch"\n')
+    text = path.read_text()
+    assert text.startswith("# keep me\n" + BASE) and text.endswith(table)
+    assert [n.name for n in _config(text).nodes] == ["a", "b", "g"]
+    with pytest.raises(ConfigError, match="already there"):
+        append_node(path, "g", {"host": "x"}, {})
+    with pytest.raises(ConfigError):
+        append_node(path, "h", {"host": "h.lab", "port": 0}, {})
+    assert path.read_text() == text  # refused: nothing written
