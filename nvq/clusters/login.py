@@ -10,12 +10,14 @@ Slurm's own message; squeue or scancel failing raises `SlurmError`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import asyncssh
 import msgspec
 
 from nvq.clusters import slurm
 from nvq.clusters.config import ClusterConfig
+from nvq.clusters.runner_bundle import RunnerBundle, install_lines, runner_bundle
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.ssh import RunnerChannel, connect_node, open_runner_channel, run_command
@@ -64,12 +66,19 @@ def runner_install_node(cluster: ClusterConfig) -> NodeConfig | None:
     )
 
 
+@dataclass(frozen=True)
+class PilotRunner:
+    python: str  # <home>/runner/venv/bin/python, as the login node expands it
+    bundle: RunnerBundle  # for compute nodes that do not see the login node's home
+
+
 async def install_pilot_runner(
     conn: asyncssh.SSHClientConnection, cluster: ClusterConfig
-) -> str | None:
-    """Install this version's runner for the pilots (once per version: an up-to-date
-    install is only probed); its interpreter, or None when the cluster names its own
-    `python`. Raises `BootstrapError` (a `NodeUnreachable`)."""
+) -> PilotRunner | None:
+    """Install this version's runner for the pilots on the login node (once per
+    version: an up-to-date install is only probed) and bundle it for the batch script;
+    None when the cluster names its own `python`. Raises `BootstrapError` (a
+    `NodeUnreachable`)."""
     node = runner_install_node(cluster)
     if node is None:
         return None
@@ -82,7 +91,7 @@ async def install_pilot_runner(
             result.seconds,
             result.python,
         )
-    return result.python
+    return PilotRunner(result.python, await runner_bundle(conn, node))
 
 
 def unshared_home(cluster: ClusterConfig, job_id: str) -> str:
@@ -139,14 +148,22 @@ class SlurmLogin:
         self.conn = conn
         self.timeout = timeout
         self.node = login_node(cluster)
-        self.python: str | None = None  # the runner nvq installed for the pilots, if any
+        self.runner: PilotRunner | None = None  # the runner nvq installed for the pilots
 
-    async def _run(self, command: str) -> tuple[int, str, str]:
-        return await run_command(self.conn, command, timeout=self.timeout, node=self.node)
+    async def _run(self, command: str, input: str | None = None) -> tuple[int, str, str]:
+        return await run_command(
+            self.conn, command, timeout=self.timeout, node=self.node, input=input
+        )
 
     async def submit(self) -> str:
         """Submit one pilot; its Slurm job id."""
-        code, out, err = await self._run(slurm.sbatch_command(self.cluster, self.python))
+        runner = self.runner
+        script = slurm.pilot_script(
+            self.cluster,
+            runner.python if runner else None,
+            install_lines(runner.bundle) if runner else (),
+        )
+        code, out, err = await self._run(slurm.sbatch_command(self.cluster), input=script)
         if code != 0:
             raise SubmitRefused(slurm.sbatch_error(err, code))
         try:

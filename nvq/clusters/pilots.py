@@ -198,7 +198,7 @@ class PilotManager:
 
     async def _serve(self, conn: asyncssh.SSHClientConnection) -> None:
         login = SlurmLogin(self.cluster, conn)
-        login.python = await install_pilot_runner(conn, self.cluster)
+        login.runner = await install_pilot_runner(conn, self.cluster)
         self.login = login
         self.error = None
         while True:

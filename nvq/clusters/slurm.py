@@ -14,6 +14,7 @@ import math
 import re
 import shlex
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -36,7 +37,6 @@ WAITING_STATES = frozenset(
 RUNNING_STATES = frozenset({"RUNNING"})
 # `squeue -o`: the reason goes last, the one field that could hold our separator.
 SQUEUE_FORMAT = "%i|%T|%L|%N|%r"
-HEREDOC_END = "NVQ_PILOT_SCRIPT"
 ATTACH_NOT_READY = 75  # the attach script's exit status while the runner is not up yet
 
 
@@ -128,10 +128,13 @@ def sbatch_options(cluster: ClusterConfig) -> list[str]:
     return opts + list(cluster.sbatch_args)
 
 
-def pilot_script(cluster: ClusterConfig, python: str | None = None) -> str:
+def pilot_script(
+    cluster: ClusterConfig, python: str | None = None, install: Sequence[str] = ()
+) -> str:
     """The batch script: set up, write the attach script, run the runner in the
     foreground (the allocation lasts as long as it does). `python`: the interpreter
-    nvq installed the runner for (see `runner_install_node`); else `cluster.python`."""
+    nvq installed the runner for (see `runner_install_node`); else `cluster.python`.
+    `install`: lines that install that runner where the compute node lacks it."""
     lines = [
         "#!/bin/bash -l",
         f"# nvq pilot for cluster {cluster.name}",
@@ -140,6 +143,7 @@ def pilot_script(cluster: ClusterConfig, python: str | None = None) -> str:
         'mkdir -p "$H"',
         *cluster.setup,
         *(f"export {key}={shlex.quote(value)}" for key, value in cluster.env.items()),
+        *install,
         f"PY=$(command -v {_path(python or cluster.python)})",
         # The socket appears only once `serve` holds the home's lock; an attach before
         # that would start a second runner that takes the lock and ends the pilot.
@@ -155,18 +159,16 @@ def pilot_script(cluster: ClusterConfig, python: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sbatch_command(cluster: ClusterConfig, python: str | None = None) -> str:
-    """`sbatch --parsable <options>` with the pilot script on stdin (a quoted here
-    document, so the login shell expands nothing in it)."""
+def sbatch_command(cluster: ClusterConfig) -> str:
+    """`sbatch --parsable <options>`, which reads the pilot script (`pilot_script`) on
+    stdin: the script carries the runner where compute nodes do not share the login
+    node's home, too big for a command line."""
     home = cluster.home.rstrip("/")
     opts = " ".join(shlex.quote(o) for o in sbatch_options(cluster))
     # Slurm's own output goes next to the runners' homes, not into the login cwd;
     # sbatch does not expand `~`, so the login shell does it here.
     output = f"--output={_home_word(home + '/slurm-%j.out')}"
-    return (
-        f"mkdir -p {_path(home)} && sbatch --parsable {output} {opts} "
-        f"<<'{HEREDOC_END}'\n{pilot_script(cluster, python)}{HEREDOC_END}\n"
-    )
+    return f"mkdir -p {_path(home)} && sbatch --parsable {output} {opts}"
 
 
 def squeue_command(cluster: ClusterConfig) -> str:

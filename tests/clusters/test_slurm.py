@@ -78,15 +78,16 @@ def test_walltime_format(seconds: float, text: str) -> None:
     assert slurm.format_walltime(seconds) == text
 
 
-def test_sbatch_command_sends_the_script_as_a_quoted_here_document() -> None:
-    cmd = slurm.sbatch_command(HPC)
-    first, rest = cmd.split("\n", 1)
-    assert first == (
+def test_sbatch_reads_the_script_on_stdin_which_installs_the_runner_only_when_given() -> None:
+    assert slurm.sbatch_command(HPC) == (
         "mkdir -p ~/.nvq/pilots && sbatch --parsable "
         '--output="$HOME"/.nvq/pilots/slurm-%j.out --job-name=nvq-hpc --nodes=1 --ntasks=1 '
-        "--gres=gpu:1 <<'NVQ_PILOT_SCRIPT'"
+        "--gres=gpu:1"
     )
-    assert rest == slurm.pilot_script(HPC) + "NVQ_PILOT_SCRIPT\n"
+    plain = slurm.pilot_script(HPC, "/r/venv/bin/python")
+    with_install = slurm.pilot_script(HPC, "/r/venv/bin/python", ["R=/r", "echo install"])
+    assert with_install.replace("R=/r\necho install\n", "") == plain
+    assert with_install.index("echo install") < with_install.index("PY=$(command -v /r/venv")
 
 
 def test_commands_for_listing_cancelling_and_attaching() -> None:

@@ -350,20 +350,37 @@ def login_python_is_new_enough() -> bool:
     return bool(found) and subprocess.run([str(found), "-c", code], check=False).returncode == 0
 
 
-def test_nvq_installs_the_pilots_runner_itself(
-    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster, tmp_path: Path
+def test_nvq_installs_the_pilots_runner_itself_with_no_home_shared_with_the_login_node(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster, slurm_login: SshdNode,
+    tmp_path: Path,
 ) -> None:
     if not login_python_is_new_enough():
         pytest.skip("the login node's python3 is older than 3.11: bootstrap would refuse it")
+    # The login node sees its own empty `home`: what it installs there the compute node
+    # (this host's real file system) never sees, and the reverse.
+    slurm_login.without_sharing(tmp_path / "pilots")
     # No `python` in the table: nvq installs this version's runner under <home>/runner.
     nvq = cluster_queue(python=toml_str("python3"))
-    job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "true")
+    job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "sh", "-c",
+                     'echo art > "$NVQ_ARTIFACTS/a.txt"')
     code, [done] = nvq.wait(job["id"], timeout=180)
     assert code == 0, done
-    installed = json.loads((tmp_path / "pilots" / "runner" / "venv" / "nvq-build.json").read_text())
-    assert installed["version"] == nvq_version
     log = (nvq.home / "daemon.log").read_text()
     assert f"cluster hpc: installed nvq_runner {nvq_version} for its pilots" in log
+    # The compute node installed it from the copy in its batch script.
+    installed = json.loads((tmp_path / "pilots" / "runner" / "venv" / "nvq-build.json").read_text())
+    assert installed["version"] == nvq_version
+    out = next((tmp_path / "pilots").glob("slurm-*.out")).read_text()
+    assert "NVQ-INSTALLED" in out, out
+    # Its artifacts came back all the same, and the log says job pull cannot reach it.
+    dest = tmp_path / "got"
+    deadline = time.monotonic() + 60  # the final sync follows the exit by a moment
+    while not (dest / "a.txt").exists():
+        assert time.monotonic() < deadline, nvq.json("job", "artifacts", str(job["id"]))
+        nvq.json("job", "artifacts", str(job["id"]), "--get", str(dest))
+        time.sleep(0.5)
+    assert (dest / "a.txt").read_text() == "art\n"
+    assert "the login node does not see the pilots' home" in (nvq.home / "daemon.log").read_text()
 
 
 def test_a_pilot_running_another_runner_version_is_refused_with_one_alert(

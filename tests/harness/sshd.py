@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -243,6 +244,7 @@ class SshdNode:
         self._paused: list[int] = []
         self.extra_config: list[str] = []
         self.sftp = True
+        self.private: list[Path] = []  # directories its sessions see as an empty tmpfs
         self.authorized_keys.write_text(client_key.public_line + "\n")
         self._new_host_key()
         self.write_known_hosts()
@@ -303,6 +305,25 @@ class SshdNode:
             self.stop()
             self.start()
 
+    def _argv(self) -> list[str]:
+        sshd = [SSHD, "-D", "-e", "-f", str(self.config_file)]
+        if not self.private:
+            return sshd
+        # A mount namespace of its own, with an empty tmpfs over each private directory:
+        # a login node that does not share them with the compute nodes (this host).
+        mounts = "; ".join(f"mount -t tmpfs nvq-private {shlex.quote(str(d))} || exit 1"
+                           for d in self.private)
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                f"{mounts}; exec {shlex.join(sshd)}"]
+
+    def without_sharing(self, *directories: Path) -> None:
+        """Its sessions see `directories` empty and private (made here if missing);
+        restarts."""
+        for d in directories:
+            d.mkdir(parents=True, exist_ok=True)
+        self.private.extend(directories)
+        self.configure()
+
     def without_sftp(self) -> None:
         """Serve no SFTP (what nvq read over it must come another way); restarts."""
         self.sftp = False
@@ -354,7 +375,7 @@ class SshdNode:
         log = self.log_file.open("ab")
         try:
             self.proc = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(self.config_file)],
+                self._argv(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

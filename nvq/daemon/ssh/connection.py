@@ -152,17 +152,22 @@ async def run_command(
     *,
     timeout: float,
     node: NodeConfig | None = None,
+    input: str | None = None,
 ) -> tuple[int, str, str]:
     """Run one command, return (exit code, stdout, stderr) as text (undecodable bytes
     replaced). The exit code is -N when the command died of signal N, -1 when the
     server sent no status. Raises `CommandTimeout` after `timeout` seconds (the command
     is sent SIGKILL, best effort — OpenSSH ignores it for root — and its channel is
     abandoned) and `NodeUnreachable` when the
-    connection fails; `node` only names the node in those messages."""
+    connection fails; `node` only names the node in those messages. `input` is
+    written to its stdin."""
     who = node or _anonymous(conn)
     try:
         proc = await conn.create_process(command, encoding="utf-8", errors="replace")
         try:
+            if input is not None:  # on stdin: no size limit, unlike the command line
+                proc.stdin.write(input)
+                proc.stdin.write_eof()
             result = await proc.wait(timeout=timeout)
         except asyncssh.TimeoutError:
             # Ask the server to kill it, then close our end without waiting: sshd keeps
