@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nvq.clusters.runner_bundle import RunnerBundle, pack, install_lines
+from nvq.clusters.runner_bundle import RunnerBundle, install_lines, pack
 
 # Stands in for node_installer.py's effect only (the real one runs in the Slurm test):
 # records each run and writes the build mark the real one writes.
