@@ -51,3 +51,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             harness[name] = module is not None and _imports_harness(module)
         if harness[name] or _E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+    _longest_first(items)
+
+
+# The order the workers take the tests in (xdist hands them out in that order): the
+# modules with the longest tests first (Slurm, then sshd, then the other end-to-end
+# ones and the property tests), the quick in-process ones last. Taken in file order,
+# a Slurm or sshd test handed out near the end ran on alone while the other workers
+# had finished; quick ones at the end fill the gaps instead. A module's tests stay
+# together (its module-scoped fixtures are set up once per worker).
+_SLURM_FIXTURES = frozenset({"slurm_cluster", "slurm_login", "cluster_queue"})
+
+
+def _weight(item: pytest.Item) -> int:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & _SLURM_FIXTURES:
+        return 0
+    if "sshd_nodes" in fixtures:
+        return 1
+    function = getattr(item, "function", None)
+    if item.get_closest_marker("e2e") or getattr(function, "is_hypothesis_test", False):
+        return 2
+    return 3
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        rank[module] = min(rank.get(module, 3), _weight(item))
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])  # stable
