@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nvq.client.errors import ClientError
 from nvq.client.plain import NotAnswering, ask
+from nvq.client.sync import Client
 from nvq.home import Home
 
 DEFAULT_GPUS = """\
@@ -133,11 +135,20 @@ class Nvq:
         return self.json("queue", "events", "--since", str(since))  # type: ignore[no-any-return]
 
     def shutdown(self) -> None:
-        """Stop the daemon and the local runner, and kill every job process left."""
+        """Stop the daemon and the local runner, and kill every job process left.
+
+        The stop is asked from this process and the daemon's exit awaited here: `nvq
+        daemon stop` (a process of its own, which tests of it run) waits until the
+        daemon is reaped, and where the machine's init reaps orphans late that came
+        seconds after it had exited, in every test's teardown."""
+        pid = Home(self.home).read_pid()
         try:
-            self.run("daemon", "stop", timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
+            Client(self.home, autostart=False).stop_daemon()
+        except ClientError:
+            pid = None  # none answers here (a [remote] queue is its host's to stop)
+        deadline = time.monotonic() + 30
+        while pid is not None and not _exited(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         kill_processes_under(self.home.parent)
 
 
@@ -146,6 +157,15 @@ def _split(args: tuple[str, ...]) -> tuple[list[str], list[str], list[str]]:
         i = args.index("--")
         return list(args[:i]), ["--"], list(args[i + 1 :])
     return list(args), [], []
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie: exited, whether or not its parent has reaped it yet."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
 
 
 def kill_processes_under(root: Path) -> None:
