@@ -96,7 +96,8 @@ async def place_once(state: State, machines: Machines) -> None:
         }
         for decision in result.placements:
             job = state.jobs[decision.job_id]
-            record(tx, transitions.dispatch(job, node=decision.node, gpus=decision.gpus, now=now))
+            record(tx, transitions.dispatch(job, node=decision.node, gpus=decision.gpus, now=now,
+                                            note=decision.note))
         note_lane_blocks(state, slots, pending, result)
         state.pass_facts = pass_facts(state, machines, slots, pending, result, dep_status)
         state.pass_facts.unplaceable = unplaceable

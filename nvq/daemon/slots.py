@@ -98,6 +98,8 @@ def _node_slot(
             queue_mb=v.mem_total_mb - v.external_mem_mb - headroom - v.free_mb,
             schedulable=v.schedulable,
             out=v.index in out,
+            # the card's utilisation counts as foreign while foreign work is on it
+            foreign_util=(v.util_percent or 0) if v.external_procs or v.external_mem_mb else 0,
         )
         for v in views
     ]

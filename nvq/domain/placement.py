@@ -15,7 +15,8 @@ with anything. The rules (see DESIGN.md, "Placement"):
   then most free GPU memory, then name — but an idle node always before a busy one
   (its owner is at the keyboard). On a busy node only its owner's own jobs are placed,
   and not those of an owner who forbade it (`forbid_busy`). On that node, the fitting cards with the most
-  free memory are taken (ties: lower index).
+  free memory are taken (ties: lower index), quiet before busy with foreign work
+  (card_choice.py); a node with only busy cards to give yields to one with quiet ones.
 * Every decision is deducted from the snapshot before the next job, so a pass never
   oversubscribes. A job that does not fit now is skipped, and smaller ones behind it
   may still start.
@@ -34,6 +35,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping, Sequence
 
+from nvq.domain.card_choice import busy_note, busyness, first, pick, quiet
 from nvq.domain.placement_profile import NEVER_FAILED, Profile, gpus_text
 from nvq.domain.placement_types import (
     GpuSlot,
@@ -98,6 +100,7 @@ class _Node:
         "_capacity",
         "accepting",
         "busy",
+        "busy_cards",
         "cards",
         "cpu_jobs",
         "cuda",
@@ -123,6 +126,8 @@ class _Node:
             for g in slot.gpus
             if g.schedulable and not g.out
         )
+        # index → utilisation of the cards busy with foreign work (usually none)
+        self.busy_cards = {g.index: g.foreign_util for g in slot.gpus if busyness(g.foreign_util)}
         self._capacity = max(1, len(self.cards))
         self.total_free = sum(-neg for neg, _ in self.cards if neg < 0)  # overdrawn cards: 0
         self.key = self._key(slot.running_jobs, position)
@@ -139,6 +144,11 @@ class _Node:
         if gpus == 0:
             return self.cpu_jobs < max_cpu_jobs
         return len(self.cards) >= gpus and -self.cards[gpus - 1][0] >= vram_mb
+
+    def quiet_for(self, gpus: int, vram_mb: int) -> bool:
+        """The cards this node would give such a job are all quiet (card_choice.py)."""
+        busy = self.busy_cards
+        return not busy or not gpus or quiet(pick(self.cards, gpus, vram_mb, busy), busy)
 
     def fits_card(self, gpu: int, vram_mb: int, memory_mb: int) -> bool:
         if memory_mb and self.memory_free is not None and self.memory_free < memory_mb:
@@ -175,6 +185,9 @@ class _Node:
 
     def take(self, gpus: int, vram_mb: int, memory_mb: int, pin: int | None = None) -> list[int]:
         """Deduct a job from this node; return the chosen card indices."""
+        if pin is None and self.busy_cards and gpus:
+            picked = [index for _, index in pick(self.cards, gpus, vram_mb, self.busy_cards)]
+            return self.take_cards(picked, vram_mb, memory_mb)
         chosen = self.cards[:gpus] if pin is None else [c for c in self.cards if c[1] == pin]
         if pin is not None and vram_mb:
             # Deduct the pinned card only (the general path below rewrites cards[:gpus]).
@@ -280,7 +293,8 @@ class _Pass:
         cards = node.take(gpus, vram, job.memory_mb)
         del self.order[bisect.bisect_left(self.order, old)]
         bisect.insort(self.order, node.key)
-        placements.append(Placement(job_id=job.id, node=node.name, gpus=cards))
+        placements.append(Placement(job_id=job.id, node=node.name, gpus=cards,
+                                    note=busy_note(node.name, cards, node.busy_cards)))
         return True
 
     def _place_restricted(
@@ -310,7 +324,7 @@ class _Pass:
                 cards = node.open_cards(job)
                 if len(cards) < gpus or -cards[gpus - 1][0] < vram:
                     continue
-                picked = [index for _, index in cards[:gpus]]
+                picked = [index for _, index in pick(cards, gpus, vram, node.busy_cards)]
             if best is None or node.key < best[0].key:
                 best = (node, picked)
         if best is None:
@@ -321,7 +335,8 @@ class _Pass:
         cards_taken = node.take_cards(picked, vram, job.memory_mb)
         del self.order[bisect.bisect_left(self.order, old)]
         bisect.insort(self.order, node.key)
-        placements.append(Placement(job_id=job.id, node=node.name, gpus=cards_taken))
+        placements.append(Placement(job_id=job.id, node=node.name, gpus=cards_taken,
+                                    note=busy_note(node.name, cards_taken, node.busy_cards)))
         return True
 
     def _place_pinned(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> bool:
@@ -343,12 +358,16 @@ class _Pass:
         if len(profile.now) * 4 < len(self.order):
             # Few candidates (a narrow --node): cheaper to look at each than walk the order.
             fitting = [state[i] for i in profile.now if state[i].fits(gpus, vram, memory, limit)]
-            return min(fitting, key=lambda n: n.key, default=None)
+            fitting.sort(key=lambda n: n.key)
+            return next((n for n in fitting if n.quiet_for(gpus, vram)), first(fitting))
+        fallback: _Node | None = None  # the least loaded that fits, busy cards and all
         for key in self.order:
             index = key[4]
             if index in profile.now and state[index].fits(gpus, vram, memory, limit):
-                return state[index]
-        return None
+                if state[index].quiet_for(gpus, vram):
+                    return state[index]
+                fallback = fallback or state[index]
+        return fallback
 
     def _most_free(self, profile: Profile, gpus: int, memory: int) -> int:
         """The most vram a job of this profile could get on `gpus` cards now."""

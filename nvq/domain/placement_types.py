@@ -15,6 +15,9 @@ class GpuSlot(msgspec.Struct, frozen=True):
     # Out of placement for now (an unhealthy or drained card, domain/card_marks.py): no
     # job goes there, but it still counts for "could this job ever fit".
     out: bool = False
+    # Utilisation (%) of the card while processes the queue did not start run there
+    # (0: none do, or unknown): among cards that fit, quiet ones are taken first.
+    foreign_util: int = 0
 
 
 class NodeSlot(msgspec.Struct, frozen=True):
@@ -66,6 +69,8 @@ class Placement(msgspec.Struct, frozen=True):
     job_id: int
     node: str
     gpus: list[int]  # card indices, ascending; [] for a CPU job
+    # Said when it had to take a card busy with work the queue did not start.
+    note: str = ""
 
 
 class Unschedulable(msgspec.Struct, frozen=True):

@@ -75,7 +75,8 @@ def _default_name(command: str) -> str:
     return name[:40] or "job"
 
 
-def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:
+def dispatch(job: Job, *, node: str, gpus: list[int], now: float, note: str = "") -> Outcome:
+    """`note`: placement had to take a card busy with foreign work (card_choice.py)."""
     if job.state is not JobState.PENDING:
         return Outcome()
     new = msgspec.structs.replace(
@@ -91,11 +92,13 @@ def dispatch(job: Job, *, node: str, gpus: list[int], now: float) -> Outcome:
         ended_at=None,
         exit_code=None,
         signal=None,
-        reason=None,
+        reason=note or None,  # `job show`, `job why` say it while the job runs
         stderr_tail=None, stderr_tail_stream=None,
     )
-    ev = NewEvent("job_dispatched", job.id, node, {"attempt": new.attempt, "gpus": new.gpus})
-    return Outcome(new, [ev])
+    data: dict[str, object] = {"attempt": new.attempt, "gpus": new.gpus}
+    if note:
+        data["note"] = note
+    return Outcome(new, [NewEvent("job_dispatched", job.id, node, data)])
 
 
 def started(job: Job, ev: JobStarted, node: str) -> Outcome:

@@ -11,6 +11,8 @@ def why_text(report: WhyReport) -> str:
     head = f"job {report.id} is {report.state}"
     if report.reason is None:
         return head + ": it is not waiting"
+    if report.reason_detail is None:  # a running job placed on a busy card says so
+        return f"{head}: {report.reason}"
     return "\n".join([f"{head}: {report.reason}: {report.reason_detail}", *_nodes(report.nodes)])
 
 
