@@ -32,8 +32,12 @@ def pick(cards: Sequence[Card], gpus: int, vram_mb: int, busy: Mapping[int, int]
     return sorted(fitting, key=lambda c: (busyness(busy.get(c[1], 0)), c))[:gpus]
 
 
-def quiet(picked: Sequence[Card], busy: Mapping[int, int]) -> bool:
-    return not any(index in busy for _, index in picked)
+def quiet(cards: Sequence[Card], busy: Mapping[int, int], gpus: int, vram_mb: int) -> bool:
+    """The cards a node would give such a job (`pick`) are all quiet: a node that could
+    give only busy ones yields to the next that fits with quiet ones."""
+    if not busy or not gpus:
+        return True
+    return not any(index in busy for _, index in pick(cards, gpus, vram_mb, busy))
 
 
 def busy_note(node: str, picked: Sequence[int], busy: Mapping[int, int]) -> str:

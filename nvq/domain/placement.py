@@ -15,8 +15,7 @@ with anything. The rules (see DESIGN.md, "Placement"):
   then most free GPU memory, then name — but an idle node always before a busy one
   (its owner is at the keyboard). On a busy node only its owner's own jobs are placed,
   and not those of an owner who forbade it (`forbid_busy`). On that node, the fitting cards with the most
-  free memory are taken (ties: lower index), quiet before busy with foreign work
-  (card_choice.py); a node with only busy cards to give yields to one with quiet ones.
+  free memory are taken (ties: lower index), quiet ones first (card_choice.py).
 * Every decision is deducted from the snapshot before the next job, so a pass never
   oversubscribes. A job that does not fit now is skipped, and smaller ones behind it
   may still start.
@@ -144,11 +143,6 @@ class _Node:
         if gpus == 0:
             return self.cpu_jobs < max_cpu_jobs
         return len(self.cards) >= gpus and -self.cards[gpus - 1][0] >= vram_mb
-
-    def quiet_for(self, gpus: int, vram_mb: int) -> bool:
-        """The cards this node would give such a job are all quiet (card_choice.py)."""
-        busy = self.busy_cards
-        return not busy or not gpus or quiet(pick(self.cards, gpus, vram_mb, busy), busy)
 
     def fits_card(self, gpu: int, vram_mb: int, memory_mb: int) -> bool:
         if memory_mb and self.memory_free is not None and self.memory_free < memory_mb:
@@ -359,12 +353,12 @@ class _Pass:
             # Few candidates (a narrow --node): cheaper to look at each than walk the order.
             fitting = [state[i] for i in profile.now if state[i].fits(gpus, vram, memory, limit)]
             fitting.sort(key=lambda n: n.key)
-            return next((n for n in fitting if n.quiet_for(gpus, vram)), first(fitting))
+            return next((n for n in fitting if quiet(n.cards, n.busy_cards, gpus, vram)), first(fitting))
         fallback: _Node | None = None  # the least loaded that fits, busy cards and all
         for key in self.order:
             index = key[4]
             if index in profile.now and state[index].fits(gpus, vram, memory, limit):
-                if state[index].quiet_for(gpus, vram):
+                if quiet(state[index].cards, state[index].busy_cards, gpus, vram):
                     return state[index]
                 fallback = fallback or state[index]
         return fallback
