@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from nvq_runner.image_wire import CachedImage
+
 
 class JobState(enum.StrEnum):
     PENDING = "pending"
@@ -287,8 +289,8 @@ class NodeView(msgspec.Struct, kw_only=True):
     # has left, in seconds (None: unlimited).
     cluster: str | msgspec.UnsetType = msgspec.UNSET
     time_left: float | msgspec.UnsetType | None = msgspec.UNSET
-    # the container runtime its image jobs run through ("": none; None: not reported yet)
-    runtime: str | None = None
+    runtime: str | None = None  # what its image jobs run through ("": none; None: unknown)
+    images: list[CachedImage] | None = None  # its runtime's store, as last listed (image ls)
 
 
 # ---------------------------------------------------------------- transactions

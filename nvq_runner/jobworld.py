@@ -84,11 +84,12 @@ class JobWorld:
         self.inputs = InputViews(fetcher)
         self._login: dict[str, str] | None = None
         self._login_lock = threading.Lock()
+        self.on_image_loaded: Callable[[], None] | None = None  # the node's images changed
 
     @staticmethod
     def needed(msg: Start) -> bool:
         return bool(msg.manifest_id or msg.env_mode != "runner" or msg.setup
-                    or msg.artifacts_tree or msg.image_manifest or msg.inputs)
+                    or msg.artifacts_tree or msg.image or msg.inputs)
 
     async def prepare(self, msg: Start, d: JobDir, on_setup: OnSetup | None = None) -> Prepared:
         prepared = Prepared()
@@ -111,9 +112,10 @@ class JobWorld:
             if on_setup is not None:
                 on_setup(True, not ran)
         prepared.env = env
-        if msg.image_manifest and msg.image:
+        if msg.image:
             try:
-                await ensure_image(msg, d, self.cache, self.fetcher)
+                if await ensure_image(msg, d, self.cache, self.fetcher) and self.on_image_loaded:
+                    self.on_image_loaded()
             except (ImageError, FetchError, ManifestError, OSError,
                     subprocess.SubprocessError) as exc:
                 raise PrepareError(f"cannot bring the image {msg.image} to this node: {exc}") \

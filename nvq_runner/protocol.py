@@ -38,6 +38,7 @@ from .artifact_wire import (
     ReadChunks,
     SyncWanted,
 )
+from .image_wire import CachedImage, ImageStaged, ListImages, NodeImages, StageImage
 from .protocol_commands import (
     DEFAULT_MAX_LOG_SIZE,
     DEFAULT_MAX_RESULT,
@@ -197,6 +198,7 @@ __all__ = [
     "AttemptFenced",
     "BlobData",
     "Busy",
+    "CachedImage",
     "ChunkBytes",
     "DaemonMsg",
     "ExitReason",
@@ -207,6 +209,7 @@ __all__ = [
     "GpuSample",
     "Heartbeat",
     "Hello",
+    "ImageStaged",
     "JobExited",
     "JobLost",
     "JobSignalled",
@@ -214,8 +217,10 @@ __all__ = [
     "JournaledEvent",
     "Kill",
     "LaunchFailed",
+    "ListImages",
     "LogData",
     "NeedBlobs",
+    "NodeImages",
     "Owner",
     "ReadChunks",
     "RecoverQuery",
@@ -225,6 +230,7 @@ __all__ = [
     "RunnerMsg",
     "Sample",
     "SetupPhase",
+    "StageImage",
     "Start",
     "StartRecord",
     "Sync",

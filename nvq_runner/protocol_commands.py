@@ -12,6 +12,7 @@ from typing import Literal, Optional, Union
 import msgspec
 
 from .artifact_wire import ArtifactsTreeQuery, ReadChunks
+from .image_wire import ListImages, StageImage
 from .relay_wire import RelayDown
 
 DEFAULT_MAX_RESULT = 1024 * 1024
@@ -184,5 +185,5 @@ class RecoverQuery(msgspec.Struct, tag="recover_query", frozen=True):
 
 
 DaemonMsg = (
-    Union[Start, Kill, Ack, Tail, Unfollow, Sync, ArtifactsQuery, Owner, BlobData, ArtifactsTreeQuery, Heartbeat, RecoverQuery, RelayDown, ReadChunks]
+    Union[Start, Kill, Ack, Tail, Unfollow, Sync, ArtifactsQuery, Owner, BlobData, ArtifactsTreeQuery, Heartbeat, RecoverQuery, RelayDown, ReadChunks, StageImage, ListImages]
 )

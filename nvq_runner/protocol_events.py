@@ -12,6 +12,7 @@ from typing import Literal, Optional, Union
 import msgspec
 
 from .artifact_wire import ArtifactsTreeReply, ChunkBytes, SyncWanted
+from .image_wire import ImageStaged, NodeImages
 from .protocol_commands import Start
 from .relay_wire import RelayUp
 
@@ -287,5 +288,5 @@ class Recovered(msgspec.Struct, tag="recovered", frozen=True):
 JournaledEvent = Union[JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled,
                        SetupPhase]
 RunnerMsg = (
-    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled, SetupPhase, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp, ChunkBytes]
+    Union[Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced, JobSignalled, SetupPhase, LogData, ArtifactsManifest, Busy, NeedBlobs, ArtifactsTreeReply, SyncWanted, Recovered, RelayUp, ChunkBytes, ImageStaged, NodeImages]
 )

@@ -25,6 +25,8 @@ from .blobfetch import BlobFetcher
 from .conn import Conn
 from .gpu import GpuBackend, GpuFacts, Watched, open_backend
 from .identity import QueueMemory
+from .image_stage import ImageStager
+from .image_wire import ListImages, StageImage
 from .job_artifacts import JobArtifacts
 from .job_socket import JobSockets
 from .jobs import JobManager
@@ -88,6 +90,8 @@ class Runner:
         self.world = JobWorld(home, self.fetcher.cache, self.fetcher, self.job_artifacts)
         self.jobs = JobManager(home, self._record, self._wake.set, job_umask, self.world)
         self.jobs.sockets = JobSockets(self._send_now)  # jobs' $NVQ_SOCKET, relayed
+        self.images = ImageStager(home, self.fetcher.cache, self.fetcher, self._send_now)
+        self.world.on_image_loaded = self.images.report
         self.owner: Owner | None = None  # set by the daemon on each connection
         self.lease = Lease()
         self._busy: Busy | None = None  # last reported
@@ -154,7 +158,7 @@ class Runner:
             boot_id=procfs.boot_id(), pid=os.getpid(),
             journal_id=self.journal.id,
             features=["artifacts", "owner", "world", "chunked_artifacts", "lease", "recover",
-                      "relay", "inputs", "chunk_reads"],
+                      "relay", "inputs", "chunk_reads", "images"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,
             allocated=allocated_gpus(os.environ, len(facts.gpus)),
@@ -228,6 +232,8 @@ class Runner:
                 self.lease.renew(msg.lease)
             elif isinstance(msg, RecoverQuery):
                 asyncio.get_running_loop().create_task(self._recover(conn, msg))
+            elif isinstance(msg, (StageImage, ListImages)):
+                self.images.on_message(msg)
             elif isinstance(msg, Owner):
                 self.owner = msg
                 self._busy = None  # report afresh on this connection
@@ -250,8 +256,7 @@ class Runner:
             run = None  # an earlier attempt's log: it grows no more
         ended = run.ended if (run is not None and msg.follow) else None
         task = asyncio.create_task(
-            tail(path, msg.req, msg.lines, ended, conn.send_log, msg.max_bytes, msg.offset)
-        )
+            tail(path, msg.req, msg.lines, ended, conn.send_log, msg.max_bytes, msg.offset))
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
 
@@ -259,19 +264,15 @@ class Runner:
         root = self.jobs.job_dir(msg.job_id).artifacts
         try:
             files = await asyncio.to_thread(manifest, root)
-            conn.send(
-                ArtifactsManifest(
-                    req=msg.req, job_id=msg.job_id, files=files, root=str(root.absolute())
-                )
-            )
+            conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, files=files,
+                                        root=str(root.absolute())))
         except OSError as exc:
             conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
 
     async def _recover(self, conn: Conn, msg: RecoverQuery) -> None:
         running = [(r.rec.job_id, r.rec.attempt) for r in self.jobs.running.values()]
         found = await asyncio.to_thread(
-            recovery.records, self.jobs.root, msg.job_ids, msg.queue_id, running
-        )
+            recovery.records, self.jobs.root, msg.job_ids, msg.queue_id, running)
         conn.send(Recovered(req=msg.req, records=found))
 
     async def _artifacts_tree(self, conn: Conn, msg: ArtifactsTreeQuery | ReadChunks) -> None:
@@ -379,9 +380,8 @@ class Runner:
             log.info("runner stopping; jobs keep running")
             if self._held:
                 log.error("stopping with %d event(s) never journaled", len(self._held))
-            sampler.cancel()
-            log_keeper.cancel()
-            lease_keeper.cancel()
+            for task in (sampler, log_keeper, lease_keeper):
+                task.cancel()
             server.close()
             if self.conn is not None:
                 self.conn.close()

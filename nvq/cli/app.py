@@ -43,6 +43,11 @@ keeper_app = typer.Typer(
 project_app = typer.Typer(
     help="Try a job here before queueing it.", no_args_is_help=True, suggest_commands=False
 )
+image_app = typer.Typer(
+    help="Container images on the nodes: stage one ahead of its jobs, list them.",
+    no_args_is_help=True,
+    suggest_commands=False,
+)
 cluster_app = typer.Typer(
     help="Slurm clusters: pilots, scaling.", no_args_is_help=True, suggest_commands=False
 )
@@ -64,6 +69,7 @@ app.add_typer(queue_app, name="queue")
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(node_app, name="node")
 app.add_typer(project_app, name="project")
+app.add_typer(image_app, name="image")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(reserve_app, name="reserve")
 app.add_typer(skill_app, name="skill")

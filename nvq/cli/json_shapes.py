@@ -138,6 +138,8 @@ SHAPES: dict[str, Shape] = {
     "node status": Shape(c.REPLIES[c.NodeStatus]),
     "node restart": Shape(c.REPLIES[c.NodeRestart]),
     "node health": Shape(list[CardHealth]),
+    "image push": Shape(c.REPLIES[c.ImagePush]),
+    "image ls": Shape(c.REPLIES[c.ImageList]),
     "cluster status": Shape(c.REPLIES[c.ClusterStatus]),
     "cluster scale": Shape(c.REPLIES[c.ClusterScale]),
     "cluster drain": Shape(c.REPLIES[c.ClusterDrain]),

@@ -406,6 +406,20 @@ class Requests:
         """Restart the node's runner; its jobs run on and the new runner adopts them."""
         return c.NodeRestart(node=node)
 
+    @returns(c.ImagePush, c.ImagesPushed)
+    def image_push(
+        self, image: str, image_manifest: str, *, image_id: str = "", size: int = 0,
+        nodes: Sequence[str] = (),
+    ) -> c.Request:
+        """Stage an image, saved into the queue's blob store, on nodes (all: none named)."""
+        return c.ImagePush(image=image, image_manifest=image_manifest, image_id=image_id,
+                           size=size, nodes=list(nodes))
+
+    @returns(c.ImageList, list[c.NodeCache])
+    def image_list(self) -> c.Request:
+        """Each node's runtime store, as its runner lists it now."""
+        return c.ImageList()
+
     @returns(c.NodeStop, c.NodesStopped)
     def node_stop(
         self, node: str | None = None, *, all: bool = False, kill_jobs: bool = False

@@ -10,6 +10,7 @@ from nvq.domain.attempts import Attempt
 from nvq.domain.waiting import NodeFit
 from nvq.model import Alert as Alert  # `Alerts`/`Ack`: the store's rows, sent as they are
 from nvq.model import Event, Job, NodeView
+from nvq_runner.image_wire import CachedImage
 
 # -- what `Done.data` holds, typed ---------------------------------------------------
 # Fields are declared in the order the daemon writes them and a key it only sometimes
@@ -85,6 +86,35 @@ class NodesStopped(msgspec.Struct, kw_only=True):
 
     stopped: list[str]
     left: list[NodeLeft]
+
+
+class ImageOnNode(msgspec.Struct, kw_only=True):
+    """One node's part of `ImagePush`: `loaded` when the image went into its store,
+    neither loaded nor `error` when the store had it already."""
+
+    node: str
+    loaded: bool = False
+    fetched_bytes: int = 0  # came over the link (the node's blob cache lacked them)
+    seconds: float = 0.0
+    error: str | None = None
+
+
+class ImagesPushed(msgspec.Struct, kw_only=True):
+    """`ImagePush`: the image as the queue host saved it, and each node's outcome."""
+
+    image: str
+    image_id: str
+    size: int
+    nodes: list[ImageOnNode]
+
+
+class NodeCache(msgspec.Struct, kw_only=True):
+    """`ImageList`, one per node: its runtime ("": none; null: not reported) and the
+    images its runner listed in that runtime's store (null: it could not say)."""
+
+    node: str
+    runtime: str | None
+    images: list[CachedImage] | None
 
 
 class DaemonStopping(msgspec.Struct, kw_only=True):

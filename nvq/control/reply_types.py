@@ -50,6 +50,8 @@ REPLIES: dict[type[q.Request], Any] = {
     q.NodeStop: r.NodesStopped,
     q.NodeStatus: r.RunnerStatus,
     q.NodeRestart: r.RunnerStatus,
+    q.ImagePush: r.ImagesPushed,
+    q.ImageList: list[r.NodeCache],
     q.GpuHistory: list[r.GpuPoint],
     q.ClusterStatus: list[r.ClusterView],
     q.ClusterScale: r.ClusterView,

@@ -104,6 +104,22 @@ class NodeRestart(msgspec.Struct, tag="node_restart", frozen=True):
     node: str
 
 
+class ImagePush(msgspec.Struct, tag="image_push", frozen=True):
+    """Stage image `image` on `nodes` (every node when empty) ahead of its jobs, from
+    the archive the client saved into the queue's blob store (`image_manifest`,
+    nvq/world/images.py); a node whose runtime has it already fetches nothing."""
+
+    image: str
+    image_manifest: str
+    image_id: str = ""
+    size: int = 0  # the archive's bytes
+    nodes: list[str] = []
+
+
+class ImageList(msgspec.Struct, tag="image_list", frozen=True):
+    """Each node's runtime store, as its runner lists it now."""
+
+
 class NodeStop(msgspec.Struct, tag="node_stop", frozen=True):
     """Stop the runner of `node` (or of every node with `all`) and keep it stopped (the
     node ignored) until it is un-ignored; a node with running jobs is left alone unless
@@ -383,6 +399,8 @@ Request = (
     | NodeStop
     | NodeStatus
     | NodeRestart
+    | ImagePush
+    | ImageList
     | Shell
     | Exec
     | Forward

@@ -11,7 +11,7 @@ import anyio
 
 from nvq.config import NodeConfig
 from nvq.domain.card_marks import CardMark, unacked
-from nvq_runner.protocol import DaemonMsg, Hello, LogData, Sample
+from nvq_runner.protocol import DaemonMsg, Hello, LogData, NodeImages, Sample
 
 Sender = Callable[[DaemonMsg], bool]  # False when the frame could not be queued
 
@@ -58,6 +58,7 @@ class NodeRuntime:
     # Its cards' marks in queue.db (domain/card_marks.py): unhealthy or drained ones
     # stay out of placement until an admin returns them (`queue resume NODE:IDX`).
     card_marks: dict[int, CardMark] = field(default_factory=dict)
+    images: NodeImages | None = None  # the runner's last list of its runtime's store
 
     @property
     def usable_cards(self) -> list[int] | None:

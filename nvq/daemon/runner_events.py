@@ -15,6 +15,7 @@ from nvq.config.lease import effective_lease
 from nvq.daemon import blobs, store_behind
 from nvq.daemon.apply import record
 from nvq.daemon.group_commit import Plain, commit_together, plain_run
+from nvq.daemon.image_staging import LISTED, STAGED
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
 from nvq.daemon.recovery import Recovery
@@ -179,6 +180,11 @@ class RunnerEvents:
             self.recovery.answer(msg)
         elif isinstance(msg, p.RelayUp):
             self.relays.on_up(node, msg)
+        elif isinstance(msg, p.NodeImages):
+            node.images = msg
+            LISTED.answer(msg.req, msg)
+        elif isinstance(msg, p.ImageStaged):
+            STAGED.answer(msg.req, msg)
         else:
             await self._on_journaled(node, msg)
 

@@ -89,6 +89,34 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     # the node got the image from the queue host, and keeps it for the next job
     assert store.podman("image", "exists", IMAGE, check=False).returncode == 0
 
+    # image push: staged ahead of any job. n2 has no runtime to load it into.
+    store.podman("rmi", "-f", IMAGE)
+    pushed = nvq.run("image", "push", IMAGE, "--nodes", "n0,n2", "--json")
+    assert pushed.code == 1, pushed.err
+    by_node = {n["node"]: n for n in pushed.json()["nodes"]}
+    assert by_node["n0"]["loaded"] and by_node["n0"]["error"] is None, by_node
+    assert by_node["n2"]["error"] == "no container runtime that can load an image (podman or docker)"
+    assert pushed.json()["image_id"] == done["image_id"]
+    assert store.podman("image", "exists", IMAGE, check=False).returncode == 0
+    listed = {n["node"]: n for n in nvq.json("image", "ls", "--json")}
+    assert [(i["ref"], i["id"]) for i in listed["n0"]["images"]] == [(IMAGE, done["image_id"])]
+    assert (listed["n2"]["runtime"], listed["n2"]["images"]) == ("", None)
+    again = nvq.run("image", "push", IMAGE, "--nodes", "n0")
+    assert again.code == 0 and "n0: already there" in again.out, again.out + again.err
+    absent = nvq.run("image", "push", "localhost/nvq-absent:1")
+    assert absent.code == 2
+    assert absent.err.strip() == ("nvq: this host's podman has no image localhost/nvq-absent:1 "
+                                  "(`podman pull localhost/nvq-absent:1` here first)")
+
+    # An image the queue host lacks: the node tries to pull it, and the job fails
+    # before it starts, saying why in one line (no registry is reachable here).
+    unpullable = nvq.submit("--image", "localhost/nvq-absent:1", "--gpus", "0", "--", "true")
+    _, (ended,) = nvq.wait(unpullable["id"])
+    assert ended["state"] == "failed", ended
+    assert ended["reason"].startswith(
+        "launch failed: cannot bring the image localhost/nvq-absent:1 to this node: the queue "
+        "host had no copy to send and podman pull failed here: "), ended["reason"]
+
     # The container's exit code is the job's.
     failed = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "exit 7")
     code, (ended,) = nvq.wait(failed["id"])

@@ -29,6 +29,8 @@ CASES: list[tuple[c.Request, str]] = [
     (c.SubmitDry(spec=JobSpec(command="true")), "anyone"),
     (c.NodeStatus(node="local"), "anyone"),
     (c.NodeRestart(node="local"), "admin"),
+    (c.ImagePush(image="x:1", image_manifest="0" * 64), "admin"),
+    (c.ImageList(), "anyone"),
     (c.ListJobs(), "anyone"),
     (c.ShowJob(id=1), "anyone"),
     (c.ShowJob(id=1, logs=5), "private"),

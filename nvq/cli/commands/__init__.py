@@ -40,6 +40,7 @@ def full_app() -> typer.Typer:
         app,
         cluster_app,
         daemon_app,
+        image_app,
         job_app,
         keeper_app,
         node_app,
@@ -53,6 +54,7 @@ def full_app() -> typer.Typer:
         cluster,
         completion,
         daemon,
+        image,
         job,
         keeper,
         lane,
@@ -82,6 +84,7 @@ def full_app() -> typer.Typer:
     queue_app.registered_callback = queue.on_queue.registered_callback
     _attach(keeper_app, keeper.on_keeper)
     _attach(project_app, ops.on_project)
+    _attach(image_app, image.on_image)
     _attach(app, on_web, on_mcp, completion.on_completion)
     _attach(app, on_schema)
     _attach(app, on_report)

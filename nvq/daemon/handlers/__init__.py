@@ -27,6 +27,7 @@ from nvq.daemon.handlers import (
     world,
 )
 from nvq.daemon.handlers.history import gpu_history
+from nvq.daemon.handlers.images import image_list, image_push
 from nvq.daemon.handlers.job_edit import edit_job
 from nvq.daemon.handlers.job_window import job_window
 from nvq.daemon.handlers.move import move
@@ -92,6 +93,8 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.ReserveAdd: reserve.reserve_add,
     c.ReserveList: reserve.reserve_list,
     c.ReserveRemove: reserve.reserve_remove,
+    c.ImagePush: image_push,
+    c.ImageList: image_list,
 }
 
 
@@ -174,6 +177,8 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.ReserveAdd: admin("reserve cards"),
     c.ReserveList: ANYONE,
     c.ReserveRemove: admin("remove a reservation"),
+    c.ImagePush: admin("stage an image on nodes"),
+    c.ImageList: ANYONE,
     # streams served by nvq.daemon.sessions (a shell's submit is checked as a submit)
     c.Shell: ANYONE,
     c.Exec: owner("exec into"),

@@ -53,6 +53,7 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
                 cuda=hello.cuda if hello else None,
                 runtime=node_runtime(node.config.runtime if node.config else None,
                                      hello.runtimes) if hello else None,
+                images=list(node.images.images) if node.images is not None else None,
                 host_mem_total_mb=hello.mem_total_mb if hello else None,
                 host_mem_free_mb=node.sample.mem_free_mb if node.sample else None,
                 running_jobs=len(on_node),
