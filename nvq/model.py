@@ -281,14 +281,12 @@ class NodeView(msgspec.Struct, kw_only=True):
     cpu_jobs: int = 0
     error: str | None = None
     gpus: list[GpuView] = []
-    # While the node's link is down and node_grace runs: since when, and when the grace
-    # ends (its running jobs are reassigned then). Views show it; no state is stored.
+    # link down within node_grace: since when, and when its jobs move (views only, not stored)
     unreachable_since: float | None = None
     grace_ends_at: float | None = None
-    # A Slurm pilot's (absent for other nodes): its cluster and the time its allocation
-    # has left, in seconds (None: unlimited).
+    # a Slurm pilot's (absent otherwise): its cluster, its allocation's seconds left
     cluster: str | msgspec.UnsetType = msgspec.UNSET
-    time_left: float | msgspec.UnsetType | None = msgspec.UNSET
+    time_left: float | msgspec.UnsetType | None = msgspec.UNSET  # None: unlimited
     runtime: str | None = None  # what its image jobs run through ("": none; None: unknown)
     images: list[CachedImage] | None = None  # its runtime's store, as last listed (image ls)
 

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from nvq.control.image_requests import ImageList as ImageList
+from nvq.control.image_requests import ImagePush as ImagePush
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
@@ -102,22 +104,6 @@ class NodeRestart(msgspec.Struct, tag="node_restart", frozen=True):
     """Restart `node`'s runner; its jobs run on and the new runner adopts them."""
 
     node: str
-
-
-class ImagePush(msgspec.Struct, tag="image_push", frozen=True):
-    """Stage image `image` on `nodes` (every node when empty) ahead of its jobs, from
-    the archive the client saved into the queue's blob store (`image_manifest`,
-    nvq/world/images.py); a node whose runtime has it already fetches nothing."""
-
-    image: str
-    image_manifest: str
-    image_id: str = ""
-    size: int = 0  # the archive's bytes
-    nodes: list[str] = []
-
-
-class ImageList(msgspec.Struct, tag="image_list", frozen=True):
-    """Each node's runtime store, as its runner lists it now."""
 
 
 class NodeStop(msgspec.Struct, tag="node_stop", frozen=True):
