@@ -43,8 +43,9 @@ def place_around_holds(
     pending: Sequence[PendingJob],
     place_rest: Callable[[Sequence[NodeSlot], Sequence[PendingJob]], PlacementResult],
 ) -> PlacementResult:
-    """`place_rest` on every node but the held ones; then each held node, for its
-    urgent job alone when it went nowhere else."""
+    """`place_rest` on every node but the held ones; then each held node whose victims
+    have all stopped, for its urgent job alone when it went nowhere else (not before:
+    a stopping victim may still hold memory a sample has not shown)."""
     held = holds(state)
     if not held:
         return place_rest(slots, pending)
@@ -56,7 +57,9 @@ def place_around_holds(
     extra = []
     for slot in slots:
         hold = held.get(slot.name)
-        if hold is None or hold.job_id in placed or hold.job_id not in by_id:
+        if hold is None or hold.cleared is None:
+            continue
+        if hold.job_id in placed or hold.job_id not in by_id:
             continue
         alone = place(
             [slot],

@@ -1,0 +1,61 @@
+"""Preemption in process: while its victims stop, in whatever order their exits come,
+the node is kept for the urgent job — a lower-priority job that fits the first card
+freed does not take it — and the urgent job says `Preempting` meanwhile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nvq.model import JobState
+from nvq_runner import protocol as p
+from tests.fakes.aio import run
+from tests.fakes.daemon import eventually, job_now, running_daemon, submit
+from tests.fakes.runner import GIB_MB, FakeRunner
+
+
+class SlowToStop(FakeRunner):
+    """Records a Kill without ending the job: the test says when each one exits."""
+
+    def _dispatch(self, msg: p.DaemonMsg) -> None:
+        if isinstance(msg, p.Kill):
+            self.received.append(msg)
+            return
+        super()._dispatch(msg)
+
+
+def test_the_node_waits_for_the_urgent_job_whichever_victim_stops_first(tmp_path: Path) -> None:
+    async def main() -> None:
+        runner = SlowToStop()
+        async with runner, running_daemon(tmp_path, {"local": runner}) as core:
+            await eventually(lambda: core.nodes["local"].reconciled)
+            big = 20 * GIB_MB
+            a = await submit(core, gpus=1, vram_mb=big, preemptible=True)
+            b = await submit(core, gpus=1, vram_mb=big, preemptible=True)
+            await eventually(
+                lambda: all(core.jobs[j.id].state is JobState.RUNNING for j in (a, b))
+            )
+            urgent = await submit(core, gpus=2, vram_mb=20 * GIB_MB, priority=5)
+            await eventually(lambda: urgent.id in core.preempt_holds)
+            assert core.preempt_holds[urgent.id].victims == {a.id, b.id}
+            # A job of the victims' own priority that one freed card would hold.
+            small = await submit(core, gpus=1, vram_mb=big)
+            await eventually(lambda: core.pass_facts is not None and bool(core.pass_facts.holds))
+            assert core.pass_facts is not None and urgent.id in core.pass_facts.holds
+
+            before = core.pass_facts.number
+            runner.exit(b.id, 143, reason="killed")  # the later one's exit comes first
+            await eventually(lambda: not any(k[0] == b.id for k in core.reaps))
+            # A pass after that exit (its own kick) still left both waiting.
+            await eventually(lambda: core.pass_facts is not None and core.pass_facts.number > before)
+            assert core.jobs[small.id].state is JobState.PENDING
+            assert core.jobs[urgent.id].state is JobState.PENDING
+
+            runner.exit(a.id, 143, reason="killed")
+            await eventually(lambda: core.jobs[urgent.id].state is JobState.RUNNING)
+            assert sorted(core.jobs[urgent.id].gpus) == [0, 1]
+            assert core.jobs[small.id].state is JobState.PENDING
+            for victim in (a, b):
+                done = await job_now(core, victim.id)
+                assert (done.state, done.retried) == (JobState.PENDING, 0)
+
+    run(main)
