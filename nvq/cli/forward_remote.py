@@ -14,14 +14,13 @@ import threading
 from typing import Any
 
 from nvq.cli.params import CliError
+from nvq.cli.port_relay import serve_forward
 from nvq.config import load_config
 from nvq.home import default_root
 from nvq.remote import SSH_UNREACHABLE, remote_command, ssh_argv
 
 
 def forward_through_queue_host(job_id: int, port: int, local: int, as_json: bool) -> int:
-    from nvq.cli.commands.reach import serve_forward
-
     cfg = load_config(default_root()).remote
     if cfg is None:
         raise CliError("job forward --over-remote: this machine has no [remote] section", 2)

@@ -1,11 +1,12 @@
 """The one way a request or a machine event changes jobs: a pure transition
-(job → `Outcome`) applied to each of N jobs, committed together, kills carried out,
-a placement pass asked for."""
+(job → `Outcome`) applied to each of N jobs, committed together; the kills they owe
+and a placement pass follow as `Effects`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import map_exceptions
 from nvq.daemon.state import State
 from nvq.domain import permissions
@@ -56,10 +57,7 @@ async def apply(
     with map_exceptions():
         for job in jobs:
             record(tx, transition(job))
-    if tx:
-        await state.commit(tx)
-        state.post_kills(tx.add_reaps)
     # A job that changed state can let others move on (a cancelled lane head, a
     # finished prerequisite): without a kick they would wait for an unrelated event.
-    state.kick()
+    await state.commit(tx, Effects(kills=list(tx.add_reaps), kick=True))
     return tx.jobs

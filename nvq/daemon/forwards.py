@@ -18,11 +18,8 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
 from nvq.daemon.node_pipes import SshStream, check_reachable, open_on_node
 from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.session_io import ClientFrames, Early, reply_frame, running_job
 from nvq.daemon.state import State
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from nvq.daemon.sessions import Early
 
 # Where on the node the port is reached: the loopback, so a server that listens
 # only there (Jupyter's default) is reachable too.
@@ -52,8 +49,6 @@ async def connect_port(state: State, node: NodeRuntime, port: int) -> anyio.abc.
 async def serve_forward(
     ctx: Context, stream: SocketStream, req: c.Forward, early: Early
 ) -> None:
-    from nvq.daemon.sessions import ClientFrames, reply_frame, running_job
-
     job = await running_job(ctx, req.id)
     port = req.port or job.port
     if not port:

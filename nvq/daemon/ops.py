@@ -62,7 +62,7 @@ class Ops:
 
     async def ack(self, ids: list[int] | None, by: str) -> list[Alert]:
         now = time.time()
-        return await self.store.sync(lambda conn: alert_table.ack(conn, ids, by, now))
+        return await self.store.write(lambda conn: alert_table.ack(conn, ids, by, now))
 
     async def backup(self, path: str | None, *, rotate: bool = False) -> dict[str, Any]:
         async with self._backup_lock:

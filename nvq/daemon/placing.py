@@ -19,6 +19,7 @@ import anyio
 from nvq.config import Config
 from nvq.daemon import preempting, quotas, reserving
 from nvq.daemon.apply import record
+from nvq.daemon.effects import Effects
 from nvq.daemon.pending_view import time_limit, to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
@@ -109,11 +110,10 @@ async def place_once(state: State, machines: Machines) -> None:
         )
         for job, reason in _unschedulable(state, result, unplaceable):
             record(tx, transitions.unschedulable(job, reason, now))
-        if tx:
-            await state.commit(tx)
-            for job in tx.jobs:
-                if job.state is JobState.RUNNING and job.node is not None:
-                    machines.post_start(state.nodes[job.node], job)
+        started = [j for j in tx.jobs if j.state is JobState.RUNNING and j.node is not None]
+        await state.commit(tx, Effects(starts=started))
+        for job in started:
+            machines.avoid.pop(job.id, None)  # placed: the --max-runtime rule served its turn
         # Jobs still waiting may stop lower-priority --preemptible ones.
         await preempting.preempt_for_waiting(state, machines, slots, pending, result)
 

@@ -1,11 +1,10 @@
 """The daemon's side of machines that come and go: reassigning the jobs of a node
 that stays down, stopping jobs on a node that turned busy or that outran
-`--max-runtime` on a borrowed node, fencing placement until old attempts are gone,
-and driving artifact syncs and restores (`nvq.daemon.artifacts`).
+`--max-runtime` on a borrowed node, and fencing placement until old attempts are
+gone (or their last artifacts synced: `nvq.daemon.artifact_syncs`, run from here).
 
 Decisions come from `nvq.domain.reassign` (pure); every change goes through
-`nvq.daemon.apply` or `State.commit` under the state's lock. Slow work (file
-transfers) runs in this module's own tasks, never under the lock.
+`nvq.daemon.apply` or `State.commit` under the state's lock.
 """
 
 from __future__ import annotations
@@ -17,8 +16,9 @@ from typing import Any
 import anyio
 
 from nvq.daemon.apply import apply
-from nvq.daemon.artifacts import Artifacts, SyncRefused
-from nvq.daemon.chunked_artifacts import supports
+from nvq.daemon.artifact_syncs import ArtifactSyncs
+from nvq.daemon.artifacts import Artifacts
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
@@ -28,17 +28,15 @@ from nvq.store import busy as busy_table
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.machines")
-TICK = 1.0  # seconds between checks of --max-runtime and due artifact syncs
+TICK = 1.0  # seconds between checks of --max-runtime
 
 
 class Machines:
     def __init__(self, state: State, artifacts: Artifacts) -> None:
         self.state = state
         self.artifacts = artifacts
+        self.syncs = ArtifactSyncs(state, artifacts)  # the artifact work queue
         self.forbidden: set[str] = set()  # owners who ran `queue forbid-busy-assign`
-        self.syncing: set[int] = set()  # jobs whose final sync runs: not placeable
-        self._work_send, self._work_recv = anyio.create_memory_object_stream[Any](10_000)
-        self._due: set[int] = set()  # jobs with a periodic sync queued or running
         # job → the borrowed node whose --max-runtime it ran out: avoided next time
         self.avoid: dict[int, str] = {}
 
@@ -68,15 +66,16 @@ class Machines:
         stopping = {
             key[0] for key, r in self.state.reaps.items() if r.reason in reassign.STOPPING_REASONS
         }
-        return stopping | self.syncing | self._awaiting_inputs()
+        return stopping | self.syncs.syncing | self._awaiting_inputs()
 
     def _awaiting_inputs(self) -> set[int]:
         """Pending jobs a prerequisite of which is still having its final sync: they
         would start without its last artifacts at `$NVQ_INPUTS`."""
-        if not self.syncing:
+        syncing = self.syncs.syncing
+        if not syncing:
             return set()
         return {j.id for j in self.state.jobs.values() if j.state is JobState.PENDING
-                and not self.syncing.isdisjoint([*j.after, *j.after_any])}
+                and not syncing.isdisjoint([*j.after, *j.after_any])}
 
     def slot_fields(self, node: NodeRuntime) -> dict[str, Any]:
         return {"busy": self.busy(node), "owner": node.owner}
@@ -129,22 +128,14 @@ class Machines:
         now = self.busy(node)
         if now == was:
             return
+        kind = "node_busy" if now else "node_idle"
+        data = {"mode": node.busy_mode, **node.busy_detail}
         await self.state.commit(
-            Tx(
-                events=[
-                    NewEvent(
-                        "node_busy" if now else "node_idle",
-                        None,
-                        node.name,
-                        {"mode": node.busy_mode, **node.busy_detail},
-                    )
-                ]
-            )
+            Tx(events=[NewEvent(kind, None, node.name, data)]), Effects(kick=True)
         )
         if now:
             victims = reassign.busy_victims(self.state.jobs_on(node.name), node.owner)
             await self.preempt(victims, f"node {node.name} is in use by its owner {node.owner}")
-        self.state.kick()
 
     async def on_busy(self, node: NodeRuntime, msg: p.Busy) -> None:
         async with self.state.lock:
@@ -159,7 +150,7 @@ class Machines:
         async with self.state.lock:
             node = self.state.find_node(name)
             was = self.busy(node)
-            await self.state.store.sync(lambda c: busy_table.set_busy_mode(c, node.name, mode))
+            await self.state.store.write(lambda c: busy_table.set_busy_mode(c, node.name, mode))
             node.busy_mode = mode
             await self.state.commit(
                 Tx(events=[NewEvent("node_busy_mode", None, node.name, {"mode": mode})])
@@ -179,14 +170,14 @@ class Machines:
 
     async def set_forbid(self, user: str, forbid: bool) -> dict[str, Any]:
         async with self.state.lock:
-            await self.state.store.sync(lambda c: busy_table.set_forbidden(c, user, forbid))
+            await self.state.store.write(lambda c: busy_table.set_forbidden(c, user, forbid))
             if forbid:
                 self.forbidden.add(user)
             else:
                 self.forbidden.discard(user)
             kind = "busy_assign_forbidden" if forbid else "busy_assign_allowed"
-            await self.state.commit(Tx(events=[NewEvent(kind, None, None, {"user": user})]))
-        self.state.kick()
+            event = NewEvent(kind, None, None, {"user": user})
+            await self.state.commit(Tx(events=[event]), Effects(kick=True))
         return {"user": user, "busy_assign": not forbid}
 
     def owner_msg(self, node: NodeRuntime) -> p.Owner | None:
@@ -195,125 +186,12 @@ class Machines:
             return None
         return p.Owner(user=node.owner, idle=self.state.config.queue.busy_idle)
 
-    # ------------------------------------------------------------ attempts ending
-
-    def attempt_ended(
-        self, node: NodeRuntime, job: Job | None, attempt: int, *, kept: bool = True,
-    ) -> None:
-        """An attempt exited on `node`: take its last artifacts before the job may run
-        again. Must hold the lock (placement must see `syncing` at once). `kept`:
-        False when the runner saw nothing in the job's artifacts folder."""
-        if job is None or job.attempt != attempt or job.node not in (None, node.name):
-            return  # a stale attempt: the job has moved on, its copy must not regress
-        if node.hello is None or "artifacts" not in node.hello.features:
-            return
-        if not kept and not (self.artifacts.chunked.latest_tree(job.id)
-                             or self.artifacts.has_stored(job.id)):
-            return  # nothing there and nothing here: the sync would find nothing
-        self.syncing.add(job.id)
-        self._submit(("final", node.name, job.id))
-
-    def start_fresh(self, job: Job, node: str | None) -> None:
-        """`requeue --artifacts fresh`: clear the job's artifacts (here and on `node`,
-        where its last attempt ran) before it may be placed again. Must hold the lock."""
-        self.syncing.add(job.id)
-        self._submit(("fresh", node or "", job.id))
-
-    def post_start(self, node: NodeRuntime, job: Job) -> None:
-        """Send `Start`, after restoring the job's stored artifacts there if it has any."""
-        self.avoid.pop(job.id, None)  # placed: the rule served its turn
-        chunked = self.artifacts.chunked
-        start = chunked.with_inputs(node, job, self.state.start_msg(job))
-        if chunked.latest_tree(job.id) and supports(node):
-            # the runner mounts (or restores) the newest tree itself
-            node.post(chunked.start_msg(node, start))
-        elif self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
-            self._submit(("restore", node.name, job.id))
-        else:
-            node.post(start)
-
-    def sync_now(self, node: NodeRuntime, job_id: int, attempt: int) -> None:
-        """The job asked for a sync (`$NVQ_ARTIFACTS/.sync`)."""
-        job = self.state.jobs.get(job_id)
-        if job is None or job.attempt != attempt or job.node != node.name:
-            return
-        if job_id not in self._due:
-            self._due.add(job_id)
-            self._submit(("periodic", node.name, job_id))
-
-    def _submit(self, item: tuple[str, str, int]) -> None:
-        try:
-            self._work_send.send_nowait(item)
-        except anyio.WouldBlock:
-            log.error("artifact work queue full; dropping %s", item)
-            self.syncing.discard(item[2])
-
     # ------------------------------------------------------------ tasks
 
     async def run(self) -> None:
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self.syncs.run)
             tg.start_soon(self._ticker)
-            async with self._work_recv:
-                async for kind, node_name, job_id in self._work_recv:
-                    tg.start_soon(self._work, kind, node_name, job_id)
-
-    async def _work(self, kind: str, node_name: str, job_id: int) -> None:
-        if kind == "fresh":
-            await self._fresh(self.state.nodes.get(node_name), job_id)
-            return
-        node = self.state.nodes[node_name]
-        try:
-            job = await self.state.get_job(job_id)
-            if kind == "final":
-                await self._sync(node, job)
-            elif kind == "periodic":
-                if job.state is JobState.RUNNING and job.node == node_name:
-                    await self._sync(node, job)
-            elif kind == "restore":
-                await self._restore(node, job)
-        except Exception:
-            log.exception("artifact %s of job %s on %s failed", kind, job_id, node_name)
-        finally:
-            if kind == "final":
-                self.syncing.discard(job_id)
-                self.state.kick()
-            if kind == "periodic":
-                self._due.discard(job_id)
-
-    async def _fresh(self, node: NodeRuntime | None, job_id: int) -> None:
-        try:
-            job = await self.state.get_job(job_id)
-            removed = await self.artifacts.start_fresh(node, job)
-            log.info("job %s: artifacts cleared for a fresh start (%d files)", job_id, removed)
-        except Exception as exc:
-            log.warning("job %s: clearing its artifacts failed: %s", job_id, exc)
-        finally:
-            self.syncing.discard(job_id)
-            self.state.kick()
-
-    async def _sync(self, node: NodeRuntime, job: Job) -> None:
-        try:
-            await self.artifacts.sync(node, job)
-        except SyncRefused as exc:
-            log.warning("%s", exc)
-
-    async def _restore(self, node: NodeRuntime, job: Job) -> None:
-        try:
-            pushed = await self.artifacts.restore(node, job)
-            log.info("job %s: restored %d artifact files onto %s", job.id, pushed, node.name)
-        except Exception as exc:
-            log.warning("job %s: restoring artifacts onto %s failed: %s", job.id, node.name, exc)
-        async with self.state.lock:
-            live = self.state.jobs.get(job.id)
-            # Still this attempt, still unstarted: send it (a reconnect re-sends it anyway).
-            if (
-                live is not None
-                and live.state is JobState.RUNNING
-                and live.node == node.name
-                and live.attempt == job.attempt
-                and node.reconciled
-            ):
-                node.post(self.state.start_msg(live))
 
     async def _ticker(self) -> None:
         while True:
@@ -325,7 +203,6 @@ class Machines:
 
     async def _tick(self, now: float) -> None:
         state = self.state
-        interval = state.config.queue.artifact_sync
         over: list[Job] = []
         for job in list(state.jobs.values()):
             if job.state is not JobState.RUNNING or job.node is None:
@@ -335,10 +212,6 @@ class Machines:
                 continue
             if reassign.runtime_exceeded(job, node.owner, now):
                 over.append(job)
-            last = self.artifacts.last_sync.get(job.id, job.started_at)
-            if now - last >= interval and job.id not in self._due:
-                self._due.add(job.id)
-                self._submit(("periodic", node.name, job.id))
         if over:
             async with state.lock:
                 live = [state.jobs[j.id] for j in over if j.id in state.jobs]

@@ -11,6 +11,7 @@ import logging
 from functools import partial
 
 from nvq.daemon.awaited import Awaited
+from nvq.daemon.effects import Effects
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import recovery
@@ -99,12 +100,9 @@ class Recovery:
                 state.store_behind.get(node.name, set()).difference_update(back)
             if unknown_ids is not None and state.store_behind.get(node.name):
                 tx.alerts = [*tx.alerts, unknown_ids]  # some stay unknown
-            if tx:
-                await state.commit(tx)
+            kills = [(node, reap) for reap in orphans]
+            await state.commit(tx, Effects(kills_now=kills, kick=True))
             if back:
                 state.recovered.setdefault(node.name, set()).update(back)
                 log.warning("node %s: recovered jobs %s that queue.db had forgotten, from "
                             "the node's start records", node.name, sorted(back))
-            for reap in orphans:
-                node.post(state.kill_msg(reap))
-        state.kick()

@@ -48,7 +48,7 @@ async def add(state: State, res: CardReservation, user: str) -> CardReservation:
             made = rsv.check_new(asked, state.reservations.values(), now)
         except rsv.ReservationError as exc:
             raise BadRequest(str(exc)) from None
-        await state.store.sync(lambda c: table.put(c, made))
+        await state.store.write(lambda c: table.put(c, made))
         state.reservations[made.name] = made
         data = {"name": made.name, "cards": made.cards, "start": made.start, "end": made.end}
         await state.commit(Tx(events=[NewEvent("reservation_added", None, None, data)]))
@@ -61,7 +61,7 @@ async def remove(state: State, name: str, user: str) -> CardReservation:
         res = state.reservations.get(name)
         if res is None:
             raise BadRequest(f"no reservation named {name!r}")
-        await state.store.sync(lambda c: table.remove(c, name))
+        await state.store.write(lambda c: table.remove(c, name))
         del state.reservations[name]
         data = {"name": name, "by": user}
         await state.commit(Tx(events=[NewEvent("reservation_removed", None, None, data)]))

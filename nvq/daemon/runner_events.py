@@ -13,20 +13,17 @@ import msgspec
 
 from nvq.config.lease import effective_lease
 from nvq.daemon import blobs, store_behind
-from nvq.daemon.apply import record
-from nvq.daemon.group_commit import Plain, commit_together, plain_run
 from nvq.daemon.image_staging import LISTED, STAGED
+from nvq.daemon.journaled import apply_journaled
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq.daemon.reassign import Machines
+from nvq.daemon.reconcile import reconcile
 from nvq.daemon.recovery import Recovery
 from nvq.daemon.relay import Relays
-from nvq.daemon.setup_phase import on_setup_phase
-from nvq.daemon.signalled import on_signalled
 from nvq.daemon.state import State
 from nvq.daemon.views import capacity_grew
-from nvq.domain import exits, fencing, transitions
 from nvq.domain.card_health import unhealthy_events
-from nvq.model import Event, Job, JobState, NewAlert, NewEvent, NodeSeq, Outcome, Reap, Tx
+from nvq.model import NewAlert, NewEvent, Tx
 from nvq_runner import protocol as p
 from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
 
@@ -99,7 +96,6 @@ class RunnerEvents:
             # in the same transaction; their old attempts are owed a kill (reaps).
             await self.machines.reassign_down(node, tx, time.time())
         log.warning("node %s is down: %s", node.name, node.error)
-        self.state.kick()
 
     async def _refused(self, node: NodeRuntime, error: str) -> None:
         # Keyed by outage and message (alerts.py): a retry's same refusal is not a new alert.
@@ -122,21 +118,19 @@ class RunnerEvents:
             await changed.wait()
 
     async def on_messages(self, node: NodeRuntime, msgs: Sequence[p.RunnerMsg]) -> None:
-        """What one read of the link delivered, in order: runs of starts and exits
-        commit together (`nvq.daemon.group_commit`), everything else one by one."""
+        """What one read of the link delivered, in order: each run of journaled events
+        goes to `apply_journaled` whole (it commits what it can together), everything
+        else one by one."""
         i = 0
         while i < len(msgs):
-            run = plain_run(msgs, i)
-            if run >= 2:
+            run: list[p.JournaledEvent] = []
+            while i + len(run) < len(msgs) and isinstance(msgs[i + len(run)], _JOURNALED):
+                run.append(msgs[i + len(run)])  # type: ignore[arg-type]
+            if len(run) >= 2:
                 node.mark_seen()
-                replaying = node.name in self._replaying
-                batch = [m for m in msgs[i : i + run] if isinstance(m, Plain)]
-                taken = await commit_together(self.state, self.machines, node, batch, replaying)
-                if taken:
-                    if any(isinstance(m, p.JobExited) for m in batch[:taken]):
-                        self.state.kick()
-                    i += taken
-                    continue
+                await self._journaled(node, run)
+                i += len(run)
+                continue
             await self.on_message(node, msgs[i])
             i += 1
 
@@ -169,13 +163,7 @@ class RunnerEvents:
         elif isinstance(msg, p.ChunkBytes):
             self.machines.artifacts.chunked.link_reads.on_reply(msg)
         elif isinstance(msg, SyncWanted):
-            self.machines.sync_now(node, msg.job_id, msg.attempt)
-        elif isinstance(msg, p.AttemptFenced):
-            await self._on_fenced(node, msg)
-        elif isinstance(msg, p.JobSignalled):
-            await on_signalled(self.state, node, msg, self._reconcile)
-        elif isinstance(msg, p.SetupPhase):
-            await on_setup_phase(self.state, node, msg, self._reconcile)
+            self.machines.syncs.sync_now(node, msg.job_id, msg.attempt)
         elif isinstance(msg, p.Recovered):
             self.recovery.answer(msg)
         elif isinstance(msg, p.RelayUp):
@@ -186,7 +174,7 @@ class RunnerEvents:
         elif isinstance(msg, p.ImageStaged):
             STAGED.answer(msg.req, msg)
         else:
-            await self._on_journaled(node, msg)
+            await self._journaled(node, [msg])
 
     def _on_sample(self, node: NodeRuntime, sample: p.Sample) -> None:
         previous, node.sample = node.sample, sample
@@ -264,171 +252,11 @@ class RunnerEvents:
                 await self._reconcile(node)
         self.state.kick()
 
-    async def _unknown(self, job: Job | None, ev: p.JournaledEvent) -> bool:
-        """True when queue.db never dispatched this attempt: it has no such job and
-        never had (a purged job keeps its events), or its job has not reached that
-        attempt (a job that took the id after a restore)."""
-        if job is not None:
-            return ev.attempt > job.attempt
-        return not await self.state.store.events(job_id=ev.job_id, limit=1)
-
-    async def _on_journaled(self, node: NodeRuntime, ev: p.JournaledEvent) -> None:
-        async with self.state.lock:
-            if ev.seq <= node.applied_seq:
-                node.post(p.Ack(ev.seq))
-                return
-            job = self.state.jobs.get(ev.job_id)
-            if job is None:
-                job = self.state.reaping.get((ev.job_id, ev.attempt))
-            if job is None:
-                job = await self.state.store.job(ev.job_id)
-            tx = Tx(node_seq=NodeSeq(node.name, node.journal_id, ev.seq))
-            outcome = Outcome()
-            if await self._unknown(job, ev):
-                alert = store_behind.event_alert(node.name, node.journal_id, ev)
-                log.error("%s", alert.message)
-                if not isinstance(ev, p.JobStarted):
-                    tx.alerts = [alert]  # once per attempt, saying how it ended
-                self.state.store_behind.setdefault(node.name, set()).add(ev.job_id)
-                await self.state.store.raise_last_id(ev.job_id)
-                job = None
-            elif job is not None:
-                if isinstance(ev, p.JobStarted):
-                    outcome = transitions.started(job, ev, node.name)
-                elif isinstance(ev, p.JobExited):
-                    outcome = await self._exited(node, job, ev)
-                elif isinstance(ev, p.JobLost):
-                    outcome = transitions.lost(job, ev, node.name)
-                elif isinstance(ev, p.LaunchFailed):
-                    outcome = transitions.launch_failed(job, ev, node.name)
-            new = outcome.job
-            record(tx, outcome)
-            key = (ev.job_id, ev.attempt)
-            if not isinstance(ev, p.JobStarted) and key in self.state.reaps:
-                tx.drop_reaps.append(key)
-            await self.state.commit(tx)
-            self.state.post_kills(tx.add_reaps)
-            node.applied_seq = ev.seq
-            node.post(p.Ack(ev.seq))
-            if not isinstance(ev, p.JobStarted):
-                # Its last artifacts are fetched before the job may run again.
-                kept = ev.artifacts if isinstance(ev, p.JobExited) else True
-                self.machines.attempt_ended(node, new if new is not None else job, ev.attempt,
-                                            kept=kept)
-            if not node.reconciled and ev.seq >= node.replay_until:
-                await self._reconcile(node)
-        if not isinstance(ev, p.JobStarted):
-            self.state.kick()
-
-    async def _on_fenced(self, node: NodeRuntime, ev: p.AttemptFenced) -> None:
-        """The runner stopped an attempt itself: its lease from this daemon lapsed
-        (`nvq.domain.fencing`). Journaled like an exit, applied exactly once."""
-        async with self.state.lock:
-            if ev.seq <= node.applied_seq:
-                node.post(p.Ack(ev.seq))
-                return
-            key = (ev.job_id, ev.attempt)
-            job = self.state.jobs.get(ev.job_id) or self.state.reaping.get(key)
-            tx = Tx(node_seq=NodeSeq(node.name, node.journal_id, ev.seq))
-            if job is not None:
-                requeued = fencing.record_fenced(
-                    tx, fencing.fenced(job, ev, node.name, self.state.reaps.get(key)))
-                log.warning(
-                    "node %s: job %s attempt %s was stopped by its runner, which heard "
-                    "nothing from the daemon for %.1fs (lease %gs)%s",
-                    node.name, ev.job_id, ev.attempt, ev.silent_for, ev.lease,
-                    "; the job goes back to the queue" if requeued else "",
-                )
-            await self.state.commit(tx)
-            node.applied_seq = ev.seq
-            node.post(p.Ack(ev.seq))
-            if not node.reconciled and ev.seq >= node.replay_until:
-                await self._reconcile(node)
-        self.state.kick()
-
-    async def _exited(self, node: NodeRuntime, job: Job, ev: p.JobExited) -> Outcome:
-        """What an attempt's exit does to its job, including an attempt the job was
-        taken from while its node was away, whichever of its attempts' exits came
-        first (`nvq.domain.exits`). Must hold the lock."""
-        live = self.state.jobs.get(ev.job_id)
-        current = live if live is not None else await self.state.store.job(ev.job_id)
-        if current is None:
-            return transitions.exited(job, ev, node.name)
-        owed = (ev.job_id, ev.attempt) in self.state.reaps
-        events: list[Event] = []
-        if exits.in_question(current, owed, ev, node.name):
-            events = await self.state.store.events(job_id=ev.job_id)
-        # A job settled and gone from memory: as its attempt's kill left it.
-        settled = job if live is None else None
-        outcome = exits.decide(current, events, ev, node.name, owed=owed, settled=settled)
-        for e in outcome.events:
-            if e.kind == "attempt_superseded":
-                log.warning("job %s: attempt %s is superseded: %s",
-                            ev.job_id, e.data["attempt"], e.data["reason"])
-        return outcome
-
     async def _reconcile(self, node: NodeRuntime) -> None:
-        """After a (re)connect and the journal's replay: make the runner and the
-        database agree. Must hold the lock."""
-        assert node.hello is not None
-        now = time.time()
-        active = {(a.job_id, a.attempt) for a in node.hello.active}
-        tx = Tx()
-        starts: list[Job] = []
-        for job in list(self.state.jobs.values()):
-            if job.state is not JobState.RUNNING or job.node != node.name:
-                continue
-            if (job.id, job.attempt) in active:
-                continue
-            if job.started_at is None:
-                # The start is unresolved (daemon died or link dropped around it):
-                # Start is idempotent per attempt, so asking again is safe.
-                starts.append(job)
-            else:
-                record(tx, transitions.runner_forgot(job, node.name, now))
-        kills: list[p.Kill] = []
-        for job_id, attempt in active:
-            live = self.state.jobs.get(job_id)
-            if (
-                live is None
-                or live.attempt != attempt
-                or live.node != node.name
-                or live.state is not JobState.RUNNING
-            ):
-                reap = self.state.reaps.get((job_id, attempt))
-                lost = self.state.reaping.get((job_id, attempt))
-                found = fencing.resumed(lost, attempt, node.name, reap) if lost else Outcome()
-                if live is None and self.recovery.waits_for(node.name, job_id):
-                    continue  # queue.db forgot it; the node's record is on its way
-                if found.job is not None:
-                    # --no-reassign ran on through the partition: it is running.
-                    record(tx, found)
-                    tx.drop_reaps.append((job_id, attempt))
-                    log.warning("node %s: job %s (--no-reassign) ran on while the node "
-                                "was away; it is running again", node.name, job_id)
-                    continue
-                if reap is None:
-                    # Recorded, so placement on this node waits for its exit.
-                    reap = Reap(job_id, attempt, node.name, "orphan")
-                    tx.add_reaps.append(reap)
-                else:
-                    # A kill owed since the node went away, carried out now: said.
-                    tx.events.append(fencing.owed_kill_event(reap))
-                    log.warning("node %s: job %s attempt %s is still running there; "
-                                "killing it now (owed: %s)", node.name, job_id, attempt,
-                                reap.reason)
-                kills.append(self.state.kill_msg(reap))
-        # Reaps for attempts the runner no longer runs are settled already.
-        for key, reap in list(self.state.reaps.items()):
-            if reap.node == node.name and key not in active:
-                tx.drop_reaps.append(key)
-        if tx:
-            await self.state.commit(tx)
-        node.reconciled = True
-        # Kills first: an old attempt still running there (its job was reassigned
-        # while the node was away) ends before anything new happens on the node.
-        for kill in kills:
-            node.post(kill)
-        for job in starts:
-            self.machines.post_start(node, job)
-        self.state.notify()
+        """Must hold the lock (`nvq.daemon.reconcile`)."""
+        await reconcile(self.state, self.recovery, node)
+
+    async def _journaled(self, node: NodeRuntime, evs: Sequence[p.JournaledEvent]) -> None:
+        replaying = node.name in self._replaying
+        await apply_journaled(self.state, node, evs, replaying=replaying,
+                              reconcile=self._reconcile)

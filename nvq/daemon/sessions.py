@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import struct
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -26,64 +23,24 @@ from anyio.abc import SocketStream
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
+from nvq.daemon.forwards import serve_forward
 from nvq.daemon.handlers import policy, submit
 from nvq.daemon.handlers.why import with_reason
 from nvq.daemon.idle_watch import watch_idle
 from nvq.daemon.node_pipes import attach_terminal, job_dir, open_on_node
+from nvq.daemon.session_io import (
+    ClientFrames,
+    Early,
+    Send,
+    latest_job,
+    reply_frame,
+    running_job,
+    to_pty,
+)
 from nvq.model import FINISHED_STATES, Job, JobState
-from nvq_runner.protocol import FrameReader
-from nvq_runner.ptyhost import WINSIZE, frame
 
 log = logging.getLogger("nvq.sessions")
-_HEADER = struct.Struct(">I")
 ENDING_WAIT = 60.0  # after the terminal closed, for the runner's word that the job ended
-
-Send = Callable[[c.Reply], Awaitable[None]]
-# The client's frames that came in the same read as its request, and the reader
-# holding any part of the next one.
-Early = tuple[FrameReader, list[bytes]]
-
-
-def reply_frame(msg: c.Reply) -> bytes:
-    payload = c.encoder.encode(msg)
-    return _HEADER.pack(len(payload)) + payload
-
-
-def to_pty(msg: c.TermInput | c.TermSize) -> bytes:
-    """A client frame as ptyhost.py reads it."""
-    if isinstance(msg, c.TermInput):
-        return frame(b"d", msg.data)
-    return frame(b"w", WINSIZE.pack(max(1, min(msg.rows, 65535)), max(1, min(msg.cols, 65535))))
-
-
-class ClientFrames:
-    """The client's frames after its request, and whether it has gone away."""
-
-    def __init__(self, stream: SocketStream, early: Early) -> None:
-        self.stream = stream
-        self.frames, self.early = early
-        self.gone = anyio.Event()
-        self.last_input = 0.0  # monotonic time of the last keystroke
-        self.send, self.inbox = anyio.create_memory_object_stream[c.TermInput | c.TermSize](1000)
-
-    async def read(self) -> None:
-        frames = self.frames
-        try:
-            for payload in self.early:
-                await self.send.send(c.term_frame_decoder.decode(payload))
-            while True:
-                data = await self.stream.receive()
-                for payload in frames.feed(data):
-                    msg = c.term_frame_decoder.decode(payload)
-                    if isinstance(msg, c.TermInput):
-                        self.last_input = time.monotonic()
-                    await self.send.send(msg)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError, msgspec.DecodeError):
-            pass
-        finally:
-            self.send.close()
-            self.gone.set()
-
 
 def waiting_doc(ctx: Context, job: Job) -> dict[str, Any]:
     """What a waiting shell shows: its state, the reason, and its place in the line."""
@@ -102,19 +59,13 @@ def waiting_doc(ctx: Context, job: Job) -> dict[str, Any]:
     }
 
 
-async def _latest(ctx: Context, job_id: int) -> Job:
-    state = ctx.state
-    job = state.jobs.get(job_id)
-    return job if job is not None else await state.get_job(job_id)
-
-
 async def wait_placed(ctx: Context, job_id: int, send: Send, client: ClientFrames) -> Job | None:
     """Until the job runs with its process started (the job), ends first (None after
     the Done is sent), or the client leaves (None: the job is withdrawn)."""
     last: dict[str, Any] | None = None
     while True:
         changed = ctx.state.changed
-        job = await _latest(ctx, job_id)
+        job = await latest_job(ctx, job_id)
         if job.state in FINISHED_STATES:
             await send(c.Done(data=job, error=f"job {job.id} {job.state}"
                               + (f": {job.reason}" if job.reason else ""), exit_code=1))
@@ -140,7 +91,7 @@ async def wait_placed(ctx: Context, job_id: int, send: Send, client: ClientFrame
 
 async def withdraw(ctx: Context, job_id: int) -> None:
     """The person left before (or while) the session ran: the job ends."""
-    job = await _latest(ctx, job_id)
+    job = await latest_job(ctx, job_id)
     if job.state in FINISHED_STATES:
         return
     with contextlib.suppress(RequestError):
@@ -177,11 +128,11 @@ async def wait_ended(ctx: Context, job_id: int) -> Job:
     with anyio.move_on_after(ENDING_WAIT):
         while True:
             changed = ctx.state.changed
-            job = await _latest(ctx, job_id)
+            job = await latest_job(ctx, job_id)
             if job.state in FINISHED_STATES:
                 return job
             await changed.wait()
-    return await _latest(ctx, job_id)
+    return await latest_job(ctx, job_id)
 
 
 def final_done(job: Job) -> c.Done:
@@ -249,22 +200,10 @@ async def _session(ctx: Context, job_id: int, send: Send, client: ClientFrames,
             await send(c.Done(error=str(exc), exit_code=1))
 
 
-async def running_job(ctx: Context, job_id: int) -> Job:
-    job = await _latest(ctx, job_id)
-    if job.state is not JobState.RUNNING or job.node is None or job.pid is None:
-        raise RequestError(f"job {job_id} is not running (it is {job.state})")
-    node = ctx.state.nodes.get(job.node)
-    if node is None or node.send is None:
-        raise RequestError(f"job {job_id}'s node {job.node} is not connected right now")
-    return job
-
-
 async def serve_other(
     ctx: Context, stream: SocketStream, req: c.Exec | c.Forward, early: Early
 ) -> None:
     if isinstance(req, c.Forward):
-        from nvq.daemon.forwards import serve_forward
-
         await serve_forward(ctx, stream, req, early)
         return
     await serve_exec(ctx, stream, req, early)

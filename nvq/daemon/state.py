@@ -1,9 +1,11 @@
 """The daemon's in-memory mirror of queue.db: live jobs, nodes, owed kills, lanes.
 
 Every change follows one path: decide (pure functions in `nvq.domain`), commit
-(`State.commit`: one `Store.commit` transaction, then the mirror), then act (frames to
-runners, replies to the CLI). `State.lock` serialises that path, so decisions are
-always made on a picture that matches the database.
+(`State.commit`: one `Store.commit` transaction, then the mirror), then act (the
+`Effects` the decision returned beside its rows: frames to runners, artifact syncs, a
+placement pass; carried out by `State.act` and nowhere else). `State.lock` serialises
+that path, so decisions are always made on a picture that matches the database;
+`commit` checks that its caller holds it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import anyio
 import msgspec
 
 from nvq.config import Config
+from nvq.daemon.effects import Actions, Effects
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.frames import kill_msg, start_msg, stop_signal
 from nvq.daemon.later import Later
@@ -117,6 +120,11 @@ class State:
         self.usage = UsageBook(config)  # fair share's ledger (see daemon/usage.py)
         self.fair_share: dict[str, float] | None = None  # the last pass's standings
         self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
+        self.actions: Actions | None = None  # carries out starts and ended attempts
+
+    def holds_lock(self) -> bool:
+        """Whether the running task holds `lock` (what `commit` insists on)."""
+        return self.lock.statistics().owner == anyio.get_current_task()
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -185,7 +193,8 @@ class State:
                     tx.jobs.append(outcome.job)
                     tx.events.extend(outcome.events)
         if tx:
-            await self.commit(tx)
+            async with self.lock:
+                await self.commit(tx)
 
     # ------------------------------------------------------------ wake-ups
 
@@ -210,9 +219,20 @@ class State:
 
     # ------------------------------------------------------------ changing
 
-    async def commit(self, tx: Tx) -> list[Job]:
-        """Write `tx` in one transaction, then mirror it. Must hold the lock. While
-        the disk is full this waits (and the mirror keeps the old picture)."""
+    async def commit(self, tx: Tx, fx: Effects | None = None) -> list[Job]:
+        """Write `tx` in one transaction, mirror it, then carry out `fx` (what the
+        change owes the world once it is durable). Must hold the lock. While the disk
+        is full this waits (and the mirror keeps the old picture). An empty `tx` writes
+        nothing: only `fx` is carried out."""
+        assert self.holds_lock(), "State.commit without the state's lock"
+        inserted: list[Job] = []
+        if tx:
+            inserted = await self._write(tx)
+        if fx:
+            self.act(fx)
+        return inserted
+
+    async def _write(self, tx: Tx) -> list[Job]:
         self._name_jobs(tx)
         if tx.jobs:
             self.usage.charge(tx, self.jobs, self.card_sizes)
@@ -257,6 +277,31 @@ class State:
         """Give each node its cards' marks (what `open_cards` leaves out)."""
         for node in self.nodes.values():
             node.card_marks = card_marks.of_node(self.cards, node.name)
+
+    def act(self, fx: Effects) -> None:
+        """Carry out what a committed change owes, in one fixed order: a node marked
+        reconciled first (so its kills and starts may go), kills before anything new
+        happens on a node, then acks, starts, ended attempts' syncs, a placement pass.
+        Must hold the lock (placement must see an ended attempt's sync at once)."""
+        for node in fx.reconciled:
+            node.reconciled = True
+        self.post_kills(fx.kills)
+        for node, reap in fx.kills_now:
+            node.post(self.kill_msg(reap))
+        for node, seq in fx.acks:
+            node.applied_seq = max(node.applied_seq, seq)
+            node.post(p.Ack(seq))
+        if fx.starts or fx.ended:
+            assert self.actions is not None, "no one to carry out starts and syncs"
+            for job in fx.starts:
+                if job.node is not None:
+                    self.actions.post_start(self.nodes[job.node], job)
+            for e in fx.ended:
+                self.actions.attempt_ended(e.node, e.job, e.attempt, kept=e.kept)
+        if fx.reconciled:
+            self.notify()  # a node's picture changed: waiters look again
+        if fx.kick:
+            self.kick()
 
     def _name_jobs(self, tx: Tx) -> None:
         """A new job gets a random nonce, stored with it: with the queue id it tells

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nvq.config import Config, EmailChannel
+from nvq.notify.errors import DeliveryError
 from nvq.notify.plan import webhook_index
 from nvq.notify.text import body, header_text, subject
 
@@ -23,10 +24,6 @@ __all__ = ["DeliveryError", "body", "deliver", "header_text", "subject"]
 
 COMMAND_TIMEOUT = 60.0
 SMTP_TIMEOUT = 30.0
-
-
-class DeliveryError(Exception):
-    """The channel refused or failed; the message says why, in one line."""
 
 
 def deliver(channel: str, key: str, payload: dict[str, Any], config: Config, home: Path) -> None:

@@ -67,11 +67,11 @@ class Notifier:
             error = f"{type(exc).__name__}: {exc}"
         else:
             done = time.time()
-            await self.store.sync(lambda conn: alert_table.mark_delivered(conn, row.id, done))
+            await self.store.write(lambda conn: alert_table.mark_delivered(conn, row.id, done))
             log.info("delivered %s", row.key)
             return
         now = time.time()
         notify = self.config.notify
         retry_at = now + backoff(row.attempts + 1, notify.retry_initial, notify.retry_max)
-        await self.store.sync(lambda conn: alert_table.mark_failed(conn, row.id, error, now, retry_at))
+        await self.store.write(lambda conn: alert_table.mark_failed(conn, row.id, error, now, retry_at))
         log.warning("delivering %s failed (attempt %d): %s", row.key, row.attempts + 1, error)

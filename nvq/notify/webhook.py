@@ -22,6 +22,7 @@ import urllib.request
 from typing import Any
 
 from nvq.config import WebhookChannel
+from nvq.notify.errors import DeliveryError
 from nvq.notify.text import body, subject
 
 BAD = ("failed", "timeout", "lost", "unschedulable")
@@ -61,8 +62,6 @@ def _is_bad(payload: dict[str, Any]) -> bool:
 
 
 def post(hook: WebhookChannel, key: str, payload: dict[str, Any]) -> None:
-    from nvq.notify.channels import DeliveryError
-
     req = request_for(hook, key, payload)
     where = urllib.parse.urlsplit(hook.url).netloc
     try:

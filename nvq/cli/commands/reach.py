@@ -6,13 +6,13 @@ from __future__ import annotations
 import shlex
 import socket
 import sys
-import threading
 from typing import Any
 
 import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
+from nvq.cli.port_relay import pump, serve_forward
 from nvq.cli.render.output import emit
 from nvq.remote import FORWARD_FLAG
 
@@ -74,39 +74,6 @@ def job_forward(
                          lambda: client.open_stream(c.Forward(id=job_id, port=where["port"])))
 
 
-def serve_forward(
-    listener: socket.socket, where: dict[str, Any], as_json: bool, open_one: Any,
-    relay: Any = None,
-) -> int:
-    """Accept local connections until Ctrl-C; each is relayed by `open_one()`'s stream
-    (a daemon connection; with `relay`, whatever `relay(conn, upstream)` pumps)."""
-    lport = listener.getsockname()[1]
-    doc = {**where, "local_port": lport, "url": f"http://127.0.0.1:{lport}/"}
-    emit(doc, as_json, f"forwarding {doc['url']} to port {where['port']} on {where['node']} "
-         f"(job {where['job']}); Ctrl-C stops")
-    sys.stdout.flush()
-    try:
-        while True:
-            conn, _ = listener.accept()
-            threading.Thread(target=_relay_one, args=(conn, open_one, relay), daemon=True).start()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        listener.close()
-
-
-def _relay_one(conn: socket.socket, open_one: Any, relay: Any) -> None:
-    try:
-        upstream = open_one()
-    except Exception:  # the daemon refused (job ended): drop this connection
-        conn.close()
-        return
-    if relay is not None:
-        relay(conn, upstream)
-        return
-    _pump(conn.recv, conn.sendall, conn, upstream)
-
-
 def _relay_stdio(upstream: socket.socket) -> int:
     import os
 
@@ -117,47 +84,5 @@ def _relay_stdio(upstream: socket.socket) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
 
-    _pump(read, write, None, upstream)
+    pump(read, write, None, upstream)
     return 0
-
-
-def _pump(read: Any, write: Any, conn: socket.socket | None, upstream: socket.socket) -> None:
-    """Local bytes → TermInput frames; the daemon's Chunks → local, until either ends."""
-    from nvq import control as c
-    from nvq.cli.terminal import send
-    from nvq_runner.protocol import FrameReader
-
-    def up() -> None:
-        try:
-            while data := read(65536):
-                send(upstream, c.TermInput(data))
-        except OSError:
-            pass
-        # End of the local side's input: the node's side sees end of input too.
-        with_suppress(lambda: upstream.shutdown(socket.SHUT_WR))
-
-    threading.Thread(target=up, daemon=True).start()
-    frames = FrameReader()
-    try:
-        while data := upstream.recv(65536):
-            for payload in frames.feed(data):
-                reply = c.reply_decoder.decode(payload)
-                if isinstance(reply, c.Chunk):
-                    write(reply.data)
-                elif isinstance(reply, c.Done):
-                    return
-    except OSError:
-        pass
-    finally:
-        upstream.close()
-        if conn is not None:
-            # shutdown first: it wakes the reading thread, which close alone does not
-            with_suppress(lambda: conn.shutdown(socket.SHUT_RDWR))
-            conn.close()
-
-
-def with_suppress(fn: Any) -> None:
-    try:
-        fn()
-    except OSError:
-        pass

@@ -42,6 +42,5 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
             return job_edit.edit_fields(one, fields, by=user)
 
         changed = await apply(state, [job], change)
-    state.kick()
     return (changed[0] if changed else job)
 

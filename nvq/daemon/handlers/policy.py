@@ -111,7 +111,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
             if modes[job.id] == "fresh":
                 if ctx.machines.artifacts.has_any(job.id):
                     kept = str(ctx.machines.artifacts.set_aside_dir(job.id, job.attempt))
-                ctx.machines.start_fresh(job, ended[job.id].node)
+                ctx.machines.syncs.start_fresh(job, ended[job.id].node)
             fields = msgspec.structs.asdict(job)
             replies.append(c.Requeued(**fields, artifacts=modes[job.id], artifacts_kept=kept))
         return replies

@@ -11,6 +11,7 @@ from nvq import control as c
 from nvq.daemon import reserving
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers.submit_preview import preview
 from nvq.daemon.quotas import check_queued
@@ -27,8 +28,7 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     job = await _checked(ctx, req.spec, user)
     async with state.lock:
         new_jobs, unreported = await _rows(ctx, req.spec, job, user)
-        inserted = await state.commit(Tx(new_jobs=new_jobs))
-    state.kick()
+        inserted = await state.commit(Tx(new_jobs=new_jobs), Effects(kick=True))
     fields = msgspec.structs.asdict(inserted[0])
     if unreported:
         # Accepted unchecked: the reply says which nodes it waits to hear from.
