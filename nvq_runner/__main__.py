@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     pty = sub.add_parser("pty-attach", help="splice stdin/stdout to a session's terminal")
     pty.add_argument("--sock", required=True, help="the session's pty.sock")
     pty.add_argument("--wait", type=float, default=30.0, help="seconds to wait for it")
+    pk = sub.add_parser("pack", help="write a file or directory to stdout as a tar stream")
+    pk.add_argument("--path", required=True)
     port = sub.add_parser("port-connect", help="splice stdin/stdout to a local TCP port")
     port.add_argument("--port", type=int, required=True)
     ex = sub.add_parser("pty-exec", help="a shell or command inside a running job, on a pty")
@@ -38,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         from .ptyexec import pty_exec
 
         return pty_exec(args.pid, str(Path(args.dir).expanduser()), args.cmd, args.rows, args.cols)
+    if args.command == "pack":
+        from .pack import pack
+
+        return pack(str(Path(args.path).expanduser()))
     if args.command == "port-connect":
         from .port_connect import port_connect
 

@@ -98,9 +98,9 @@ def unshared_home(cluster: ClusterConfig, job_id: str) -> str:
     """What the log says when the login node cannot see what a pilot wrote in its home."""
     return (
         f"cluster {cluster.name}: the login node does not see the pilots' home "
-        f"({cluster.home}) that pilot {job_id} wrote on its compute node: jobs run and "
-        "their artifacts come back over each pilot's own link, but `nvq job pull` of a "
-        "pilot's job reads through the login node and cannot reach its files"
+        f"({cluster.home}) that pilot {job_id} wrote on its compute node: nothing needs "
+        "it to (files travel over each pilot's link), but each compute node installs "
+        "the runner from its batch script instead of using the login node's copy"
     )
 
 

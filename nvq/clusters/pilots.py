@@ -237,8 +237,8 @@ class PilotManager:
 
     async def check_home_shared(self, job_id: str) -> None:
         """Once a pilot's runner answers: does the login node see the pilot's home?
-        Syncs need no shared file system (they read over the pilot's link), but `job
-        pull` does, so the log says it once per cluster when it is not shared."""
+        Nothing needs it to (files travel over the pilot's link), but where it does not,
+        compute nodes install the runner themselves: the log says so once per cluster."""
         login = self.login
         if login is None or self.unshared is not None:
             return

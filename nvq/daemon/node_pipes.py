@@ -109,6 +109,10 @@ def check_reachable(node: NodeRuntime) -> None:
 
 
 async def open_on_node(state: State, node: NodeRuntime, args: list[str]) -> anyio.abc.ByteStream:
+    return await runner_pipe(node, args)
+
+
+async def runner_pipe(node: NodeRuntime, args: list[str]) -> anyio.abc.ByteStream:
     """Run `python -m nvq_runner ARGS` on `node` (its runner's interpreter) and return
     its stdin/stdout. Raises RequestError when the node is not connected."""
     check_reachable(node)

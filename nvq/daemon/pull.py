@@ -10,12 +10,14 @@ import pwd
 import secrets
 import shutil
 import stat
+import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import anyio
 
 from nvq.daemon.errors import RequestError
+from nvq.daemon.node_pipes import runner_pipe
 from nvq.daemon.nodes import NodeRuntime
 from nvq.model import Job
 
@@ -77,6 +79,47 @@ async def _copy_sftp(conn: Any, pairs: list[tuple[str, Path]]) -> None:
         sftp.exit()
 
 
+async def _copy_packed(node: NodeRuntime, job: Job, src: str, dst: Path) -> None:
+    """`src` through `nvq_runner pack` run beside the node's runner, as a tar stream
+    unpacked here with the "data" filter (nothing outside `dst`, no device files, no
+    set-id bits)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    packed = dst.parent / f".{dst.name}.tar"
+    pipe = await runner_pipe(node, ["pack", "--path", src])
+    try:
+        with packed.open("wb") as out:
+            while True:
+                try:
+                    out.write(await pipe.receive())
+                except anyio.EndOfStream:
+                    break
+        ended = getattr(pipe, "ended", None)
+        code = await ended() if ended is not None else 0
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pipe.aclose()
+    if code != 0:
+        packed.unlink(missing_ok=True)
+        lines = str(getattr(pipe, "stderr_tail", "")).strip().splitlines()
+        ours = [ln for ln in lines if ln.startswith("nvq_runner: ")]  # srun adds its own
+        why = (ours or lines or [f"exit status {code}"])[-1].removeprefix("nvq_runner: ")
+        raise RequestError(f"job {job.id}: {why} on {node.name}")
+    await anyio.to_thread.run_sync(unpack_packed, packed, dst)
+
+
+def unpack_packed(packed: Path, dst: Path) -> None:
+    into = dst.parent / f".{dst.name}.unpacked"
+    into.mkdir(mode=0o700)
+    try:
+        with tarfile.open(packed) as tar:
+            tar.extractall(into, filter="data")
+        [top] = list(into.iterdir())
+        top.rename(dst)
+    finally:
+        packed.unlink(missing_ok=True)
+        shutil.rmtree(into, ignore_errors=True)
+
+
 def _give_to(root: Path, staging: Path, user: str) -> None:
     """Hand the staged tree to `user` (a member pulling as themselves, the daemon being
     root), who moves it out and removes it: the staging root is theirs to pass through
@@ -111,6 +154,9 @@ async def pull_into_staging(
                 if not os.path.lexists(src):  # noqa: ASYNC240 - one stat, local node
                     raise RequestError(f"job {job.id} has no {src} on {node.name}")
                 await anyio.to_thread.run_sync(_copy_local, src, dst)
+        elif node.runner_step is not None:  # a pilot: the login node cannot see its disk
+            for src, dst in pairs:
+                await _copy_packed(node, job, src, dst)
         else:
             conn = getattr(node.channel, "connection", None)
             if conn is None:

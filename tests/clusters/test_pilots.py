@@ -250,8 +250,8 @@ class UnsharedLogin:
 
 
 def test_a_pilot_home_the_login_node_cannot_see_is_noted_without_an_alert(tmp_path: Path) -> None:
-    # Artifacts come back over the pilot's own link: an unshared home costs only
-    # `job pull`, which the log says once; nothing to alert anyone about.
+    # Files travel over the pilot's own link: an unshared home costs only a runner
+    # install per compute node, which the log says once; nothing to alert anyone about.
     config = ClusterConfig(name="hpc", host="login", home="/scratch/nvq")
     hooks = Hooks()
 
@@ -264,6 +264,6 @@ def test_a_pilot_home_the_login_node_cannot_see_is_noted_without_an_alert(tmp_pa
         assert pilots.unshared.startswith(
             "cluster hpc: the login node does not see the pilots' home (/scratch/nvq)"
         )
-        assert "`nvq job pull`" in pilots.unshared
+        assert "installs the runner from its batch script" in pilots.unshared
 
     run(main)

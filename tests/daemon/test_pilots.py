@@ -360,7 +360,8 @@ def test_nvq_installs_the_pilots_runner_itself_with_no_home_shared_with_the_logi
     # (this host's real file system) never sees, and the reverse.
     slurm_login.without_sharing(tmp_path / "pilots")
     # No `python` in the table: nvq installs this version's runner under <home>/runner.
-    nvq = cluster_queue(python=toml_str("python3"))
+    # The pilot stays after the job, for the pull below.
+    nvq = cluster_queue(python=toml_str("python3"), idle_release=toml_str("10m"))
     job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "sh", "-c",
                      'echo art > "$NVQ_ARTIFACTS/a.txt"')
     code, [done] = nvq.wait(job["id"], timeout=180)
@@ -380,7 +381,13 @@ def test_nvq_installs_the_pilots_runner_itself_with_no_home_shared_with_the_logi
         nvq.json("job", "artifacts", str(job["id"]), "--get", str(dest))
         time.sleep(0.5)
     assert (dest / "a.txt").read_text() == "art\n"
-    assert "the login node does not see the pilots' home" in (nvq.home / "daemon.log").read_text()
+    # job pull reads the compute node's disk through a step of the pilot's allocation.
+    back = tmp_path / "back"
+    doc = nvq.json("job", "pull", str(job["id"]), "--to", str(back))
+    assert doc["paths"] == ["artifacts", "work"], doc
+    assert (back / "artifacts" / "a.txt").read_text() == "art\n"
+    missing = nvq.run("job", "pull", str(job["id"]), "nope.txt", "--to", str(tmp_path / "x"))
+    assert missing.code != 0 and "nope.txt" in missing.err and not (tmp_path / "x").exists()
 
 
 def test_a_pilot_running_another_runner_version_is_refused_with_one_alert(

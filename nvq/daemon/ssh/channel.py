@@ -66,6 +66,13 @@ class RunnerChannel(anyio.abc.ByteStream):
     def exit_status(self) -> int | None:
         return self._process.exit_status
 
+    async def ended(self) -> int | None:
+        """Wait until the command has ended and its stderr is read; its exit status."""
+        await self._process.wait_closed()
+        with contextlib.suppress(Exception):
+            await self._stderr_task
+        return self._process.exit_status
+
     @property
     def connection(self) -> asyncssh.SSHClientConnection:
         return self._conn
