@@ -104,9 +104,9 @@ def reason_of(
     if kept is not None:
         node, victims = kept
         ids = ", ".join(map(str, victims))
-        return w.Waiting(
-            w.PREEMPTING, f"preempting job {ids} on {node}: it starts there once they stopped"
-        )
+        jobs = "job" if len(victims) == 1 else "jobs"
+        detail = f"preempting {jobs} {ids} on {node}: it starts there once they stopped"
+        return w.Waiting(w.PREEMPTING, detail)
     status = facts.dep_status.get(job.id)
     if isinstance(status, deps.Waiting):
         on = live.get(status.on)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nvq.daemon.explain import waiting_of
 from nvq.model import JobState
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
-from tests.fakes.daemon import eventually, job_now, running_daemon, submit
+from tests.fakes.daemon import _contexts, eventually, job_now, running_daemon, submit
 from tests.fakes.runner import GIB_MB, FakeRunner
 
 
@@ -41,6 +42,12 @@ def test_the_node_waits_for_the_urgent_job_whichever_victim_stops_first(tmp_path
             small = await submit(core, gpus=1, vram_mb=big)
             await eventually(lambda: core.pass_facts is not None and bool(core.pass_facts.holds))
             assert core.pass_facts is not None and urgent.id in core.pass_facts.holds
+            ctx = _contexts[id(core)]
+            why = waiting_of(core, ctx.machines, core.jobs[urgent.id])
+            assert why is not None and why.reason == "Preempting", why
+            assert why.detail == (
+                f"preempting jobs {a.id}, {b.id} on local: it starts there once they stopped"
+            )
 
             before = core.pass_facts.number
             runner.exit(b.id, 143, reason="killed")  # the later one's exit comes first
