@@ -21,7 +21,8 @@ RESTART_QUEUE = ("local_node", "local_node_name", "local_home", "local_gpus", "l
 # Whole sections set up at start: pilot managers, the remote CLI, backups.
 RESTART_SECTIONS = ("clusters", "remote", "backup")
 # A node's fields that change how it is reached (or which runner it is).
-RECONNECT = ("host", "port", "user", "identity", "known_hosts", "home", "python")
+RECONNECT = ("host", "port", "user", "identity", "known_hosts", "home", "python", "jump",
+             "hops")
 # Read by its runner when it starts: a runner already running keeps what it had.
 AT_RUNNER_START = ("env",)
 
@@ -80,7 +81,8 @@ def diff(old: Config, new: Config) -> ConfigChanges:
             later = [k for k in AT_RUNNER_START if getattr(prev, k) != getattr(node, k)]
             if moved:
                 out.reconnect.append(node)
-                out.applied.append(f"node {name} {', '.join(moved)} changed: reconnecting")
+                shown = dict.fromkeys("jump" if k == "hops" else k for k in moved)
+                out.applied.append(f"node {name} {', '.join(shown)} changed: reconnecting")
             if other or later:
                 out.updated.append(node)
             if other:

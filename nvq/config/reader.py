@@ -10,6 +10,7 @@ from typing import Any
 
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
+from nvq.config.jumps import resolve
 from nvq.config.lease import lease_problem
 from nvq.config.sharing import SHARE_KEYS, queue_fields, read_limits, user_sharing
 from nvq.config.submit import read_submit
@@ -171,6 +172,7 @@ class _Parser(FieldReader):
             "cache_size": self.bytes_size,
             "lazy_artifacts": self.boolean,
             "runtime": self.runtime,
+            "jump": self.string,
         }
         seen: dict[str, int] = {}
         nodes = []
@@ -194,7 +196,11 @@ class _Parser(FieldReader):
                 )
             seen[name] = i
             nodes.append(NodeConfig(**out))
-        return nodes
+        try:
+            return resolve(nodes)
+        except ValueError as exc:
+            bad = next((i for i, n in enumerate(nodes) if n.jump and n.jump in str(exc)), 0)
+            raise self.fail(f"nodes[{bad}].jump", str(exc)) from None
 
     def runtime(self, value: Any, key: str) -> str:
         runtimes = ("podman", "docker", "apptainer")

@@ -11,6 +11,16 @@ class ConfigError(Exception):
     """A malformed config: the message names the file, the key and the problem."""
 
 
+class JumpHost(msgspec.Struct, kw_only=True, frozen=True):
+    """One SSH hop on the way to a node (`[[nodes]] jump`): a bastion or gateway."""
+
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity: str | None = None  # private key file (the node's, unless a node named)
+    known_hosts: str | None = None  # the node's, unless the hop is a node named
+
+
 class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     name: str
     host: str
@@ -35,6 +45,10 @@ class NodeConfig(msgspec.Struct, kw_only=True, frozen=True):
     # the container runtime image jobs run through (podman, docker, apptainer); None:
     # the first the node's runner finds
     runtime: str | None = None
+    # reached through these SSH hosts: "user@bastion:22" (several: comma-separated, the
+    # first first) or the name of another [[nodes]] entry; `hops` is that resolved
+    jump: str | None = None
+    hops: list[JumpHost] = []
 
 
 class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):

@@ -76,3 +76,38 @@ def test_node_add_appends_a_checked_table(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         append_node(path, "h", {"host": "h.lab", "port": 0}, {})
     assert path.read_text() == text  # refused: nothing written
+
+
+JUMPS = """
+[queue]
+local_node = false
+[[nodes]]
+name = "gw"
+host = "gw.lab"
+user = "me"
+identity = "/keys/gw"
+[[nodes]]
+name = "inner"
+host = "10.0.0.5"
+jump = "gw"
+[[nodes]]
+name = "deep"
+host = "10.0.0.6"
+identity = "/keys/deep"
+jump = "ops@b1.lab:2222,b2"
+"""
+
+
+def test_jumps_resolve_to_hops() -> None:
+    gw, inner, deep = _config(JUMPS).nodes
+    assert gw.hops == []
+    (hop,) = inner.hops
+    assert (hop.host, hop.port, hop.user, hop.identity) == ("gw.lab", 22, "me", "/keys/gw")
+    assert [(h.user, h.host, h.port, h.identity) for h in deep.hops] == [
+        ("ops", "b1.lab", 2222, "/keys/deep"), (None, "b2", 22, "/keys/deep")]
+    with pytest.raises(ConfigError, match="nodes.1..jump: jumps go round in a loop"):
+        _config(JUMPS.replace('jump = "gw"', 'jump = "inner"'))
+    with pytest.raises(ConfigError, match="is not user@host:port nor a node's name"):
+        _config(JUMPS.replace('jump = "gw"', 'jump = "no such"'))
+    moved = diff(_config(JUMPS), _config(JUMPS.replace('host = "gw.lab"', 'host = "gw2"')))
+    assert "node inner jump changed: reconnecting" in moved.applied

@@ -245,6 +245,8 @@ class SshdNode:
         self.extra_config: list[str] = []
         self.sftp = True
         self.private: list[Path] = []  # directories its sessions see as an empty tmpfs
+        # Run inside this network namespace (`ip netns`): a node only a bastion reaches.
+        self.netns: str | None = None
         self.authorized_keys.write_text(client_key.public_line + "\n")
         self._new_host_key()
         self.write_known_hosts()
@@ -374,8 +376,9 @@ class SshdNode:
         self._paused = []
         log = self.log_file.open("ab")
         try:
+            inside = ["ip", "netns", "exec", self.netns] if self.netns else []
             self.proc = subprocess.Popen(
-                self._argv(),
+                [*inside, *self._argv()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -390,19 +393,28 @@ class SshdNode:
                     f"sshd on port {self.port} exited with {self.proc.returncode}: "
                     f"{self.log_file.read_text(errors='replace')[-2000:]}"
                 )
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.5) as s:
-                    s.settimeout(2.0)
-                    if s.recv(4).startswith(b"SSH-"):
-                        return
-            except OSError:
-                pass
+            if self._answers():
+                return
             if time.monotonic() > deadline:
                 self.kill_all()
                 raise SshdError(
                     f"sshd on port {self.port} did not accept connections in {timeout}s"
                 )
             time.sleep(0.02)
+
+    def _answers(self) -> bool:
+        """Does sshd greet a client (from inside its namespace, if it has one)?"""
+        if self.netns:
+            probe = (f"import socket; s = socket.create_connection(({self.host!r}, {self.port}),"
+                     " timeout=0.5); s.settimeout(2.0); assert s.recv(4).startswith(b'SSH-')")
+            return subprocess.run(["ip", "netns", "exec", self.netns, sys.executable, "-c",
+                                   probe], capture_output=True).returncode == 0
+        try:
+            with socket.create_connection((self.host, self.port), timeout=0.5) as s:
+                s.settimeout(2.0)
+                return s.recv(4).startswith(b"SSH-")
+        except OSError:
+            return False
 
     def _wait(self, timeout: float = 5.0) -> None:
         if self.proc is None:

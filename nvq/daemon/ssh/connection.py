@@ -19,6 +19,7 @@ import shlex
 
 import anyio
 import asyncssh
+import msgspec
 
 from nvq.config import NodeConfig
 from nvq.daemon.ssh.errors import (
@@ -73,12 +74,37 @@ async def connect_node(
     keepalive_interval: float = 5,
     keepalive_count_max: int = 3,
 ) -> asyncssh.SSHClientConnection:
-    """Open the node's SSH connection: host key verified, keepalives on.
+    """Open the node's SSH connection: host key verified, keepalives on; through its
+    jump hosts (`node.hops`, each verified the same way) when it has them.
 
     `connect_timeout` bounds the TCP connect, key exchange and authentication together
     (a hung sshd that accepts TCP but never speaks is caught by it). The caller owns the
-    connection: `conn.close(); await conn.wait_closed()`.
+    connection: `conn.close(); await conn.wait_closed()` (which closes its hops too).
     """
+    tunnel: asyncssh.SSHClientConnection | None = None
+    try:
+        for hop in node.hops:
+            via = msgspec.structs.replace(
+                node, name=f"{node.name} via jump", host=hop.host, port=hop.port,
+                user=hop.user, identity=hop.identity, known_hosts=hop.known_hosts, hops=[])
+            conn = await _connect_one(via, tunnel, connect_timeout, keepalive_interval,
+                                      keepalive_count_max)
+            conn.set_tunnel(tunnel)  # closed with the connection that runs over it
+            tunnel = conn
+        conn = await _connect_one(node, tunnel, connect_timeout, keepalive_interval,
+                                  keepalive_count_max)
+    except BaseException:
+        if tunnel is not None:
+            tunnel.close()
+        raise
+    conn.set_tunnel(tunnel)
+    return conn
+
+
+async def _connect_one(
+    node: NodeConfig, tunnel: asyncssh.SSHClientConnection | None, connect_timeout: float,
+    keepalive_interval: float, keepalive_count_max: int,
+) -> asyncssh.SSHClientConnection:
     known_hosts = known_hosts_path(node)
     if not await anyio.Path(known_hosts).is_file():
         raise HostKeyError(
@@ -93,6 +119,8 @@ async def connect_node(
         "keepalive_count_max": keepalive_count_max,
         "encryption_algs": ENCRYPTION_ALGS,
     }
+    if tunnel is not None:
+        options["tunnel"] = tunnel
     if node.user:
         options["username"] = node.user
     if node.identity:
