@@ -105,7 +105,7 @@ def test_jumps_resolve_to_hops() -> None:
     assert (hop.host, hop.port, hop.user, hop.identity) == ("gw.lab", 22, "me", "/keys/gw")
     assert [(h.user, h.host, h.port, h.identity) for h in deep.hops] == [
         ("ops", "b1.lab", 2222, "/keys/deep"), (None, "b2", 22, "/keys/deep")]
-    with pytest.raises(ConfigError, match="nodes.1..jump: jumps go round in a loop"):
+    with pytest.raises(ConfigError, match=r"nodes\[1\]\.jump: jumps go round in a loop"):
         _config(JUMPS.replace('jump = "gw"', 'jump = "inner"'))
     with pytest.raises(ConfigError, match="is not user@host:port nor a node's name"):
         _config(JUMPS.replace('jump = "gw"', 'jump = "no such"'))
