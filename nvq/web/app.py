@@ -97,7 +97,10 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             filters=filters,
             states=[s.value for s in JobState],
             active=pages.active_rows(active, filters, site.visitor, now),
-            completed=pages.completed_rows(finished, filters, site.visitor, now),
+            completed=pages.completed_rows(finished, filters, site.visitor, now,
+                                           frozenset({JobState.COMPLETED})),
+            ended_badly=pages.completed_rows(finished, filters, site.visitor, now,
+                                             pages.ENDED_BADLY),
             window_days=int(pages.COMPLETED_WINDOW // 86400),
             cap=pages.COMPLETED_CAP,
         )
@@ -105,12 +108,16 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
     async def job_page(request: Request) -> Response:
         job_id = int(request.path_params["id"])
         detail = await site.client.show(job_id)
+        # `?attempt=N`: that attempt's output (not followed); else the latest's, followed
+        picked = request.query_params.get("attempt", "")
+        attempt = int(picked) if picked.isdigit() else None
         # A live refresh keeps the logs the page already follows: no need to read them.
         fragment = request.headers.get("x-nvq-fragment") == "1"
         logs = {
-            s: None if fragment else await _tail(site.client, job_id, s)
+            s: None if fragment else await _tail(site.client, job_id, s, attempt)
             for s in ("stdout", "stderr")
         }
+        runtimes, total = pages.attempt_runtimes(detail.attempts, time.time())
         try:
             artifacts = await site.client.artifacts(job_id)
         except ClientError:
@@ -122,6 +129,9 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             row=pages.row(detail, site.visitor, time.time()),
             logs=logs,
             artifacts=artifacts,
+            attempt=attempt,
+            runtimes=runtimes,
+            total_runtime=total,
         )
 
     async def nodes_page(request: Request) -> Response:
@@ -166,6 +176,7 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             "resume": site.client.resume,
             "cancel": site.client.cancel,
             "requeue": site.client.requeue,
+            "release": site.client.release,
         }
         call = actions.get(action)
         if call is None:
@@ -265,9 +276,11 @@ def _with_query(path: str, **params: str) -> str:
     return path.split("?", 1)[0] + "?" + urlencode(params)
 
 
-async def _tail(client: AsyncClient, job_id: int, stream: str) -> str | None:
+async def _tail(client: AsyncClient, job_id: int, stream: str,
+                attempt: int | None = None) -> str | None:
     try:
-        chunks = [c async for c in client.logs(job_id, lines=LOG_LINES, stream=stream)]  # type: ignore[arg-type]
+        chunks = [c async for c in client.logs(job_id, lines=LOG_LINES, stream=stream,  # type: ignore[arg-type]
+                                               attempt=attempt)]
     except ClientError:
         return None
     return b"".join(chunks).decode(errors="replace")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nvq.control import GpuPoint
 from nvq.domain.report import ReportRow
@@ -19,11 +20,29 @@ COMPLETED_CAP = 100
 COMPLETED_SCAN = 1000
 
 ACTIONS: dict[str, frozenset[JobState]] = {
+    "release": frozenset({JobState.HELD}),
     "pause": frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING}),
     "resume": frozenset({JobState.PAUSED}),
     "cancel": frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED, JobState.RUNNING}),
     "requeue": frozenset(FINISHED_STATES),
 }
+# Finished jobs that ended badly: their own section, with the reason.
+ENDED_BADLY = frozenset(FINISHED_STATES - {JobState.COMPLETED})
+
+
+def confirmation(action: str, job: Job) -> str:
+    """What the browser asks before the button acts ("" for none): everything that
+    stops work or runs it again is asked; resuming and pausing a waiting job are not."""
+    if action == "pause" and job.state is JobState.RUNNING:
+        return f"Pause job {job.id}? It is stopped now and starts again when resumed."
+    if action == "cancel":
+        return f"Cancel job {job.id}" + ("? It is stopped now." if job.state is
+                                        JobState.RUNNING else "?")
+    if action == "requeue":
+        return f"Run job {job.id} again (it ended {job.state.value})?"
+    if action == "release":
+        return f"Release job {job.id}? It runs although a prerequisite did not complete."
+    return ""
 
 
 @dataclass(frozen=True)
@@ -50,10 +69,12 @@ class Visitor:
     def may_manage(self, job: Job) -> bool:
         return job.user == self.user or self.user in self.admins
 
-    def actions(self, job: Job) -> list[str]:
+    def actions(self, job: Job) -> list[tuple[str, str]]:
+        """(action, confirmation) for each button this visitor may press on `job`."""
         if not self.may_manage(job):
             return []
-        return [name for name, states in ACTIONS.items() if job.state in states]
+        return [(name, confirmation(name, job)) for name, states in ACTIONS.items()
+                if job.state in states]
 
 
 @dataclass
@@ -61,11 +82,12 @@ class JobRow:
     job: Job
     where: str
     runtime: str
-    actions: list[str] = field(default_factory=list)
+    actions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def where(job: Job) -> str:
-    if job.node is None:
+    # a waiting job's node is where an earlier attempt ran, not where it is
+    if job.node is None or job.state in (JobState.PENDING, JobState.HELD, JobState.PAUSED):
         return ""
     return f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else job.node
 
@@ -108,14 +130,16 @@ def active_rows(
 
 
 def completed_rows(
-    jobs: Sequence[Job], filters: Filters, visitor: Visitor, now: float
+    jobs: Sequence[Job], filters: Filters, visitor: Visitor, now: float,
+    states: frozenset[JobState] = FINISHED_STATES,
 ) -> list[JobRow]:
-    """Finished jobs that ended within the window, newest first, at most the cap."""
+    """Finished jobs (in `states`) that ended within the window, newest first, at most
+    the cap."""
     since = now - COMPLETED_WINDOW
     kept = [
         j
         for j in jobs
-        if j.state.finished and (j.ended_at or j.created_at) >= since and filters.keep(j)
+        if j.state in states and (j.ended_at or j.created_at) >= since and filters.keep(j)
     ]
     kept.sort(key=lambda j: (j.ended_at or j.created_at, j.id), reverse=True)
     return [row(j, visitor, now) for j in kept[:COMPLETED_CAP]]
@@ -139,6 +163,30 @@ def gpu_bar(total_mb: int, foreign_mb: int, queue_mb: int, reserved_mb: int) -> 
     scale = 100.0 / max(total_mb, used)
     f, q, r = (round(p * scale, 1) for p in parts)
     return GpuBar(f, q, r, round(max(0.0, 100.0 - f - q - r), 1))
+
+
+def size(n: int | None) -> str:
+    """Bytes as people read them: `512 B`, `1.5 KiB`, `3.2 GiB`."""
+    if n is None:
+        return ""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return ""  # not reached
+
+
+def attempt_runtimes(attempts: Sequence[Any], now: float) -> tuple[list[str], str]:
+    """Each attempt's runtime (a running one's so far) and their total."""
+    spans = [
+        None if a.started_at is None else (a.ended_at if a.ended_at is not None else now)
+        - a.started_at
+        for a in attempts
+    ]
+    total = sum(s for s in spans if s is not None)
+    return [duration(s) for s in spans], duration(total) if any(
+        s is not None for s in spans) else ""
 
 
 def gib(mb: int | None) -> str:

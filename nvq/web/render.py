@@ -26,6 +26,7 @@ def environment() -> jinja2.Environment:
         clock=pages.clock,
         duration=pages.duration,
         gib=pages.gib,
+        size=pages.size,
         gpu_bar=pages.gpu_bar,
         where=pages.where,
     )

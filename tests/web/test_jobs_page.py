@@ -79,12 +79,19 @@ def test_pause_and_resume_from_the_page(nvq: Nvq, page: Any) -> None:
     job = nvq.submit("--name", "long", "--", "sleep", "300")
     row = page.locator(f'#active tr[data-job="{job["id"]}"]')
     expect(row).to_have_attribute("data-state", "running", timeout=WAIT)
+    asked: list[str] = []
 
+    def accept(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.on("dialog", accept)
     row.get_by_role("button", name="pause").click()
     expect(row).to_have_attribute("data-state", "paused", timeout=WAIT)
     assert nvq.show(job["id"])["state"] == "paused"
     expect(row.get_by_role("button", name="pause")).to_have_count(0)
 
+    assert asked and asked[0].startswith(f"Pause job {job['id']}?")  # a running job: asked
     row.get_by_role("button", name="resume").click()
     expect(row).to_have_attribute("data-state", "running", timeout=WAIT)
     assert nvq.show(job["id"])["state"] in ("pending", "running")
@@ -170,3 +177,50 @@ def test_the_usage_page_shows_each_accounts_gpu_hours(nvq: Nvq, page: Any, web: 
     page.locator('a[href="/usage?since=1d&by=tag"]').click()
     expect(page.locator('#usage tr[data-key="eval"]')).to_have_count(1, timeout=WAIT)
     screenshot(page, "usage")
+
+
+def test_a_failed_step_and_its_held_follower_are_dealt_with_from_the_page(
+    nvq: Nvq, page: Any, web: Any
+) -> None:
+    failing = nvq.submit(
+        "--gpus", "0", "--",
+        'echo "attempt $NVQ_ATTEMPT"; head -c 1536 /dev/zero > "$NVQ_ARTIFACTS/model.bin"; exit 3',
+    )["id"]  # fmt: skip
+    follower = nvq.submit("--gpus", "0", "--after", str(failing), "--", "echo follows")["id"]
+    nvq.wait_for(follower, lambda j: j["state"] == "held")
+    nvq.wait_for(failing, lambda j: len(j.get("artifact_syncs") or []) == 1)
+    page.reload()
+    bad = page.locator(f'#ended-badly tr[data-job="{failing}"]')
+    expect(bad).to_have_attribute("data-state", "failed")
+    expect(bad.locator("td.reason")).to_contain_text("exited with code 3")
+    expect(page.locator(f'#completed tr[data-job="{failing}"]')).to_have_count(0)
+
+    # release asks first: dismissed, nothing happens; accepted, the follower runs
+    held = page.locator(f'#active tr[data-job="{follower}"]')
+    answers = iter([False, True, True])
+    asked: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if next(answers) else dialog.dismiss()
+
+    page.on("dialog", answer)
+    held.get_by_role("button", name="release").click()
+    expect(page.locator("#error")).to_have_count(0)
+    assert nvq.show(follower)["state"] == "held" and asked[0].startswith(f"Release job {follower}?")
+    held.get_by_role("button", name="release").click()
+    done = page.locator(f'#completed tr[data-job="{follower}"]')
+    expect(done).to_have_attribute("data-state", "completed", timeout=WAIT)
+
+    bad.get_by_role("button", name="requeue").click()  # asked, accepted: runs again
+    nvq.wait_for(failing, lambda j: j["attempt"] == 2 and j["state"] == "failed")
+    assert asked[2].startswith(f"Run job {failing} again")
+
+    page.goto(f"{web.base}/jobs/{failing}")
+    expect(page.locator("#attempts tbody tr[data-attempt]")).to_have_count(2, timeout=WAIT)
+    expect(page.locator("#attempts td.runtime").first).not_to_be_empty()
+    expect(page.locator("#stdout")).to_contain_text("attempt 2", timeout=WAIT)
+    expect(page.locator("#artifacts")).to_contain_text("1.5 KiB")
+    page.locator('#attempts tr[data-attempt="1"] a').click()
+    expect(page.locator("#stdout")).to_have_text("attempt 1\n", timeout=WAIT)
+    screenshot(page, "job-attempts")

@@ -3,6 +3,8 @@ the filters, who sees which button, and how a card's memory is split."""
 
 from __future__ import annotations
 
+import msgspec
+
 from nvq.model import Job, JobState
 from nvq.web import pages
 
@@ -63,11 +65,42 @@ def test_filters_by_state_user_and_tag() -> None:
 def test_buttons_only_for_the_owner_or_an_admin() -> None:
     theirs = _job(1, JobState.RUNNING, user="bob")
     mine = _job(2, JobState.RUNNING, user="ann")
-    assert ME.actions(theirs) == []
-    assert ME.actions(mine) == ["pause", "cancel"]
-    assert pages.Visitor("root", frozenset({"root"})).actions(theirs) == ["pause", "cancel"]
-    assert ME.actions(_job(3, JobState.PAUSED)) == ["resume", "cancel"]
-    assert ME.actions(_job(4, JobState.FAILED, ended=NOW)) == ["requeue"]
+    def names(job: Job, visitor: pages.Visitor = ME) -> list[str]:
+        return [name for name, _ask in visitor.actions(job)]
+
+    assert names(theirs) == []
+    assert names(mine) == ["pause", "cancel"]
+    assert names(theirs, pages.Visitor("root", frozenset({"root"}))) == ["pause", "cancel"]
+    assert names(_job(3, JobState.PAUSED)) == ["resume", "cancel"]
+    assert names(_job(4, JobState.FAILED, ended=NOW)) == ["requeue"]
+    assert names(_job(5, JobState.HELD)) == ["release", "pause", "cancel"]
+
+
+def test_what_stops_or_reruns_work_is_confirmed_first() -> None:
+    asks = dict(ME.actions(_job(2, JobState.RUNNING)))
+    assert asks["pause"].startswith("Pause job 2?") and asks["cancel"].startswith("Cancel job 2?")
+    assert dict(ME.actions(_job(3, JobState.PAUSED)))["resume"] == ""
+    assert dict(ME.actions(_job(6, JobState.PENDING)))["pause"] == ""  # nothing stops
+    assert "again" in dict(ME.actions(_job(4, JobState.FAILED, ended=NOW)))["requeue"]
+    assert dict(ME.actions(_job(5, JobState.HELD)))["release"].startswith("Release job 5?")
+
+
+def test_sizes_and_runtimes_read_as_people_read_them() -> None:
+    assert [pages.size(n) for n in (0, 512, 1536, 3 * 2**20, 5 * 2**30)] == [
+        "0 B", "512 B", "1.5 KiB", "3.0 MiB", "5.0 GiB"]
+
+    class A:
+        def __init__(self, started: float | None, ended: float | None) -> None:
+            self.started_at, self.ended_at = started, ended
+
+    each, total = pages.attempt_runtimes([A(0, 90), A(100, None), A(None, None)], now=160)
+    assert (each, total) == (["1m30s", "1m00s", ""], "2m30s")
+
+
+def test_a_paused_or_waiting_job_is_nowhere() -> None:
+    paused = msgspec.structs.replace(_job(3, JobState.PAUSED), node="ws2", gpus=[0])
+    assert pages.where(paused) == ""
+    assert pages.where(msgspec.structs.replace(paused, state=JobState.RUNNING)) == "ws2:0"
 
 
 def test_a_cards_memory_bar_adds_up_to_the_card() -> None:
