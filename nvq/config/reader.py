@@ -125,6 +125,7 @@ class _Parser(FieldReader):
             "starvation_after": self.delay,  # 0: reserve as soon as the head cannot start
             "interactive_idle": self.delay,  # 0: idle sessions are never released
             "interactive_grace": self.delay,
+            "interactive_keep": lambda v, k: self.choice(v, k, ("anyone", "admins")),
             "artifact_sync": self.duration,
             "artifacts_quota": self.size,
             "busy_idle": self.duration,

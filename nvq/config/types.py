@@ -87,6 +87,8 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     # in their terminal, and ended `interactive_grace` later; 0: never.
     interactive_idle: float = 3600.0
     interactive_grace: float = 600.0
+    # Who may keep a session past its idle release (`job shell --no-idle-release`).
+    interactive_keep: str = "anyone"  # or "admins"
     # Machines that come and go (issue 5): how often a running job's $NVQ_ARTIFACTS
     # is copied to the queue host, the most those copies may hold, and how long an
     # owner's terminal may sit idle before their node stops counting as busy.

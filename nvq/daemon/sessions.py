@@ -21,8 +21,9 @@ import msgspec
 from anyio.abc import SocketStream
 
 from nvq import control as c
+from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError
+from nvq.daemon.errors import RequestError, map_exceptions
 from nvq.daemon.forwards import serve_forward
 from nvq.daemon.handlers import policy, submit
 from nvq.daemon.handlers.why import with_reason
@@ -37,6 +38,7 @@ from nvq.daemon.session_io import (
     running_job,
     to_pty,
 )
+from nvq.domain.permissions import check_admin
 from nvq.model import FINISHED_STATES, Job, JobState
 
 log = logging.getLogger("nvq.sessions")
@@ -154,6 +156,10 @@ async def serve_shell(
             await stream.send(reply_frame(msg))
 
     try:
+        if not req.idle_release and ctx.state.config.queue.interactive_keep == "admins":
+            with map_exceptions():
+                check_admin(user, queue_admins(ctx.state), "keep a session past its idle "
+                            'release (--no-idle-release; [queue] interactive_keep = "admins")')
         job = await submit.submit(ctx, c.Submit(spec), user)
     except RequestError as exc:
         await send(c.Done(error=str(exc), exit_code=exc.exit_code))

@@ -53,7 +53,9 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab() -> Iterator[Lab]:
     with second_user() as (user, group), reachable_nvq() as nvq:
-        nvq.write_config(f'[queue]\nmembers_group = "{group}"\n')
+        nvq.write_config(
+            f'[queue]\nmembers_group = "{group}"\ninteractive_keep = "admins"\n'
+        )
         job = nvq.submit(
             "--gpus", "0", "--env", f"WANDB_API_KEY={SECRET}", "--env", f"PLAIN_VAR={PLAIN}",
             "--", "sh", "-c", JOB,
@@ -179,3 +181,12 @@ def test_a_member_cannot_exec_into_or_forward_to_another_users_job(lab: Lab) -> 
         assert lab.nvq.show(job["id"])["state"] == "running"
     finally:
         lab.nvq.ok("job", "cancel", str(job["id"]))
+
+
+def test_only_admins_keep_a_session_past_its_idle_release_where_the_queue_says_so(
+    lab: Lab,
+) -> None:
+    before = len(lab.nvq.json("job", "ls", "--all")["jobs"])
+    lab.refused("job", "shell", "--no-idle-release", "--gpus", "0", "--", "true",
+                says="only a queue admin may keep a session past its idle release")
+    assert len(lab.nvq.json("job", "ls", "--all")["jobs"]) == before  # nothing queued
