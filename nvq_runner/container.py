@@ -99,11 +99,14 @@ def run_argv(
     gpus: Sequence[int],
     memory_mb: int | None,
     cdi: bool,
+    tty: bool = False,
 ) -> list[str]:
     """The command line that runs `script` (with /bin/sh) in `image` as uid:gid, in
     `workdir`, with the job's directory and working directory at their own paths,
     `artifacts` at /artifacts, the environment of `env_file`, the cards and the
-    memory limit."""
+    memory limit. `tty` (a `job shell`): on the terminal it is started from, and an
+    empty `script` is the image's interactive /bin/sh."""
+    inner = ["/bin/sh", script] if script else ["/bin/sh"]
     mounts = [job_dir] if workdir == job_dir or workdir.startswith(job_dir + "/") \
         else [job_dir, workdir]
     if runtime == "apptainer":
@@ -112,16 +115,18 @@ def run_argv(
         for m in mounts:
             argv += ["--bind", f"{m}:{m}"]
         argv += ["--bind", f"{artifacts}:{ARTIFACTS}", *card_flags(runtime, gpus, cdi)]
-        return [*argv, image, "/bin/sh", script]
+        return [*argv, image, *inner]
     argv = [runtime, "run", "--rm", "--name", name, "--init", "--user", f"{uid}:{gid}",
             "--env-file", env_file, "--workdir", workdir, "--network", "host"]
+    if tty:
+        argv += ["--interactive", "--tty"]
     for m in mounts:
         argv += ["--volume", f"{m}:{m}"]
     argv += ["--volume", f"{artifacts}:{ARTIFACTS}"]
     if memory_mb:
         argv += ["--memory", f"{memory_mb}m"]
     argv += card_flags(runtime, gpus, cdi)
-    return [*argv, image, "/bin/sh", script]
+    return [*argv, image, *inner]
 
 
 def env_lines(env: dict[str, str]) -> str:

@@ -178,6 +178,9 @@ def _write_shim(bin_dir: Path, uid: int, gid: int) -> None:
     shim.write_text(
         "#!/bin/sh\n# nvq inside a job: talks to this job's queue through $NVQ_SOCKET\n"
         f"py={python}; [ -x \"$py\" ] || py=python3\n"
+        # in a container image without python: say so, not "python3: not found"
+        "command -v \"$py\" >/dev/null 2>&1 || { echo \"nvq: no python3 here to run nvq (it "
+        "needs python3's standard library only); the queue is at $NVQ_SOCKET\" >&2; exit 127; }\n"
         f"exec \"$py\" -I {shlex.quote(str(cli))} \"$@\"\n"
     )
     shim.chmod(0o700)

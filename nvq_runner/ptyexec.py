@@ -5,7 +5,8 @@ ptyhost.py's frames to the daemon.
 It takes the job's world from its leader process itself (/proc/PID): the environment
 the job was started with (CUDA_VISIBLE_DEVICES, NVQ_*, the job's own variables), its
 directory and its user. The command runs in a session of its own, so it ends without
-touching the job; its exit code is this process's."""
+touching the job; its exit code is this process's. In an image job it runs inside the
+job's container (`<runtime> exec`, by the name the attempt record holds)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 from . import ptyhost
+from .jobfiles import JobDir
 
 
 def job_world(pid: int, jobdir: str) -> tuple[dict[str, str], str, int]:
@@ -37,13 +39,28 @@ def job_world(pid: int, jobdir: str) -> tuple[dict[str, str], str, int]:
     return env, cwd, uid
 
 
+def in_container(jobdir: str, command: str) -> list[str] | None:
+    """The runtime's `exec` into an image job's running container (its user, working
+    directory and environment are the container's own); None for a bare job."""
+    rec = JobDir.load_record(Path(jobdir) / "attempt.json")
+    if rec is None or not rec.container:
+        return None
+    shell = ["/bin/sh", "-c", command] if command else ["/bin/sh"]
+    return [rec.runtime, "exec", "--interactive", "--tty", rec.container, *shell]
+
+
 def pty_exec(pid: int, jobdir: str, command: str, rows: int, cols: int) -> int:
     try:
         env, cwd, uid = job_world(pid, jobdir)
     except ValueError as exc:
         print(f"nvq_runner: {exc}", file=sys.stderr)
         return 1
-    if command:
+    # An image job's leader is the runtime's client, run as the runner with its
+    # settings (CONTAINERS_CONF…): `exec` runs the same way, from its world.
+    contained = in_container(jobdir, command)
+    if contained is not None:
+        argv = contained
+    elif command:
         argv = ["bash", "-c", command]
     else:
         shell = env.get("SHELL") or "/bin/bash"

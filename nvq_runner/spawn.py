@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO, Optional
 
 from . import container, memlimit, procfs
-from .job_socket import BIN
+from .job_socket import BIN, SOCKET_NAME
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
 from .protocol import Start
@@ -195,6 +195,14 @@ def in_container(msg: Start, d: JobDir, rec: AttemptRecord, workdir: Path,
     if port is not None:
         env["NVQ_PORT"] = str(port)
         env.setdefault("MASTER_PORT", str(port))
+    if msg.relay:
+        # The socket (job_socket.py) is in the job directory, which the container sees
+        # at the same path; its `nvq` goes first on the image's own PATH.
+        env["NVQ_SOCKET"] = str(d.path / SOCKET_NAME)
+        with d.inner_script.open("r+") as f:
+            body = f.read()
+            f.seek(0)
+            f.write(f"PATH={shlex.quote(str(d.path / BIN))}:\"$PATH\"; export PATH\n{body}")
     fd = os.open(d.container_env, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(container.env_lines(env))
@@ -203,8 +211,10 @@ def in_container(msg: Start, d: JobDir, rec: AttemptRecord, workdir: Path,
     argv = container.run_argv(
         runtime=runtime, image=msg.image, name=rec.container, uid=uid, gid=gid,
         job_dir=str(d.path), workdir=str(workdir), artifacts=str(d.artifacts),
-        script=str(d.inner_script), env_file=str(d.container_env), gpus=msg.gpus,
-        memory_mb=msg.memory_mb, cdi=container.has_cdi_gpus())
+        # a shell without a command: the image's own, on the session's terminal
+        script="" if msg.interactive and not msg.command.strip() else str(d.inner_script),
+        env_file=str(d.container_env), gpus=msg.gpus,
+        memory_mb=msg.memory_mb, cdi=container.has_cdi_gpus(), tty=msg.interactive)
     return "exec " + shlex.join(argv) + "\n"
 
 

@@ -217,8 +217,6 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             raise SpecError("cuda", str(exc)) from None
     if spec.image is not None:
         problem = check_image(spec.image)
-        if spec.interactive:
-            problem = "a terminal session (job shell) does not run in an image yet"
         if problem is not None:
             raise SpecError("image", problem)
     if spec.lane is not None:

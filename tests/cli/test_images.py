@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pwd
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from tests.cli.test_job_world import logs
 from tests.cluster import Nvq, make_nvq, write_mesh_config
 from tests.harness.podman import IMAGE, PodmanStore, podman_missing
 from tests.harness.sshd import SshdNode
+from tests.harness.tmux import Tmux
 from tests.members import as_user, reachable_nvq, second_user
 
 RUN_SH = """\
@@ -136,12 +138,26 @@ def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_pr
     images: tuple[Nvq, PodmanStore, list[SshdNode]],
 ) -> None:
     nvq, store, nodes = images
-    script = "echo waiting; while [ ! -f /artifacts/go ]; do sleep 0.1; done; echo went; exit 3"
+    # The in-job nvq: $NVQ_SOCKET is there in the container, and `nvq` on its PATH says
+    # plainly that this image has no python3 to run it.
+    script = ('[ -S "$NVQ_SOCKET" ] && echo "socket at $NVQ_SOCKET"; nvq queue status; '
+              'echo waiting; while [ ! -f /artifacts/go ]; do sleep 0.1; done; echo went; exit 3')
     job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", script)
     running = nvq.wait_for(
         job["id"], lambda j: j["started_at"] is not None and "waiting" in logs(nvq, j["id"]))
     (name,) = store.containers()
     assert name.startswith("nvq-") and name.endswith(f"-{job['id']}-1")
+    out = logs(nvq, job["id"])
+    assert "socket at /" in out and "/nvq.sock" in out, out
+    problem = nvq.run("job", "logs", str(job["id"]), "--stderr").out
+    assert "nvq: no python3 here to run nvq (it needs python3's standard library only); " \
+        "the queue is at /" in problem, problem
+
+    # job exec runs inside the container: the image's files, the job's user and world.
+    inside = nvq.run("job", "exec", str(job["id"]), "--",
+                     'echo "in $NVQ_IMAGE as $(id -u) at $(pwd)"; ls /bin/busybox; exit 4')
+    assert inside.code == 4, inside.err
+    assert f"in {IMAGE} as {os.getuid()} at " in inside.out and "/bin/busybox" in inside.out
     nvq.ok("node", "restart", running["node"])
     (artifacts,) = nodes[int(running["node"][1:])].home.glob(f"jobs/*-{job['id']}-*/artifacts")
     (artifacts / "go").write_text("")
@@ -170,6 +186,20 @@ def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_pr
     nvq.wait_for(job["id"], lambda j: store.containers() == [])
     assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
                 if _cmdline(p) in ("sleep\x006007\x00", "sleep\x006011\x00")]
+
+    # job shell --image: a terminal on the image's own shell, as the submitting user.
+    tmux = Tmux(nvq.home.parent / "tmux.sock", nvq.env, session="sh")
+    try:
+        tmux.start(f"cd {nvq.cwd} && {sys.executable} -m nvq job shell --image {IMAGE} "
+                   "--gpus 0; echo nvq-exited=$?; sleep 600")
+        tmux.until("placed on n")
+        tmux.keys("echo \"in-$NVQ_IMAGE\" as $(id -u) tty=$([ -t 0 ] && echo y''es)", "Enter")
+        tmux.until(f"in-{IMAGE} as {os.getuid()} tty=yes")
+        tmux.keys("exit 3", "Enter")
+        tmux.until("nvq-exited=3")
+    finally:
+        tmux.close()
+    nvq.wait_for(job["id"], lambda j: store.containers() == [])
 
 
 def images_id(nvq: Nvq, ref: str) -> str:

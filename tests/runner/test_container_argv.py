@@ -75,3 +75,10 @@ def test_the_node_runtime_is_the_configured_one_only_where_it_is_installed() -> 
     assert node_runtime("docker", ["podman", "docker"]) == "docker"
     assert node_runtime("apptainer", ["podman"]) == ""
     assert node_runtime(None, []) == ""
+
+
+def test_a_shell_session_gets_a_terminal_and_without_a_command_the_images_own_shell() -> None:
+    out = argv(tty=True, script="")
+    assert out[out.index("--network") + 2:out.index("--network") + 4] == ["--interactive", "--tty"]
+    assert out[-2:] == ["reg.lab/train:3", "/bin/sh"]
+    assert "--tty" not in argv()
