@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from nvq.domain.notify_on import parse_notify_on
 from nvq.domain.transitions import TransitionError
 from nvq.domain.validate import SpecError, flag_of, validate_spec
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome
@@ -31,9 +32,11 @@ EDITABLE_FIELDS = {
     "signal": "checkpoint_signal",
     "preemptible": "preemptible",
     "reservation": "reservation",
+    "notify_on": "notify_on",
 }
-# A running job keeps its node, cards, process and the deadline its runner enforces.
-WHILE_RUNNING = frozenset({"name", "note", "tags", "priority"})
+# A running job keeps its node, cards, process and the deadline its runner enforces;
+# what its webhooks hear of may change while it runs (that is when it matters).
+WHILE_RUNNING = frozenset({"name", "note", "tags", "priority", "notify_on"})
 WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 
 
@@ -85,12 +88,17 @@ def checked_changes(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
         fixed = [flag_of(f) or "--command" for f in changes if f not in WHILE_RUNNING]
         if fixed:
             raise TransitionError(
-                f"job {job.id} is running: only --priority --name --note --tag can change "
-                f"now, not {' '.join(fixed)}; `nvq job requeue {job.id}` after it ends, "
+                f"job {job.id} is running: only --priority --name --note --tag --notify-on "
+                f"can change now, not {' '.join(fixed)}; `nvq job requeue {job.id}` after it ends, "
                 f"or cancel it and submit it again"
             )
     elif job.state not in WAITING:
         raise TransitionError(f"job {job.id} cannot be edited: it is {job.state}")
+    if changes.get("notify_on") is not None:
+        try:  # the CLI checked it; another client may not have
+            parse_notify_on(",".join(map(str, changes["notify_on"])))
+        except ValueError as exc:
+            raise TransitionError(str(exc)) from None
     try:
         merged = msgspec.structs.asdict(spec_of(job)) | changes
         spec = validate_spec(msgspec.convert(merged, JobSpec))

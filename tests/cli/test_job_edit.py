@@ -42,8 +42,8 @@ def test_a_running_job_changes_only_its_labels_and_priority(nvq: Nvq) -> None:
     refused = nvq.run("job", "edit", str(job["id"]), "--vram", "1GiB", "--command", "true")
     assert refused.code == 1
     assert refused.err == (
-        f"nvq: job {job['id']} is running: only --priority --name --note --tag can change "
-        f"now, not --vram --command; `nvq job requeue {job['id']}` after it ends, "
+        f"nvq: job {job['id']} is running: only --priority --name --note --tag --notify-on "
+        f"can change now, not --vram --command; `nvq job requeue {job['id']}` after it ends, "
         "or cancel it and submit it again\n"
     )
     nvq.ok("job", "cancel", str(job["id"]))

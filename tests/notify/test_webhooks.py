@@ -191,3 +191,30 @@ events = ["fail"]
     eventually(lambda: len(seen.to("/json")) >= 3, "the other job's failure")
     last = json.loads(seen.to("/json")[-1][3])
     assert len(seen.to("/json")) == 3 and last["job"]["id"] == other["id"]
+
+
+def test_notify_on_changes_with_job_edit_while_the_job_runs(
+    nvq: Nvq, hooks: tuple[Hooks, int], tmp_path: Path
+) -> None:
+    seen, port = hooks
+    nvq.write_config(
+        f"""
+[[notify.webhook]]
+url = "http://127.0.0.1:{port}/json"
+format = "json"
+events = ["fail"]
+"""
+    )
+    go = tmp_path / "go"
+    job = nvq.submit("--gpus", "0", "--", f"while [ ! -e {go} ]; do sleep 0.05; done")["id"]
+    nvq.wait_for(job, lambda j: j["state"] == "running")
+    bad = nvq.run("job", "edit", str(job), "--notify-on", "end,never")
+    assert bad.code == 2 and "'never' is not one of" in bad.err and bad.out == ""
+    assert nvq.show(job)["notify_on"] is None
+    edited = nvq.json("job", "edit", str(job), "--notify-on", "end")
+    assert edited["notify_on"] == ["end"] and edited["state"] == "running"
+    go.touch()
+    assert nvq.wait(job)[0] == 0
+    got = eventually(lambda: seen.to("/json"), "the end it asked for")
+    doc = json.loads(got[0][3])
+    assert doc["job"]["id"] == job and doc["job"]["state"] == "completed"

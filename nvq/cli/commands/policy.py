@@ -142,13 +142,16 @@ def job_edit(
     reservation: str = typer.Option(
         None, "--reservation", help="Run in this reservation ('' for none)."
     ),
+    notify_on: str = typer.Option(
+        None, "--notify-on", help="What its webhooks hear of: start,end,fail,time-limit-80."
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
     """Change what a waiting job waits for; it keeps its id, note, place and submitter.
 
     The options of submit change what it asks for, checked as at submit (an event
     records each value before and after). A running job can change only --priority
-    --name --note --tag."""
+    --name --note --tag --notify-on."""
     drop, add = ids(drop_after, "--drop-after"), ids(add_after, "--add-after")
     given: dict[str, Any] = {
         "node": node,
@@ -168,6 +171,7 @@ def job_edit(
         "signal": signal,
         "preemptible": preemptible,
         "reservation": reservation,
+        "notify_on": _notify_on(notify_on),
     }
     changes = {k: v for k, v in given.items() if v is not None}
     if not drop and not add and not changes:
@@ -261,3 +265,14 @@ def job_resume(
     jobs = Client().resume(job_ids, array=array)
     emit(jobs, as_json, lines(jobs, "back in line"))
     return 0
+
+
+def _notify_on(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    from nvq.domain.notify_on import parse_notify_on
+
+    try:
+        return parse_notify_on(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
