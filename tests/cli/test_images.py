@@ -3,6 +3,7 @@ real rootful Podman (a busybox image the test builds itself; no registry)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 from tests.cli.test_job_world import logs
 from tests.cluster import Nvq, make_nvq, write_mesh_config
-from tests.harness.podman import IMAGE, PodmanStore, podman_missing
+from tests.harness.podman import IMAGE, PYTHON_IMAGE, PodmanStore, podman_missing
 from tests.harness.sshd import SshdNode
 from tests.harness.tmux import Tmux
 from tests.members import as_user, reachable_nvq, second_user
@@ -118,6 +119,18 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     assert ended["reason"].startswith(
         "launch failed: cannot bring the image localhost/nvq-absent:1 to this node: the queue "
         "host had no copy to send and podman pull failed here: "), ended["reason"]
+
+    # In an image with python3, the in-job nvq reaches the queue from the container
+    # (through $NVQ_SOCKET, as the job's user). Built in the nodes' store: no transfer.
+    store.build_python()
+    inner = nvq.submit("--image", PYTHON_IMAGE, "--gpus", "0", "--",
+                       "nvq job show $NVQ_JOB_ID > /artifacts/me.json")
+    code, (done,) = nvq.wait(inner["id"])
+    assert code == 0, (done.get("reason"), logs(nvq, inner["id"]))
+    node = nodes[int(done["node"][1:])]
+    (me,) = node.home.glob(f"jobs/*-{inner['id']}-*/artifacts/me.json")
+    shown = json.loads(me.read_text())
+    assert (shown["id"], shown["state"], shown["image"]) == (inner["id"], "running", PYTHON_IMAGE)
 
     # The container's exit code is the job's.
     failed = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "exit 7")

@@ -10,9 +10,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 IMAGE = "localhost/nvq-test:1"
+PYTHON_IMAGE = "localhost/nvq-test-python:1"
+# What the in-job `nvq` (job_cli.py) never imports: left out of the python image.
+_UNNEEDED = {"test", "idlelib", "tkinter", "ensurepip", "lib2to3", "pydoc_data", "unittest",
+             "distutils", "site-packages", "dist-packages", "asyncio", "email", "xml",
+             "multiprocessing", "sqlite3", "curses", "venv", "turtledemo", "ctypes",
+             "__pycache__", "concurrent", "http", "urllib", "wsgiref", "xmlrpc", "dbm"}
 BUSYBOX = Path("/bin/busybox")
 APPLETS = ("sh", "echo", "cat", "ls", "id", "env", "sleep", "pwd", "test", "[", "mkdir")
 
@@ -71,6 +78,34 @@ class PodmanStore:
         subprocess.run(["tar", "-C", str(root), "-cf", str(tarball), "."], check=True)
         return self.podman("import", "-q", str(tarball), ref).stdout.strip()
 
+    def build_python(self, ref: str = PYTHON_IMAGE) -> str:
+        """An image with busybox and this machine's python3 at the same path (its
+        libraries and the part of the standard library a job's `nvq` needs): enough
+        for the in-job `nvq` to run in a container. Returns its id."""
+        root = self.dir / "rootfs-python"
+        python = Path(os.path.realpath(sys.executable))
+        files = [python, *_libraries(python)]
+        for f in files:
+            target = root / str(f).lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, target)  # follows links: the file itself, at the linked name
+        stdlib = Path(os.__file__).parent
+        shutil.copytree(stdlib, root / str(stdlib).lstrip("/"), symlinks=True,
+                        ignore=_not_needed, dirs_exist_ok=True)
+        (root / "bin").mkdir(parents=True, exist_ok=True)
+        shutil.copy(BUSYBOX, root / "bin" / "busybox")
+        for applet in APPLETS:
+            link = root / "bin" / applet
+            if not link.exists():
+                link.symlink_to("busybox")
+        (root / "tmp").mkdir(exist_ok=True)
+        for d in [root, *[p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()]]:
+            d.chmod(0o755)
+        (root / "tmp").chmod(0o1777)
+        tarball = self.dir / "rootfs-python.tar"
+        subprocess.run(["tar", "-C", str(root), "-cf", str(tarball), "."], check=True)
+        return self.podman("import", "-q", str(tarball), ref).stdout.strip()
+
     def containers(self) -> list[str]:
         """Names of every container in this store, running or not."""
         out = self.podman("ps", "-a", "--format", "{{.Names}}").stdout
@@ -81,3 +116,18 @@ class PodmanStore:
         self.podman("rm", "-a", "-f", "-t", "0", check=False)
         self.podman("rmi", "-a", "-f", check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _libraries(binary: Path) -> list[Path]:
+    """The shared libraries `binary` loads (ldd), the loader included."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        path = line.split("=>")[-1].split("(")[0].strip()
+        if path.startswith("/"):
+            found.append(Path(path))
+    return found
+
+
+def _not_needed(directory: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in _UNNEEDED or n.startswith("config-")}
