@@ -137,10 +137,20 @@ class QueueRequests(Requesting):
         *,
         users: Sequence[str] = (),
         note: str = "",
+        gpus: int = 0,
+        nodes: Sequence[str] = (),
     ) -> c.Request:
-        """Set `cards` ("node:index") aside for `users` (none: anyone) over [start, end)."""
+        """Set `cards` ("node:index") aside for `users` (none: anyone) over [start, end);
+        or, with no cards, `gpus` free ones on `nodes` (name prefixes; none: any)."""
         return c.ReserveAdd(
-            name=name, cards=list(cards), start=start, end=end, users=list(users), note=note
+            name=name,
+            cards=list(cards),
+            start=start,
+            end=end,
+            users=list(users),
+            note=note,
+            gpus=gpus,
+            nodes=list(nodes),
         )
 
     @returns(c.ReserveList, list[CardReservation])

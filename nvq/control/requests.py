@@ -317,11 +317,13 @@ class ReserveAdd(msgspec.Struct, tag="reserve_add", frozen=True):
     """Set cards ("node:index") aside for `users` ([]: anyone) over [start, end)."""
 
     name: str
-    cards: list[str]
+    cards: list[str]  # [] with `gpus`: the daemon picks that many on `nodes`
     start: float
     end: float
     users: list[str] = []
     note: str = ""
+    gpus: int = 0
+    nodes: list[str] = []  # node name prefixes; []: any node
 
 
 class ReserveList(msgspec.Struct, tag="reserve_ls", frozen=True):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import msgspec
+
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.state import State
 from nvq.domain import reservations as rsv
@@ -20,9 +22,14 @@ async def load(state: State) -> None:
     state.reservations = {r.name: r for r in await state.store.sync(table.load)}
 
 
-async def add(state: State, res: CardReservation, user: str) -> CardReservation:
+async def add(
+    state: State, res: CardReservation, user: str, *, gpus: int = 0, nodes: Sequence[str] = ()
+) -> CardReservation:
+    """Store `res`; with `gpus`, its cards are that many free ones on `nodes`."""
     now = time.time()
     async with state.lock:
+        if gpus:
+            res = msgspec.structs.replace(res, cards=_pick(state, res, gpus, nodes))
         cards = []
         for text in res.cards:
             try:
@@ -54,6 +61,19 @@ async def add(state: State, res: CardReservation, user: str) -> CardReservation:
         await state.commit(Tx(events=[NewEvent("reservation_added", None, None, data)]))
     state.kick()
     return made
+
+
+def _pick(state: State, res: CardReservation, gpus: int, nodes: Sequence[str]) -> list[str]:
+    known = {
+        n.name: [g.index for g in n.hello.gpus]
+        for n in state.nodes.values()
+        if n.hello is not None and not n.ignored
+        and (not nodes or any(n.name.startswith(prefix) for prefix in nodes))
+    }
+    try:
+        return rsv.choose_cards(known, gpus, state.reservations.values(), res.start, res.end)
+    except rsv.ReservationError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 async def remove(state: State, name: str, user: str) -> CardReservation:

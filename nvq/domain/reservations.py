@@ -74,6 +74,35 @@ def check_new(
     return msgspec.structs.replace(res, cards=[f"{n}:{i}" for n, i in cards])
 
 
+def choose_cards(
+    cards: Mapping[str, Sequence[int]],
+    count: int,
+    existing: Iterable[CardReservation],
+    start: float,
+    end: float,
+) -> list[str]:
+    """`count` cards ("node:index") among `cards` (node → its card indices) that no
+    reservation holds over [start, end): whole nodes first (fewest nodes), then by
+    node name and index. ReservationError when there are not that many."""
+    taken: set[Card] = set()
+    for other in existing:
+        if other.start < end and start < other.end:
+            taken |= card_set(other)
+    free = {n: [i for i in sorted(idx) if (n, i) not in taken] for n, idx in cards.items()}
+    out: list[str] = []
+    # The nodes with the most free cards first: a reservation packs onto few nodes.
+    for node in sorted(free, key=lambda n: (-len(free[n]), n)):
+        for index in free[node]:
+            if len(out) < count:
+                out.append(f"{node}:{index}")
+    if count < 1 or len(out) < count:
+        have = sum(len(v) for v in free.values())
+        raise ReservationError(
+            f"--gpus {count}: {have} cards are free of other reservations over that window"
+        )
+    return out
+
+
 def stamp(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 

@@ -48,6 +48,13 @@ def test_reserved_cards_run_their_jobs_and_short_ones_before_the_window(nvq: Nvq
     nvq.ok("job", "cancel", str(inside["id"]))
     assert nvq.wait_for(untimed["id"], lambda j: j["state"] == "running")["gpus"] == [1]
     assert nvq.show(later["id"])["state"] == "pending"
+    # --gpus N picks free cards: card 0 is night's over an overlapping window.
+    picked = nvq.json("reserve", "add", "pick", "--gpus", "1", "--start", "2h", "--end", "4h")
+    assert picked["cards"] == ["local:1"]
+    none = nvq.run("reserve", "add", "more", "--gpus", "1", "--start", "2h", "--end", "4h")
+    assert (none.code, none.err) == (
+        2, "nvq: --gpus 1: 0 cards are free of other reservations over that window\n"
+    )
     kinds = [e["kind"] for e in nvq.events()]
-    assert kinds.count("reservation_added") == 2 and "reservation_removed" in kinds
+    assert kinds.count("reservation_added") == 3 and "reservation_removed" in kinds
     nvq.ok("job", "cancel", str(untimed["id"]), str(short["id"]), str(later["id"]))

@@ -10,6 +10,7 @@ from nvq.domain.reservations import (
     CardReservation,
     ReservationError,
     check_new,
+    choose_cards,
     closed_to,
     in_window,
     next_change,
@@ -55,6 +56,17 @@ def test_a_new_reservation_is_checked() -> None:
     for bad in (res(end=H), res(start=0.0, end=-1.0), res(cards=("n0",)), res(cards=())):
         with pytest.raises(ReservationError):
             check_new(bad, [], 0.0)
+
+
+def test_gpus_pick_free_cards_on_the_fewest_nodes() -> None:
+    cards = {"a": [0, 1], "b": [0, 1, 2, 3]}
+    assert choose_cards(cards, 3, [], 0.0, H) == ["b:0", "b:1", "b:2"]
+    # b:0-b:2 held over an overlapping window: a's two whole, then b:3.
+    held = res("x", cards=("b:0", "b:1", "b:2"), start=0.5 * H, end=2 * H)
+    assert choose_cards(cards, 3, [held], 0.0, H) == ["a:0", "a:1", "b:3"]
+    assert choose_cards(cards, 3, [held], 2 * H, 3 * H) == ["b:0", "b:1", "b:2"]  # after it
+    with pytest.raises(ReservationError, match="3 cards are free"):
+        choose_cards(cards, 4, [held], 0.0, H)
 
 
 def _node(name: str, used: list[int], running: int = 0) -> NodeSlot:

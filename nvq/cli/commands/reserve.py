@@ -43,7 +43,9 @@ def line(res: CardReservation) -> str:
 @on_reserve.command("add")
 def reserve_add(
     name: str = typer.Argument(..., help="A name for it (one word)."),
-    cards: str = typer.Option(..., "--cards", help="The cards: NODE:INDEX,... (node by prefix)."),
+    cards: str = typer.Option(None, "--cards", help="The cards: NODE:INDEX,... (node by prefix)."),
+    gpus: int = typer.Option(0, "--gpus", help="Or this many free cards (with --nodes)."),
+    nodes: str = typer.Option(None, "--nodes", help="--gpus on these nodes: gpu1,gpu2 (prefixes)."),
     start: str = typer.Option(None, "--start", help="From (default now): 2026-12-03T09:00, or 2h."),
     end: str = typer.Option(..., "--end", help="Until: 2026-12-05T18:00, or 3d from now."),
     users: str = typer.Option(None, "--users", help="Who may run in it: alice,bob (default: anyone)."),
@@ -54,8 +56,10 @@ def reserve_add(
     its users; before it, only jobs whose --timeout ends before it starts."""
     now = time.time()
     listed = _names(cards)
-    if not listed:
-        raise CliError("--cards: give NODE:INDEX,...", 2)
+    if bool(listed) == bool(gpus) or gpus < 0:
+        raise CliError("give --cards NODE:INDEX,... or --gpus N (not both)", 2)
+    if nodes and not gpus:
+        raise CliError("--nodes goes with --gpus", 2)
     res = Client().reserve_add(
         name,
         listed,
@@ -63,6 +67,8 @@ def reserve_add(
         _moment(end, "--end", now),
         users=_names(users),
         note=note,
+        gpus=gpus,
+        nodes=_names(nodes),
     )
     emit(res, as_json, f"reserved {line(res)}")
     return 0

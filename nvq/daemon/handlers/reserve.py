@@ -18,7 +18,7 @@ async def reserve_add(ctx: Context, req: c.ReserveAdd, user: str) -> CardReserva
         users=list(req.users),
         note=req.note,
     )
-    return await reserving.add(ctx.state, asked, user)
+    return await reserving.add(ctx.state, asked, user, gpus=req.gpus, nodes=req.nodes)
 
 
 async def reserve_list(ctx: Context, req: c.ReserveList, user: str) -> list[CardReservation]:
