@@ -342,3 +342,20 @@ def test_values_that_make_no_sense_are_refused(data: dict[str, Any], message: st
 def test_zero_means_at_once_for_the_kill_grace_and_starvation() -> None:
     queue = parse_config({"queue": {"kill_grace": "0s", "starvation_after": 0}}, Path(P)).queue
     assert (queue.kill_grace, queue.starvation_after) == (0.0, 0.0)
+
+
+def test_preemption_keys() -> None:
+    data: dict[str, Any] = {
+        "queue": {"preempt": False},
+        "limits": {"max_preempt_priority": -1},
+        "users": {"alice": {"max_preempt_priority": 10}},
+    }
+    config = parse_config(data, Path(P))
+    assert config.queue.preempt is False
+    assert config.limits.defaults.max_preempt_priority == -1
+    assert config.users["alice"].limits.max_preempt_priority == 10
+    assert parse_config({}, Path(P)).queue.preempt is True
+    with pytest.raises(ConfigError, match="max_preempt_priority"):
+        parse_config({"limits": {"max_preempt_priority": "high"}}, Path(P))
+    with pytest.raises(ConfigError, match="preempt"):
+        parse_config({"queue": {"preempt": "yes"}}, Path(P))
