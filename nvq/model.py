@@ -262,6 +262,9 @@ class GpuView(msgspec.Struct, kw_only=True):
     health: str = "ok"
     health_since: float | None = None
     health_by: str | None = None
+    # A MIG instance: its profile and the card it is a slice of (placed like a card).
+    mig: str | None = None
+    parent: int | None = None
     reservation: str | None = None  # the live reservation holding it (`nvq reserve ls`)
 
 

@@ -22,7 +22,9 @@ from .gpu.fake import load_dir
 
 def _cards() -> list[int]:
     raw = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    return [int(c) for c in raw.split(",") if c.strip().isdigit()]
+    # A fake MIG instance is named MIG-fake-<unit> (gpu/fake.py).
+    ids = [c.strip().removeprefix("MIG-fake-") for c in raw.split(",")]
+    return [int(c) for c in ids if c.isdigit()]
 
 
 def main(argv: list[str] | None = None) -> int:

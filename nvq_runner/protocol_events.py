@@ -26,6 +26,10 @@ class GpuInfo(msgspec.Struct, frozen=True):
     name: str
     uuid: str
     total_mb: int
+    # A MIG instance (a slice of card `parent`, placed like a small card): its
+    # profile ("3g.40gb"); its `uuid` (MIG-…) is what CUDA_VISIBLE_DEVICES names.
+    mig: Optional[str] = None
+    parent: Optional[int] = None
 
 
 class GpuProcess(msgspec.Struct, frozen=True):

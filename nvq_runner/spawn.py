@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO, Optional
 
 from . import container, memlimit, procfs
+from .gpu.base import visible_devices
 from .job_socket import BIN, SOCKET_NAME
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
@@ -54,7 +55,7 @@ def job_env(
     # Set last, so a job's own env can never move it to cards it was not given
     # or make it lie about its identity and files.
     env.update(
-        CUDA_VISIBLE_DEVICES=",".join(str(g) for g in msg.gpus),
+        CUDA_VISIBLE_DEVICES=visible_devices(msg.gpus),
         NVQ_JOB_ID=str(msg.job_id),
         NVQ_JOB_NAME=msg.name,
         NVQ_NODE=msg.node,

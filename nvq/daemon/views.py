@@ -61,6 +61,8 @@ def gpu_view(
         schedulable=schedulable,
         faults=list(sample.faults) if sample else [],
         health="unhealthy" if sample and sample.faults else "ok",
+        mig=info.mig,
+        parent=info.parent,
         jobs=[j.id for j in jobs_on_card],
         processes=[
             GpuProcessView(

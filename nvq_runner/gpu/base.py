@@ -38,5 +38,20 @@ class GpuBackend(Protocol):
     def close(self) -> None: ...
 
 
+# unit index → how CUDA_VISIBLE_DEVICES names it, where not by its index (a MIG
+# instance: its MIG-… uuid); the runner's facts fill it (gpu/watch.py `Watched`).
+_devices: dict[int, str] = {}
+
+
+def remember_devices(facts: GpuFacts) -> None:
+    _devices.clear()
+    _devices.update({g.index: g.uuid for g in facts.gpus if g.mig is not None})
+
+
+def visible_devices(indices: list[int]) -> str:
+    """CUDA_VISIBLE_DEVICES for a job given these units."""
+    return ",".join(_devices.get(i, str(i)) for i in indices)
+
+
 class BackendError(Exception):
     """The backend asked for cannot run here."""

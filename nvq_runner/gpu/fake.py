@@ -13,6 +13,10 @@ next to it.
     user = "alice"
     used = "10GiB"
 
+MIG, per [[gpu]]: `mig = [{ profile = "3g.40gb", memory = "40GiB" }, ...]` splits the
+card into instances, each a placement unit of its own (numbered across the node, in
+order), named `MIG-fake-<unit>` in CUDA_VISIBLE_DEVICES; the card's health is theirs.
+
 Card health, injected per [[gpu]] (gpu/health.py judges it): `xid = 79` (or a list),
 `ecc_dbe = 1`, `retired_pending = true`, `lost = true`, and `nvml_hang = true`, which
 makes the card's health read hang for real (it returns once the line is gone), as a
@@ -74,6 +78,27 @@ def _alive(pid: int) -> bool:
     return procfs.start_ticks(pid) is not None and not procfs.is_zombie(pid)
 
 
+def units(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The placement units the file describes: each [[gpu]], or each of its MIG
+    instances (the card's fields, health included, with the instance's own memory,
+    utilisation and processes)."""
+    out: list[dict[str, Any]] = []
+    for card_index, card in enumerate(doc.get("gpu", [])):
+        slices = card.get("mig") or []
+        if not slices:
+            out.append(card)
+            continue
+        for k, piece in enumerate(slices):
+            profile = str(piece.get("profile", f"mig{k}"))
+            out.append({
+                **card, "process": piece.get("process", []), "util": piece.get("util"),
+                "memory": piece.get("memory", 0), "mig_profile": profile,
+                "mig_parent": card_index, "uuid": f"MIG-fake-{len(out):04d}",
+                "name": f"{card.get('name', 'Fake GPU')} MIG {profile}",
+            })
+    return out
+
+
 class FakeBackend:
     name = "fake"
 
@@ -93,8 +118,10 @@ class FakeBackend:
                 name=str(g.get("name", "Fake GPU")),
                 uuid=str(g.get("uuid", f"GPU-fake-{i:04d}")),
                 total_mb=parse_mib(g.get("memory", 0)),
+                mig=g.get("mig_profile"),
+                parent=g.get("mig_parent"),
             )
-            for i, g in enumerate(doc.get("gpu", []))
+            for i, g in enumerate(units(doc))
         ]
         cuda = doc.get("cuda")
         return GpuFacts(
@@ -142,7 +169,7 @@ class FakeBackend:
 
     def _card(self, index: int) -> dict[str, Any]:
         try:
-            cards = self._read().get("gpu", [])
+            cards = units(self._read())
         except (OSError, tomllib.TOMLDecodeError):
             return {}  # mid-rewrite: read again next time
         return cards[index] if index < len(cards) else {"lost": True}
@@ -152,7 +179,7 @@ class FakeBackend:
         blind = bool(doc.get("blind", False))
         loads = self._loads()
         out = []
-        for i, g in enumerate(doc.get("gpu", [])):
+        for i, g in enumerate(units(doc)):
             procs: list[tuple[int, str, int]] = [
                 (int(p["pid"]), str(p.get("user", "?")), parse_mib(p.get("used", 0)))
                 for p in g.get("process", [])

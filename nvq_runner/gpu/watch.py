@@ -21,7 +21,7 @@ from typing import Optional
 import msgspec
 
 from ..protocol import GpuSample
-from .base import GpuBackend, GpuFacts
+from .base import GpuBackend, GpuFacts, remember_devices
 from .health import CardEvidence, faults
 
 log = logging.getLogger(__name__)
@@ -138,6 +138,7 @@ class Watched:
     def facts(self) -> GpuFacts:
         facts = self.inner.facts()
         self.watch.watch(len(facts.gpus))
+        remember_devices(facts)
         return facts
 
     def sample(self, skip: Collection[int] = frozenset()) -> list[GpuSample]:
