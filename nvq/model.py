@@ -257,13 +257,10 @@ class GpuView(msgspec.Struct, kw_only=True):
     processes: list[GpuProcessView]
     # The runner's evidence that the card is unhealthy; such a card takes no new job.
     faults: list[str] = []
-    # "ok", "unhealthy" (faults seen; out until an admin runs `queue resume NODE:IDX`)
-    # or "drained" (`queue drain NODE:IDX`), since when, and who drained/returned it.
-    health: str = "ok"
+    health: str = "ok"  # | "unhealthy" | "drained" (domain/card_marks.py): since, by whom
     health_since: float | None = None
     health_by: str | None = None
-    # A MIG instance: its profile and the card it is a slice of (placed like a card).
-    mig: str | None = None
+    mig: str | None = None  # a MIG instance: its profile, and the card it slices
     parent: int | None = None
     reservation: str | None = None  # the live reservation holding it (`nvq reserve ls`)
 
