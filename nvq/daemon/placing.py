@@ -85,7 +85,7 @@ async def place_once(state: State, machines: Machines) -> None:
         pending = quotas.admitted(ready, limited)
         caps = Caps(limited.values()) if limited else None
         # Nodes kept for urgent jobs whose preemption victims are stopping, then the rest.
-        result = preempting.place_around_holds(
+        result = await preempting.place_around_holds(
             state, slots, pending, lambda s, js: place_with_reservation(state, s, js, now, caps)
         )
         state.placement_stats = {

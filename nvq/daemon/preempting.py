@@ -37,7 +37,28 @@ def holds(state: State) -> dict[str, preemption.Hold]:
     return kept
 
 
-def place_around_holds(
+async def restore_holds(state: State) -> None:
+    """After a restart: the holds of victims still stopping, from their `job_preempted`
+    events (`by`), so an urgent job does not ask for more victims meanwhile."""
+    state.preempt_holds_restored = True
+    for (job_id, _), reap in list(state.reaps.items()):
+        if reap.reason != "preempted":
+            continue
+        events = await state.store.events(job_id=job_id)
+        said = next((e for e in reversed(events) if e.kind == "job_preempted"), None)
+        by = said.data.get("by") if said is not None else None
+        if not isinstance(by, int) or said is None or said.node is None:
+            continue
+        hold = state.preempt_holds.get(by)
+        if hold is None:
+            state.preempt_holds[by] = preemption.Hold(
+                job_id=by, node=said.node, victims=frozenset({job_id})
+            )
+        elif hold.node == said.node:
+            hold.victims = hold.victims | {job_id}
+
+
+async def place_around_holds(
     state: State,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
@@ -46,6 +67,8 @@ def place_around_holds(
     """`place_rest` on every node but the held ones; then each held node whose victims
     have all stopped, for its urgent job alone when it went nowhere else (not before:
     a stopping victim may still hold memory a sample has not shown)."""
+    if not state.preempt_holds_restored:
+        await restore_holds(state)
     held = holds(state)
     if not held:
         return place_rest(slots, pending)

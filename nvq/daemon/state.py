@@ -101,6 +101,7 @@ class State:
         self.reservation: Reservation | None = None  # a starving head's node
         # urgent job → the node kept for it while its victims stop (daemon/preempting.py)
         self.preempt_holds: dict[int, Hold] = {}
+        self.preempt_holds_restored = False  # from the store's events, once after a start
         # `nvq reserve`: cards set aside over a window (daemon/reserving.py), and the
         # next start or end of one (a timer on the placement loop)
         self.reservations: dict[str, CardReservation] = {}

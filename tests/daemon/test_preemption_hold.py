@@ -66,3 +66,29 @@ def test_the_node_waits_for_the_urgent_job_whichever_victim_stops_first(tmp_path
                 assert (done.state, done.retried) == (JobState.PENDING, 0)
 
     run(main)
+
+
+def test_a_restarted_daemon_keeps_the_hold_of_victims_still_stopping(tmp_path: Path) -> None:
+    async def main() -> None:
+        runner = SlowToStop()
+        big = 20 * GIB_MB
+        async with runner:
+            async with running_daemon(tmp_path, {"local": runner}) as core:
+                await eventually(lambda: core.nodes["local"].reconciled)
+                a = await submit(core, gpus=1, vram_mb=big, preemptible=True)
+                b = await submit(core, gpus=1, vram_mb=big, preemptible=True)
+                await eventually(
+                    lambda: all(core.jobs[j.id].state is JobState.RUNNING for j in (a, b))
+                )
+                urgent = await submit(core, gpus=2, vram_mb=big, priority=5)
+                await eventually(lambda: urgent.id in core.preempt_holds)
+            async with running_daemon(tmp_path, {"local": runner}) as again:
+                await eventually(lambda: again.nodes["local"].reconciled)
+                await eventually(lambda: urgent.id in again.preempt_holds)
+                hold = again.preempt_holds[urgent.id]
+                assert (hold.node, hold.victims) == ("local", frozenset({a.id, b.id}))
+                runner.exit(a.id, 143, reason="killed")
+                runner.exit(b.id, 143, reason="killed")
+                await eventually(lambda: again.jobs[urgent.id].state is JobState.RUNNING)
+
+    run(main)
