@@ -38,6 +38,17 @@ def cuda_version_text(version: int) -> str:
     return f"{version // 1000}.{(version % 1000) // 10}"
 
 
+def _units_of(index: int, handle: Any) -> list[tuple[Any, int]]:
+    """A card's placement units: its MIG instances when MIG mode is on, else itself."""
+    mode = _try("MIG mode", pynvml.nvmlDeviceGetMigMode, handle)
+    if not mode or mode[0] != pynvml.NVML_DEVICE_MIG_ENABLE:
+        return [(handle, index)]
+    count = _try("MIG count", pynvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0
+    found = [_try("MIG instance", pynvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, k)
+             for k in range(count)]
+    return [(h, index) for h in found if h is not None] or [(handle, index)]
+
+
 class NvmlBackend:
     name = "nvml"
 
@@ -50,6 +61,9 @@ class NvmlBackend:
         except pynvml.NVMLError:
             pynvml.nvmlShutdown()
             raise
+        # The placement units: each card, or each MIG instance of a card in MIG mode,
+        # as (handle, the physical card's index).
+        self._units = [unit for i, h in enumerate(self._handles) for unit in _units_of(i, h)]
         self._facts = self._read_facts()
         self._health = NvmlHealth(self._handles)
 
@@ -59,16 +73,21 @@ class NvmlBackend:
         if cuda is None:
             cuda = _try("CUDA version", pynvml.nvmlSystemGetCudaDriverVersion)
         gpus = []
-        for index, h in enumerate(self._handles):
+        for index, (h, parent) in enumerate(self._units):
             name = _try("name", pynvml.nvmlDeviceGetName, h)
             uuid = _try("uuid", pynvml.nvmlDeviceGetUUID, h)
             mem = _try("memory", pynvml.nvmlDeviceGetMemoryInfo, h)
+            text = _text(name) if name is not None else "unknown"
+            mig = h is not self._handles[parent]
             gpus.append(
                 GpuInfo(
                     index=index,
-                    name=_text(name) if name is not None else "unknown",
+                    name=text,
                     uuid=_text(uuid) if uuid is not None else f"GPU-unknown-{index}",
                     total_mb=int(mem.total) // _MIB if mem is not None else 0,
+                    # "NVIDIA A100-SXM4-80GB MIG 3g.40gb": the profile is the last word
+                    mig=text.rsplit(" ", 1)[-1] if mig else None,
+                    parent=parent if mig else None,
                 )
             )
         return GpuFacts(
@@ -81,11 +100,12 @@ class NvmlBackend:
         return self._facts
 
     def health(self, index: int) -> CardEvidence:
-        return self._health.read(index)
+        """A MIG instance's health is its card's."""
+        return self._health.read(self._units[index][1])
 
     def sample(self, skip: Collection[int] = frozenset()) -> list[GpuSample]:
         out = []
-        for index, h in enumerate(self._handles):
+        for index, (h, _) in enumerate(self._units):
             if index in skip:  # its NVML hangs: asking again would hang this read too
                 total = self._facts.gpus[index].total_mb
                 out.append(GpuSample(index=index, total_mb=total, used_mb=0,

@@ -51,6 +51,7 @@ class FakeNvml:
            [SimpleNamespace(pid=own, usedGpuMemory=None)])
         fn("nvmlDeviceGetGraphicsRunningProcesses",
            lambda h: [SimpleNamespace(pid=own, usedGpuMemory=1 * GIB)] if h == "h0" else [])
+        fn("nvmlDeviceGetMigMode", lambda h: (0, 0))
 
 
 def test_nvml_backend(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,3 +90,39 @@ def test_nvml_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
     fake.broken.discard("nvmlInit")
     monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 0)
     assert isinstance(open_backend({}), NoGpus)  # NVML without cards
+
+
+def test_mig_instances_are_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card in MIG mode is reported instance by instance (its empty slots skipped),
+    each with its own memory and processes."""
+    fake = FakeNvml()
+    fake.install(monkeypatch)
+    own = os.getpid()
+
+    def mig_handle(h: str, k: int) -> str:
+        if k not in (0, 2):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        return f"{h}/mig{k}"
+
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetMigMode",
+                        lambda h: (pynvml.NVML_DEVICE_MIG_ENABLE, 1) if h == "h1" else (0, 0))
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetMaxMigDeviceCount", lambda h: 7)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetMigDeviceHandleByIndex", mig_handle)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetName", lambda h: (
+        f"NVIDIA H100 MIG {'3g.40gb' if h.endswith('0') else '1g.10gb'}" if "/" in h
+        else "NVIDIA H200"))
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetMemoryInfo", lambda h: SimpleNamespace(
+        total=(40 if h.endswith("mig0") else 10 if "/" in h else 141) * GIB, used=0, free=0))
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetComputeRunningProcesses", lambda h: (
+        [SimpleNamespace(pid=own, usedGpuMemory=GIB)] if h == "h1/mig2" else []))
+    b = NvmlBackend()
+    got = [(g.index, g.name, g.uuid, g.total_mb, g.mig, g.parent) for g in b.facts().gpus]
+    assert got == [
+        (0, "NVIDIA H200", "GPU-h0", 141 * 1024, None, None),
+        (1, "NVIDIA H100 MIG 3g.40gb", "GPU-h1/mig0", 40 * 1024, "3g.40gb", 1),
+        (2, "NVIDIA H100 MIG 1g.10gb", "GPU-h1/mig2", 10 * 1024, "1g.10gb", 1),
+    ]
+    samples = b.sample()
+    assert [len(s.processes) for s in samples] == [1, 0, 1]  # h0: its graphics process
+    assert [s.total_mb for s in samples] == [141 * 1024, 40 * 1024, 10 * 1024]
+    b.close()
