@@ -1,0 +1,56 @@
+"""`State.commit` is the one place a change is written and then acted on: it refuses a
+caller that does not hold the state's lock, and carries out a change's effects only
+once the change is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nvq.daemon.effects import Effects
+from nvq.model import NewEvent, Tx
+from tests.fakes.aio import run
+from tests.fakes.daemon import running_daemon
+
+
+def test_commit_refuses_a_caller_without_the_lock(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with running_daemon(tmp_path, {}) as core:
+            event = NewEvent("job_note", None, None, {})
+            with pytest.raises(AssertionError, match="lock"):
+                await core.commit(Tx(events=[event]))
+            async with core.lock:
+                await core.commit(Tx(events=[event]))
+            assert [e.kind for e in await core.store.events()][-1:] == ["job_note"]
+
+    run(main)
+
+
+def test_effects_wait_for_the_write(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with running_daemon(tmp_path, {}) as core:
+            kicked: list[bool] = []
+            real_kick = core.kick
+
+            def kick() -> None:
+                kicked.append(True)
+                real_kick()
+
+            core.kick = kick  # type: ignore[method-assign]
+
+            async def failing(tx: Tx) -> list[object]:
+                raise OSError("the write failed")
+
+            real_commit = core.store.commit
+            core.store.commit = failing  # type: ignore[method-assign,assignment]
+            event = NewEvent("job_note", None, None, {})
+            async with core.lock:
+                with pytest.raises(OSError):
+                    await core.commit(Tx(events=[event]), Effects(kick=True))
+                assert kicked == []  # nothing acted on for a change never written
+                core.store.commit = real_commit  # type: ignore[method-assign]
+                await core.commit(Tx(events=[event]), Effects(kick=True))
+            assert kicked == [True]
+
+    run(main)
