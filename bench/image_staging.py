@@ -9,6 +9,8 @@ host into the blob store, every chunk over the node's link, `podman load` there.
 archive is known by image id), nothing is sent (the node's store has the image).
 `reload_from_node_cache_s`: after the image is removed from the node's store only,
 its chunks still in the node's blob cache: a load without a transfer.
+`changed_push_s`, `changed_sent_mib`: a new version of the image under the same name
+(one more 1 MiB file): content-defined chunks send what changed, about that MiB.
 
 Needs rootful Podman (`make parts`). Prints one JSON line.
 """
@@ -72,6 +74,11 @@ def main() -> None:
         store.podman("rmi", "-f", IMAGE)
         reload, cached = push(nvq)
         assert cached["loaded"] and cached["fetched_bytes"] == 0, cached
+        # A new version under the same name: one more 1 MiB file in the image.
+        (data / "notes.bin").write_bytes(os.urandom(1024 * 1024))
+        host.build_busybox()
+        changed, new = push(nvq)
+        assert new["loaded"], new
         emit({
             "bench": "image_staging",
             "machine": machine(),
@@ -81,6 +88,8 @@ def main() -> None:
             "node_fetch_and_load_s": node["seconds"],
             "unchanged_push_s": round(again, 2),
             "reload_from_node_cache_s": round(reload, 2),
+            "changed_push_s": round(changed, 2),
+            "changed_sent_mib": round(int(new["fetched_bytes"]) / 2**20, 1),  # type: ignore[call-overload]
         })
     finally:
         nvq.shutdown()

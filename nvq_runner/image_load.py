@@ -43,10 +43,13 @@ def can_load(runtime: str) -> bool:
     return runtime in LOADERS and shutil.which(runtime) is not None
 
 
-def has_image(runtime: str, ref: str) -> bool:
-    out = subprocess.run([runtime, "image", "inspect", ref], stdin=subprocess.DEVNULL,
-                         capture_output=True, timeout=120, check=False)
-    return out.returncode == 0
+def has_image(runtime: str, ref: str, ident: str = "") -> bool:
+    """The node's store has `ref`, and it is image `ident` when that is given (a tag
+    pushed again names a new image; the node's may be the older one)."""
+    out = subprocess.run([runtime, "image", "inspect", "--format", "{{.Id}}", ref],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=120, check=False)
+    return out.returncode == 0 and (not ident or out.stdout.strip().removeprefix("sha256:") == ident)
 
 
 async def ensure_image(msg: Start, d: JobDir, cache: BlobCache, fetcher: BlobFetcher) -> bool:
@@ -59,7 +62,7 @@ async def ensure_image(msg: Start, d: JobDir, cache: BlobCache, fetcher: BlobFet
     if not msg.image_manifest:
         return await pull_image(runtime, msg.image)
     loaded, _ = await load_image(msg.image, msg.image_manifest, runtime, d.path, cache, fetcher,
-                                 job_id=msg.job_id)
+                                 job_id=msg.job_id, image_id=msg.image_id)
     return loaded
 
 
@@ -79,12 +82,12 @@ async def pull_image(runtime: str, ref: str) -> bool:
 
 async def load_image(
     image: str, manifest_id: str, runtime: str, scratch: Path, cache: BlobCache,
-    fetcher: BlobFetcher, job_id: int = 0,
+    fetcher: BlobFetcher, job_id: int = 0, image_id: str = "",
 ) -> tuple[bool, int]:
     """(loaded, bytes fetched over the link): the image from the queue host's saved
     archive `manifest_id`, unless the runtime's store has it already."""
     async with _loading.setdefault(image, asyncio.Lock()):
-        if await asyncio.to_thread(has_image, runtime, image):
+        if await asyncio.to_thread(has_image, runtime, image, image_id):
             return False, 0
         manifest = cache.load_manifest(manifest_id)
         if manifest is None:

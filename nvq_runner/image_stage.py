@@ -92,7 +92,8 @@ class ImageStager:
                 raise ImageError("this node has no runtime that can load an image "
                                  "(podman or docker)")
             loaded, fetched = await load_image(msg.image, msg.image_manifest, runtime,
-                                               self.scratch, self.cache, self.fetcher)
+                                               self.scratch, self.cache, self.fetcher,
+                                               image_id=msg.image_id)
         except (ImageError, FetchError, ManifestError, OSError,
                 subprocess.SubprocessError) as exc:
             self._send(ImageStaged(req=msg.req, error=str(exc),

@@ -24,6 +24,7 @@ class StageImage(msgspec.Struct, tag="stage_image", frozen=True):
     image: str  # the reference the jobs name
     image_manifest: str  # the saved archive's manifest in the blob store
     runtime: str = ""  # [[nodes]] runtime ("": the first the node has)
+    image_id: str = ""  # the saved image's id: the node's image of that name must be it
 
 
 class ListImages(msgspec.Struct, tag="list_images", frozen=True):

@@ -80,6 +80,9 @@ class Start(msgspec.Struct, tag="start", frozen=True):
     # The image as the queue host saved it (chunks in the blob store): loaded from
     # there when the node's runtime lacks the image. "": the node has it or pulls it.
     image_manifest: str = ""
+    # Its id as the queue host saved it: a node whose store has another image under
+    # the same name (an older push of the tag) loads this one. "": the name decides.
+    image_id: str = ""
     lazy_artifacts: bool = True
     # False for a `--no-reassign` job: the daemon never runs it elsewhere, so a runner
     # whose lease lapses lets it run on (see `Heartbeat`).

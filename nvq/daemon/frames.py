@@ -92,6 +92,7 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         interactive=job.interactive,
         image=job.image or "",
         image_manifest=job.image_manifest or "",
+        image_id=job.image_id or "",
         runtime=(node.runtime or "") if node else "",
         relay=True,  # nvq.daemon.relay serves its $NVQ_SOCKET
     )

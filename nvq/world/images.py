@@ -4,7 +4,10 @@ manifest, which a node's runner fetches over its own connection and loads
 (`nvq_runner/image_load.py`) when its runtime lacks the image.
 
 Staged once per image id: `$NVQ_HOME/images/<id>` remembers the manifest, so a sweep
-of a hundred jobs from one image saves it once."""
+of a hundred jobs from one image saves it once. The archive is cut into content-defined
+chunks (nvq_runner/chunking.py, as checkpoints are): a new version of an image shares
+the chunks of every layer it did not change with the old one, so a node that loaded
+the old one fetches only what changed (the node's blob cache still holding them)."""
 
 from __future__ import annotations
 
@@ -15,9 +18,9 @@ import tempfile
 from pathlib import Path
 
 from nvq.world.blobs import BlobStore
+from nvq_runner.chunking import chunks
 from nvq_runner.manifest_wire import FILE, Entry, Manifest, is_hash
 
-CHUNK = 16 * 1024 * 1024  # each a blob: a node fetches in bounded batches
 RUNTIMES = ("podman", "docker")  # those with `save` and `load`
 
 
@@ -62,7 +65,7 @@ def stage_image(ref: str, home: Path, store: BlobStore) -> tuple[str, str] | Non
             raise OSError(f"{runtime} save {ref}: {saved.stderr.strip()[-300:]}")
         entries: list[Entry] = []
         with archive.open("rb") as f:
-            while chunk := f.read(CHUNK):
+            for chunk in chunks(f):
                 digest = store.put_bytes(chunk)
                 entries.append(Entry(f"image.tar.{len(entries):06d}", FILE, 0o600,
                                      len(chunk), digest))

@@ -63,7 +63,7 @@ def images(tmp_path: Path, sshd_nodes: Any) -> Iterator[tuple[Nvq, PodmanStore, 
 
 
 def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
-    images: tuple[Nvq, PodmanStore, list[SshdNode]],
+    images: tuple[Nvq, PodmanStore, list[SshdNode]], tmp_path: Path,
 ) -> None:
     nvq, store, nodes = images
     assert nvq.cwd is not None
@@ -106,6 +106,16 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     assert (listed["n2"]["runtime"], listed["n2"]["images"]) == ("", None)
     again = nvq.run("image", "push", IMAGE, "--nodes", "n0")
     assert again.code == 0 and "n0: already there" in again.out, again.out + again.err
+    # A new version under the same name: the node's image of that name is the old one,
+    # so it loads the new one (bench/image_staging.py shows it fetches only what changed).
+    host = PodmanStore(tmp_path / "podman-host")  # the fixture's queue host store
+    (host.dir / "rootfs" / "notes.txt").write_text("version 2\n")
+    new_id = host.build_busybox().removeprefix("sha256:")
+    newer = nvq.run("image", "push", IMAGE, "--nodes", "n0", "--json")
+    (n0,) = newer.json()["nodes"]
+    assert n0["loaded"] and n0["fetched_bytes"] > 0 and n0["error"] is None, newer.out
+    listed = {n["node"]: n for n in nvq.json("image", "ls", "--json")}
+    assert (IMAGE, new_id) in [(i["ref"], i["id"]) for i in listed["n0"]["images"]]
     absent = nvq.run("image", "push", "localhost/nvq-absent:1")
     assert absent.code == 2
     assert absent.err.strip() == ("nvq: this host's podman has no image localhost/nvq-absent:1 "

@@ -40,7 +40,8 @@ async def image_push(ctx: Context, req: c.ImagePush, user: str) -> c.ImagesPushe
             return
         runtime = node.config.runtime if node.config and node.config.runtime else ""
         answer = await STAGED.ask(node, lambda r: p.StageImage(
-            req=r, image=req.image, image_manifest=req.image_manifest, runtime=runtime))
+            req=r, image=req.image, image_manifest=req.image_manifest, runtime=runtime,
+            image_id=req.image_id))
         if answer is None:
             results[node.name] = c.ImageOnNode(
                 node=node.name, error="the node did not answer (its link dropped?)")
