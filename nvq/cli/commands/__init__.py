@@ -7,16 +7,14 @@ modules carry heavy imports (the snapshot machinery, the validator) that other c
 never need. `command_info` finds the one module that declares `nvq GROUP COMMAND` and
 imports only that; `app` (help, anything unusual) assembles everything on first use.
 
-A new command: `@on_GROUP.command("NAME")` in a module here, as the others are (the
-name given as a literal, so `command_info` finds it; one without still works, through
-the whole app). A new module: one more `_attach` row in `full_app`."""
+A new command: `@on_GROUP.command("NAME")` in a module here and a row in `WHERE` (a
+test checks the table against the whole app; a command missing from it still works,
+through the whole app). A new module: one more `_attach` row in `full_app`."""
 
 from __future__ import annotations
 
 import functools
 import importlib
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,8 +23,28 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "command_info", "full_app"]
 
-HERE = Path(__file__).resolve().parent
-DECLARED = re.compile(r'^@(on_\w+)\.command\(\s*"([^"]+)"', re.MULTILINE)
+# GROUP → COMMAND → the module here that declares `nvq GROUP COMMAND` on its
+# `on_GROUP`, for the groups a call is narrowed to (nvq.cli.app.GROUPS).
+WHERE: dict[str, dict[str, str]] = {
+    "job": {
+        **dict.fromkeys(["cancel", "logs", "ls", "note", "release", "result", "show", "wait",
+                         "why"], "job"),
+        **dict.fromkeys(["edit", "move", "pause", "priority", "purge", "requeue", "resume"],
+                        "policy"),
+        "artifacts": "busy", "exec": "reach", "forward": "reach", "pull": "world",
+        "shell": "shell", "submit": "submit",
+    },
+    "node": dict.fromkeys(["add", "bootstrap", "health", "restart", "start", "status", "stop"],
+                          "node"),
+    "queue": {
+        **dict.fromkeys(["ack", "alerts", "backup", "check", "restore"], "ops"),
+        **dict.fromkeys(["allow-busy-assign", "busy", "forbid-busy-assign"], "busy"),
+        **dict.fromkeys(["drain", "events", "ignore", "nodes", "resume", "status", "unignore"],
+                        "queue"),
+        **dict.fromkeys(["gc", "receive-blobs"], "world"),
+        **dict.fromkeys(["lane", "lanes"], "lane"),
+    },
+}
 
 
 def _attach(group: typer.Typer, *parts: typer.Typer) -> None:
@@ -101,25 +119,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@functools.cache
-def _declarations() -> dict[tuple[str, str], list[str]]:
-    """(Typer attribute, command name) → the modules whose source declares it, read
-    from the text: finding a command must not import the modules it is not in."""
-    found: dict[tuple[str, str], list[str]] = {}
-    for path in sorted(HERE.glob("*.py")):
-        if path.name.startswith("_"):
-            continue
-        for attr, name in DECLARED.findall(path.read_text(encoding="utf-8")):
-            found.setdefault((attr, name), []).append(path.stem)
-    return found
-
-
 def command_info(group: str, name: str) -> CommandInfo | None:
     """`nvq GROUP NAME`'s command, importing only the module that declares it; None
-    when no single module does (then the whole app decides what the argv means)."""
-    modules = _declarations().get((f"on_{group}", name), [])
-    if len(modules) != 1:
+    when the table names none (then the whole app decides what the argv means)."""
+    module = WHERE.get(group, {}).get(name)
+    if module is None:
         return None
-    part = getattr(importlib.import_module(f"{__name__}.{modules[0]}"), f"on_{group}", None)
+    part = getattr(importlib.import_module(f"{__name__}.{module}"), f"on_{group}", None)
     match = [c for c in getattr(part, "registered_commands", []) if c.name == name]
     return match[0] if len(match) == 1 else None
