@@ -84,7 +84,7 @@ class JobManager:
         return out
 
     def job_dir(self, job_id: int) -> JobDir:
-        """The directory of the latest attempt started (or killed) under this id."""
+        """The directory of the latest attempt prepared (`logs --setup`), started or killed."""
         return self._dirs.get(job_id) or JobDir(self.root, job_id)
 
     def _dir_of(self, job_id: int, queue_id: str, nonce: str) -> JobDir:
@@ -117,7 +117,7 @@ class JobManager:
         old = self.running.get(msg.job_id)
         if old is None:
             if self._world is not None and JobWorld.needed(msg):
-                self._starting[msg.job_id] = (d.path, msg.attempt)
+                self._starting[msg.job_id], self._dirs[msg.job_id] = (d.path, msg.attempt), d
                 self._loop.create_task(self._prepare_then_launch(self._world, msg, d))
                 return
             self._launch(msg, d)

@@ -10,6 +10,7 @@ once per runner start.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -31,7 +32,14 @@ from .jobfiles import JobDir, tail_text
 from .manifest_wire import Manifest, ManifestError
 from .node_env import local_env, remote_env
 from .protocol import SetupPhase, Start
-from .setup_env import DEFAULT_SETUP_FILES, ensure_env, job_env, setup_files, setup_key
+from .setup_env import (
+    DEFAULT_SETUP_FILES,
+    EnvPaths,
+    ensure_env,
+    job_env,
+    setup_files,
+    setup_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -217,10 +225,19 @@ class JobWorld:
         patterns = tuple(msg.setup_files) or DEFAULT_SETUP_FILES
         files = setup_files(manifest, msg.subdir, patterns) if manifest is not None else {}
         key = setup_key(msg.setup, files)
+        # While it runs, the job's setup.log is the build's own log, so `job logs
+        # --setup` follows it; once done, a copy (or nothing, when it was cached).
+        live = d.path / SETUP_LOG
+        d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            live.unlink(missing_ok=True)
+            live.symlink_to(EnvPaths(self.home, key).log)
         result = ensure_env(
             self.home, key, msg.setup, cwd=cwd, env=base,
             should_stop=lambda: d.read_tombstone() >= msg.attempt,
         )
+        if live.is_symlink():
+            live.unlink()
         if result.ran or not result.ok:
             d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.cluster import Nvq
@@ -64,6 +65,11 @@ def test_a_job_shows_the_setup_state_while_its_setup_runs(nvq: Nvq, tmp_path: Pa
                if line.split()[0] == str(job["id"]))
     assert row.split()[1] == "setup"
     assert "[setup]" in nvq.ok("job", "show", str(job["id"])).out
+    # its log is followed while it runs: wait for the line it printed
+    deadline = time.monotonic() + 60
+    while "installing" not in nvq.ok("job", "logs", str(job["id"]), "--setup").out:
+        assert time.monotonic() < deadline, "the setup's log never showed its line"
+        time.sleep(0.1)
     go.touch()
     code, (done,) = nvq.wait(job["id"])
     assert code == 0 and done["phase"] == ""
