@@ -99,7 +99,9 @@ def reason_of(
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.begin_at))
         return w.Waiting(w.BEGIN_TIME, f"--begin: not before {stamp}")
     if job.id in facts.unplaceable:
-        return w.Waiting(w.STOPPING, "its previous attempt is still being stopped or synced")
+        # (or a prerequisite's last artifacts, its $NVQ_INPUTS, are still being synced)
+        return w.Waiting(w.STOPPING, "its previous attempt, or a prerequisite's last "
+                         "artifacts, are still being stopped or synced")
     kept = facts.holds.get(job.id)
     if kept is not None:
         node, victims = kept
