@@ -196,7 +196,8 @@ class ArtifactSyncs:
                 and live.attempt == job.attempt
                 and node.reconciled
             ):
-                node.post(self.state.start_msg(live))
+                chunked = self.artifacts.chunked
+                node.post(chunked.with_inputs(node, live, self.state.start_msg(live)))
 
     async def _ticker(self) -> None:
         while True:
