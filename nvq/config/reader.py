@@ -8,6 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
 from nvq.config.jumps import resolve
@@ -33,9 +35,19 @@ from nvq.config.types import (
 from nvq.values import show
 
 
+def file_stamp(path: Path | None) -> tuple[int, int] | None:
+    """What tells a config.toml changed since it was read: (mtime ns, size)."""
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st is not None else None
+
+
 def load_config(home: Path) -> Config:
     """Read `home/config.toml`; a missing file means all defaults."""
     path = home / "config.toml"
+    stamp = file_stamp(path)  # before reading: a write in between reads as a change
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -48,7 +60,7 @@ def load_config(home: Path) -> Config:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {_toml_error(str(exc))}") from exc
-    return parse_config(data, path)
+    return msgspec.structs.replace(parse_config(data, path), read_stamp=stamp)
 
 
 def parse_config(data: dict[str, Any], path: Path) -> Config:

@@ -246,6 +246,7 @@ class ClusterConfig(msgspec.Struct, kw_only=True, frozen=True):
 
 class Config(msgspec.Struct, kw_only=True, frozen=True):
     path: Path | None = None
+    read_stamp: tuple[int, int] | None = None  # config.toml's (mtime ns, size) when read
     queue: QueueConfig = QueueConfig()
     nodes: list[NodeConfig] = []
     remote: RemoteConfig | None = None

@@ -229,6 +229,8 @@ class QueueStatus(msgspec.Struct, kw_only=True):
     keeper: dict[str, Any] | None  # None: no keeper installed
     disk_full: str | None = None  # set while queue.db cannot be written for space
     arrays: list[ArraySummary] = []  # arrays with live members, one line each
+    # config.toml changed since the daemon read it (`nvq daemon reload` applies it)
+    config_changed: bool = False
 
 
 class Pong(msgspec.Struct, kw_only=True):

@@ -63,6 +63,8 @@ def test_nodes_come_and_go_while_the_queue_runs(
         # n0 leaves the file (and a change that needs a restart comes along)
         config.write_text(first[:first.index("[[nodes]]")].replace(
             "local_node = false", "local_node = true") + full[cut:])
+        assert nvq.json("queue", "status")["config_changed"] is True
+        assert "config.toml changed since the daemon read it" in nvq.ok("queue", "status").out
         said = nvq.ok("daemon", "reload").out.splitlines()
         assert said == [
             "applied: node n0 removed: draining (its running jobs finish, then it goes)",
@@ -70,6 +72,7 @@ def test_nodes_come_and_go_while_the_queue_runs(
             "with false)",
         ], said
         assert nodes()["n0"]["state"] == "draining"
+        assert nvq.json("queue", "status")["config_changed"] is False
         job = nvq.submit("--", "true")
         code, (done,) = nvq.wait(job["id"], timeout=90)
         assert code == 0 and done["node"] == "n1", done

@@ -108,6 +108,9 @@ def status_text(doc: QueueStatus) -> str:
         parts += ["", jobs_table(doc.jobs, unreachable=lost_links)]
     if doc.arrays:
         parts += ["", *map(array_line, doc.arrays)]
+    if getattr(doc, "config_changed", False):
+        parts += ["", "config.toml changed since the daemon read it: "
+                      "`nvq daemon reload` applies it"]
     parts += status_tail(doc)
     return "\n".join(parts)
 

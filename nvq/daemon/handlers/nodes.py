@@ -10,6 +10,7 @@ import msgspec
 
 from nvq import __version__
 from nvq import control as c
+from nvq.config.reader import file_stamp
 from nvq.daemon import reserving
 from nvq.daemon.array_summaries import summarise_arrays
 from nvq.daemon.card_flags import card_flag
@@ -101,6 +102,7 @@ async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
     doc["arrays"] = arrays
+    doc["config_changed"] = file_stamp(state.config.path) != state.config.read_stamp
     return msgspec.convert(doc, c.QueueStatus)
 
 
