@@ -126,8 +126,7 @@ class DaemonStopping(msgspec.Struct, kw_only=True):
 
 
 class Reloaded(msgspec.Struct, kw_only=True):
-    """`Reload`: what the re-read config.toml changed, one line each, and the changes
-    refused because they need a daemon restart (their running values are kept)."""
+    """`Reload`: what config.toml changed, and what needs a restart (kept as it was)."""
 
     applied: list[str]
     refused: list[str]
@@ -229,8 +228,7 @@ class QueueStatus(msgspec.Struct, kw_only=True):
     keeper: dict[str, Any] | None  # None: no keeper installed
     disk_full: str | None = None  # set while queue.db cannot be written for space
     arrays: list[ArraySummary] = []  # arrays with live members, one line each
-    # config.toml changed since the daemon read it (`nvq daemon reload` applies it)
-    config_changed: bool = False
+    config_changed: bool = False  # config.toml changed since the daemon read it
 
 
 class Pong(msgspec.Struct, kw_only=True):
