@@ -132,6 +132,8 @@ async def serve(home: Path) -> None:
                                 await reloader.reload()
                             except RequestError as exc:
                                 log.error("SIGHUP: %s", exc)
+                            except Exception:  # a reload's bug must not end the daemon
+                                log.exception("SIGHUP: reload failed")
                             continue
                         log.info("got signal %d: stopping", signum)
                         state.stop_requested.set()

@@ -172,7 +172,9 @@ class FakeBackend:
             cards = units(self._read())
         except (OSError, tomllib.TOMLDecodeError):
             return {}  # mid-rewrite: read again next time
-        return cards[index] if index < len(cards) else {"lost": True}
+        # A card taken out of the file is simply gone (the samples no longer name it);
+        # only `lost = true` is a card that vanished under the runner.
+        return cards[index] if index < len(cards) else {}
 
     def sample(self, skip: Collection[int] = frozenset()) -> list[GpuSample]:
         doc = self._read()
