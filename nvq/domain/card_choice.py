@@ -26,10 +26,19 @@ def pick(cards: Sequence[Card], gpus: int, vram_mb: int, busy: Mapping[int, int]
     """The `gpus` cards to take among `cards` (most free first), each with free ≥
     `vram_mb`: quiet ones first (most free, then lower index, as by memory alone),
     then the least busy. `busy`: card index → utilisation of its busy cards only."""
-    fitting = [c for c in cards if -c[0] >= vram_mb]
-    if not busy:
-        return fitting[:gpus]
-    return sorted(fitting, key=lambda c: (busyness(busy.get(c[1], 0)), c))[:gpus]
+    quiet_ones: list[Card] = []
+    busy_ones: list[Card] = []
+    for card in cards:  # most free first: the fitting cards are a prefix
+        if -card[0] < vram_mb:
+            break
+        if card[1] not in busy:
+            quiet_ones.append(card)
+            if len(quiet_ones) == gpus:
+                return quiet_ones
+        else:
+            busy_ones.append(card)
+    busy_ones.sort(key=lambda c: (busyness(busy[c[1]]), c))
+    return quiet_ones + busy_ones[:gpus - len(quiet_ones)]
 
 
 def quiet(cards: Sequence[Card], busy: Mapping[int, int], gpus: int, vram_mb: int) -> bool:
@@ -37,7 +46,15 @@ def quiet(cards: Sequence[Card], busy: Mapping[int, int], gpus: int, vram_mb: in
     give only busy ones yields to the next that fits with quiet ones."""
     if not busy or not gpus:
         return True
-    return not any(index in busy for _, index in pick(cards, gpus, vram_mb, busy))
+    found = 0
+    for neg, index in cards:  # most free first: stop at the first that does not fit
+        if -neg < vram_mb:
+            return False
+        if index not in busy:
+            found += 1
+            if found == gpus:
+                return True
+    return False
 
 
 def busy_note(node: str, picked: Sequence[int], busy: Mapping[int, int]) -> str:

@@ -47,16 +47,8 @@ from nvq.domain.placement_types import (
 from nvq.domain.quotas import Caps
 from nvq.values import format_mib
 
-__all__ = [
-    "GpuSlot",
-    "NodeSlot",
-    "PendingJob",
-    "Placement",
-    "PlacementResult",
-    "Unschedulable",
-    "dispatch_key",
-    "place",
-]
+__all__ = ["GpuSlot", "NodeSlot", "PendingJob", "Placement", "PlacementResult", "Unschedulable",
+           "dispatch_key", "place"]
 
 SortKey = tuple[float, ...]
 
@@ -233,6 +225,8 @@ class _Pass:
         self.any_busy = any(slot.busy for slot in slots)
         # Time limits matter only where some node's time is limited: keep profiles shared.
         self.any_timed = any(s.time_left is not None or not s.untimed_ok for s in slots)
+        self.any_busy_cards = any(node.busy_cards for node in self.state)
+        self.no_quiet: dict[tuple[int, int], int] = {}  # (profile, gpus) → vram with no quiet fit
 
     def run(
         self,
@@ -354,13 +348,17 @@ class _Pass:
             fitting = [state[i] for i in profile.now if state[i].fits(gpus, vram, memory, limit)]
             fitting.sort(key=lambda n: n.key)
             return next((n for n in fitting if quiet(n.cards, n.busy_cards, gpus, vram)), first(fitting))
+        # Look past busy cards only while some quiet ones may fit (capacity only shrinks).
+        seek = self.any_busy_cards and vram < self.no_quiet.get((id(profile), gpus), 1 << 62)
         fallback: _Node | None = None  # the least loaded that fits, busy cards and all
         for key in self.order:
             index = key[4]
             if index in profile.now and state[index].fits(gpus, vram, memory, limit):
-                if quiet(state[index].cards, state[index].busy_cards, gpus, vram):
+                if not seek or quiet(state[index].cards, state[index].busy_cards, gpus, vram):
                     return state[index]
                 fallback = fallback or state[index]
+        if seek and fallback is not None:
+            self.no_quiet[id(profile), gpus] = vram
         return fallback
 
     def _most_free(self, profile: Profile, gpus: int, memory: int) -> int:
