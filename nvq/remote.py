@@ -133,7 +133,28 @@ def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool, tty: bool = False)
         args += ["-o", f"UserKnownHostsFile={cfg.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
     if cfg.user:
         args += ["-l", cfg.user]
+    if cfg.jump:
+        args += ["-o", f"ProxyCommand={jump_command(cfg)}"]
     return [*args, cfg.host, command]
+
+
+def jump_command(cfg: RemoteConfig) -> str:
+    """`[remote] jump` as a ProxyCommand: an `ssh -W` through the bastion with the same
+    identity and known_hosts (`-J` would drop them: command-line options apply to the
+    destination only)."""
+    from nvq.config import NodeConfig
+    from nvq.config.jumps import parse_hops
+
+    assert cfg.jump is not None
+    (hop,) = parse_hops(cfg.jump, NodeConfig(name="remote", host=cfg.host))
+    args = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-p", str(hop.port)]
+    if cfg.identity:
+        args += ["-i", cfg.identity, "-o", "IdentitiesOnly=yes"]
+    if cfg.known_hosts:
+        args += ["-o", f"UserKnownHostsFile={cfg.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+    if hop.user:
+        args += ["-l", hop.user]
+    return shlex.join([*args, "-W", "%h:%p", hop.host])
 
 
 def forward(cfg: RemoteConfig, argv: list[str]) -> int:

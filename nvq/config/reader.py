@@ -12,7 +12,7 @@ import msgspec
 
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
-from nvq.config.jumps import resolve
+from nvq.config.jumps import parse_hops, resolve
 from nvq.config.lease import lease_problem
 from nvq.config.sharing import SHARE_KEYS, queue_fields, read_limits, user_sharing
 from nvq.config.submit import read_submit
@@ -229,6 +229,16 @@ class _Parser(FieldReader):
                 raise self.fail(key, f"{show(item)} is not an absolute path")
         return [item.rstrip("/") or "/" for item in dirs]
 
+    def remote_jump(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        try:
+            hops = parse_hops(text, NodeConfig(name="remote", host="-"))
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+        if len(hops) != 1:
+            raise self.fail(key, "one hop only (user@host:port)")
+        return text
+
     def remote(self, value: Any) -> RemoteConfig:
         fields: dict[str, Convert] = {
             "host": self.string,
@@ -238,6 +248,7 @@ class _Parser(FieldReader):
             "known_hosts": self.path_value,
             "nvq": self.string,
             "home": self.string,
+            "jump": self.remote_jump,
         }
         table = self.table(value, "remote", set(fields))
         if "host" not in table:

@@ -123,6 +123,7 @@ class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
     known_hosts: str | None = None
     nvq: str = "nvq"  # the command to run there
     home: str | None = None  # $NVQ_HOME there, when not the default
+    jump: str | None = None  # "user@bastion:22": one hop, with this identity/known_hosts
 
 
 class BackupConfig(msgspec.Struct, kw_only=True, frozen=True):
