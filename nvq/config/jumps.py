@@ -28,6 +28,13 @@ def parse_hops(text: str, node: NodeConfig) -> list[JumpHost]:
     return hops
 
 
+def one_hop(text: str) -> str:
+    """`[remote] jump`: exactly one user@host:port (ValueError otherwise)."""
+    if len(parse_hops(text, NodeConfig(name="remote", host="-"))) != 1:
+        raise ValueError("one hop only (user@host:port)")
+    return text
+
+
 def resolve(nodes: list[NodeConfig]) -> list[NodeConfig]:
     """The nodes with their `hops` filled. ValueError (index, message) on a jump
     that names no node and is no host, or a loop of jumps."""

@@ -12,9 +12,10 @@ import msgspec
 
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
-from nvq.config.jumps import parse_hops, resolve
+from nvq.config.jumps import one_hop, resolve
 from nvq.config.lease import lease_problem
 from nvq.config.sharing import SHARE_KEYS, queue_fields, read_limits, user_sharing
+from nvq.config.stamp import file_stamp
 from nvq.config.submit import read_submit
 from nvq.config.types import (
     WEBHOOK_EVENTS,
@@ -33,15 +34,6 @@ from nvq.config.types import (
     WebhookChannel,
 )
 from nvq.values import show
-
-
-def file_stamp(path: Path | None) -> tuple[int, int] | None:
-    """What tells a config.toml changed since it was read: (mtime ns, size)."""
-    try:
-        st = path.stat() if path is not None else None
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size) if st is not None else None
 
 
 def load_config(home: Path) -> Config:
@@ -230,14 +222,10 @@ class _Parser(FieldReader):
         return [item.rstrip("/") or "/" for item in dirs]
 
     def remote_jump(self, value: Any, key: str) -> str:
-        text = self.string(value, key)
         try:
-            hops = parse_hops(text, NodeConfig(name="remote", host="-"))
+            return one_hop(self.string(value, key))
         except ValueError as exc:
             raise self.fail(key, str(exc)) from None
-        if len(hops) != 1:
-            raise self.fail(key, "one hop only (user@host:port)")
-        return text
 
     def remote(self, value: Any) -> RemoteConfig:
         fields: dict[str, Convert] = {

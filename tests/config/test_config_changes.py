@@ -111,3 +111,9 @@ def test_jumps_resolve_to_hops() -> None:
         _config(JUMPS.replace('jump = "gw"', 'jump = "no such"'))
     moved = diff(_config(JUMPS), _config(JUMPS.replace('host = "gw.lab"', 'host = "gw2"')))
     assert "node inner jump changed: reconnecting" in moved.applied
+
+
+def test_the_remote_cli_takes_one_hop() -> None:
+    assert _config('[remote]\nhost = "q"\njump = "me@gw:2222"\n').remote.jump == "me@gw:2222"
+    with pytest.raises(ConfigError, match=r"remote\.jump: one hop only"):
+        _config('[remote]\nhost = "q"\njump = "me@gw,other"\n')

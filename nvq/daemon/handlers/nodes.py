@@ -10,7 +10,7 @@ import msgspec
 
 from nvq import __version__
 from nvq import control as c
-from nvq.config.reader import file_stamp
+from nvq.config.stamp import file_stamp
 from nvq.daemon import reserving
 from nvq.daemon.array_summaries import summarise_arrays
 from nvq.daemon.card_flags import card_flag
