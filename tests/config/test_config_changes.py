@@ -114,6 +114,7 @@ def test_jumps_resolve_to_hops() -> None:
 
 
 def test_the_remote_cli_takes_one_hop() -> None:
-    assert _config('[remote]\nhost = "q"\njump = "me@gw:2222"\n').remote.jump == "me@gw:2222"
+    remote = _config('[remote]\nhost = "q"\njump = "me@gw:2222"\n').remote
+    assert remote is not None and remote.jump == "me@gw:2222"
     with pytest.raises(ConfigError, match=r"remote\.jump: one hop only"):
         _config('[remote]\nhost = "q"\njump = "me@gw,other"\n')
