@@ -192,6 +192,8 @@ def in_container(msg: Start, d: JobDir, rec: AttemptRecord, workdir: Path,
            "NVQ_JOB_DIR": str(d.path), "NVQ_STATUS_FILE": str(d.status),
            "NVQ_ARTIFACTS": container.ARTIFACTS, "NVQ_ATTEMPT": str(msg.attempt),
            "NVQ_IMAGE": msg.image,
+           # inside the job directory, which the container sees at the same path
+           **({"NVQ_INPUTS": str(d.inputs)} if msg.inputs else {}),
            "NVQ_END_TIME": "" if rec.deadline is None else str(int(rec.deadline))}
     if port is not None:
         env["NVQ_PORT"] = str(port)

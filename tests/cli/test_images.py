@@ -89,6 +89,11 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     (ckpt,) = node.home.glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
     assert ckpt.read_text() == "step-1\n"
     assert store.containers() == []  # --rm: nothing left behind
+    # a next step in an image reads this one's artifacts at $NVQ_INPUTS/<id>/
+    step = nvq.submit("--image", IMAGE, "--gpus", "0", "--after", str(job["id"]), "--",
+                      f'cat "$NVQ_INPUTS/{job["id"]}/ckpt"')["id"]
+    assert nvq.wait(step)[0] == 0, logs(nvq, step)
+    assert logs(nvq, step) == "step-1\n"
     # the node got the image from the queue host, and keeps it for the next job
     assert store.podman("image", "exists", IMAGE, check=False).returncode == 0
 
