@@ -66,3 +66,20 @@ def test_a_python_39_node_is_bootstrapped_and_runs_jobs(
     assert int((node.home / "runner.pid").read_text()) != runner_pid
     assert "on-the-old-node" in nvq.ok("job", "logs", str(job["id"])).out
     assert "job_lost" not in [e["kind"] for e in nvq.show(job["id"])["events"]]
+
+
+def test_a_python_39_node_mounts_a_steps_inputs(old_node: tuple[Nvq, SshdNode]) -> None:
+    """The FUSE side of the runner works on 3.9: a step's inputs are mounted read-only
+    (root could write into a full restore; the mount refuses it)."""
+    nvq, _ = old_node
+    prep = nvq.submit("--gpus", "0", "--", 'mkdir -p "$NVQ_ARTIFACTS/data" && '
+                      'echo "1 2 3" > "$NVQ_ARTIFACTS/data/train.txt"')["id"]
+    train = nvq.submit(
+        "--gpus", "0", "--after", str(prep), "--",
+        f'cat "$NVQ_INPUTS/{prep}/data/train.txt" && (touch "$NVQ_INPUTS/{prep}/data/x" '
+        "2>/dev/null && echo writable || echo read-only)",
+    )["id"]
+    code, _ = nvq.wait(train, timeout=120)
+    out = nvq.ok("job", "logs", str(train)).out
+    assert code == 0, out
+    assert out.splitlines() == ["1 2 3", "read-only"], out
