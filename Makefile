@@ -53,6 +53,8 @@ test: install parts
 # 5 min 22 s at load 20 (eight sessions' suites at once), the slowest two being the
 # hypothesis property tests (placement 55 s, pending groups 25 s), which therefore draw an
 # eighth of their examples here (NVQ_TEST_FAST=1, tests/property_budget.py); `make test` draws them all.
+# 2026-12-01 23:40: 1,002 tests in 60 s (49 s of CPU) at load 2.8 with the bytecode kept,
+# 71 s (53 s of CPU) at load 3.1 without.
 test-fast: install
 	@$(COMPILED)
 	NVQ_TEST_FAST=1 $(WITH_BYTECODE) $(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not e2e"
