@@ -67,6 +67,7 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Ack(), "admin"),
     (c.Backup(), "admin"),
     (c.StopDaemon(), "admin"),
+    (c.Reload(), "admin"),
     (c.Purge(), "admin"),
     (c.Subscribe(), "anyone"),
     (c.Why(id=1), "anyone"),
