@@ -56,6 +56,14 @@ def test_the_fake_backend_injects_each_condition(tmp_path: Path) -> None:
     assert all(s.faults == [] for s in backend.sample())  # the health watch fills them
 
 
+def _replace(path: Path, text: str) -> None:
+    """Change the fake's cards at once: the watch reads the file while the test writes
+    it, and a half-written file has one card (the other "vanished")."""
+    new = path.with_suffix(".new")
+    new.write_text(text)
+    new.replace(path)
+
+
 def test_a_hung_health_read_marks_its_card_and_blocks_nothing_else(tmp_path: Path) -> None:
     """`nvml_hang = true` makes the fake's health read of card 1 hang for real: the
     watch marks that card past its deadline, card 0 goes on being read, the sample
@@ -69,9 +77,9 @@ def test_a_hung_health_read_marks_its_card_and_blocks_nothing_else(tmp_path: Pat
     assert len(backend.facts().gpus) == 2  # the watch starts with the cards known
     watch = backend.watch
     try:
-        path.write_text(two.format("", "nvml_hang = true"))
+        _replace(path, two.format("", "nvml_hang = true"))
         _until(lambda: watch.hung() == {1})
-        path.write_text(two.format("xid = 79", "nvml_hang = true"))  # card 0 still read
+        _replace(path, two.format("xid = 79", "nvml_hang = true"))  # card 0 still read
         _until(lambda: watch.current()[0] == ["xid 79"])
         assert watch.current()[1] == [HUNG]
         sample = take_sample(backend, {}, {})
@@ -79,7 +87,7 @@ def test_a_hung_health_read_marks_its_card_and_blocks_nothing_else(tmp_path: Pat
         assert faults_during([1], began) == {1: [HUNG]}  # what an exit now carries
         assert faults_during([0, 1], time.time() + 60) == {}  # began before that attempt
     finally:
-        path.write_text(two.format("", ""))  # the hung read returns
+        _replace(path, two.format("", ""))  # the hung read returns
         backend.close()
 
 
