@@ -65,7 +65,9 @@ def test_an_unhealthy_card_stays_out_until_an_admin_returns_it(
         nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["started_at"])
         assert nvq.show(job["id"])["gpus"] == [1]
         # card 0's fault is no longer reported (util marks the sample that says so)
-        gpu_file.write_text(_cards("util = 55", "xid = 79"))
+        new = gpu_file.with_suffix(".new")  # at once: a half-written file loses a card
+        new.write_text(_cards("util = 55", "xid = 79"))
+        new.replace(gpu_file)
         _until(lambda: util(0) == 55 and health()[1]["health"] == "unhealthy", "card 1 sick")
         assert health()[0]["health"] == "unhealthy"  # sticky: still out
         gate.touch()
