@@ -4,6 +4,7 @@ ssh (`nvq.cli.forward_remote`)."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 import threading
@@ -23,6 +24,10 @@ def serve_forward(
     emit(doc, as_json, f"forwarding {doc['url']} to port {where['port']} on {where['node']} "
          f"(job {where['job']}); Ctrl-C stops")
     sys.stdout.flush()
+    # Ctrl-C or a supervisor's SIGTERM ends it, even where SIGINT came in ignored (a
+    # parent that ignores it, such as a script's background job, passes that on).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         while True:
             conn, _ = listener.accept()
@@ -31,6 +36,10 @@ def serve_forward(
         return 0
     finally:
         listener.close()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _relay_one(conn: socket.socket, open_one: Any, relay: Any) -> None:
