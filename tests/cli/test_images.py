@@ -21,6 +21,9 @@ from tests.harness.sshd import SshdNode
 from tests.harness.tmux import Tmux
 from tests.members import as_user, reachable_nvq, second_user
 
+# Each test builds and stages real images on two sshd nodes: 80-120 s alone here.
+pytestmark = pytest.mark.timeout(300)
+
 RUN_SH = """\
 echo "uid=$(id -u) cwd=$(pwd)"
 cat data.txt
