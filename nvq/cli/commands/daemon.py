@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import time
-
 import typer
 
 from nvq.cli.app import JsonOpt
+from nvq.cli.daemon_exit import wait_gone
 from nvq.cli.render.output import emit
 from nvq.client import Client, DaemonUnavailable
 from nvq.control import Reloaded
@@ -38,9 +36,7 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
     except DaemonUnavailable:
         emit({"stopped": False, "running": False}, as_json, "no daemon is running")
         return 0
-    deadline = time.monotonic() + 20
-    while pid is not None and time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.02)
+    wait_gone(pid)
     text = f"daemon {pid} stopped"
     if said.runners_left:
         why = (
@@ -85,12 +81,3 @@ def reload_text(doc: Reloaded) -> str:
     lines += [f"not applied: {line}" for line in doc.refused]
     return "\n".join(lines) or "config.toml: nothing changed"
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

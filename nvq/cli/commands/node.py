@@ -172,9 +172,7 @@ def daemon_running() -> bool:
 
 
 def stop_daemon_again() -> None:
-    import os
-    import time
-
+    from nvq.cli.daemon_exit import wait_gone
     from nvq.client.errors import DaemonUnavailable
     from nvq.home import Home, default_root
 
@@ -183,10 +181,4 @@ def stop_daemon_again() -> None:
         Client(autostart=False).stop_daemon()
     except DaemonUnavailable:
         return
-    deadline = time.monotonic() + 20
-    while pid is not None and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return
-        time.sleep(0.02)
+    wait_gone(pid)

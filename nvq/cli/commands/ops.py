@@ -116,8 +116,7 @@ def queue_restore(
 
 def stop_daemon_for_restore(root: Path) -> None:
     """Stop the daemon the keeper keeps (the keeper is paused, so it stays stopped)."""
-    import os
-
+    from nvq.cli.daemon_exit import wait_gone
     from nvq.client import DaemonUnavailable
     from nvq.home import Home
 
@@ -126,13 +125,7 @@ def stop_daemon_for_restore(root: Path) -> None:
         Client(root, autostart=False).stop_daemon()
     except DaemonUnavailable:
         return
-    deadline = time.monotonic() + 20
-    while pid is not None and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
+    wait_gone(pid)
 
 
 @on_project.command("test")
