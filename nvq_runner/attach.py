@@ -38,13 +38,17 @@ def splice(sock: socket.socket, fd_in: int = 0, fd_out: int = 1) -> None:
                 _write_all(fd_out, data)
 
 
-def attach(home: Path) -> int:
-    ensure_running(home)
-    sock = connect(home)
+def splice_until_closed(sock: socket.socket) -> None:
+    """`splice`, then close `sock`; the other side going away is the normal end."""
     try:
         splice(sock)
     except (BrokenPipeError, ConnectionError):
         pass
     finally:
         sock.close()
+
+
+def attach(home: Path) -> int:
+    ensure_running(home)
+    splice_until_closed(connect(home))
     return 0

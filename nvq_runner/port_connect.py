@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import sys
 
-from .attach import splice
+from .attach import splice_until_closed
 
 
 def port_connect(port: int) -> int:
@@ -19,10 +19,5 @@ def port_connect(port: int) -> int:
               file=sys.stderr)
         return 1
     sock.settimeout(None)
-    try:
-        splice(sock)
-    except (BrokenPipeError, ConnectionError):
-        pass
-    finally:
-        sock.close()
+    splice_until_closed(sock)
     return 0

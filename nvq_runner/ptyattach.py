@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .attach import splice
+from .attach import splice_until_closed
 from .launcher import connect_path
 
 POLL = 0.01
@@ -27,10 +27,5 @@ def pty_attach(path: Path, wait: float) -> int:
                       file=sys.stderr)
                 return 1
             time.sleep(POLL)
-    try:
-        splice(sock)
-    except (BrokenPipeError, ConnectionError):
-        pass
-    finally:
-        sock.close()
+    splice_until_closed(sock)
     return 0
