@@ -30,8 +30,8 @@ from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers import HANDLERS, permission
-from nvq.daemon.handlers.events import FellBehind, subscribe
 from nvq.daemon.handlers.logs import open_logs
+from nvq.daemon.handlers.subscribe import FellBehind, subscribe
 from nvq.daemon.visibility import Viewer, event_job_ids, shown_to
 from nvq.domain import permissions
 from nvq.domain.permissions import Rule

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from nvq.daemon.handlers.nodes import node_views
+from nvq.daemon.handlers.queue import node_views
 from nvq.daemon.state import State
 from nvq.store import gpu_history as history_table
 

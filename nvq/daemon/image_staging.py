@@ -1,7 +1,7 @@
 """The daemon's side of staging images on nodes (`StageImage` → `ImageStaged`) and of
 listing them (`ListImages` → `NodeImages`): the answers by request number, and whether
 a node can be asked at all. The request
-itself is `nvq.daemon.handlers.images`."""
+itself is `nvq.daemon.handlers.image`."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nvq import control as c
-from nvq.daemon.handlers.events import FellBehind, subscribe
+from nvq.daemon.handlers.subscribe import FellBehind, subscribe
 from nvq.daemon.state import State
 from nvq.daemon.subscribers import Subscribers
 from nvq.model import Event

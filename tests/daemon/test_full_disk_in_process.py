@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nvq import control as c
-from nvq.daemon.handlers.nodes import status
+from nvq.daemon.handlers.queue import status
 from nvq.model import JobState, Tx
 from nvq.store import alerts as alert_table
 from nvq.store import core as store_core

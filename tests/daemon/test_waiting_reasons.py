@@ -10,8 +10,8 @@ import anyio
 
 from nvq import control as c
 from nvq.daemon.handlers.jobs import list_jobs, show
-from nvq.daemon.handlers.nodes import node_flag
 from nvq.daemon.handlers.policy import pause
+from nvq.daemon.handlers.queue import node_flag
 from nvq.daemon.handlers.why import why
 from nvq.daemon.state import State
 from nvq.model import Job, JobState

@@ -1,15 +1,21 @@
-"""Every `nvq` command, one module per command group. Each module declares its commands
+"""Every `nvq` command, one module per verb family. Each module declares its commands
 on Typers of its own (`on_job`, `on_queue`, ...); `full_app` is the one place they are
-attached to the apps of nvq.cli.app, in the order `--help` lists them.
+attached to the apps of nvq.cli.app.
+
+A module here and the daemon's handler module for the same requests share a name
+(`commands/X.py` ⇄ `nvq/daemon/handlers/X.py`; docs/DESIGN.md, Front ends, lists the
+families). Commands served without a request handler (`job shell|exec|forward`, the
+sessions; `project test`, run here) have a CLI module only.
 
 Importing this package imports none of them: a CLI call runs one command, and some
 modules carry heavy imports (the snapshot machinery, the validator) that other commands
 never need. `command_info` finds the one module that declares `nvq GROUP COMMAND` and
 imports only that; `app` (help, anything unusual) assembles everything on first use.
 
-A new command: `@on_GROUP.command("NAME")` in a module here and a row in `WHERE` (a
-test checks the table against the whole app; a command missing from it still works,
-through the whole app). A new module: one more `_attach` row in `full_app`."""
+A new command of `job`, `queue` or `node`: `@on_GROUP.command("NAME")` in its family's
+module and a row in `WHERE`, whose order is the order `--help` lists them in (a test
+checks the table against every module here). Other groups: one more `_attach` row in
+`full_app`."""
 
 from __future__ import annotations
 
@@ -24,26 +30,27 @@ if TYPE_CHECKING:
 __all__ = ["app", "command_info", "full_app"]
 
 # GROUP → COMMAND → the module here that declares `nvq GROUP COMMAND` on its
-# `on_GROUP`, for the groups a call is narrowed to (nvq.cli.app.GROUPS).
+# `on_GROUP`, for the groups a call is narrowed to (nvq.cli.app.GROUPS), in the order
+# `nvq GROUP --help` lists them.
 WHERE: dict[str, dict[str, str]] = {
     "job": {
-        **dict.fromkeys(["cancel", "logs", "ls", "note", "release", "result", "show", "wait",
-                         "why"], "job"),
-        **dict.fromkeys(["edit", "move", "pause", "priority", "purge", "requeue", "resume"],
-                        "policy"),
-        "artifacts": "busy", "exec": "reach", "forward": "reach", "pull": "world",
-        "shell": "shell", "submit": "submit",
+        "submit": "submit", "shell": "shell",
+        "ls": "jobs", "show": "jobs", "why": "why", "logs": "logs", "wait": "jobs",
+        "cancel": "policy", "release": "policy", "note": "jobs", "result": "jobs",
+        "requeue": "policy", "purge": "jobs", "edit": "edit", "move": "move",
+        "priority": "policy", "pause": "policy", "resume": "policy",
+        "artifacts": "artifacts", "pull": "world", "exec": "reach", "forward": "reach",
     },
-    "node": dict.fromkeys(["add", "bootstrap", "health", "restart", "start", "status", "stop"],
-                          "node"),
     "queue": {
-        **dict.fromkeys(["ack", "alerts", "backup", "check", "restore"], "ops"),
-        **dict.fromkeys(["allow-busy-assign", "busy", "forbid-busy-assign"], "busy"),
-        **dict.fromkeys(["drain", "events", "ignore", "nodes", "resume", "status", "unignore"],
+        **dict.fromkeys(["status", "nodes", "drain", "resume", "ignore", "unignore", "events"],
                         "queue"),
+        **dict.fromkeys(["lanes", "lane"], "lanes"),
+        **dict.fromkeys(["busy", "forbid-busy-assign", "allow-busy-assign"], "busy"),
+        **dict.fromkeys(["alerts", "ack", "backup", "check", "restore"], "ops"),
         **dict.fromkeys(["gc", "receive-blobs"], "world"),
-        **dict.fromkeys(["lane", "lanes"], "lane"),
     },
+    "node": dict.fromkeys(["bootstrap", "stop", "add", "health", "status", "restart", "start"],
+                          "node"),
 }
 
 
@@ -68,40 +75,28 @@ def full_app() -> typer.Typer:
         skill_app,
     )
     from nvq.cli.commands import (
-        busy,
         cluster,
         completion,
         daemon,
         image,
-        job,
         keeper,
-        lane,
-        node,
-        ops,
-        policy,
+        project,
         queue,
-        reach,
         reserve,
-        shell,  # noqa: F401 - declares `job shell` on submit's Typer
         skill,
-        submit,
-        world,
     )
     from nvq.cli.commands.mcp import on_mcp
     from nvq.cli.commands.report import on_report
     from nvq.cli.commands.schema import on_schema
     from nvq.cli.commands.web import on_web
 
-    _attach(
-        job_app, submit.on_job, job.on_job, policy.on_job, busy.on_job, world.on_job, reach.on_job
-    )
-    _attach(queue_app, queue.on_queue, lane.on_queue, busy.on_queue, ops.on_queue, world.on_queue)
-    _attach(node_app, node.on_node)
+    for group, part in (("job", job_app), ("queue", queue_app), ("node", node_app)):
+        part.registered_commands += [_declared(group, name) for name in WHERE[group]]
     _attach(daemon_app, daemon.on_daemon)
     daemon_app.registered_callback = daemon.on_daemon.registered_callback
     queue_app.registered_callback = queue.on_queue.registered_callback
     _attach(keeper_app, keeper.on_keeper)
-    _attach(project_app, ops.on_project)
+    _attach(project_app, project.on_project)
     _attach(image_app, image.on_image)
     _attach(app, on_web, on_mcp, completion.on_completion)
     _attach(app, on_schema)
@@ -117,6 +112,13 @@ def __getattr__(name: str) -> Any:
     if name == "app":
         return full_app()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _declared(group: str, name: str) -> CommandInfo:
+    info = command_info(group, name)
+    if info is None:
+        raise LookupError(f"nvq {group} {name}: not declared where WHERE says")
+    return info
 
 
 def command_info(group: str, name: str) -> CommandInfo | None:

@@ -3,6 +3,11 @@ server, beside who may send it (PERMISSIONS) and the reply it returns (REPLIES, 
 nvq.control, where the client reads it too). A handler locks what it needs, checks,
 acts (one transition), and returns its reply.
 
+One module per verb family, named as the CLI module that sends its requests
+(`handlers/X.py` ⇄ `nvq/cli/commands/X.py`; the families are listed in
+docs/DESIGN.md, Front ends). `subscribe` (the event stream) and `history` (card
+history) serve the TUI and the web page; `submit_preview` is `submit --dry-run`'s.
+
 `nvq logs` is not here: it streams (`nvq.daemon.handlers.logs.open_logs`)."""
 
 from __future__ import annotations
@@ -13,27 +18,26 @@ from typing import Any
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.handlers import (
+    artifacts,
     busy,
-    check,
-    clusters,
+    cluster,
+    daemon,
+    edit,
+    image,
     jobs,
     lanes,
-    nodes,
+    move,
+    node,
     ops,
     policy,
+    queue,
+    report,
     reserve,
     submit,
     why,
     world,
 )
 from nvq.daemon.handlers.history import gpu_history
-from nvq.daemon.handlers.images import image_list, image_push
-from nvq.daemon.handlers.job_edit import edit_job
-from nvq.daemon.handlers.job_window import job_window
-from nvq.daemon.handlers.move import move
-from nvq.daemon.handlers.node_stop import node_stop
-from nvq.daemon.handlers.runner_status import node_restart, node_status
-from nvq.daemon.handlers.usage_report import usage_report
 from nvq.domain.permissions import ANYONE, Permission, admin, owner, private
 
 # The request parameter is each handler's own request type, and the reply the one
@@ -43,7 +47,7 @@ from nvq.domain.permissions import ANYONE, Permission, admin, owner, private
 Handler = Callable[[Context, Any, str], Awaitable[Any]]
 
 HANDLERS: dict[type[c.Request], Handler] = {
-    c.Ping: ops.ping,
+    c.Ping: daemon.ping,
     c.Submit: submit.submit,
     c.SubmitDry: submit.submit_dry_run,
     c.ListJobs: jobs.list_jobs,
@@ -53,23 +57,23 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Note: jobs.note,
     c.Result: jobs.result,
     c.Wait: jobs.wait,
-    c.Status: nodes.status,
-    c.Nodes: nodes.nodes,
-    c.NodeFlag: nodes.node_flag,
-    c.Events: nodes.events,
-    c.Bootstrap: nodes.bootstrap,
+    c.Status: queue.status,
+    c.Nodes: queue.nodes,
+    c.NodeFlag: queue.node_flag,
+    c.Events: queue.events,
+    c.Bootstrap: node.bootstrap,
     c.Alerts: ops.alerts,
     c.Ack: ops.ack,
     c.Backup: ops.backup,
-    c.Check: check.check,
-    c.StopDaemon: ops.stop_daemon,
-    c.Reload: ops.reload,
-    c.JobArtifacts: busy.job_artifacts,
+    c.Check: ops.check,
+    c.StopDaemon: daemon.stop_daemon,
+    c.Reload: daemon.reload,
+    c.JobArtifacts: artifacts.job_artifacts,
     c.BusyMode: busy.busy_mode,
     c.BusyAssign: busy.busy_assign,
     c.Requeue: policy.requeue,
     c.Purge: jobs.purge,
-    c.Edit: policy.edit,
+    c.Edit: edit.edit,
     c.Priority: policy.priority,
     c.Pause: policy.pause,
     c.Resume: policy.resume,
@@ -77,24 +81,24 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Lane: lanes.lane_request,
     c.GpuHistory: gpu_history,
     c.Why: why.why,
-    c.Report: usage_report,
-    c.ClusterStatus: clusters.cluster_status,
-    c.ClusterScale: clusters.cluster_scale,
-    c.ClusterDrain: clusters.cluster_drain,
-    c.ClusterRetry: clusters.cluster_retry,
-    c.EditJob: edit_job,
+    c.Report: report.usage_report,
+    c.ClusterStatus: cluster.cluster_status,
+    c.ClusterScale: cluster.cluster_scale,
+    c.ClusterDrain: cluster.cluster_drain,
+    c.ClusterRetry: cluster.cluster_retry,
+    c.EditJob: edit.edit_job,
     c.Gc: world.gc,
     c.Pull: world.pull,
-    c.JobWindow: job_window,
-    c.Move: move,
-    c.NodeStop: node_stop,
-    c.NodeStatus: node_status,
-    c.NodeRestart: node_restart,
+    c.JobWindow: jobs.job_window,
+    c.Move: move.move,
+    c.NodeStop: node.node_stop,
+    c.NodeStatus: node.node_status,
+    c.NodeRestart: node.node_restart,
     c.ReserveAdd: reserve.reserve_add,
     c.ReserveList: reserve.reserve_list,
     c.ReserveRemove: reserve.reserve_remove,
-    c.ImagePush: image_push,
-    c.ImageList: image_list,
+    c.ImagePush: image.image_push,
+    c.ImageList: image.image_list,
 }
 
 

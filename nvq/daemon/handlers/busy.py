@@ -1,5 +1,6 @@
-"""Requests about machines lent to the queue: a node's busy mode, an owner's choice
-to keep their own jobs off their busy nodes, and a job's stored artifacts."""
+"""`nvq queue busy|forbid-busy-assign|allow-busy-assign`: machines lent to the
+queue: a node's busy mode, an owner's choice to keep their own jobs off their busy
+nodes."""
 
 from __future__ import annotations
 
@@ -7,11 +8,6 @@ import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
-
-
-async def job_artifacts(ctx: Context, req: c.JobArtifacts, user: str) -> c.Artifacts:
-    await ctx.state.get_job(req.id)  # no such job: one line, exit 1
-    return msgspec.convert(ctx.machines.artifacts.listing(req.id), c.Artifacts)
 
 
 async def busy_mode(ctx: Context, req: c.BusyMode, user: str) -> c.BusyView:

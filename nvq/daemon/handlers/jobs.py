@@ -1,5 +1,6 @@
-"""Requests that read jobs or annotate them: ls (and an array's members), show,
-note, result, wait, purge."""
+"""`nvq job ls|show|wait|note|result|purge`: reading jobs (a `job ls` window, an
+array's members, one job in full), annotating them, waiting for them, forgetting
+finished ones."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from nvq.daemon.explain import explain
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import rows_of, with_reason
+from nvq.daemon.state import LIVE_STATES
 from nvq.domain import attempts
 from nvq.domain.validate import check_note
 from nvq.model import Job, JobState, NewEvent, Tx
+from nvq.store.windows import JobFilter
 
 
 async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> list[c.JobRow]:
@@ -156,3 +159,38 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
         await world.free_blobs(state)  # and their snapshots, unless another job shares one
     state.kick()  # a purged prerequisite no longer holds anyone back
     return c.Purged(purged=len(ids), ids=ids)
+
+
+def _states(names: list[str] | None) -> frozenset[JobState]:
+    if not names:
+        return frozenset(JobState)
+    template = "{}; states are " + ", ".join(s.value for s in JobState)
+    with map_exceptions({ValueError: BadRequest}, template=template):
+        return frozenset(JobState(s) for s in names)
+
+
+async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
+    state = ctx.state
+    if req.limit is not None and req.limit < 1:
+        raise BadRequest(f"--limit must be at least 1, not {req.limit}")
+    wanted = _states(req.states)
+    flt = JobFilter(
+        user=req.user,
+        tag=req.tag,
+        array=req.array,
+        since_id=req.since_id,
+        since_time=req.since_time,
+    )
+    if req.array is not None and not (await state.store.array_counts([req.array]))[req.array]:
+        raise BadRequest(f"no array with id {req.array}")
+    # Memory first, then the store: a job that ends in between is then found finished
+    # in the store, and the store's copy (the newer) wins below.
+    live = [j for j in state.jobs.values() if j.state in wanted and flt.matches(j)]
+    cap = None if req.all else req.limit if req.limit is not None else req.finished
+    finished, more = await state.store.newest_jobs(wanted - LIVE_STATES, flt, cap)
+    by_id: dict[int, Job] = {j.id: j for j in live}
+    by_id.update((j.id, j) for j in finished)
+    rows = sorted(by_id.values(), key=lambda j: j.id)
+    if req.limit is not None and not req.all and len(rows) > req.limit:
+        rows, more = rows[-req.limit :], True
+    return c.JobPage(jobs=rows_of([with_reason(ctx, j) for j in rows]), more=more)

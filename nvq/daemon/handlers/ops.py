@@ -1,36 +1,17 @@
-"""Requests about the daemon itself: ping, stop, alerts and their acknowledgement,
-backups."""
+"""`nvq queue alerts|ack|backup|check`: operating the queue. The check is queue.db's
+own integrity, and whether it knows every job the nodes' journals know (a restored
+backup or a damaged WAL loses records silently otherwise)."""
 
 from __future__ import annotations
 
-import os
-
+import anyio
 import msgspec
 
-from nvq import __version__
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError, map_exceptions
-
-
-async def ping(ctx: Context, req: c.Ping, user: str) -> c.Pong:
-    return c.Pong(pid=os.getpid(), version=__version__)
-
-
-async def reload(ctx: Context, req: c.Reload, user: str) -> c.Reloaded:
-    if ctx.reload is None:
-        raise RequestError("this daemon cannot reload its config")
-    return await ctx.reload()
-
-
-async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonStopping:
-    # The server stops the daemon once this reply is on its way. The runners stay
-    # (by design: their jobs run on); the reply says how many, for the CLI to say.
-    state = ctx.state
-    connected = [n for n in state.nodes.values() if n.send is not None]
-    running = sum(len(js) for js in state.jobs_by_node().values())
-    reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running)
-    return reply
+from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.state import State
 
 
 async def alerts(ctx: Context, req: c.Alerts, user: str) -> c.Coded[list[c.Alert]]:
@@ -47,3 +28,43 @@ async def ack(ctx: Context, req: c.Ack, user: str) -> list[c.Alert]:
 
 async def backup(ctx: Context, req: c.Backup, user: str) -> c.BackupMade:
     return msgspec.convert(await ctx.ops.backup(req.path), c.BackupMade)
+
+
+def _settled(node: NodeRuntime) -> bool:
+    """Compared already, or not to be compared now (down, ignored)."""
+    return node.reconciled or node.ignored or node.state == "down"
+
+
+async def _wait_for_nodes(state: State, seconds: float) -> None:
+    """Nodes still connecting (a daemon that has just started) report first."""
+    with anyio.move_on_after(seconds):
+        while not all(_settled(n) for n in state.nodes.values()):
+            changed = state.changed
+            with anyio.move_on_after(0.2):  # a reconnect may not change any job
+                await changed.wait()
+
+
+def _node_check(state: State, node: NodeRuntime) -> c.NodeCheck:
+    head = node.hello.journal_head if node.hello is not None and node.reconciled else None
+    lost = max(0, head - node.applied_seq) if head is not None else 0
+    return c.NodeCheck(
+        missing=sorted(state.store_behind.get(node.name, ())),
+        state=node.shown_state,
+        journal_head=head,
+        applied_seq=node.applied_seq,
+        lost_events=lost,
+        recovered=sorted(state.recovered.get(node.name, ())),
+    )
+
+
+async def check(ctx: Context, req: c.Check, user: str) -> c.Coded[c.StoreCheck]:
+    state = ctx.state
+    await _wait_for_nodes(state, max(0.0, min(req.wait, 60.0)))
+    report = c.StoreCheck(
+        integrity=await state.store.integrity(),
+        nodes={name: _node_check(state, node) for name, node in state.nodes.items()},
+    )
+    wrong = report.integrity != "ok" or any(
+        n.missing or n.lost_events for n in report.nodes.values()
+    )
+    return c.Coded(report, 1 if wrong else 0)

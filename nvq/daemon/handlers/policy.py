@@ -1,6 +1,6 @@
-"""Requests that move jobs through their states or along the line: cancel, release,
-requeue, edit, priority, pause, resume. Each one locks, finds the jobs, and applies
-one pure transition to them (`nvq.daemon.apply`)."""
+"""`nvq job cancel|release|requeue|priority|pause|resume`: moving jobs through their
+states or along the line. Each one locks, finds the jobs, and applies one pure
+transition to them (`nvq.daemon.apply`)."""
 
 from __future__ import annotations
 
@@ -115,29 +115,6 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
             fields = msgspec.structs.asdict(job)
             replies.append(c.Requeued(**fields, artifacts=modes[job.id], artifacts_kept=kept))
         return replies
-
-
-async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
-    state = ctx.state
-    async with state.lock:
-        job = await state.get_job(req.id)
-        check_allowed(state, [job], user, "edit")
-        for dep in req.add_after:
-            await state.get_job(dep)
-
-        def waits_for(job_id: int) -> list[int]:
-            # Only a job still waiting can hold anyone back for ever: a running or
-            # ended one is past its prerequisites (the waiting ones are in memory).
-            live = state.jobs.get(job_id)
-            waiting = live is not None and live.state is not JobState.RUNNING
-            return deps.prerequisites(live) if waiting and live else []
-
-        def edit_one(job: Job) -> Outcome:
-            return transitions.edit_after(
-                job, drop=req.drop_after, add=req.add_after, by=user, waits_for=waits_for
-            )
-
-        return (await apply(state, [job], edit_one))[0]
 
 
 async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:

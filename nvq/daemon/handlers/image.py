@@ -16,7 +16,7 @@ from nvq import control as c
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest
-from nvq.daemon.handlers.nodes import node_views
+from nvq.daemon.handlers.queue import node_views
 from nvq.daemon.image_staging import LISTED, STAGED, refusal
 from nvq.daemon.nodes import NodeRuntime
 from nvq_runner import protocol as p

@@ -1,6 +1,7 @@
-"""`nvq job edit ID --vram ...`: change what a job asks for. A waiting job takes any
-change a submit would accept (and a job no node could ever run is refused, as at
-submit); a running one only its name, note, tags and priority."""
+"""`nvq job edit ID ...`: change what a waiting job waits for (`Edit`: --drop-after,
+--add-after) or what a job asks for (`EditJob`). A waiting job takes any change a
+submit would accept (and a job no node could ever run is refused, as at submit); a
+running one only its name, note, tags and priority."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import map_exceptions
 from nvq.daemon.handlers.submit import _into_lane, check_pin
 from nvq.daemon.submit_checks import check_runnable
-from nvq.domain import job_edit
-from nvq.model import Job, JobState
+from nvq.domain import deps, job_edit, transitions
+from nvq.model import Job, JobState, Outcome
 
 
 async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
@@ -44,3 +45,25 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
         changed = await apply(state, [job], change)
     return (changed[0] if changed else job)
 
+
+async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
+    state = ctx.state
+    async with state.lock:
+        job = await state.get_job(req.id)
+        check_allowed(state, [job], user, "edit")
+        for dep in req.add_after:
+            await state.get_job(dep)
+
+        def waits_for(job_id: int) -> list[int]:
+            # Only a job still waiting can hold anyone back for ever: a running or
+            # ended one is past its prerequisites (the waiting ones are in memory).
+            live = state.jobs.get(job_id)
+            waiting = live is not None and live.state is not JobState.RUNNING
+            return deps.prerequisites(live) if waiting and live else []
+
+        def edit_one(job: Job) -> Outcome:
+            return transitions.edit_after(
+                job, drop=req.drop_after, add=req.add_after, by=user, waits_for=waits_for
+            )
+
+        return (await apply(state, [job], edit_one))[0]

@@ -3,18 +3,17 @@ one request each (submit, the policy commands and artifacts have their own modul
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import sys
+from typing import Any
 
 import msgspec
 import typer
 
 from nvq.cli.app import JsonOpt
-from nvq.cli.params import CliError, duration
+from nvq.cli.params import CliError, duration, ended_before
 from nvq.cli.render.jobs import job_detail, jobs_table, outcome
 from nvq.cli.render.output import emit
-from nvq.cli.render.why import why_text
 from nvq.client import Client
-from nvq.model import JobState
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -70,57 +69,6 @@ def job_show(
     return 0
 
 
-@on_job.command("why")
-def job_why(job_id: int = typer.Argument(..., help="Job id."), as_json: bool = JsonOpt) -> int:
-    """Why a job waits, node by node.
-
-    For each node: whether the job could start there now, and if not which constraint
-    fails (cards, memory per card, CUDA, host memory, pin, drained, busy, lane, a
-    pending kill), with the numbers."""
-    report = Client().why(job_id)
-    emit(report, as_json, why_text(report))
-    return 0
-
-
-@on_job.command("logs")
-def job_logs(
-    job_id: int = typer.Argument(..., help="Job id."),
-    lines: int = typer.Option(50, "-n", "--lines", help="Last N lines (-1 for all)."),
-    follow: bool = typer.Option(False, "-f", "--follow", help="Keep printing until it ends."),
-    stdout: bool = typer.Option(False, "--stdout", help="Only its stdout."),
-    stderr: bool = typer.Option(False, "--stderr", help="Only its stderr."),
-    streams: bool = typer.Option(
-        False, "--streams", help="Mark each line with its stream (out| , err| )."
-    ),
-    attempt: int = typer.Option(
-        None, "--attempt", help="Output of attempt N (see `job show`); default: the latest."
-    ),
-    setup: bool = typer.Option(False, "--setup", help="What its --setup printed."),
-    raw: bool = typer.Option(
-        False, "--raw", help="Pass its control sequences to the terminal as they are."
-    ),
-    as_json: bool = JsonOpt,
-) -> int:
-    """A job's output, stdout and stderr in the order written.
-
-    The queue host keeps a copy of every attempt's output: it reads while the node
-    is down or gone. To a terminal, its control sequences are shown (as ^[), not
-    obeyed; --raw passes them."""
-    if stdout + stderr + setup > 1:
-        raise CliError("give one of --stdout, --stderr, --setup", 2)
-    stream: Literal["stdout", "stderr", "setup", "both"] = (
-        "setup" if setup else "stderr" if stderr else "stdout" if stdout else "both"
-    )
-    from nvq.cli.logs_output import print_logs
-
-    print_logs(
-        job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, as_json=as_json,
-        marks=streams,
-        raw=raw,
-    )
-    return 0
-
-
 @on_job.command("wait")
 def job_wait(
     job_ids: list[int] = typer.Argument(None, help="Job ids."),
@@ -147,43 +95,6 @@ def job_wait(
         text += f"\n(still going: {going}; --timeout ran out)"
     emit(done, as_json, text)
     return done.exit_code
-
-
-@on_job.command("cancel")
-def job_cancel(
-    job_ids: list[int] = typer.Argument(..., help="Job ids."),
-    array: bool = typer.Option(
-        False, "--array", help="The ids are arrays: cancel members not yet running."
-    ),
-    as_json: bool = JsonOpt,
-) -> int:
-    """Cancel jobs; a running one's process group is killed."""
-    jobs = Client().cancel(job_ids, array=array)
-    # A job not shown cancelled: the queue host's disk is full, the cancel waits there.
-    said = [
-        f"job {j.id} cancelled" if j.state is JobState.CANCELLED
-        else f"job {j.id}: cancel recorded; written when the disk has room"
-        for j in jobs
-    ]
-    if array:
-        touched = {j.array_id for j in jobs}
-        said += [
-            f"array {a}: nothing to cancel, every member has ended"
-            for a in job_ids if a not in touched
-        ]
-    emit(jobs, as_json, "\n".join(said))
-    return 0
-
-
-@on_job.command("release")
-def job_release(
-    job_ids: list[int] = typer.Argument(..., help="Held job ids."),
-    as_json: bool = JsonOpt,
-) -> int:
-    """Run held jobs without the prerequisites that ended badly."""
-    jobs = Client().release(job_ids)
-    emit(jobs, as_json, "\n".join(f"job {j.id} released" for j in jobs))
-    return 0
 
 
 @on_job.command("note")
@@ -266,3 +177,46 @@ def _array_results(
     )
     emit({"array": array, "members": rows}, as_json, text)
     return 0
+
+
+@on_job.command("purge")
+def job_purge(
+    before: str = typer.Option(None, "--before", help="Only jobs that ended before this date."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only print what it would delete."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Forget finished jobs (yours; an admin's purge forgets everyone's).
+
+    Their artifacts go with them. It asks first on a terminal; elsewhere give --yes."""
+    client = Client()
+    when = ended_before(before)
+    found = client.purge(before=when, dry_run=True)
+    if dry_run:
+        emit({"would_purge": len(found.ids), "ids": found.ids}, as_json, purge_plan(found.ids))
+        return 0
+    if found.ids and not yes:
+        if not sys.stdin.isatty():
+            raise CliError(
+                f"{purge_plan(found.ids)}; not a terminal, so not asking: give --yes", 2
+            )
+        print(purge_plan(found.ids), file=sys.stderr)
+        if not typer.confirm("Delete them?", err=True):
+            raise CliError("nothing purged", 1)
+    doc = client.purge(before=when, ids=found.ids) if found.ids else found
+    emit(doc, as_json, f"purged {doc.purged} finished jobs")
+    return 0
+
+
+def purge_plan(ids: list[int]) -> str:
+    """`would purge 3 finished jobs and their artifacts: 4-5, 9`."""
+    if not ids:
+        return "no finished jobs to purge"
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    spans = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"would purge {len(ids)} finished jobs and their artifacts: {spans}"

@@ -1,10 +1,9 @@
-"""Requests about nodes and the queue as a whole: status, nodes, drain/ignore flags,
-bootstrap, the event log."""
+"""`nvq queue status|nodes|drain|resume|ignore|unignore|events`: the queue as a whole,
+its nodes and their drain/ignore flags, the event log."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import msgspec
 
@@ -15,7 +14,7 @@ from nvq.daemon import reserving
 from nvq.daemon.array_summaries import summarise_arrays
 from nvq.daemon.card_flags import card_flag
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError, map_exceptions
+from nvq.daemon.errors import RequestError
 from nvq.daemon.slots import node_runtime
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views, with_health
@@ -139,40 +138,6 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     state.kick()
     view = next(v for v in node_views(state, include_ignored=True) if v.name == node.name)
     return view
-
-
-async def bootstrap(ctx: Context, req: c.Bootstrap, user: str) -> c.Bootstrapped:
-    """Install (or refresh) the runner on an SSH node, then reconnect to it."""
-    # asyncssh is only loaded when a node is bootstrapped.
-    from nvq.daemon.ssh import NodeUnreachable
-    from nvq.daemon.ssh.opener import connect, install_runner, managed
-
-    node = ctx.state.find_node(req.node)
-    if node.config is None:
-        raise RequestError(
-            f"{node.name} is the local node: its runner comes from this installation"
-        )
-    with map_exceptions({NodeUnreachable: RequestError}):
-        conn = await connect(node.config, ctx.state.config.queue)
-        try:
-            result = await install_runner(conn, node.config, force=req.force)
-        finally:
-            conn.close()
-    if result.installed and node.link_scope is not None:
-        node.link_scope.cancel()  # reconnect: attach starts the new runner
-    doc: dict[str, Any] = {
-        "node": node.name,
-        "version": result.version,
-        "python": result.python,
-        "installed": result.installed,
-        "seconds": round(result.seconds, 3),
-    }
-    if not managed(node.config):
-        doc["note"] = (
-            f"nodes.python is set to {node.config.python}: the daemon runs the runner "
-            "with it, not with the installed venv"
-        )
-    return msgspec.convert(doc, c.Bootstrapped)
 
 
 async def events(ctx: Context, req: c.Events, user: str) -> list[Event]:

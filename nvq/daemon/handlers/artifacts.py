@@ -1,0 +1,13 @@
+"""`nvq job artifacts ID`: a job's stored artifacts ($NVQ_ARTIFACTS as of its last sync)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from nvq import control as c
+from nvq.daemon.context import Context
+
+
+async def job_artifacts(ctx: Context, req: c.JobArtifacts, user: str) -> c.Artifacts:
+    await ctx.state.get_job(req.id)  # no such job: one line, exit 1
+    return msgspec.convert(ctx.machines.artifacts.listing(req.id), c.Artifacts)

@@ -1,0 +1,30 @@
+"""The daemon itself: `Ping` (is one answering), `nvq daemon stop`, `nvq daemon reload`."""
+
+from __future__ import annotations
+
+import os
+
+from nvq import __version__
+from nvq import control as c
+from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
+
+
+async def ping(ctx: Context, req: c.Ping, user: str) -> c.Pong:
+    return c.Pong(pid=os.getpid(), version=__version__)
+
+
+async def reload(ctx: Context, req: c.Reload, user: str) -> c.Reloaded:
+    if ctx.reload is None:
+        raise RequestError("this daemon cannot reload its config")
+    return await ctx.reload()
+
+
+async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonStopping:
+    # The server stops the daemon once this reply is on its way. The runners stay
+    # (by design: their jobs run on); the reply says how many, for the CLI to say.
+    state = ctx.state
+    connected = [n for n in state.nodes.values() if n.send is not None]
+    running = sum(len(js) for js in state.jobs_by_node().values())
+    reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running)
+    return reply
