@@ -16,7 +16,7 @@ from pathlib import Path
 from common import emit, machine
 
 from nvq_runner.blobcache import BlobCache
-from nvq_runner.manifest_wire import FILE, Entry, Manifest
+from nvq_runner.protocol import FILE, Entry, Manifest
 
 
 def start_ms(objects: int, starts: int) -> float:

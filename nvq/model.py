@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from nvq_runner.image_wire import CachedImage
+from nvq_runner.protocol import CachedImage
 
 
 class JobState(enum.StrEnum):

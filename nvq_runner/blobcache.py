@@ -31,7 +31,8 @@ from typing import BinaryIO
 
 import msgspec
 
-from nvq_runner.manifest_wire import (
+from nvq_runner.objects import ObjectDir, ObjectMismatch
+from nvq_runner.protocol import (
     DIR,
     FILE,
     LINK,
@@ -40,7 +41,6 @@ from nvq_runner.manifest_wire import (
     check_manifest,
     decode_manifest,
 )
-from nvq_runner.objects import ObjectDir, ObjectMismatch
 
 __all__ = ["DEFAULT_CACHE_SIZE", "BlobCache", "Evicted", "ObjectMismatch"]
 

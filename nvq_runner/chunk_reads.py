@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .artifact_wire import ChunkBytes, ReadChunks
+from .protocol import ChunkBytes, ReadChunks
 
 # A reply must fit in one frame (MAX_FRAME, 64 MiB); the daemon asks for far less.
 MAX_REQUEST = 48 * 1024 * 1024

@@ -23,8 +23,7 @@ from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
 from .container import found_runtimes
 from .jobfiles import JobDir
-from .manifest_wire import Manifest
-from .protocol import Start
+from .protocol import Manifest, Start
 
 # Two jobs (or a push and a job) of one image load it once.
 _loading: dict[str, asyncio.Lock] = {}

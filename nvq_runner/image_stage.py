@@ -16,9 +16,15 @@ from .blobcache import BlobCache
 from .blobfetch import BlobFetcher, FetchError
 from .container import found_runtimes
 from .image_load import ImageError, can_load, load_image
-from .image_wire import CachedImage, ImageStaged, ListImages, NodeImages, StageImage
-from .manifest_wire import ManifestError
-from .protocol import RunnerMsg
+from .protocol import (
+    CachedImage,
+    ImageStaged,
+    ListImages,
+    ManifestError,
+    NodeImages,
+    RunnerMsg,
+    StageImage,
+)
 
 log = logging.getLogger(__name__)
 # One `inspect` line per image: id, its names (a JSON list), its size in bytes.

@@ -13,15 +13,15 @@ from pathlib import Path
 
 from .artifact_tree import ArtifactTree, TreeError, decode_tree, encode_tree
 from .artifact_view import ArtifactView, LinkChunks
-from .artifact_wire import (
+from .blobfetch import BlobFetcher, FetchError
+from .chunk_reads import read_chunks
+from .protocol import (
     ArtifactsTreeQuery,
     ArtifactsTreeReply,
     ChunkBytes,
     ChunkSource,
     ReadChunks,
 )
-from .blobfetch import BlobFetcher, FetchError
-from .chunk_reads import read_chunks
 
 log = logging.getLogger(__name__)
 

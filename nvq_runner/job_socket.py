@@ -1,6 +1,6 @@
 """`$NVQ_SOCKET`: the socket in each running attempt's directory on which the job's own
 `nvq` reaches its queue. Every connection is carried, byte for byte, over the runner's
-link to the daemon (relay_wire.py), which answers as the job's owner while the attempt
+link to the daemon (protocol.py), which answers as the job's owner while the attempt
 runs. The socket lives exactly as long as the attempt: made before the job starts,
 made again for an attempt adopted after a runner restart, removed when it ends.
 

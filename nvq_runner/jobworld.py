@@ -29,9 +29,8 @@ from .image_load import ImageError, ensure_image
 from .input_views import InputsError, InputViews
 from .job_artifacts import ArtifactsError, JobArtifacts
 from .jobfiles import JobDir, tail_text
-from .manifest_wire import Manifest, ManifestError
 from .node_env import local_env, remote_env
-from .protocol import SetupPhase, Start
+from .protocol import Manifest, ManifestError, SetupPhase, Start
 from .setup_env import (
     DEFAULT_SETUP_FILES,
     EnvPaths,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from nvq_runner.manifest_wire import is_hash
+from nvq_runner.protocol import is_hash
 
 BUFFER = 1024 * 1024
 FILE_MODE = 0o600

@@ -17,8 +17,8 @@ from functools import partial
 from pathlib import Path
 
 from . import __version__, container, owner, procfs, recovery
+from . import protocol as p
 from .allocation import allocated_gpus
-from .artifact_wire import ArtifactsTreeQuery, ReadChunks, SyncWanted
 from .artifacts import manifest
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
@@ -26,7 +26,6 @@ from .conn import Conn
 from .gpu import GpuBackend, GpuFacts, Watched, open_backend
 from .identity import QueueMemory
 from .image_stage import ImageStager
-from .image_wire import ListImages, StageImage
 from .job_artifacts import JobArtifacts
 from .job_socket import JobSockets
 from .jobs import JobManager
@@ -35,33 +34,6 @@ from .journal import Journal
 from .lease import Lease, fence, keep
 from .node_sample import take_sample
 from .outframes import fit_event
-from .protocol import (
-    PROTOCOL_VERSION,
-    Ack,
-    ArtifactsManifest,
-    ArtifactsQuery,
-    BlobData,
-    Busy,
-    DaemonMsg,
-    FrameError,
-    FrameReader,
-    Heartbeat,
-    Hello,
-    JournaledEvent,
-    Kill,
-    LogData,
-    Owner,
-    Recovered,
-    RecoverQuery,
-    RelayDown,
-    RunnerMsg,
-    Sample,
-    Start,
-    Sync,
-    Tail,
-    Unfollow,
-    decode_daemon_payload,
-)
 from .sampling import worth_sending
 from .tail import tail
 
@@ -75,14 +47,14 @@ class Runner:
         self.home = home
         self.conn: Conn | None = None
         self._wake = asyncio.Event()
-        self._last_sent: Sample | None = None  # and on which connection (a new daemon
+        self._last_sent: p.Sample | None = None  # and on which connection (a new daemon
         self._sampled_for: Conn | None = None  # gets a sample at once)
         self._stop = asyncio.Event()
         self.interval = _float_env("NVQ_SAMPLE_INTERVAL", 2.0)
         self.backend: GpuBackend = Watched(open_backend(os.environ), os.environ)
         self._facts = GpuFacts()
         self.journal = Journal(home / "journal")
-        self._held: list[JournaledEvent] = []  # made but not yet journaled, in seq order
+        self._held: list[p.JournaledEvent] = []  # made but not yet journaled, in seq order
         self._retry: asyncio.TimerHandle | None = None
         self.queue = QueueMemory(home)
         self.fetcher = BlobFetcher(BlobCache(home / "cache"), self._send_now)
@@ -92,13 +64,13 @@ class Runner:
         self.jobs.sockets = JobSockets(self._send_now)  # jobs' $NVQ_SOCKET, relayed
         self.images = ImageStager(home, self.fetcher.cache, self.fetcher, self._send_now)
         self.world.on_image_loaded = self.images.report
-        self.owner: Owner | None = None  # set by the daemon on each connection
+        self.owner: p.Owner | None = None  # set by the daemon on each connection
         self.lease = Lease()
-        self._busy: Busy | None = None  # last reported
+        self._busy: p.Busy | None = None  # last reported
 
     # ------------------------------------------------------------ events
 
-    def _record(self, build: Callable[[int], JournaledEvent]) -> None:
+    def _record(self, build: Callable[[int], p.JournaledEvent]) -> None:
         """Journal (durably) and then send one event."""
         seq = (self._held[-1].seq if self._held else self.journal.head) + 1
         self._held.append(fit_event(build(seq)))
@@ -127,7 +99,7 @@ class Runner:
             if self.conn is not None:
                 self.conn.send(event)
 
-    def _send_now(self, msg: RunnerMsg) -> bool:
+    def _send_now(self, msg: p.RunnerMsg) -> bool:
         """Send an unjournaled frame; False when no daemon is connected."""
         if self.conn is None or self.conn.closed:
             return False
@@ -141,12 +113,12 @@ class Runner:
             log.warning("GPU facts unavailable: %s", exc)
         return self._facts
 
-    def hello(self) -> Hello:
+    def hello(self) -> p.Hello:
         facts = self.facts()
-        return Hello(
+        return p.Hello(
             hostname=socket.gethostname(),
             runner_version=__version__,
-            protocol=PROTOCOL_VERSION,
+            protocol=p.PROTOCOL_VERSION,
             backend=self.backend.name,
             cuda=facts.cuda,
             driver=facts.driver,
@@ -178,7 +150,7 @@ class Runner:
         for event in self.journal.unacked():
             conn.send(event)
         self._wake.set()
-        frames = FrameReader()
+        frames = p.FrameReader()
         try:
             while not conn.closed:
                 data = await reader.read(65536)
@@ -187,8 +159,8 @@ class Runner:
                 for payload in frames.feed(data):
                     if conn is self.conn:
                         self.lease.renew()
-                    self._dispatch(conn, decode_daemon_payload(payload))
-        except FrameError as exc:
+                    self._dispatch(conn, p.decode_daemon_payload(payload))
+        except p.FrameError as exc:
             log.warning("dropping daemon connection: %s", exc)
         except ConnectionError:
             pass
@@ -203,53 +175,53 @@ class Runner:
                 self.fetcher.connection_lost()
                 self.jobs.sockets.connection_lost()
 
-    def _dispatch(self, conn: Conn, msg: DaemonMsg) -> None:
+    def _dispatch(self, conn: Conn, msg: p.DaemonMsg) -> None:
         try:
-            if isinstance(msg, Start):
+            if isinstance(msg, p.Start):
                 self.queue.saw(msg.queue_id, msg.job_id)
                 self.jobs.start(msg)
-            elif isinstance(msg, Kill):
+            elif isinstance(msg, p.Kill):
                 self.jobs.kill(msg)
-            elif isinstance(msg, Ack):
+            elif isinstance(msg, p.Ack):
                 self.journal.ack(msg.seq)
-            elif isinstance(msg, Tail):
+            elif isinstance(msg, p.Tail):
                 self._tail(conn, msg)
-            elif isinstance(msg, Unfollow):
+            elif isinstance(msg, p.Unfollow):
                 task = conn.tails.get(msg.req)
                 if task is not None:
                     task.cancel()
-            elif isinstance(msg, Sync):
+            elif isinstance(msg, p.Sync):
                 self._wake.set()
-            elif isinstance(msg, ArtifactsQuery):
+            elif isinstance(msg, p.ArtifactsQuery):
                 asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
-            elif isinstance(msg, BlobData):
+            elif isinstance(msg, p.BlobData):
                 self.fetcher.on_data(msg)
-            elif isinstance(msg, (ArtifactsTreeQuery, ReadChunks)):
+            elif isinstance(msg, (p.ArtifactsTreeQuery, p.ReadChunks)):
                 asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
-            elif isinstance(msg, RelayDown):
+            elif isinstance(msg, p.RelayDown):
                 self.jobs.sockets.on_down(msg)
-            elif isinstance(msg, Heartbeat):
+            elif isinstance(msg, p.Heartbeat):
                 self.lease.renew(msg.lease)
-            elif isinstance(msg, RecoverQuery):
+            elif isinstance(msg, p.RecoverQuery):
                 asyncio.get_running_loop().create_task(self._recover(conn, msg))
-            elif isinstance(msg, (StageImage, ListImages)):
+            elif isinstance(msg, (p.StageImage, p.ListImages)):
                 self.images.on_message(msg)
-            elif isinstance(msg, Owner):
+            elif isinstance(msg, p.Owner):
                 self.owner = msg
                 self._busy = None  # report afresh on this connection
                 self._wake.set()
         except Exception:
             log.exception("handling %s failed", msg)
 
-    def _tail(self, conn: Conn, msg: Tail) -> None:
+    def _tail(self, conn: Conn, msg: p.Tail) -> None:
         d = self.jobs.job_dir(msg.job_id)
         if not d.path.is_dir():
-            conn.send(LogData(req=msg.req, eof=True, error=f"no job {msg.job_id} on this node"))
+            conn.send(p.LogData(req=msg.req, eof=True, error=f"no job {msg.job_id} on this node"))
             return
         path = d.attempt_log(msg.stream, msg.attempt)
         if path is None:
             error = f"no log of attempt {msg.attempt} of job {msg.job_id} on this node"
-            conn.send(LogData(req=msg.req, eof=True, error=error))
+            conn.send(p.LogData(req=msg.req, eof=True, error=error))
             return
         run = self.jobs.running.get(msg.job_id)
         if run is not None and msg.attempt not in (None, run.rec.attempt):
@@ -260,24 +232,24 @@ class Runner:
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
 
-    async def _artifacts(self, conn: Conn, msg: ArtifactsQuery) -> None:
+    async def _artifacts(self, conn: Conn, msg: p.ArtifactsQuery) -> None:
         root = self.jobs.job_dir(msg.job_id).artifacts
         try:
             files = await asyncio.to_thread(manifest, root)
-            conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, files=files,
+            conn.send(p.ArtifactsManifest(req=msg.req, job_id=msg.job_id, files=files,
                                         root=str(root.absolute())))
         except OSError as exc:
-            conn.send(ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
+            conn.send(p.ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
 
-    async def _recover(self, conn: Conn, msg: RecoverQuery) -> None:
+    async def _recover(self, conn: Conn, msg: p.RecoverQuery) -> None:
         running = [(r.rec.job_id, r.rec.attempt) for r in self.jobs.running.values()]
         found = await asyncio.to_thread(
             recovery.records, self.jobs.root, msg.job_ids, msg.queue_id, running)
-        conn.send(Recovered(req=msg.req, records=found))
+        conn.send(p.Recovered(req=msg.req, records=found))
 
-    async def _artifacts_tree(self, conn: Conn, msg: ArtifactsTreeQuery | ReadChunks) -> None:
+    async def _artifacts_tree(self, conn: Conn, msg: p.ArtifactsTreeQuery | p.ReadChunks) -> None:
         directory = self.jobs.job_dir(msg.job_id).artifacts
-        reply = self.job_artifacts.read(msg, directory) if isinstance(msg, ReadChunks) \
+        reply = self.job_artifacts.read(msg, directory) if isinstance(msg, p.ReadChunks) \
             else self.job_artifacts.describe(msg, directory)
         conn.send(await reply)
 
@@ -287,17 +259,17 @@ class Runner:
         wanted = await asyncio.to_thread(
             lambda: [r for r in runs if JobArtifacts.sync_wanted(r.dir.artifacts)])
         for run in wanted:
-            conn.send(SyncWanted(job_id=run.rec.job_id, attempt=run.rec.attempt))
+            conn.send(p.SyncWanted(job_id=run.rec.job_id, attempt=run.rec.attempt))
 
     def _report_busy(self) -> None:
         """Tell the daemon when the owner's activity changes (checked every sample)."""
         if self.owner is None or self.conn is None:
             return
         if self.owner.user is None:
-            now = Busy(busy=False)
+            now = p.Busy(busy=False)
         else:
             act = owner.activity(self.owner.user, self.owner.idle)
-            now = Busy(busy=act.busy, sessions=act.sessions, idle=act.idle)
+            now = p.Busy(busy=act.busy, sessions=act.sessions, idle=act.idle)
         if self._busy is None or now.busy != self._busy.busy:
             self._busy = now
             self.conn.send(now)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Optional
 
-from nvq_runner.manifest_wire import FILE, Manifest
+from nvq_runner.protocol import FILE, Manifest
 
 DEFAULT_SETUP_FILES = ("requirements*.txt", "pyproject.toml", "uv.lock", "environment.yml")
 POLL = 0.2

@@ -10,7 +10,7 @@ from nvq.domain.attempts import Attempt
 from nvq.domain.waiting import NodeFit
 from nvq.model import Alert as Alert  # `Alerts`/`Ack`: the store's rows, sent as they are
 from nvq.model import Event, Job, NodeView
-from nvq_runner.image_wire import CachedImage
+from nvq_runner.protocol import CachedImage
 
 # -- what `Done.data` holds, typed ---------------------------------------------------
 # Fields are declared in the order the daemon writes them and a key it only sometimes

@@ -12,7 +12,7 @@ import anyio
 from nvq.daemon.nodes import NodeRuntime
 from nvq.world.blobs import BlobStore
 from nvq_runner import protocol as p
-from nvq_runner.manifest_wire import is_hash
+from nvq_runner.protocol import is_hash
 
 log = logging.getLogger("nvq.blobs")
 

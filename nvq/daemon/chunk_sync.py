@@ -29,7 +29,7 @@ import msgspec
 
 from nvq.world.blobs import BlobStore
 from nvq_runner.artifact_tree import ArtifactTree, TreeEntry, decode_tree, encode_tree
-from nvq_runner.artifact_wire import ArtifactsTreeReply, ChunkSource
+from nvq_runner.protocol import ArtifactsTreeReply, ChunkSource
 
 # (path, [(offset, size)]) → the bytes of each range, in order
 ReadRanges = Callable[[str, list[tuple[int, int]]], Awaitable[list[bytes]]]

@@ -39,7 +39,7 @@ from nvq.daemon.state import State
 from nvq.model import Job
 from nvq_runner import protocol as p
 from nvq_runner.artifact_tree import FILE, decode_tree
-from nvq_runner.artifact_wire import ArtifactsTreeQuery, ArtifactsTreeReply
+from nvq_runner.protocol import ArtifactsTreeQuery, ArtifactsTreeReply
 
 log = logging.getLogger("nvq.artifacts")
 FEATURE = "chunked_artifacts"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from nvq.daemon.awaited import Awaited
 from nvq.daemon.chunk_sync import ReadRanges
 from nvq.daemon.nodes import NodeRuntime
-from nvq_runner.artifact_wire import ChunkBytes, ReadChunks
+from nvq_runner.protocol import ChunkBytes, ReadChunks
 
 FEATURE = "chunk_reads"
 READ_TIMEOUT = 300.0  # one request is at most chunk_sync.READ_BATCH bytes

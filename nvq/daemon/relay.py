@@ -1,5 +1,5 @@
 """A job talks to its queue: the connections a runner relays from a running attempt's
-`$NVQ_SOCKET` (nvq_runner/relay_wire.py), served by the control server as the job's
+`$NVQ_SOCKET` (nvq_runner/protocol.py), served by the control server as the job's
 owner, with the same permission table as any CLI call of theirs.
 
 Each relayed connection is a `RelayStream`: the bytes the runner carried up arrive in
@@ -19,7 +19,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import JobState
-from nvq_runner.relay_wire import RelayDown, RelayUp
+from nvq_runner.protocol import RelayDown, RelayUp
 
 log = logging.getLogger("nvq.relay")
 BUFFERED = 64  # pieces of one request carried up before it is read; past it, dropped

@@ -25,7 +25,7 @@ from nvq.daemon.views import capacity_grew
 from nvq.domain.card_health import unhealthy_events
 from nvq.model import NewAlert, NewEvent, Tx
 from nvq_runner import protocol as p
-from nvq_runner.artifact_wire import ArtifactsTreeReply, SyncWanted
+from nvq_runner.protocol import ArtifactsTreeReply, SyncWanted
 
 log = logging.getLogger("nvq.daemon")
 

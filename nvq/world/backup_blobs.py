@@ -18,7 +18,7 @@ import msgspec
 
 from nvq.model import FINISHED_STATES
 from nvq.world.blobs import BlobStore, ObjectMismatch
-from nvq_runner.manifest_wire import ManifestError, is_hash
+from nvq_runner.protocol import ManifestError, is_hash
 
 __all__ = ["carry", "restore_blobs"]
 

@@ -18,13 +18,13 @@ from typing import BinaryIO
 
 import msgspec
 
-from nvq_runner.manifest_wire import (
+from nvq_runner.objects import ObjectDir, ObjectMismatch
+from nvq_runner.protocol import (
     Manifest,
     ManifestError,
     decode_manifest,
     encode_manifest,
 )
-from nvq_runner.objects import ObjectDir, ObjectMismatch
 
 __all__ = ["BlobStore", "GcReport", "ObjectMismatch"]
 

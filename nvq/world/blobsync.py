@@ -25,7 +25,7 @@ from typing import IO
 import msgspec
 
 from nvq.world.blobs import BlobStore, ObjectMismatch
-from nvq_runner.manifest_wire import is_hash
+from nvq_runner.protocol import is_hash
 
 __all__ = ["SourceChanged", "SyncError", "receive", "send"]
 

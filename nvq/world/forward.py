@@ -12,7 +12,7 @@ from nvq.config import SubmitConfig
 from nvq.world.blobsync import SourceChanged, SyncError, send
 from nvq.world.snapshot import SnapshotError, take_snapshot
 from nvq.world.submission import STAT_CACHE, blob_root
-from nvq_runner.manifest_wire import encode_manifest, manifest_id
+from nvq_runner.protocol import encode_manifest, manifest_id
 
 __all__ = ["ForwardError", "SnapshotError", "send_snapshot"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nvq.world.blobs import BlobStore
 from nvq_runner.chunking import chunks
-from nvq_runner.manifest_wire import FILE, Entry, Manifest, is_hash
+from nvq_runner.protocol import FILE, Entry, Manifest, is_hash
 
 RUNTIMES = ("podman", "docker")  # those with `save` and `load`
 

@@ -26,8 +26,8 @@ import pathspec
 
 from nvq.world.blobs import BlobStore, ObjectMismatch
 from nvq.world.statcache import StatCache
-from nvq_runner.manifest_wire import DIR, FILE, LINK, Entry, Manifest
 from nvq_runner.objects import hash_file
+from nvq_runner.protocol import DIR, FILE, LINK, Entry, Manifest
 
 DEFAULT_MAX_SIZE = 512 * 1024 * 1024
 IGNORE_FILES = (".gitignore", ".nvqignore")

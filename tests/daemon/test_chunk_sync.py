@@ -19,7 +19,7 @@ from nvq.daemon.chunk_sync import (
 )
 from nvq.world.blobs import BlobStore
 from nvq_runner.artifact_tree import ArtifactTree, encode_tree, scan
-from nvq_runner.artifact_wire import ArtifactsTreeReply, ChunkSource
+from nvq_runner.protocol import ArtifactsTreeReply, ChunkSource
 
 MiB = 1024 * 1024
 

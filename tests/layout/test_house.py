@@ -142,7 +142,12 @@ def test_lower_floors_do_not_import_upper_ones() -> None:
 MAX_LINES = 400
 # Over the limit, each with the reason it holds one concept; remove an entry when its
 # file gets under the limit (the test then keeps it under).
-OVER_LIMIT_FOR_NOW: set[str] = set()
+OVER_LIMIT_FOR_NOW: set[str] = {
+    # The runner ⇄ daemon wire contract: every message of both directions, their
+    # unions, the snapshot manifest and the framing. One file so that a message cannot
+    # be left out of its union or its export (tests/runner/test_protocol_contract.py).
+    "nvq_runner/protocol.py",
+}
 
 
 def test_no_source_file_is_over_400_lines() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from nvq_runner import blobcache
 from nvq_runner.blobcache import BlobCache, ObjectMismatch
-from nvq_runner.manifest_wire import DIR, FILE, LINK, Entry, Manifest, ManifestError
+from nvq_runner.protocol import DIR, FILE, LINK, Entry, Manifest, ManifestError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -184,7 +184,7 @@ def test_what_another_process_stored_is_counted_at_the_next_walk(
 
 def test_the_runner_side_imports_nothing_of_nvq() -> None:
     code = (
-        "import sys, nvq_runner.blobcache, nvq_runner.setup_env, nvq_runner.manifest_wire; "
+        "import sys, nvq_runner.blobcache, nvq_runner.setup_env, nvq_runner.protocol; "
         "print(sorted(m for m in sys.modules if m == 'nvq' or m.startswith('nvq.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

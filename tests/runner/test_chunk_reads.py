@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nvq_runner.artifact_wire import ReadChunks
 from nvq_runner.chunk_reads import MAX_REQUEST, read_chunks
+from nvq_runner.protocol import ReadChunks
 
 
 def ask(path: str, ranges: list[tuple[int, int]]) -> ReadChunks:

@@ -5,7 +5,7 @@ import os
 import threading
 from pathlib import Path
 
-from nvq_runner.manifest_wire import DIR, FILE, Entry, Manifest
+from nvq_runner.protocol import DIR, FILE, Entry, Manifest
 from nvq_runner.setup_env import SetupResult, ensure_env, job_env, setup_files, setup_key
 
 ENV = {"PATH": os.environ["PATH"]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nvq_runner.artifact_tree import ArtifactTree, TreeEntry, TreeError, check_tree
-from nvq_runner.manifest_wire import Entry, Manifest, ManifestError, check_manifest
+from nvq_runner.protocol import Entry, Manifest, ManifestError, check_manifest
 
 SHA = "0" * 64
 

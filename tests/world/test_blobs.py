@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nvq.world.blobs import BlobStore, ObjectMismatch
-from nvq_runner.manifest_wire import FILE, Entry, Manifest
+from nvq_runner.protocol import FILE, Entry, Manifest
 
 
 def sha(data: bytes) -> str:

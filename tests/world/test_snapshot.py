@@ -17,7 +17,7 @@ from nvq.world.snapshot import (
     store_snapshot,
     take_snapshot,
 )
-from nvq_runner.manifest_wire import DIR, FILE, LINK, decode_manifest, manifest_id
+from nvq_runner.protocol import DIR, FILE, LINK, decode_manifest, manifest_id
 from tests.world.conftest import write
 
 

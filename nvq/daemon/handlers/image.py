@@ -20,7 +20,7 @@ from nvq.daemon.handlers.queue import node_views
 from nvq.daemon.image_staging import LISTED, STAGED, refusal
 from nvq.daemon.nodes import NodeRuntime
 from nvq_runner import protocol as p
-from nvq_runner.manifest_wire import is_hash
+from nvq_runner.protocol import is_hash
 
 
 async def image_push(ctx: Context, req: c.ImagePush, user: str) -> c.ImagesPushed:

@@ -20,7 +20,7 @@ from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, lanes, transitions
 from nvq.domain.validate import SpecError, validate_spec
 from nvq.model import Job, JobSpec, Tx
-from nvq_runner.manifest_wire import is_hash
+from nvq_runner.protocol import is_hash
 
 
 async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
