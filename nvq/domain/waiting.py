@@ -22,9 +22,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from nvq.domain.placement import NodeSlot, PendingJob
-from nvq.domain.placement_profile import time_fits
-from nvq.domain.placement_types import GpuSlot
+from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, time_fits
 from nvq.values import format_duration, format_mib
 
 PRIORITY = "Priority"
