@@ -8,7 +8,6 @@ from typing import Any
 
 import msgspec
 
-from nvq.domain.notify_on import parse_notify_on
 from nvq.domain.transitions import TransitionError
 from nvq.domain.validate import SpecError, flag_of, validate_spec
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome
@@ -94,11 +93,6 @@ def checked_changes(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
             )
     elif job.state not in WAITING:
         raise TransitionError(f"job {job.id} cannot be edited: it is {job.state}")
-    if changes.get("notify_on") is not None:
-        try:  # the CLI checked it; another client may not have
-            parse_notify_on(",".join(map(str, changes["notify_on"])))
-        except ValueError as exc:
-            raise TransitionError(str(exc)) from None
     try:
         merged = msgspec.structs.asdict(spec_of(job)) | changes
         spec = validate_spec(msgspec.convert(merged, JobSpec))

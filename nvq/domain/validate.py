@@ -22,6 +22,7 @@ from nvq.domain import job_signal
 from nvq.domain.arrays import parse_array
 from nvq.domain.lanes import parse_lane
 from nvq.domain.matching import parse_cuda
+from nvq.domain.notify_on import parse_notify_on
 from nvq.domain.retry_policy import parse_retries_on
 from nvq.model import JobSpec
 from nvq.values import MAX_INT, MIN_INT, check_id, check_seconds
@@ -228,6 +229,11 @@ def validate_spec(spec: JobSpec) -> JobSpec:
             raise SpecError("lane", "a lane names its node: give a lane or a node, not both")
         if spec.gpus != 1:
             raise SpecError("lane", "a lane job runs on exactly its lane's one GPU: leave gpus at 1")
+    if spec.notify_on is not None:
+        try:
+            parse_notify_on(",".join(map(str, spec.notify_on)))
+        except ValueError as exc:
+            raise SpecError("notify_on", str(exc).removeprefix("--notify-on: ")) from None
     try:
         parse_retries_on(spec.retries_on)
     except ValueError as exc:

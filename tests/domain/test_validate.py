@@ -66,6 +66,8 @@ def test_a_sound_submission_passes_unchanged() -> None:
         ({"lane": "box:0", "gpus": 2}, "--lane: a lane job runs on exactly its lane's one GPU"),
         ({"array": "9-0"}, "--array: '9-0': the end is before the start"),
         ({"array": "x"}, "--array: 'x': expected START-END[:STEP][%MAX_RUNNING]"),
+        ({"notify_on": ["end", "never"]}, "--notify-on: 'never' is not one of start, end"),
+        ({"notify_on": []}, "--notify-on: give one or more of start, end"),
     ],
 )
 def test_each_problem_is_one_line_naming_the_flag(changes: dict[str, Any], message: str) -> None:

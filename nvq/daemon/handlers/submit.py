@@ -25,9 +25,9 @@ from nvq_runner.protocol import is_hash
 
 async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     state = ctx.state
-    job = await _checked(ctx, req.spec, user)
+    spec, job = await _checked(ctx, req.spec, user)
     async with state.lock:
-        new_jobs, unreported = await _rows(ctx, req.spec, job, user)
+        new_jobs, unreported = await _rows(ctx, spec, job, user)
         inserted = await state.commit(Tx(new_jobs=new_jobs), Effects(kick=True))
     fields = msgspec.structs.asdict(inserted[0])
     if unreported:
@@ -38,20 +38,21 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
 
 async def submit_dry_run(ctx: Context, req: c.SubmitDry, user: str) -> c.SubmitPreview:
     """Every check of `submit`, then where it would start or why it would wait."""
-    job = await _checked(ctx, req.spec, user)
+    spec, job = await _checked(ctx, req.spec, user)
     async with ctx.state.lock:
-        new_jobs, unreported = await _rows(ctx, req.spec, job, user)
+        new_jobs, unreported = await _rows(ctx, spec, job, user)
         return await preview(ctx, new_jobs, unreported)
 
 
-async def _checked(ctx: Context, spec: JobSpec, user: str) -> Job:
-    """The job `spec` asks for, its own checks passed; then a moment for nodes still
-    connecting for the first time, so that `_rows` can check it against them."""
+async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, Job]:
+    """`sent` as `validate_spec` passed it (its normal form), and the job it asks for,
+    the queue's own checks passed; then a moment for nodes still connecting for the
+    first time, so that `_rows` can check it against them."""
     state = ctx.state
     # The authority: whatever sent the frame (not only the CLI), nothing unchecked
-    # reaches the store or a runner's exec.
+    # reaches the store or a runner's exec. What it checked is not checked again here.
     with map_exceptions({SpecError: BadRequest}):
-        validate_spec(spec)
+        spec = validate_spec(sent)
     check_mail(state, spec)
     reserving.check_spec(state, spec, user)
     if spec.node is not None:
@@ -65,7 +66,7 @@ async def _checked(ctx: Context, spec: JobSpec, user: str) -> Job:
         )
     job = transitions.new_job(spec, user=user, now=time.time())
     await await_reports(state, spec)
-    return job
+    return spec, job
 
 
 async def _rows(
