@@ -110,7 +110,7 @@ class Job(msgspec.Struct, kw_only=True):
     user: str  # the OS user who submitted it (socket peer credentials)
     submitter: str  # NVQ_SUBMITTER label, else the user
     created_at: float
-    # the request
+    # the request (every JobSpec field has one here: nvq.domain.request)
     gpus_requested: int = 1
     vram_mb: int = 0
     node_request: str | None = None

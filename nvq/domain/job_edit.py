@@ -8,71 +8,24 @@ from typing import Any
 
 import msgspec
 
+from nvq.domain.request import REQUEST_FIELDS, spec_of
 from nvq.domain.transitions import TransitionError
 from nvq.domain.validate import SpecError, flag_of, validate_spec
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome
 
-# JobSpec field → the Job field that holds it, for every field `job edit` may change.
-EDITABLE_FIELDS = {
-    "command": "command",
-    "name": "name",
-    "note": "note",
-    "tags": "tags",
-    "priority": "priority",
-    "timeout": "timeout",
-    "node": "node_request",
-    "gpus": "gpus_requested",
-    "vram_mb": "vram_mb",
-    "memory_mb": "memory_mb",
-    "cuda": "cuda",
-    "env": "env",
-    "lane": "lane",
-    "image": "image",
-    "signal": "checkpoint_signal",
-    "preemptible": "preemptible",
-    "reservation": "reservation",
-    "notify_on": "notify_on",
-}
+# The JobSpec fields `job edit` may change (each held in the Job field that
+# `request.REQUEST_FIELDS` names).
+EDITABLE_FIELDS = frozenset(
+    {
+        "command", "name", "note", "tags", "priority", "timeout", "node", "gpus", "vram_mb",
+        "memory_mb", "cuda", "env", "lane", "image", "signal", "preemptible", "reservation",
+        "notify_on",
+    }
+)
 # A running job keeps its node, cards, process and the deadline its runner enforces;
 # what its webhooks hear of may change while it runs (that is when it matters).
 WHILE_RUNNING = frozenset({"name", "note", "tags", "priority", "notify_on"})
 WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
-
-
-def spec_of(job: Job) -> JobSpec:
-    """The submission `job` stands for now (its fields as edits left them)."""
-    return JobSpec(
-        command=job.command,
-        name=job.name,
-        gpus=job.gpus_requested,
-        vram_mb=job.vram_mb,
-        node=job.node_request,
-        priority=job.priority,
-        timeout=job.timeout,
-        env=dict(job.env),
-        workdir=job.workdir,
-        tags=list(job.tags),
-        note=job.note,
-        submitter=job.submitter,
-        after=list(job.after),
-        after_any=list(job.after_any),
-        retries=job.retries,
-        cuda=job.cuda,
-        memory_mb=job.memory_mb,
-        lane=job.lane,
-        email_on_success=job.email_on_success,
-        email_on_failure=job.email_on_failure,
-        max_runtime=job.max_runtime,
-        no_reassign=job.no_reassign,
-        retries_on=job.retries_on,
-        notify_on=None if job.notify_on is None else list(job.notify_on),
-        image=job.image,
-        image_manifest=job.image_manifest,
-        image_id=job.image_id,
-        signal=job.checkpoint_signal,
-        preemptible=job.preemptible,
-        reservation=job.reservation,
-    )
 
 
 def checked_changes(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +53,7 @@ def checked_changes(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
         raise TransitionError(str(exc)) from None
     except msgspec.ValidationError as exc:
         raise TransitionError(f"invalid change: {exc}") from None
-    return {EDITABLE_FIELDS[f]: getattr(spec, f) for f in changes}
+    return {REQUEST_FIELDS[f]: getattr(spec, f) for f in changes}
 
 
 def edit_fields(job: Job, fields: dict[str, Any], *, by: str) -> Outcome:

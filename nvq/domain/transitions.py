@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from nvq.domain import card_health, deps, retry_policy
+from nvq.domain import card_health, deps, request, retry_policy
 from nvq.domain.failure_reasons import failure_reason, oom_reason
 from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
@@ -22,49 +22,20 @@ class TransitionError(Exception):
 
 
 def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
-    return Job(
+    return request.job_of(
+        spec,
         id=0,
         name=spec.name or _default_name(spec.command),
         state=JobState.PENDING,
-        command=spec.command,
         user=user,
         submitter=spec.submitter or user,
         created_at=now,
-        gpus_requested=spec.gpus,
-        vram_mb=spec.vram_mb,
-        node_request=spec.node,
-        priority=spec.priority,
-        timeout=spec.timeout,
-        env=dict(spec.env),
-        workdir=spec.workdir,
-        tags=list(spec.tags),
-        note=spec.note,
         after=sorted(set(spec.after)),
         after_any=sorted(set(spec.after_any)),
         # Numbered by the store at insert (its id): the order of submission, which a
         # clock stepped back cannot change as `now` could.
         rank=0.0,
-        retries=spec.retries,
-        cuda=spec.cuda,
-        memory_mb=spec.memory_mb,
-        email_on_success=spec.email_on_success,
-        email_on_failure=spec.email_on_failure,
-        max_runtime=spec.max_runtime,
-        no_reassign=spec.no_reassign, checkpoint_signal=spec.signal,
-        begin_at=spec.begin_at,
-        preemptible=spec.preemptible,
-        reservation=spec.reservation,
-        notify_on=None if spec.notify_on is None else list(spec.notify_on),
-        cwd=spec.cwd,
-        env_captured=None if spec.env_captured is None else dict(spec.env_captured),
-        manifest_id=spec.manifest_id,
-        subdir=spec.subdir,
-        in_place=spec.in_place,
-        setup=spec.setup,
-        setup_files=list(spec.setup_files),
-        retries_on=spec.retries_on,
-        interactive=spec.interactive, image=spec.image, image_manifest=spec.image_manifest,
-        image_id=spec.image_id,
+        lane=None,  # the daemon resolves `--lane` against its nodes (a full node name)
     )
 
 

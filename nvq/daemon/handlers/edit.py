@@ -16,7 +16,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.errors import map_exceptions
 from nvq.daemon.handlers.submit import _into_lane, check_pin
 from nvq.daemon.submit_checks import check_runnable
-from nvq.domain import deps, job_edit, transitions
+from nvq.domain import deps, job_edit, request, transitions
 from nvq.model import Job, JobState, Outcome
 
 
@@ -28,12 +28,12 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
         with map_exceptions():
             fields = job_edit.checked_changes(job, req.changes)
         if fields.get("reservation") is not None:  # one it may use, as at submit
-            edited = job_edit.spec_of(msgspec.structs.replace(job, **fields))
+            edited = request.spec_of(msgspec.structs.replace(job, **fields))
             reserving.check_spec(state, edited, job.user)
         if fields.get("node_request") is not None:
             check_pin(state, fields["node_request"])  # two nodes: refused, as at submit
         if fields.get("lane") is not None:
-            spec = job_edit.spec_of(msgspec.structs.replace(job, **fields))
+            spec = request.spec_of(msgspec.structs.replace(job, **fields))
             placed = _into_lane(state, spec, job)
             fields |= {"lane": placed.lane, "lane_pos": placed.lane_pos}
         if job.state is not JobState.RUNNING:

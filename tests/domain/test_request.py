@@ -1,0 +1,97 @@
+"""A job's request is one value: every JobSpec field has its Job field, and a spec
+crosses to a job and back whole (nvq.domain.request), with nothing copied by hand."""
+
+from __future__ import annotations
+
+import msgspec
+
+from nvq.domain import request, transitions
+from nvq.model import Job, JobSpec, JobState
+
+# A value unlike the default for every JobSpec field that a job keeps.
+EVERY_FIELD = JobSpec(
+    command="python train.py",
+    name="train",
+    gpus=2,
+    vram_mb=20480,
+    node="box",
+    priority=5,
+    timeout=3600.0,
+    env={"A": "1"},
+    workdir="/w",
+    tags=["x"],
+    note="why",
+    submitter="ci",
+    after=[3],
+    after_any=[4],
+    retries=2,
+    cuda="13.0",
+    memory_mb=1024,
+    lane="box:0",
+    email_on_success=True,
+    email_on_failure=False,
+    max_runtime=60.0,
+    no_reassign=True,
+    cwd="/home/me",
+    env_captured={"PATH": "/bin"},
+    manifest_id="ab" * 32,
+    subdir="sub",
+    in_place=True,
+    setup="make",
+    setup_files=["req.txt"],
+    retries_on="oom",
+    interactive=True,
+    begin_at=1.0e9,
+    notify_on=["end"],
+    image="alpine:3",
+    image_manifest="cd" * 32,
+    image_id="sha256:" + "ef" * 32,
+    signal="USR1@300",
+    preemptible=True,
+    reservation="nightly",
+)
+
+
+def test_every_jobspec_field_has_a_job_field_of_its_type_and_default() -> None:
+    spec_fields = {f.name: f for f in msgspec.structs.fields(JobSpec)}
+    job_fields = {f.name: f for f in msgspec.structs.fields(Job)}
+    assert set(request.REQUEST_FIELDS) == set(spec_fields) - request.NOT_KEPT
+    for asked, held in request.REQUEST_FIELDS.items():
+        s, j = spec_fields[asked], job_fields[held]
+        assert j.type == s.type, (asked, held)
+        if j.required:  # the queue always fills it in (a name, the submitter)
+            continue
+        assert (j.default, j.default_factory) == (s.default, s.default_factory), (asked, held)
+    required = sorted(f for f, h in request.REQUEST_FIELDS.items() if job_fields[h].required)
+    assert required == ["command", "name", "submitter"]
+
+
+def test_the_example_sets_every_field_a_job_keeps() -> None:
+    default = JobSpec(command="")
+    same = [f for f in request.REQUEST_FIELDS if getattr(EVERY_FIELD, f) == getattr(default, f)]
+    assert same == []
+
+
+def test_a_spec_crosses_to_a_job_and_back_whole() -> None:
+    job = request.job_of(EVERY_FIELD, id=7, state=JobState.PENDING, user="me", created_at=1.0)
+    assert (job.gpus_requested, job.node_request, job.checkpoint_signal) == (2, "box", "USR1@300")
+    assert job.gpus == [] and job.node is None and job.signal is None  # the attempt's
+    assert request.spec_of(job) == EVERY_FIELD
+    # Copies: changing the job's lists and maps leaves the spec it came from alone.
+    job.env["B"] = "2"
+    job.tags.append("y")
+    assert EVERY_FIELD.env == {"A": "1"} and EVERY_FIELD.tags == ["x"]
+    assert request.spec_of(job).env == {"A": "1", "B": "2"}
+
+
+def test_a_new_job_takes_the_request_and_fills_what_the_queue_decides() -> None:
+    spec = msgspec.structs.replace(
+        EVERY_FIELD, name="", submitter="", after=[9, 3, 9], array="0-3"
+    )
+    job = transitions.new_job(spec, user="alice", now=5.0)
+    assert (job.id, job.state, job.user, job.created_at) == (0, JobState.PENDING, "alice", 5.0)
+    assert (job.name, job.submitter, job.after) == ("python", "alice", [3, 9])
+    assert job.lane is None  # resolved against the nodes by the daemon
+    assert job.array_id is None  # a submit expands the array into members
+    kept = msgspec.structs.replace(spec, after=[3, 9], lane=None, array=None)
+    assert request.spec_of(job) == msgspec.structs.replace(kept, name="python", submitter="alice")
