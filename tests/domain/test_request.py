@@ -4,8 +4,10 @@ crosses to a job and back whole (nvq.domain.request), with nothing copied by han
 from __future__ import annotations
 
 import msgspec
+import pytest
 
-from nvq.domain import request, transitions
+from nvq.domain import job_edit, request, transitions
+from nvq.domain.transitions import TransitionError
 from nvq.model import Job, JobSpec, JobState
 
 # A value unlike the default for every JobSpec field that a job keeps.
@@ -95,3 +97,13 @@ def test_a_new_job_takes_the_request_and_fills_what_the_queue_decides() -> None:
     assert job.array_id is None  # a submit expands the array into members
     kept = msgspec.structs.replace(spec, after=[3, 9], lane=None, array=None)
     assert request.spec_of(job) == msgspec.structs.replace(kept, name="python", submitter="alice")
+
+
+def test_job_edit_checks_the_whole_request_a_terminal_session_included() -> None:
+    # A `job shell` session has no command (the login shell): valid only as interactive,
+    # which the edit's spec once left out, refusing every edit of a waiting session.
+    shell = transitions.new_job(JobSpec(command="", interactive=True), user="me", now=0.0)
+    assert job_edit.checked_changes(shell, {"priority": 3}) == {"priority": 3}
+    with pytest.raises(TransitionError, match="--signal: a terminal session is not sent one"):
+        job_edit.checked_changes(shell, {"signal": "USR1@60"})
+    assert job_edit.checked_changes(shell, {"gpus": 2}) == {"gpus_requested": 2}
