@@ -13,9 +13,9 @@ from nvq.control.frames import (
     reply_decoder,
     request_decoder,
 )
+from nvq.control.image_requests import ImageList, ImagePush
 from nvq.control.replies import (
     UNSET,
-    Alert,
     ArraySubmitted,
     ArraySummary,
     ArtifactFile,
@@ -81,8 +81,6 @@ from nvq.control.requests import (
     Events,
     Gc,
     GpuHistory,
-    ImageList,
-    ImagePush,
     JobArtifacts,
     JobWindow,
     Lane,
@@ -129,6 +127,7 @@ from nvq.control.terminal import (
     TermSize,
     term_frame_decoder,
 )
+from nvq.model import Alert
 
 __all__ = [
     "REPLIES",

@@ -8,8 +8,7 @@ import msgspec
 
 from nvq.domain.attempts import Attempt
 from nvq.domain.waiting import NodeFit
-from nvq.model import Alert as Alert  # `Alerts`/`Ack`: the store's rows, sent as they are
-from nvq.model import Event, Job, NodeView
+from nvq.model import Alert, Event, Job, NodeView  # Alert: `Alerts`/`Ack` send store rows
 from nvq_runner.protocol import CachedImage
 
 # -- what `Done.data` holds, typed ---------------------------------------------------

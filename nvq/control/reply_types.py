@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from nvq.control import image_requests as qi
 from nvq.control import replies as r
 from nvq.control import requests as q
 from nvq.domain.report import UsageReport
@@ -50,8 +51,8 @@ REPLIES: dict[type[q.Request], Any] = {
     q.NodeStop: r.NodesStopped,
     q.NodeStatus: r.RunnerStatus,
     q.NodeRestart: r.RunnerStatus,
-    q.ImagePush: r.ImagesPushed,
-    q.ImageList: list[r.NodeCache],
+    qi.ImagePush: r.ImagesPushed,
+    qi.ImageList: list[r.NodeCache],
     q.GpuHistory: list[r.GpuPoint],
     q.ClusterStatus: list[r.ClusterView],
     q.ClusterScale: r.ClusterView,

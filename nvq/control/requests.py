@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from nvq.control.image_requests import ImageList as ImageList
-from nvq.control.image_requests import ImagePush as ImagePush
+from nvq.control.image_requests import ImageList, ImagePush
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 

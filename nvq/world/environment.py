@@ -15,10 +15,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 
-from nvq.world.secret_names import MASK as MASK
-from nvq.world.secret_names import SECRET_WORDS as SECRET_WORDS
-from nvq.world.secret_names import is_secret as is_secret
-from nvq.world.secret_names import masked as masked
+from nvq.world.secret_names import MASK, is_secret, masked
 from nvq_runner.node_env import (
     NO_SUCH_PATH,
     NODE_IDENTITY,
