@@ -13,7 +13,10 @@ neither a nested nor an inherited JobSpec can keep.
 
 from __future__ import annotations
 
-from typing import Any
+from operator import attrgetter
+from typing import Any, get_args, get_origin
+
+import msgspec
 
 from nvq.model import Job, JobSpec
 
@@ -31,18 +34,43 @@ REQUEST_FIELDS: dict[str, str] = {
 }
 
 
-def _own(value: Any) -> Any:
-    """A list or dict of the request copied, so the job and the spec share none."""
-    return value.copy() if isinstance(value, list | dict) else value
+def _container(kind: Any) -> bool:
+    """A list or a dict, or a union that may be one (`dict[str, str] | None`)."""
+    return get_origin(kind) in (list, dict) or any(_container(k) for k in get_args(kind))
+
+
+# The request's lists and maps, copied across so that a job and its spec share none.
+_LISTS_AND_MAPS = [
+    f.name for f in msgspec.structs.fields(JobSpec) if f.name in REQUEST_FIELDS and _container(f.type)
+]
+
+
+class _Way:
+    """One direction across: read these fields, write them under those names."""
+
+    def __init__(self, names: dict[str, str], copied: list[str]) -> None:
+        self.read = attrgetter(*names)
+        self.write = tuple(names.values())
+        self.copied = copied
+
+    def __call__(self, struct: Any) -> dict[str, Any]:
+        out = dict(zip(self.write, self.read(struct), strict=True))
+        for name in self.copied:
+            if out[name] is not None:
+                out[name] = out[name].copy()
+        return out
+
+
+_TO_JOB = _Way(REQUEST_FIELDS, [REQUEST_FIELDS[name] for name in _LISTS_AND_MAPS])
+_TO_SPEC = _Way({held: asked for asked, held in REQUEST_FIELDS.items()}, _LISTS_AND_MAPS)
 
 
 def job_of(spec: JobSpec, **fields: Any) -> Job:
     """A job asking for `spec`; `fields` are the rest (id, state, ...), and win over
     the request's where both give one."""
-    request = {held: _own(getattr(spec, asked)) for asked, held in REQUEST_FIELDS.items()}
-    return Job(**(request | fields))
+    return Job(**(_TO_JOB(spec) | fields))
 
 
 def spec_of(job: Job) -> JobSpec:
     """The submission `job` stands for now (its fields as edits left them)."""
-    return JobSpec(**{asked: _own(getattr(job, held)) for asked, held in REQUEST_FIELDS.items()})
+    return JobSpec(**_TO_SPEC(job))

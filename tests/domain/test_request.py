@@ -80,6 +80,11 @@ def test_a_spec_crosses_to_a_job_and_back_whole() -> None:
     assert job.gpus == [] and job.node is None and job.signal is None  # the attempt's
     assert request.spec_of(job) == EVERY_FIELD
     # Copies: changing the job's lists and maps leaves the spec it came from alone.
+    for asked, held in request.REQUEST_FIELDS.items():
+        value = getattr(job, held)
+        if isinstance(value, list | dict):
+            assert value is not getattr(EVERY_FIELD, asked), asked
+            assert value is not getattr(request.spec_of(job), asked), asked
     job.env["B"] = "2"
     job.tags.append("y")
     assert EVERY_FIELD.env == {"A": "1"} and EVERY_FIELD.tags == ["x"]
