@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from .protocol import ChunkBytes, ReadChunks
+from .tree_paths import safe_path
 
 # A reply must fit in one frame (MAX_FRAME, 64 MiB); the daemon asks for far less.
 MAX_REQUEST = 48 * 1024 * 1024
@@ -20,11 +21,11 @@ MAX_REQUEST = 48 * 1024 * 1024
 
 def open_beneath(root: Path, rel: str) -> int:
     """A read-only descriptor of `rel` under `root`, following no symlink."""
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if not safe_path(rel):
         raise OSError(f"not a path inside the artifacts: {rel!r}")
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
+        parts = rel.split("/")
         for part in parts[:-1]:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)

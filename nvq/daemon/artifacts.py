@@ -41,6 +41,7 @@ from nvq.daemon.state import State
 from nvq.model import Job, NewEvent, Tx
 from nvq_runner import protocol as p
 from nvq_runner.identity import dir_name
+from nvq_runner.tree_paths import safe_path
 
 log = logging.getLogger("nvq.artifacts")
 QUERY_TIMEOUT = 30.0
@@ -136,11 +137,6 @@ def plan(
     return pull, sorted(set(have) - wanted)
 
 
-def _safe(rel: str) -> bool:
-    parts = PurePosixPath(rel).parts
-    return bool(parts) and not PurePosixPath(rel).is_absolute() and ".." not in parts
-
-
 class Artifacts:
     def __init__(self, state: State) -> None:
         self.state = state
@@ -200,7 +196,7 @@ class Artifacts:
                 return {"synced": False, "why": manifest.error}
             dest = self.dir(job.id)
             have = await anyio.to_thread.run_sync(stored, dest)
-            pull, gone = plan([f for f in manifest.files if _safe(f.path)], have)
+            pull, gone = plan([f for f in manifest.files if safe_path(f.path)], have)
             if not pull and not gone:
                 self.last_sync[job.id] = time.time()
                 return {"synced": True, "pulled": 0, "deleted": 0}
@@ -338,7 +334,7 @@ class Artifacts:
             files = await self._files(node)
             try:
                 for f in manifest.files:
-                    if _safe(f.path):
+                    if safe_path(f.path):
                         await files.remove(f"{root}/{f.path}")
             finally:
                 await files.close()

@@ -20,6 +20,7 @@ from nvq.daemon.errors import RequestError
 from nvq.daemon.node_pipes import runner_pipe
 from nvq.daemon.nodes import NodeRuntime
 from nvq.model import Job
+from nvq_runner.tree_paths import safe_path
 
 
 def staging_root(home: Path) -> Path:
@@ -28,8 +29,7 @@ def staging_root(home: Path) -> Path:
 
 def check_paths(paths: list[str]) -> None:
     for rel in paths:
-        parts = PurePosixPath(rel).parts
-        if not rel or rel.startswith("/") or ".." in parts:
+        if not safe_path(rel, typed=True):  # the one rule (nvq_runner/tree_paths.py)
             raise RequestError(f"{rel!r}: give paths inside the job's working directory")
 
 
