@@ -42,10 +42,13 @@ demo: install
 COMPILED := $(PY) -m compileall -q -j 0 nvq nvq_runner >/dev/null
 WITH_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
+# The tests mostly wait on real processes and sshd nodes: 4 workers on 2 cores.
+# `make test WORKERS=8`: the same suite under load (every test must still pass).
+WORKERS ?= 4
+
 test: install parts
 	@$(COMPILED)
-	@# The tests mostly wait on real processes and sshd nodes: 4 workers on 2 cores.
-	$(WITH_BYTECODE) $(PY) -m pytest -q -p no:cacheprovider -n 4
+	$(WITH_BYTECODE) $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS)
 
 # The inner loop: the pure, store and in-process tests, none that drives the `nvq` CLI
 # as a process or starts sshd/Slurm (those carry the `e2e` mark, set in tests/conftest.py).

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from nvq.client.errors import ClientError
 from nvq.client.plain import NotAnswering, ask
 from nvq.client.sync import Client
 from nvq.home import Home
+from tests.harness.cli_calls import run_nvq
 
 DEFAULT_GPUS = """\
 cuda = "13.0"
@@ -69,16 +69,12 @@ class Nvq:
         (self.home / "config.toml").write_text(text)
 
     def run(self, *args: str, timeout: float = 60, input: str | None = None) -> Run:
-        proc = subprocess.run(
-            [sys.executable, "-m", "nvq", *args],
-            env=self.env,
-            cwd=self.cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            input=input,
+        """`nvq ARGS` as a process of its own (forked from one that imported the CLI
+        once: tests.harness.cli_calls), with this queue's environment, in `cwd`."""
+        code, out, err = run_nvq(
+            list(args), env=self.env, cwd=self.cwd, input=input, timeout=timeout
         )
-        return Run(proc.returncode, proc.stdout, proc.stderr)
+        return Run(code, out, err)
 
     def ok(self, *args: str, timeout: float = 60) -> Run:
         r = self.run(*args, timeout=timeout)

@@ -25,7 +25,9 @@ def nvq(tmp_path: Path) -> Iterator[Nvq]:
 # test asks for and from the harness objects its module imports, so no list of files
 # has to be kept.
 _E2E_FIXTURES = frozenset({"nvq", "sshd_nodes", "slurm_cluster", "slurm_login"})
-_E2E_MODULES = frozenset({"tests.cluster", "tests.harness.sshd", "tests.harness.slurm"})
+_E2E_MODULES = frozenset(
+    {"tests.cluster", "tests.harness.cli_calls", "tests.harness.sshd", "tests.harness.slurm"}
+)
 
 
 def _imports_harness(module: object) -> bool:
