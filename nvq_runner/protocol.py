@@ -254,7 +254,7 @@ class Sync(msgspec.Struct, tag="sync", frozen=True):
 
 
 class ArtifactsQuery(msgspec.Struct, tag="artifacts_query", frozen=True):
-    """Describe job `job_id`'s artifacts directory (answered by `ArtifactsManifest`)."""
+    """List job `job_id`'s artifacts directory (answered by `ArtifactsManifest`)."""
 
     req: int
     job_id: int
@@ -322,8 +322,8 @@ class Hello(msgspec.Struct, tag="hello", frozen=True):
     # Identifies the journal's life: a new id (node home wiped, runner reinstalled)
     # tells the daemon that seqs restarted and its applied seq no longer applies.
     journal_id: str = ""
-    # What this runner understands beyond protocol 1 ("artifacts", "owner"): the
-    # daemon sends newer messages only to a runner that names them here.
+    # What this runner understands beyond protocol 1 ("chunked_artifacts", "owner"):
+    # the daemon sends newer messages only to a runner that names them here.
     features: list[str] = []
     # The queue id of the last Start that carried one, and the highest job id seen
     # for that queue: a daemon restored from a backup continues its ids after it.
@@ -469,14 +469,13 @@ class ArtifactFile(msgspec.Struct, frozen=True):
     path: str  # relative to the job's artifacts directory, "/"-separated
     size: int
     mtime_ns: int
-    mode: Optional[int] = None  # permission bits (0o600 …), to be kept by the copy
+    mode: Optional[int] = None  # permission bits (0o600 …)
 
 
 class ArtifactsManifest(msgspec.Struct, tag="artifacts", frozen=True):
-    """The answer to `ArtifactsQuery`: what a job's $NVQ_ARTIFACTS holds now. Only
-    names, sizes and times travel on the event link; the daemon fetches the files
-    that changed over a separate SFTP channel, so a large checkpoint never holds up
-    the job events queued behind it."""
+    """The answer to `ArtifactsQuery`: where a job's $NVQ_ARTIFACTS is on the node and
+    what it holds now (names, sizes and times), for `job pull` and a fresh start.
+    Artifacts themselves travel as chunk trees (`ArtifactsTreeQuery`)."""
 
     req: int
     job_id: int

@@ -129,7 +129,7 @@ class Runner:
             journal_head=self.journal.head,
             boot_id=procfs.boot_id(), pid=os.getpid(),
             journal_id=self.journal.id,
-            features=["artifacts", "owner", "world", "chunked_artifacts", "lease", "recover",
+            features=["owner", "world", "chunked_artifacts", "lease", "recover",
                       "relay", "inputs", "chunk_reads", "images"],
             queue_id=self.queue.mark.queue_id,
             max_job_id=self.queue.mark.max_job_id,

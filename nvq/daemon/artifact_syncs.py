@@ -1,12 +1,12 @@
 """The artifact work queue: each attempt's last sync before its job may run again,
-periodic syncs while it runs, restores before a start, clearing for a fresh start.
+periodic syncs while it runs, clearing for a fresh start.
 
-Items are typed (`Final`, `Periodic`, `Restore`, `Fresh`); slow work (file
-transfers) runs in this module's own tasks, never under the state's lock. How files
-travel is `nvq.daemon.artifacts.Artifacts`: every transfer is one call to it
-(`_transfer`, `_restore`, `_clear`), so its transport may change under this queue.
-This is also what carries out a commit's starts and ended attempts
-(`nvq.daemon.effects.Actions`).
+Items are typed (`Final`, `Periodic`, `Fresh`); slow work (reading chunks) runs in
+this module's own tasks, never under the state's lock. How artifacts travel is
+`nvq.daemon.artifacts.Artifacts`: every transfer is one call to it (`_transfer`,
+`_clear`), so its transport may change under this queue. This is also what carries
+out a commit's starts and ended attempts (`nvq.daemon.effects.Actions`): a start
+names the job's newest tree, which the node mounts or restores itself.
 """
 
 from __future__ import annotations
@@ -44,14 +44,6 @@ class Periodic:
 
 
 @dataclass(frozen=True, slots=True)
-class Restore:
-    """Stored artifacts pushed onto `node`, then the attempt's `Start`."""
-
-    node: str
-    job_id: int
-
-
-@dataclass(frozen=True, slots=True)
 class Fresh:
     """`requeue --artifacts fresh`: the job's artifacts cleared, here and on `node`."""
 
@@ -59,7 +51,7 @@ class Fresh:
     job_id: int
 
 
-Work = Final | Periodic | Restore | Fresh
+Work = Final | Periodic | Fresh
 
 
 class ArtifactSyncs:
@@ -81,25 +73,19 @@ class ArtifactSyncs:
         False when the runner saw nothing in the job's artifacts folder."""
         if job is None or job.attempt != attempt or job.node not in (None, node.name):
             return  # a stale attempt: the job has moved on, its copy must not regress
-        if node.hello is None or "artifacts" not in node.hello.features:
+        if not supports(node):
             return
-        if not kept and not (self.artifacts.chunked.latest_tree(job.id)
-                             or self.artifacts.has_stored(job.id)):
+        if not kept and not self.artifacts.chunked.latest_tree(job.id):
             return  # nothing there and nothing here: the sync would find nothing
         self.syncing.add(job.id)
         self._submit(Final(node.name, job.id))
 
     def post_start(self, node: NodeRuntime, job: Job) -> None:
-        """Send `Start`, after restoring the job's stored artifacts there if it has any."""
+        """Send `Start`, naming the job's newest tree: the runner mounts (or restores)
+        it itself."""
         chunked = self.artifacts.chunked
         start = chunked.with_inputs(node, job, self.state.start_msg(job))
-        if chunked.latest_tree(job.id) and supports(node):
-            # the runner mounts (or restores) the newest tree itself
-            node.post(chunked.start_msg(node, start))
-        elif self.artifacts.has_stored(job.id) and node.hello and "artifacts" in node.hello.features:
-            self._submit(Restore(node.name, job.id))
-        else:
-            node.post(start)
+        node.post(chunked.start_msg(node, start))
 
     # ------------------------------------------------------------ what people ask
 
@@ -144,13 +130,10 @@ class ArtifactSyncs:
         node = self.state.nodes[item.node]
         try:
             job = await self.state.get_job(item.job_id)
-            if isinstance(item, Final):
+            # a periodic sync only while that attempt still runs there
+            running = job.state is JobState.RUNNING and job.node == item.node
+            if isinstance(item, Final) or running:
                 await self._transfer(node, job)
-            elif isinstance(item, Periodic):
-                if job.state is JobState.RUNNING and job.node == item.node:
-                    await self._transfer(node, job)
-            else:
-                await self._restore(node, job)
         except Exception:
             log.exception("artifact %s of job %s on %s failed",
                           type(item).__name__.lower(), item.job_id, item.node)
@@ -179,25 +162,6 @@ class ArtifactSyncs:
         finally:
             self.syncing.discard(item.job_id)
             self.state.kick()
-
-    async def _restore(self, node: NodeRuntime, job: Job) -> None:
-        try:
-            pushed = await self.artifacts.restore(node, job)
-            log.info("job %s: restored %d artifact files onto %s", job.id, pushed, node.name)
-        except Exception as exc:
-            log.warning("job %s: restoring artifacts onto %s failed: %s", job.id, node.name, exc)
-        async with self.state.lock:
-            live = self.state.jobs.get(job.id)
-            # Still this attempt, still unstarted: send it (a reconnect re-sends it anyway).
-            if (
-                live is not None
-                and live.state is JobState.RUNNING
-                and live.node == node.name
-                and live.attempt == job.attempt
-                and node.reconciled
-            ):
-                chunked = self.artifacts.chunked
-                node.post(chunked.with_inputs(node, live, self.state.start_msg(live)))
 
     async def _ticker(self) -> None:
         while True:

@@ -1,10 +1,13 @@
-"""Chunked artifact syncs with a runner that can (`chunked_artifacts` in its Hello):
-ask for its tree, store the chunks the blob store lacks (chunk_sync.py), log the sync,
-and hand the newest tree to the next attempt's Start so the node mounts it on demand
-(or restores it in full where it cannot).
+"""Artifact syncs as chunk trees: ask the runner for its tree, store the chunks the
+blob store lacks (chunk_sync.py), log the sync, and hand the newest tree to the next
+attempt's Start so the node mounts it on demand (or restores it in full where it
+cannot). The byte ranges are read over SFTP, or over the runner link for a pilot
+(link_reads.py).
 
-Whole-file syncs (artifacts.py) stay for runners that predate this. The byte ranges are
-read over SFTP, or over the runner link for a pilot (link_reads.py).
+A runner says it keeps artifacts with `chunked_artifacts` in its Hello. Every runner
+this queue installs does; the word stays because a runner resident from before it
+survives an upgrade until it restarts, and would drop the link on a frame it cannot
+decode: such a runner's jobs get no artifact syncs.
 """
 
 from __future__ import annotations
@@ -156,7 +159,7 @@ class ChunkedArtifacts:
 
     def checkout(self, job_id: int, dest: Path) -> None:
         """Make `dest` hold the newest tree's files (for `job artifacts --get`), unless
-        it does already. Whole-file copies from older runners are left as they are."""
+        it does already (`<dest>.tree` names the tree checked out there)."""
         tree_id = self.latest_tree(job_id)
         marker = dest.with_name(f"{dest.name}.tree")
         if not tree_id or (marker.exists() and marker.read_text() == tree_id):

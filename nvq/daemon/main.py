@@ -35,6 +35,7 @@ from nvq.daemon.reload import Reloader
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
 from nvq.daemon.time_limits import warn_time_limits
+from nvq.daemon.whole_file_conversion import convert_stored
 from nvq.home import PRIVATE_UMASK, AlreadyRunning, Home, socket_path_problem
 from nvq.store import Store, StoreError, store_error
 
@@ -90,6 +91,7 @@ async def serve(home: Path) -> None:
         try:
             await state.load()
             await machines.load()
+            await convert_stored(state)  # once: an older queue's whole-file artifacts
         except sqlite3.Error as exc:
             # A file damaged past its header is found only here, reading the jobs.
             error = store_error(Home(home).db, exc)

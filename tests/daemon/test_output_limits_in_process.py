@@ -1,11 +1,9 @@
 """The queue's limits on a job's output reach the runner (`[queue] max_result`,
-`max_log_size`, `max_log_tail`), what the runner could not keep is stored and shown,
-and artifacts come back with the modes the job gave them."""
+`max_log_size`, `max_log_tail`), and what the runner could not keep is stored and
+shown."""
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 from pathlib import Path
 
@@ -14,10 +12,9 @@ import msgspec
 from nvq import control as c
 from nvq.cli.render.jobs import job_detail
 from nvq.daemon.handlers.logs import open_logs
-from nvq.daemon.reassign import Machines
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
-from tests.fakes.daemon import _contexts, eventually, job_now, running_daemon, submit
+from tests.fakes.daemon import eventually, job_now, running_daemon, submit
 from tests.fakes.runner import FakeRunner
 
 LIMITS = '[queue]\nmax_result = "2MiB"\nmax_log_size = "64MiB"\nmax_log_tail = "1MiB"\n'
@@ -62,56 +59,5 @@ def test_limits_reach_the_runner_and_what_it_cut_is_shown(tmp_path: Path) -> Non
             text = job_detail(msgspec.convert(msgspec.to_builtins(done), c.JobDetail))
             assert f"not kept: {why}" in text
             assert "output cut: over max_log_size" in text
-
-    run(main)
-
-
-class ArtifactRunner(FakeRunner):
-    """Answers artifact queries with the files of one local directory."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(features=["artifacts"])
-        self.root = root
-
-    def _dispatch(self, msg: p.DaemonMsg) -> None:
-        if isinstance(msg, p.ArtifactsQuery):
-            files = [
-                p.ArtifactFile(
-                    path=f.name,
-                    size=f.stat().st_size,
-                    mtime_ns=f.stat().st_mtime_ns,
-                    mode=stat.S_IMODE(f.stat().st_mode),
-                )
-                for f in sorted(self.root.iterdir())
-            ]
-            self.send(
-                p.ArtifactsManifest(
-                    req=msg.req, job_id=msg.job_id, files=files, root=str(self.root)
-                )
-            )
-            return
-        super()._dispatch(msg)
-
-
-def test_synced_artifacts_keep_their_modes(tmp_path: Path) -> None:
-    node_side = tmp_path / "node-artifacts"
-    node_side.mkdir()
-    (node_side / "secret.pt").write_bytes(b"weights")
-    os.chmod(node_side / "secret.pt", 0o600)
-    (node_side / "run.sh").write_bytes(b"#!/bin/sh\n")
-    os.chmod(node_side / "run.sh", 0o750)
-
-    async def main() -> None:
-        runner = ArtifactRunner(node_side)
-        async with runner, running_daemon(tmp_path / "home", {"local": runner}) as core:
-            job = await submit(core, gpus=1)
-            await runner.until(lambda: (job.id, 1) in runner.active)
-            machines: Machines = _contexts[id(core)].machines
-            node = core.nodes["local"]
-            result = await machines.artifacts.sync(node, await job_now(core, job.id))
-            assert result["synced"] and result["pulled"] == 2, result
-            copy = machines.artifacts.dir(job.id)
-            modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in copy.iterdir()}
-            assert modes == {"secret.pt": 0o600, "run.sh": 0o750}
 
     run(main)

@@ -1,5 +1,5 @@
 """Pure parts of issue 5: reassignment and preemption decisions, busy placement, the
-orphan accounting on a card, attempts from events, artifact sync plans, and owner
+orphan accounting on a card, attempts from events, and owner
 activity read from a synthetic utmp file."""
 
 from __future__ import annotations
@@ -7,16 +7,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from nvq.daemon.artifacts import plan
 from nvq.daemon.views import gpu_view
 from nvq.domain import attempts, reassign
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, place
 from nvq.model import Event, Job, JobState
 from nvq_runner.owner import activity, read_sessions, utmp_record
-from nvq_runner.protocol import ArtifactFile, GpuInfo, GpuProcess, GpuSample
+from nvq_runner.protocol import GpuInfo, GpuProcess, GpuSample
 
 GiB = 1024
 
@@ -157,24 +155,6 @@ def test_attempts_are_derived_from_the_jobs_events() -> None:
         (2, "n2", [1], "completed"),
     ]
     assert got[0].reason == "node n1 down" and (got[1].started_at, got[1].ended_at) == (6.0, 7.0)
-
-
-# -- artifact sync plans ------------------------------------------------------------------
-
-
-def test_only_changed_files_are_pulled_and_removed_ones_deleted() -> None:
-    have = {
-        "same": SimpleNamespace(st_size=3, st_mtime_ns=100),
-        "older": SimpleNamespace(st_size=3, st_mtime_ns=100),
-        "gone": SimpleNamespace(st_size=1, st_mtime_ns=1),
-    }
-    files = [
-        ArtifactFile("same", 3, 100),
-        ArtifactFile("older", 3, 200),
-        ArtifactFile("new", 9, 5),
-    ]
-    pull, gone = plan(files, have)  # type: ignore[arg-type]
-    assert [f.path for f in pull] == ["older", "new"] and gone == ["gone"]
 
 
 # -- owner activity from utmp -------------------------------------------------------------
