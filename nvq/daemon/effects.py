@@ -41,7 +41,7 @@ class Effects:
     kills_now: list[tuple[NodeRuntime, Reap]] = field(default_factory=list)
     # A runner's journal applied through a seq: remembered, and acknowledged.
     acks: list[tuple[NodeRuntime, int]] = field(default_factory=list)
-    # Attempts placed on a node: `Start` (after restoring stored artifacts).
+    # Attempts placed on a node: `Start` (naming the job's newest artifacts tree).
     starts: list[Job] = field(default_factory=list)
     ended: list[Ended] = field(default_factory=list)
     # A placement pass: something changed that may let a waiting job start.
