@@ -78,11 +78,14 @@ def test_a_conversion_killed_before_its_log_is_redone_once(
     home = tmp_path / "home"
     store_the_old_way(home, 3, FILES)
 
-    def killed(src: object, dst: object) -> None:
-        raise KeyboardInterrupt  # the daemon dies between the chunks and the log
+    def killed(logs: TreeLog, job_id: int, record: object) -> None:
+        # the daemon dies between the chunks and the log, half a line written
+        logs.root.mkdir(parents=True, exist_ok=True)
+        (logs.root / f".{job_id}.jsonl.converting").write_bytes(b'{"time": 1')
+        raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(conversion.os, "replace", killed)
+        patch.setattr(conversion, "_write_log", killed)
         with pytest.raises(KeyboardInterrupt):
             conversion.convert_job(home, 3, OWNER)
     assert TreeLog(home).records(3) == [] and conversion.waiting(home) == [3]
