@@ -5,7 +5,7 @@ non-zero exit.
 This module is the entry point and stays light: a CLI call should cost little more than
 the interpreter's start. It imports nothing of typer or click itself; the commonest read
 commands (nvq.cli.fast) answer without them, and everything else goes to the typer app
-(nvq.cli.typer_run)."""
+(nvq.cli.typer_run). `job submit` has its own (nvq.cli.fast_submit)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,12 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(exc), 2, as_json)
     if forwarded is not None:
         sys.exit(forwarded)
+    if args[:2] == ["job", "submit"]:
+        from nvq.cli.fast_submit import run as fast_submit
+
+        code = fast_submit(args[2:], as_json)
+        if code is not None:
+            sys.exit(code)
     from nvq.cli.fast import fast_command
 
     command = fast_command(args)

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from nvq.cli.params import CliError
+from nvq.cli.flag_values import CliError
 from nvq.config import ConfigError, SubmitConfig, load_config
 from nvq.home import default_root
 from nvq.world.submission import SnapshotError, WorldOptions, submission_world

@@ -3,16 +3,13 @@ answer itself, and all help."""
 
 from __future__ import annotations
 
-import errno
-
 import typer
 from click import exceptions as click_exc
 
 from nvq.cli.app import GROUPS
 from nvq.cli.commands import command_info, full_app
-from nvq.cli.failure import fail
+from nvq.cli.failure import fail, guarded
 from nvq.cli.sweeps import resolve_members
-from nvq.client import ClientError
 
 
 def _app_for(args: list[str]) -> typer.Typer:
@@ -38,11 +35,13 @@ def _app_for(args: list[str]) -> typer.Typer:
 
 def run(args: list[str], as_json: bool) -> int:
     """The exit status of `nvq ARGS`; a failure prints its one line (or JSON document)."""
+    return guarded(lambda: _run(args, as_json), as_json)
+
+
+def _run(args: list[str], as_json: bool) -> int:
     try:
         args = resolve_members(args)  # `7[3]`: member 3 of array 7, wherever an id goes
         result = _app_for(args)(args=args, prog_name="nvq", standalone_mode=False)
-    except ClientError as exc:
-        fail(str(exc), exc.exit_code, as_json)
     except click_exc.NoArgsIsHelpError as exc:
         print(exc.ctx.get_help() if exc.ctx else str(exc))
         return 0 if not args else 2
@@ -51,19 +50,6 @@ def run(args: list[str], as_json: bool) -> int:
         fail(message[0] if message else type(exc).__name__, 2, as_json)
     except typer.Exit as exc:
         return int(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
+    except typer.Abort:
         return 130
-    except BrokenPipeError:
-        return 0
-    except PermissionError as exc:
-        # What this user may not touch on this machine (the queue's home, when a
-        # member runs what is the queue owner's to run): one line, never a traceback.
-        where = f"{exc.filename}: " if exc.filename else ""
-        fail(f"{where}permission denied (it is not yours to change)", 1, as_json)
-    except OSError as exc:
-        # A full disk where this command writes (a snapshot, a pull): one line.
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        where = f" ({exc.filename})" if exc.filename else ""
-        fail(f"no space left on the disk{where}: free some space and try again", 1, as_json)
     return result if isinstance(result, int) else 0

@@ -22,12 +22,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
 from nvq.world.blobs import BlobStore, ObjectMismatch
 from nvq.world.statcache import StatCache
 from nvq_runner.objects import hash_file
 from nvq_runner.protocol import DIR, FILE, LINK, Entry, Manifest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import pathspec
 
 DEFAULT_MAX_SIZE = 512 * 1024 * 1024
 IGNORE_FILES = (".gitignore", ".nvqignore")
@@ -63,7 +65,7 @@ class _Found:
     st: os.stat_result
 
 
-_Rules = list[tuple[str, pathspec.GitIgnoreSpec]]
+_Rules = list[tuple[str, "pathspec.GitIgnoreSpec"]]
 
 
 def format_size(n: int) -> str:
@@ -86,8 +88,14 @@ def _rules_in(directory: Path) -> pathspec.GitIgnoreSpec | None:
             continue
         except OSError as e:
             raise SnapshotError(f"cannot read {directory / name}: {e.strerror}") from None
-    spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
-    return spec if spec is not None and len(spec.patterns) else None
+    if not lines:
+        return None
+    # Imported only here: pathspec costs a submit more than a small project's whole
+    # walk, and a directory without ignore files needs none of it.
+    import pathspec
+
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return spec if len(spec.patterns) else None
 
 
 def _ignored(rules: _Rules, rel: str, is_dir: bool) -> bool:

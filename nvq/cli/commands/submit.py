@@ -1,23 +1,16 @@
-"""`nvq job submit`: flags (or a manifest) → one JobSpec, checked here so bad input
-fails before the daemon is asked."""
+"""`nvq job submit`'s options for typer; what they do is nvq.cli.submit_flow, which
+the typer-free fast path (nvq.cli.fast_submit) calls too."""
 
 from __future__ import annotations
 
-import os
-import shlex
-import sys
 from pathlib import Path
 
-import msgspec
 import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.dashes import KeepsRawArgs, check_before_dashes
-from nvq.cli.params import CliError, duration, env_pairs, ids, read_local, size, with_manifest
-from nvq.cli.render.jobs import outcome
-from nvq.cli.render.output import emit
-from nvq.client import Client, ClientError
-from nvq.model import Job, JobSpec
+from nvq.cli.params import with_manifest
+from nvq.cli.submit_flow import SubmitArgs, submit
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 # `job shell` runs this command's own option parsing and hands the spec to the
@@ -117,204 +110,20 @@ def job_submit(
 ) -> int:
     """Queue a job."""
     check_before_dashes(ctx, command)
-    if script is not None:
-        if command:
-            raise CliError("give either --script or a command, not both", 2)
-        body = read_local(script, "--script")  # "-": stdin (what a [remote] forward sends)
-    elif not command and manifest is None and RUN_SPEC not in ctx.meta:
-        raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
-    else:
-        body = "" if not command else command[0] if len(command) == 1 else shlex.join(command)
-    if dry_run and wait:
-        raise CliError("give --dry-run or --wait, not both", 2)
-    # a dry run takes no snapshot: it must store nothing, and the files do not
-    # change where the job would go
-    no_snapshot = no_snapshot or dry_run
-    spec_env = env_pairs(env)
-    # the snapshot machinery (pathspec, the blob store): only a submit loads it
-    from nvq.cli.submit_world import WorldOptions, submit_world
-
-    spec = JobSpec(
-        command=body,
-        name=name,
-        gpus=gpus,
-        vram_mb=size(vram, "--vram"),
-        node=node,
-        priority=priority,
-        timeout=duration(timeout, "--timeout"),
-        env=spec_env,
-        workdir=workdir,
-        tags=tag,
-        note=note,
-        submitter=os.environ.get("NVQ_SUBMITTER", ""),
-        after=ids(after, "--after"),
-        after_any=ids(after_any, "--after-any"),
-        retries=retries,
-        cuda=cuda,
-        image=image,
-        memory_mb=size(memory, "--memory"),
-        lane=lane,
-        array=array,
-        email_on_success=email_on_success,
-        email_on_failure=email_on_failure,
-        max_runtime=duration(max_runtime, "--max-runtime"),
-        no_reassign=no_reassign,
-        preemptible=preemptible,
-        reservation=reservation,
-        retries_on=_retries_on(retries_on),
-        notify_on=_notify_on(notify_on),
-        begin_at=_begin(begin),
-        signal=_signal(signal),
-        setup=setup,
-        setup_files=setup_files,
+    args = SubmitArgs(
+        command=command or [], name=name, vram=vram, gpus=gpus, node=node, note=note,
+        priority=priority, timeout=timeout, env=env, workdir=workdir, tag=tag, after=after,
+        after_any=after_any, script=script, wait=wait, dry_run=dry_run, retries=retries,
+        notify_on=notify_on, retries_on=retries_on, cuda=cuda, image=image, memory=memory,
+        lane=lane, array=array, manifest=manifest, max_runtime=max_runtime, begin=begin,
+        signal=signal, no_reassign=no_reassign, preemptible=preemptible,
+        reservation=reservation, email_on_success=email_on_success,
+        email_on_failure=email_on_failure, no_env=no_env, no_snapshot=no_snapshot,
+        in_place=in_place, setup=setup, setup_files=setup_files, from_cwd=from_cwd,
+        from_env=from_env, from_snapshot=from_snapshot, as_json=as_json,
     )
-    if manifest is not None:
-        spec = with_manifest(spec, manifest, ctx)
-    # The daemon's rule, here first: a mistake is named before a snapshot is taken.
-    checked(spec, shell=RUN_SPEC in ctx.meta)
-    spec = msgspec.structs.replace(spec, **submit_world(
-        WorldOptions(no_env, no_snapshot, in_place, workdir), from_cwd, from_env, from_snapshot,
-    ))
-    if spec.image and not dry_run:  # carried to nodes that cannot pull it
-        from nvq.cli.submit_world import staged_image
-
-        staged = staged_image(spec.image)
-        if staged is not None:
-            spec = msgspec.structs.replace(spec, image_manifest=staged[0], image_id=staged[1])
-    client = Client()
-    if dry_run:  # `job shell --dry-run` too: where the shell would open
-        from nvq.cli.render.why import preview_text
-
-        doc = client.submit_preview(spec)
-        emit(doc, as_json, preview_text(doc))
-        return 0
-    if RUN_SPEC in ctx.meta:
-        return int(ctx.meta[RUN_SPEC](spec, as_json))
-    job = client.submit_spec(spec)
-    if from_cwd is None and not no_env:
-        from nvq.cli.own_python import warn_once
-        from nvq.home import default_root
-
-        warn_once(spec.command, spec.env_captured or {}, default_root())
-    if job.array_id is not None:
-        return _submitted_array(client, job, spec.array, wait=wait, as_json=as_json)
-    said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}{held_note(client, job)}"
-    if not wait:
-        emit(job, as_json, said)
-        return 0
-    if not as_json:
-        print(f"{said}; waiting", file=sys.stderr)
-    done = client.wait(job.id)
-    (final,) = done.jobs
-    emit(final, as_json, outcome(final))
-    return done.exit_code
-
-
-def _submitted_array(
-    client: Client, first: Job, array: str | None, *, wait: bool, as_json: bool
-) -> int:
-    from nvq.cli.sweeps import submitted, submitted_line
-
-    doc = submitted(client, first, array)
-    said = submitted_line(doc) + unchecked_note(first)
-    if not wait:
-        emit(doc, as_json, said)
-        return 0
-    if not as_json:
-        print(f"{said}; waiting", file=sys.stderr)
-    done = client.wait(doc.ids)
-    emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
-    return done.exit_code
-
-
-def held_note(client: Client, job: Job) -> str:
-    """`; held: ...` when an `--after` prerequisite had already ended badly: the job
-    will not run by itself (the daemon holds it on its next pass), and the submit says
-    so rather than only `job ls`."""
-    why = f": {job.reason}" if str(job.state) == "held" and job.reason else ""
-    if not why:
-        for dep in job.after:
-            from nvq.domain.deps import BAD_ENDS
-
-            try:
-                state = client.show(dep).state
-            except ClientError:
-                continue  # purged: counts as completed
-            if state in BAD_ENDS:
-                why = f": job {dep} {state}"
-                break
-        else:
-            return ""
-    return (
-        f"; held{why} (`nvq job release {job.id}` runs it anyway, "
-        f"`nvq job cancel {job.id}` drops it)"
+    return submit(
+        args,
+        with_manifest=None if manifest is None else lambda spec: with_manifest(spec, manifest, ctx),
+        run_spec=ctx.meta.get(RUN_SPEC),
     )
-
-
-def unchecked_note(job: Job) -> str:
-    """`; accepted while node gpu2 has not reported`, when the daemon could not yet
-    check that some node can ever run it."""
-    unreported = getattr(job, "unreported", None)
-    if not isinstance(unreported, list) or not unreported:
-        return ""
-    nodes = ", ".join(unreported)
-    has = "has" if len(unreported) == 1 else "have"
-    return (
-        f"; accepted while node{'s' if len(unreported) > 1 else ''} {nodes} {has} not "
-        "reported (whether any node can run it is checked when they do)"
-    )
-
-
-def _signal(text: str | None) -> str:
-    if text is None:
-        return ""
-    from nvq.domain.job_signal import normal
-
-    try:
-        return normal(text)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def _begin(text: str | None) -> float | None:
-    if text is None:
-        return None
-    import time
-
-    from nvq.values import parse_begin
-
-    try:
-        return parse_begin(text, time.time())
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def _notify_on(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    from nvq.domain.notify_on import parse_notify_on
-
-    try:
-        return parse_notify_on(text)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def _retries_on(text: str) -> str:
-    from nvq.domain.retry_policy import parse_retries_on
-
-    try:
-        return parse_retries_on(text)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def checked(spec: JobSpec, *, shell: bool = False) -> None:
-    """`validate_spec`, the one rule the daemon applies too, with its line and exit 2.
-    `shell`: `job shell`'s spec, interactive (its command may be empty)."""
-    from nvq.domain.validate import SpecError, validate_spec
-
-    try:
-        validate_spec(msgspec.structs.replace(spec, interactive=True) if shell else spec)
-    except SpecError as exc:
-        raise CliError(str(exc), 2) from None

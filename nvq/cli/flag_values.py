@@ -1,0 +1,68 @@
+"""Flag values → what a request needs, each failure one line naming the flag (exit 2).
+The value parsers themselves live in nvq.values; these wrappers only say which flag.
+Without typer: `job submit`'s fast path (nvq.cli.fast_submit) parses with these too."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from nvq.client.errors import ClientError
+from nvq.values import parse_duration, parse_size
+
+
+class CliError(ClientError):
+    """A bad flag, or a failure on this side of the socket: shown like the daemon's
+    refusals, as one line with its exit status."""
+
+
+def size(value: str | None, flag: str) -> int:
+    """MiB; 0 when the flag was not given."""
+    if value is None:
+        return 0
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise CliError(f"{flag}: {exc}", 2) from None
+
+
+def duration(value: str | None, flag: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, allow_zero=True)
+    except ValueError as exc:
+        raise CliError(f"{flag}: {exc}", 2) from None
+
+
+def ids(value: str | None, flag: str) -> list[int]:
+    """`12,13` → [12, 13]; nothing → []."""
+    if not value:
+        return []
+    try:
+        found = [int(part) for part in value.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise CliError(f"{flag} {value!r}: expected job ids like 12,13", 2) from None
+    if any(i <= 0 for i in found):
+        raise CliError(f"{flag} {value!r}: job ids are positive", 2)
+    return found
+
+
+def env_pairs(values: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in values:
+        key, sep, val = item.partition("=")
+        if not sep or not key or not key.replace("_", "a").isalnum() or key[0].isdigit():
+            raise CliError(f"--env {item!r}: expected KEY=VALUE with a valid variable name", 2)
+        env[key] = val
+    return env
+
+
+def read_local(path: Path, flag: str) -> str:
+    """A local file's text; `-` reads stdin (a forwarded command gets the file there)."""
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise CliError(f"{flag} {path}: {exc.strerror}", 2) from None

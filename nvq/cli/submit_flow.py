@@ -1,0 +1,293 @@
+"""`nvq job submit` after its arguments are parsed: flag values → one JobSpec, checked
+by `validate_spec` (the daemon's rule) before a snapshot is taken, then sent.
+
+Both ways in call this: typer's command (nvq.cli.commands.submit) and the fast path
+that parses the common argv shapes without typer (nvq.cli.fast_submit). Neither
+imports typer here, so a plain submit costs the interpreter, msgspec and the socket."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+import msgspec
+
+from nvq.cli.flag_values import CliError, duration, env_pairs, ids, read_local, size
+from nvq.cli.render.output import emit
+from nvq.model import Job, JobSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a submit milliseconds
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from nvq.client.sync import Client
+
+
+class SubmitArgs(msgspec.Struct, kw_only=True):
+    """Every flag of `job submit`, with typer's defaults: what the user typed."""
+
+    command: list[str] = []
+    name: str = ""
+    vram: str | None = None
+    gpus: int = 1
+    node: str | None = None
+    note: str = ""
+    priority: int = 0
+    timeout: str | None = None
+    env: list[str] = []
+    workdir: str | None = None
+    tag: list[str] = []
+    after: str | None = None
+    after_any: str | None = None
+    script: Path | None = None
+    wait: bool = False
+    dry_run: bool = False
+    retries: int = 0
+    notify_on: str | None = None
+    retries_on: str = "lost"
+    cuda: str | None = None
+    image: str | None = None
+    memory: str | None = None
+    lane: str | None = None
+    array: str | None = None
+    manifest: Path | None = None
+    max_runtime: str | None = None
+    begin: str | None = None
+    signal: str | None = None
+    no_reassign: bool = False
+    preemptible: bool = False
+    reservation: str | None = None
+    email_on_success: bool | None = None
+    email_on_failure: bool | None = None
+    no_env: bool = False
+    no_snapshot: bool = False
+    in_place: bool | None = None
+    setup: str | None = None
+    setup_files: list[str] = []
+    from_cwd: str | None = None
+    from_env: str | None = None
+    from_snapshot: str | None = None
+    as_json: bool = False
+
+
+def submit(
+    a: SubmitArgs,
+    *,
+    with_manifest: Callable[[JobSpec], JobSpec] | None = None,
+    run_spec: Callable[[JobSpec, bool], int] | None = None,
+) -> int:
+    """The exit status of the submit `a` asks for. `with_manifest`: merges `--manifest`
+    (typer's path only: it needs to know which flags were typed); `run_spec`: `job
+    shell`'s own continuation, which takes the checked spec."""
+    if a.script is not None:
+        if a.command:
+            raise CliError("give either --script or a command, not both", 2)
+        body = read_local(a.script, "--script")  # "-": stdin (what a [remote] forward sends)
+    elif not a.command and a.manifest is None and run_spec is None:
+        raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
+    else:
+        body = "" if not a.command else a.command[0] if len(a.command) == 1 else shlex.join(
+            a.command
+        )
+    if a.dry_run and a.wait:
+        raise CliError("give --dry-run or --wait, not both", 2)
+    # a dry run takes no snapshot: it must store nothing, and the files do not
+    # change where the job would go
+    no_snapshot = a.no_snapshot or a.dry_run
+    spec_env = env_pairs(a.env)
+    # the snapshot machinery (pathspec, the blob store): only a submit loads it
+    from nvq.cli.submit_world import WorldOptions, submit_world
+
+    spec = JobSpec(
+        command=body,
+        name=a.name,
+        gpus=a.gpus,
+        vram_mb=size(a.vram, "--vram"),
+        node=a.node,
+        priority=a.priority,
+        timeout=duration(a.timeout, "--timeout"),
+        env=spec_env,
+        workdir=a.workdir,
+        tags=a.tag,
+        note=a.note,
+        submitter=os.environ.get("NVQ_SUBMITTER", ""),
+        after=ids(a.after, "--after"),
+        after_any=ids(a.after_any, "--after-any"),
+        retries=a.retries,
+        cuda=a.cuda,
+        image=a.image,
+        memory_mb=size(a.memory, "--memory"),
+        lane=a.lane,
+        array=a.array,
+        email_on_success=a.email_on_success,
+        email_on_failure=a.email_on_failure,
+        max_runtime=duration(a.max_runtime, "--max-runtime"),
+        no_reassign=a.no_reassign,
+        preemptible=a.preemptible,
+        reservation=a.reservation,
+        retries_on=_retries_on(a.retries_on),
+        notify_on=_notify_on(a.notify_on),
+        begin_at=_begin(a.begin),
+        signal=_signal(a.signal),
+        setup=a.setup,
+        setup_files=a.setup_files,
+    )
+    if a.manifest is not None and with_manifest is not None:
+        spec = with_manifest(spec)
+    # The daemon's rule, here first: a mistake is named before a snapshot is taken.
+    checked(spec, shell=run_spec is not None)
+    spec = msgspec.structs.replace(spec, **submit_world(
+        WorldOptions(a.no_env, no_snapshot, a.in_place, a.workdir),
+        a.from_cwd, a.from_env, a.from_snapshot,
+    ))
+    if spec.image and not a.dry_run:  # carried to nodes that cannot pull it
+        from nvq.cli.submit_world import staged_image
+
+        staged = staged_image(spec.image)
+        if staged is not None:
+            spec = msgspec.structs.replace(spec, image_manifest=staged[0], image_id=staged[1])
+    from nvq.client.sync import Client
+
+    client = Client()
+    if a.dry_run:  # `job shell --dry-run` too: where the shell would open
+        from nvq.cli.render.why import preview_text
+
+        doc = client.submit_preview(spec)
+        emit(doc, a.as_json, preview_text(doc))
+        return 0
+    if run_spec is not None:
+        return int(run_spec(spec, a.as_json))
+    job = client.submit_spec(spec)
+    if a.from_cwd is None and not a.no_env:
+        from nvq.cli.own_python import warn_once
+        from nvq.home import default_root
+
+        warn_once(spec.command, spec.env_captured or {}, default_root())
+    if job.array_id is not None:
+        return _submitted_array(client, job, spec.array, wait=a.wait, as_json=a.as_json)
+    said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}{held_note(client, job)}"
+    if not a.wait:
+        emit(job, a.as_json, said)
+        return 0
+    if not a.as_json:
+        print(f"{said}; waiting", file=sys.stderr)
+    from nvq.cli.render.jobs import outcome
+
+    done = client.wait(job.id)
+    (final,) = done.jobs
+    emit(final, a.as_json, outcome(final))
+    return done.exit_code
+
+
+def _submitted_array(
+    client: Client, first: Job, array: str | None, *, wait: bool, as_json: bool
+) -> int:
+    from nvq.cli.render.jobs import outcome
+    from nvq.cli.sweeps import submitted, submitted_line
+
+    doc = submitted(client, first, array)
+    said = submitted_line(doc) + unchecked_note(first)
+    if not wait:
+        emit(doc, as_json, said)
+        return 0
+    if not as_json:
+        print(f"{said}; waiting", file=sys.stderr)
+    done = client.wait(doc.ids)
+    emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
+    return done.exit_code
+
+
+def held_note(client: Client, job: Job) -> str:
+    """`; held: ...` when an `--after` prerequisite had already ended badly: the job
+    will not run by itself (the daemon holds it on its next pass), and the submit says
+    so rather than only `job ls`."""
+    why = f": {job.reason}" if str(job.state) == "held" and job.reason else ""
+    if not why:
+        for dep in job.after:
+            from nvq.client.errors import ClientError
+            from nvq.domain.deps import BAD_ENDS
+
+            try:
+                state = client.show(dep).state
+            except ClientError:
+                continue  # purged: counts as completed
+            if state in BAD_ENDS:
+                why = f": job {dep} {state}"
+                break
+        else:
+            return ""
+    return (
+        f"; held{why} (`nvq job release {job.id}` runs it anyway, "
+        f"`nvq job cancel {job.id}` drops it)"
+    )
+
+
+def unchecked_note(job: Job) -> str:
+    """`; accepted while node gpu2 has not reported`, when the daemon could not yet
+    check that some node can ever run it."""
+    unreported = getattr(job, "unreported", None)
+    if not isinstance(unreported, list) or not unreported:
+        return ""
+    nodes = ", ".join(unreported)
+    has = "has" if len(unreported) == 1 else "have"
+    return (
+        f"; accepted while node{'s' if len(unreported) > 1 else ''} {nodes} {has} not "
+        "reported (whether any node can run it is checked when they do)"
+    )
+
+
+def _signal(text: str | None) -> str:
+    if text is None:
+        return ""
+    from nvq.domain.job_signal import normal
+
+    try:
+        return normal(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def _begin(text: str | None) -> float | None:
+    if text is None:
+        return None
+    import time
+
+    from nvq.values import parse_begin
+
+    try:
+        return parse_begin(text, time.time())
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def _notify_on(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    from nvq.domain.notify_on import parse_notify_on
+
+    try:
+        return parse_notify_on(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def _retries_on(text: str) -> str:
+    from nvq.domain.retry_policy import parse_retries_on
+
+    try:
+        return parse_retries_on(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def checked(spec: JobSpec, *, shell: bool = False) -> None:
+    """`validate_spec`, the one rule the daemon applies too, with its line and exit 2.
+    `shell`: `job shell`'s spec, interactive (its command may be empty)."""
+    from nvq.domain.validate import SpecError, validate_spec
+
+    try:
+        validate_spec(msgspec.structs.replace(spec, interactive=True) if shell else spec)
+    except SpecError as exc:
+        raise CliError(str(exc), 2) from None
