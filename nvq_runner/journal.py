@@ -8,12 +8,20 @@ Layout of `<home>/journal/`:
   events.log  records: 4-byte big-endian length, 4-byte CRC32 of the payload, then the
               payload (`protocol.encode_payload` of the event). A torn or corrupt tail
               (crash mid-write) is cut off on load.
-  meta.json   {"head": last seq ever written, "acked": last seq acknowledged}, replaced
-              atomically. It keeps seqs from repeating after the log is compacted, and
-              lets a restarted runner skip events acknowledged before it stopped.
+  meta.json   {"head": last seq ever written, "acked": last seq acknowledged}, padded
+              with spaces to one fixed size and rewritten in place (one sector, one
+              fsync, no new inode). It keeps seqs from repeating after the log is
+              compacted, and lets a restarted runner skip events acknowledged before it
+              stopped.
 
 Acks are cumulative. When everything is acknowledged the log is truncated; when many
 acknowledged records pile up in front of unacknowledged ones it is rewritten.
+
+An ack is on the path from a job's exit to the next job's start (the daemon acks the
+exit, then sends the next Start, which this runner's loop handles after the ack), so it
+costs one fsync: the meta's. The truncation needs none of its own: until it reaches the
+disk the log still holds records the durable meta already counts as acknowledged,
+which a load skips, and the next append's fsync carries it.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from .protocol import (
 log = logging.getLogger(__name__)
 _REC = struct.Struct(">II")
 _REWRITE_AFTER = 4096  # acknowledged records tolerated in front of live ones
+_META_SIZE = 96  # meta.json's fixed size: two seqs of up to 30 digits and the padding
 
 
 class Journal:
@@ -60,6 +69,7 @@ class Journal:
         self._load()
         self.id = self._journal_id()
         self._fd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._meta_fd: int | None = None
 
     # ------------------------------------------------------------ loading
 
@@ -165,24 +175,28 @@ class Journal:
 
     def close(self) -> None:
         os.close(self._fd)
+        if self._meta_fd is not None:
+            os.close(self._meta_fd)
 
     # ------------------------------------------------------------ compaction
 
     def _write_meta(self) -> None:
-        tmp = self._meta_path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump({"head": self.head, "acked": self.acked}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._meta_path)
+        text = json.dumps({"head": self.head, "acked": self.acked}).encode()
+        if self._meta_fd is None:
+            # Opened once: a meta written by an older runner (any size) is cut to ours.
+            self._meta_fd = os.open(self._meta_path, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.ftruncate(self._meta_fd, _META_SIZE)
+        # One write at offset 0 of a file that stays one size: a reader sees the old
+        # record or the new one, never a mix of lengths (JSON ignores the padding).
+        os.pwrite(self._meta_fd, text.ljust(_META_SIZE - 1) + b"\n", 0)
+        os.fsync(self._meta_fd)
 
     def _compact(self) -> None:
         # meta first: should we crash before the log is replaced, the old log is still
         # read correctly (acknowledged records are skipped by seq).
         self._write_meta()
         if not self._pending:
-            os.ftruncate(self._fd, 0)
-            os.fsync(self._fd)
+            os.ftruncate(self._fd, 0)  # durable with the next append (see the top)
         else:
             tmp = self._log_path.with_suffix(".tmp")
             with open(tmp, "wb") as f:

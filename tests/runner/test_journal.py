@@ -80,6 +80,25 @@ def test_ack_compacts_and_seq_never_repeats(tmp_path: Path) -> None:
     assert [e.seq for e in j3.unacked()] == [6]
 
 
+def test_meta_is_rewritten_in_place_and_an_older_one_is_read(tmp_path: Path) -> None:
+    # an older runner's meta: replaced by rename, of any length
+    (tmp_path / "meta.json").write_text('{"head": 41, "acked": 41, "x": "' + "y" * 200 + '"}')
+    j = Journal(tmp_path)
+    assert j.head == 41 and j.next_seq() == 42
+    inode = (tmp_path / "meta.json").stat().st_ino
+    for seq in (42, 43):
+        j.append(started(seq))
+        j.ack(seq)
+    j.append(started(44))
+    j.ack(44)
+    j.close()
+    meta = tmp_path / "meta.json"
+    assert meta.stat().st_ino == inode  # no new inode per ack
+    assert meta.stat().st_size == 96
+    j2 = Journal(tmp_path)
+    assert (j2.head, j2.acked, j2.unacked()) == (44, 44, [])
+
+
 def test_partial_ack_survives_restart_without_rewrite(tmp_path: Path) -> None:
     j = Journal(tmp_path)
     for seq in range(1, 4):
