@@ -22,6 +22,7 @@ from .job_socket import BIN, SOCKET_NAME
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
 from .protocol import Start
+from .script_exec import exec_form
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
 # A job run as another user runs this copy of the wrapper, in its job directory.
@@ -98,6 +99,9 @@ def spawn(
     # Made here, private, so the job's `echo … > $NVQ_STATUS_FILE` keeps it so.
     os.close(os.open(d.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
     command = msg.command if msg.command.endswith("\n") else msg.command + "\n"
+    env = job_env(msg, d, prepared.env if prepared else None, rec.port, rec.deadline)
+    if not (msg.image or msg.interactive or msg.user):
+        command = exec_form(command, env, workdir)
     if msg.image:
         # The wrapper runs the runtime (as the runner's user: rootful), which runs the
         # job's own script in the image as the job's user.
@@ -128,7 +132,6 @@ def spawn(
     # runs it even for a member who cannot read the runner's venv.
     shell = [os.path.realpath(sys.executable), "-I"] if msg.interactive else ["/bin/sh"]
     argv = [*prefix, *shell, str(wrapper), str(d.path), f"{job_umask:04o}"]
-    env = job_env(msg, d, prepared.env if prepared else None, rec.port, rec.deadline)
     sock = offer(msg, d) if offer is not None else None
     if sock is not None:  # set last: the job's own env cannot point it elsewhere
         env["NVQ_SOCKET"] = str(sock)

@@ -1,0 +1,66 @@
+"""A job's script as the wrapper's bash runs it: `exec CMD` when CMD is one plain
+command (what `nvq job submit -- prog args…` sends), so the program replaces that bash
+instead of being forked by it.
+
+The fork and the second process's exit sit on the path from one job's exit to the
+next one's start. `exec` is added only when it runs exactly what CMD alone would: CMD
+is a list of words as `shlex.join` writes them (nothing bash would expand, redirect or
+split differently), its first word is not a bash builtin or keyword, not an
+assignment, not an exported function, and names a program found now (the PATH the
+job gets, or a path from its working directory); a program not found keeps bash's own
+"command not found" line. Stdlib only: the runner runs on Python 3.9."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+# bash 5's builtins and reserved words: `exec` would run a program of the same name
+# (/usr/bin/printf, /usr/bin/test) or fail, where bash runs its own.
+BASH_WORDS = frozenset(
+    (  # noqa: SIM905 (a word list reads better as words)
+        ". : [ [[ ]] ! { } alias bg bind break builtin caller case cd command compgen complete "
+        "compopt continue coproc declare dirs disown do done echo elif else enable esac eval "
+        "exec exit export false fc fg fi for function getopts hash help history if in jobs "
+        "kill let local logout mapfile popd printf pushd pwd read readarray readonly return "
+        "select set shift shopt source suspend test then time times trap true type typeset "
+        "ulimit umask unalias unset until wait while"
+    ).split()
+)
+
+
+def exec_form(command: str, env: Mapping[str, str], workdir: Path) -> str:
+    """`command` (ending in a newline) as the script to write: `exec …` where that is
+    the same program run with the same words, else unchanged."""
+    text = command.strip()
+    if not text or "\n" in text:
+        return command
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return command
+    if not words or shlex.join(words) != text:
+        return command
+    first = words[0]
+    if first in BASH_WORDS or "=" in first or f"BASH_FUNC_{first}%%" in env:
+        return command
+    if not _runnable(first, env, workdir):
+        return command
+    return f"exec {text}\n"
+
+
+def _runnable(name: str, env: Mapping[str, str], workdir: Path) -> bool:
+    if "/" in name:
+        return _executable(workdir / name)
+    for entry in env.get("PATH", os.defpath).split(":"):
+        if not entry.startswith("/"):
+            return False  # "" or a relative entry: bash looks in the cwd; leave it to bash
+        if _executable(Path(entry) / name):
+            return True
+    return False
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
