@@ -100,3 +100,17 @@ def cpu_busy_ms() -> float:
     idle = ticks[3] + ticks[4]  # idle + iowait
     busy = sum(ticks[:8]) - idle  # guest time is already inside user
     return busy * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def python_start(runs: int = 10) -> dict[str, float]:
+    """A bare `python -c pass`, timed: the floor under every CLI figure, and a gauge of
+    how loaded the machine was while a bench ran."""
+    import subprocess
+    import time
+
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - t)
+    return summary_ms(times)

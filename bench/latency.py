@@ -6,6 +6,10 @@ other; each job writes bash's $EPOCHREALTIME as its first and last instruction
 stamp minus the previous job's last one: the runner seeing the exit, journaling it,
 the daemon committing the exit and the next dispatch, the runner starting the job.
 
+The same through a lane (`lane_exit_to_next_start`): every job appended to the
+card's lane with `--lane NODE:0`, its command given as words (`-- bash -c BODY`, so
+the job's script runs bash once more than a one-string command does).
+
 submit → running: on an idle node, from the moment `nvq job submit` returns to the
 job's first instruction, one job at a time.
 
@@ -19,12 +23,12 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
-from common import emit, machine, queue, summary_ms, wait_nodes_up
+from common import emit, machine, python_start, queue, summary_ms, wait_nodes_up
 
 STAMP = 'printf "%s {tag} $NVQ_JOB_ID\\n" "$EPOCHREALTIME" >> {log}'
 
 
-def exit_to_start(kind: str, pairs: int) -> dict[str, float]:
+def exit_to_start(kind: str, pairs: int, lane: bool = False) -> dict[str, float]:
     with queue(kind) as nvq:
         wait_nodes_up(nvq)
         log = nvq.home.parent / "stamps.log"
@@ -32,8 +36,13 @@ def exit_to_start(kind: str, pairs: int) -> dict[str, float]:
         # A blocker holds the card while the chain is queued behind it, so every gap
         # is a real exit → start hand-over, not the submit rate.
         gate = nvq.home.parent / "gate"
-        blocker = nvq.submit("--vram", "20GiB", "--", f"while [ ! -e {gate} ]; do sleep 0.01; done")
-        ids = [nvq.submit("--vram", "20GiB", "--", body)["id"] for _ in range(pairs + 1)]
+        node = "local" if kind == "local" else nvq.json("queue", "nodes")[0]["name"]
+        where = ["--lane", f"{node}:0"] if lane else []
+        blocker = nvq.submit("--vram", "20GiB", *where, "--",
+                             f"while [ ! -e {gate} ]; do sleep 0.01; done")
+        command = ["bash", "-c", body] if lane else [body]
+        ids = [nvq.submit("--vram", "20GiB", *where, "--", *command)["id"]
+               for _ in range(pairs + 1)]
         gate.touch()
         code, _ = nvq.wait(blocker["id"], *ids, timeout=600)
         assert code == 0
@@ -77,10 +86,13 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=50)
     ap.add_argument("--runs", type=int, default=30)
     args = ap.parse_args()
+    floor = python_start(10)
     kinds = ["local", "ssh"] if args.node == "both" else [args.node]
-    doc: dict[str, object] = {"bench": "latency", "machine": machine()}
+    # how loaded the machine was: a bare interpreter's start, p50 ms
+    doc: dict[str, object] = {"bench": "latency", "machine": machine(), "python_start": floor}
     for kind in kinds:
         doc[f"{kind}_exit_to_next_start"] = exit_to_start(kind, args.pairs)
+        doc[f"{kind}_lane_exit_to_next_start"] = exit_to_start(kind, args.pairs, lane=True)
         doc[f"{kind}_submit_to_running"] = submit_to_running(kind, args.runs)
     emit(doc)
 
