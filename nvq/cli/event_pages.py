@@ -4,28 +4,28 @@ page printed as it comes, so catching up on a million events never holds them al
 The output is what it always was: a short log is one table (the first page is the
 whole log); a longer one prints each event as one line, as `--follow` does, since a
 table's column widths would need every row first. `--json` writes the same list
-document, one element at a time."""
+document, one element at a time. Each page is asked as every read is
+(nvq.cli.reading), so the typer command and the fast path print through here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing itself costs the CLI call this module serves
+    from collections.abc import Iterator
 
-import msgspec
-
-from nvq.cli.render.events import HEADER
-from nvq.cli.render.queue import event_line, events_table
-from nvq.client import Client
-from nvq.model import Event
+    from nvq.model import Event
 
 PAGE = 2000  # events per request
 
 
-def pages(client: Client, since: int, limit: int | None, job: int | None) -> Iterator[list[Event]]:
+def pages(since: int, limit: int | None, job: int | None) -> Iterator[list[Event]]:
     """The log after `since`, at most `limit` events, in pages."""
+    from nvq.cli.reading import ask
+
     left = limit
     while left is None or left > 0:
         size = PAGE if left is None else min(PAGE, left)
-        page = client.events(since, limit=size, job=job)
+        page, _ = ask({"type": "events", "since": since, "limit": size, "job_id": job}, "data")
         if page:
             yield page
         if len(page) < size:
@@ -35,13 +35,14 @@ def pages(client: Client, since: int, limit: int | None, job: int | None) -> Ite
             left -= len(page)
 
 
-def print_events(
-    client: Client, since: int, limit: int | None, job: int | None, as_json: bool
-) -> None:
+def print_events(since: int, limit: int | None, job: int | None, as_json: bool) -> None:
     if as_json:
-        _print_json(pages(client, since, limit, job))
+        _print_json(pages(since, limit, job))
         return
-    stream = pages(client, since, limit, job)
+    from nvq.cli.render.events import HEADER
+    from nvq.cli.render.queue import event_line, events_table
+
+    stream = pages(since, limit, job)
     first = next(stream, [])
     if len(first) < PAGE:
         print(events_table(first))
@@ -52,11 +53,14 @@ def print_events(
 
 
 def _print_json(stream: Iterator[list[Event]]) -> None:
-    """`[` … `]` around each event formatted as `emit` formats the whole list."""
+    """`[` … `]` around each event formatted as `emit` formats the whole list (two-space
+    indents, UTF-8 as it is: msgspec's format, written by the standard library)."""
+    import json
+
     opened = False
     for page in stream:
         for event in page:
-            text = msgspec.json.format(msgspec.json.encode(event), indent=2).decode()
+            text = json.dumps(event, indent=2, ensure_ascii=False)
             print(("[\n" if not opened else ",\n") + "  " + text.replace("\n", "\n  "), end="")
             opened = True
     print("\n]" if opened else "[]", flush=True)

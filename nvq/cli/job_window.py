@@ -64,15 +64,3 @@ def window_request(
         all=every,
     )
 
-
-def print_window(window: c.JobWindow, as_json: bool) -> None:
-    """Ask for `window` and print it: the table (saying when jobs were left out), or
-    the JSON document. The typer command and the fast path both print through here."""
-    from nvq.cli.render.jobs import window_text
-    from nvq.cli.render.output import emit
-    from nvq.client.sync import Client
-    from nvq.control.plain import json_document
-
-    page = Client().job_window(window)
-    # the table only when it is printed: at a million jobs it is not free
-    emit(json_document(window, page), as_json, None if as_json else window_text(page))

@@ -9,9 +9,10 @@ from typing import Any
 import msgspec
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration, ended_before
-from nvq.cli.render.jobs import job_detail, jobs_table, outcome
+from nvq.cli.render.jobs import jobs_table, outcome
 from nvq.cli.render.output import emit
 from nvq.client import Client
 
@@ -37,7 +38,7 @@ def job_ls(
 
     --limit N shows the newest N jobs, --all every one; the filters narrow either.
     When jobs were left out the list says so. --json: always {"jobs": [...], "more": bool}."""
-    from nvq.cli.job_window import print_window, window_request
+    from nvq.cli.job_window import window_request
 
     states = [*state, "held"] if held else state
     if active:
@@ -47,8 +48,7 @@ def job_ls(
     window = window_request(
         states=states, user=user, tag=tag, array=array, since=since, limit=limit, every=every
     )
-    print_window(window, as_json)
-    return 0
+    return reads.job_window(msgspec.to_builtins(window), as_json)
 
 
 @on_job.command("show")
@@ -64,9 +64,7 @@ def job_show(
     as_json: bool = JsonOpt,
 ) -> int:
     """One job in full, with its events."""
-    doc = Client().show(job_id, logs=logs, reveal=reveal)
-    emit(doc, as_json, job_detail(doc, env=env), reveal=reveal)
-    return 0
+    return reads.job_show(job_id, as_json, logs=logs, env=env, reveal=reveal)
 
 
 @on_job.command("wait")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
-from nvq.cli.render.ops import lane_line
+from nvq.cli.render.ops import lane_detail
 from nvq.cli.render.output import emit
 from nvq.client import Client
 
@@ -15,9 +16,7 @@ on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
 @on_queue.command("lanes")
 def queue_lanes(as_json: bool = JsonOpt) -> int:
     """Every GPU's lane: what it runs now, what is next, paused or blocked."""
-    docs = Client().lanes()
-    emit(docs, as_json, "\n".join(lane_line(d) for d in docs) or "(no GPUs)")
-    return 0
+    return reads.queue_lanes(as_json)
 
 
 @on_queue.command("lane")
@@ -42,8 +41,8 @@ def queue_lane(
       pause                    finish the running job, start nothing new
       resume                   start its jobs again
     Example: nvq queue lane gpu1:0 move 42 --to head"""
+    if action is None and not job_ids and to is None and before is None and at is None:
+        return reads.queue_lane(lane, as_json)
     doc = Client().lane(lane, action, job_ids or [], to=to, before=before, at=at)
-    lines = [lane_line(doc)]
-    lines += [f"  {j['position']}. job {j['id']} {j['state']} {j['name']}" for j in doc.jobs]
-    emit(doc, as_json, "\n".join(lines))
+    emit(doc, as_json, lane_detail(doc))
     return 0

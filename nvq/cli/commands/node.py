@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.output import emit
@@ -107,19 +108,7 @@ def node_health(
 
     An unhealthy or drained card takes no new job until an admin runs
     `nvq queue resume NODE:IDX`; `nvq queue drain NODE:IDX` takes one out by hand."""
-    from nvq.cli.render.health import card_health, health_text
-
-    views = Client().nodes(include_ignored=True)
-    if node is not None:
-        chosen = [v for v in views if v.name == node] or [
-            v for v in views if v.name.startswith(node)]
-        if len(chosen) != 1:
-            names = ", ".join(v.name for v in chosen or views) or "none"
-            raise CliError(f"no single node named {node!r} (nodes: {names})", 2)
-        views = chosen
-    cards = card_health(views)
-    emit(cards, as_json, health_text(cards))
-    return 0
+    return reads.node_health(node, as_json)
 
 
 @on_node.command("status")
@@ -128,11 +117,7 @@ def node_status(
     as_json: bool = JsonOpt,
 ) -> int:
     """Is the node's runner up: pid, version, uptime, jobs, journal position, last error."""
-    from nvq.cli.render.ops import runner_text
-
-    doc = Client().node_status(node)
-    emit(doc, as_json, runner_text(doc))
-    return 0
+    return reads.node_status(node, as_json)
 
 
 @on_node.command("restart")

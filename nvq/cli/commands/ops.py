@@ -7,9 +7,10 @@ from pathlib import Path
 
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
-from nvq.cli.render.ops import alerts_table, check_text
+from nvq.cli.render.ops import check_text
 from nvq.cli.render.output import emit
 from nvq.client import Client
 from nvq.home import default_root
@@ -25,9 +26,7 @@ def queue_alerts(
     as_json: bool = JsonOpt,
 ) -> int:
     """What needs attention; exits 1 while any alert is unacknowledged."""
-    shown = Client().alerts(include_acked=show_all)
-    emit(shown, as_json, alerts_table(shown, detail) if shown else "no open alerts")
-    return 1 if any(a.acked_at is None for a in shown) else 0
+    return reads.queue_alerts(as_json, detail=detail, show_all=show_all)
 
 
 @on_queue.command("ack")

@@ -9,9 +9,10 @@ from typing import Literal
 import msgspec
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.render.output import emit
-from nvq.cli.render.queue import event_line, nodes_table, status_text
+from nvq.cli.render.queue import event_line
 from nvq.client import Client
 from nvq.home import default_root
 
@@ -35,9 +36,7 @@ def queue_main(ctx: typer.Context) -> int:
 @on_queue.command("status")
 def queue_status(as_json: bool = JsonOpt) -> int:
     """Nodes, GPUs, job counts and active jobs."""
-    doc = Client().status()
-    emit(doc, as_json, status_text(doc))
-    return 0
+    return reads.queue_status(as_json)
 
 
 @on_queue.command("nodes")
@@ -47,9 +46,7 @@ def queue_nodes(
     as_json: bool = JsonOpt,
 ) -> int:
     """Every GPU of every node: memory, utilisation, the queue's share, processes."""
-    nodes = Client().nodes(procs=procs, include_ignored=include_ignored)
-    emit(nodes, as_json, nodes_table(nodes, procs))
-    return 0
+    return reads.queue_nodes(as_json, procs=procs, include_ignored=include_ignored)
 
 
 def _node_flag(
@@ -117,7 +114,4 @@ def queue_events(
             line = msgspec.json.encode(event).decode() if as_json else event_line(event)
             print(line, flush=True)
         return 0
-    from nvq.cli.event_pages import print_events
-
-    print_events(Client(), since, limit, job, as_json)
-    return 0
+    return reads.queue_events(as_json, since=since, limit=limit, job=job)

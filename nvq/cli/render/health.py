@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
-from nvq.cli.json_shapes import CardHealth
+from nvq.cli.render.fields import Fields
 from nvq.cli.render.table import table
-from nvq.model import NodeView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the node views come as dicts (fields.py)
+    from collections.abc import Sequence
+
+    from nvq.cli.json_shapes import CardHealth
+    from nvq.model import NodeView
 
 
 def card_health(views: Sequence[NodeView]) -> list[CardHealth]:
+    """One row a card, its keys in `CardHealth`'s order (nvq.cli.json_shapes, the
+    schema of `node health --json`)."""
     return [
-        CardHealth(
+        Fields(  # type: ignore[misc]
             card=f"{v.name}:{g.index}", node=v.name, index=g.index, name=g.name,
             health=g.health, faults=list(g.faults), since=g.health_since, by=g.health_by,
             schedulable=g.schedulable,

@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields
     from nvq.control import (
         Alert,
         Artifacts,
+        LaneDetail,
         LaneStatus,
         QueueStatus,
         RunnerStatus,
@@ -127,6 +128,13 @@ def check_text(doc: StoreCheck) -> str:
             lines.append(f"node {name}: not compared ({n.state})")
         else:
             lines.append(f"node {name}: agrees (journal {n.journal_head}, applied {n.applied_seq})")
+    return "\n".join(lines)
+
+
+def lane_detail(doc: LaneDetail) -> str:
+    """`queue lane L`: its status line, then its jobs in running order."""
+    lines = [lane_line(doc)]
+    lines += [f"  {j['position']}. job {j['id']} {j['state']} {j['name']}" for j in doc.jobs]
     return "\n".join(lines)
 
 

@@ -3,8 +3,10 @@ constraint that fails there (or that it could start there now)."""
 
 from __future__ import annotations
 
-from nvq.control import SubmitPreview, WhyReport
-from nvq.domain.waiting import NodeFit
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
+    from nvq.control import SubmitPreview, WhyReport
+    from nvq.domain.waiting import NodeFit
 
 
 def why_text(report: WhyReport) -> str:

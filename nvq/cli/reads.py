@@ -1,0 +1,179 @@
+"""Every read command's one body: the request it sends and the one renderer of its
+answer (text; `--json` prints the answer's document). The typer command (in
+nvq.cli.commands, the module of its family) calls it after click has parsed the
+options; nvq.cli.fast calls it for a plain argv without loading typer. Nothing here
+imports typer, click or msgspec: the answer comes as nvq.cli.reading shapes it.
+
+A renderer loads only when the text is printed (`--json` prints the daemon's own
+text and needs none). Each returns the command's exit status; a refusal, the daemon's or its own (bad
+input), raises ClientError, whose one line the caller prints."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing itself costs the calls this module exists to make cheap
+    from typing import Any
+
+
+def job_show(job_id: int, as_json: bool, *, logs: int = 0, env: bool = False,
+             reveal: bool = False) -> int:
+    from nvq.cli.reading import answer
+
+    def text(doc: Any) -> str:
+        from nvq.cli.render.jobs import job_detail
+
+        return job_detail(doc, env=env)
+
+    if reveal:  # the plain wire hides secrets whatever is asked: --reveal is typed
+        from nvq.cli.render.output import emit
+        from nvq.client.sync import Client
+
+        shown = Client().show(job_id, logs=logs, reveal=True)
+        emit(shown, as_json, None if as_json else text(shown), reveal=True)
+        return 0
+    answer({"type": "show", "id": job_id, "logs": logs, "reveal": False}, as_json, text)
+    return 0
+
+
+def job_window(request: dict[str, Any], as_json: bool) -> int:
+    """`job ls` (without --active): the window the flags made (`nvq.cli.job_window`)."""
+    from nvq.cli.reading import answer
+
+    def text(page: Any) -> str:
+        from nvq.cli.render.jobs import window_text
+
+        return window_text(page)
+
+    answer({"type": "ls_window", **request}, as_json, text)
+    return 0
+
+
+def job_ls(as_json: bool) -> int:
+    """Bare `job ls`: every field of the window at its default."""
+    return job_window({}, as_json)
+
+
+def job_logs(job_id: int, as_json: bool) -> int:
+    """Bare `job logs ID`: its last 50 lines, both streams (a stream: the typed client
+    reads it, nvq.cli.logs_output, the typer command's body too)."""
+    from nvq.cli.logs_output import print_logs
+
+    print_logs(job_id, lines=50, follow=False, stream="both", attempt=None, as_json=as_json)
+    return 0
+
+
+def job_why(job_id: int, as_json: bool) -> int:
+    from nvq.cli.reading import answer
+
+    def text(report: Any) -> str:
+        from nvq.cli.render.why import why_text
+
+        return why_text(report)
+
+    answer({"type": "why", "id": job_id}, as_json, text)
+    return 0
+
+
+def queue_status(as_json: bool) -> int:
+    from nvq.cli.reading import answer
+
+    def text(doc: Any) -> str:
+        from nvq.cli.render.queue import status_text
+
+        return status_text(doc)
+
+    answer({"type": "status"}, as_json, text)
+    return 0
+
+
+def queue_nodes(as_json: bool, *, procs: bool = False, include_ignored: bool = False) -> int:
+    from nvq.cli.reading import answer
+
+    def text(nodes: Any) -> str:
+        from nvq.cli.render.queue import nodes_table
+
+        return nodes_table(nodes, procs)
+
+    answer({"type": "nodes", "procs": procs, "include_ignored": include_ignored}, as_json, text)
+    return 0
+
+
+def queue_alerts(as_json: bool, *, detail: bool = False, show_all: bool = False) -> int:
+    """Exit 1 while any alert is unacknowledged."""
+    from nvq.cli.reading import answer
+
+    def text(shown: Any) -> str:
+        from nvq.cli.render.ops import alerts_table
+
+        return alerts_table(shown, detail) if shown else "no open alerts"
+
+    _, code = answer({"type": "alerts", "include_acked": show_all}, as_json, text)
+    return code
+
+
+def queue_lanes(as_json: bool) -> int:
+    from nvq.cli.reading import answer
+
+    def text(docs: Any) -> str:
+        from nvq.cli.render.ops import lane_line
+
+        return "\n".join(map(lane_line, docs)) or "(no GPUs)"
+
+    answer({"type": "lanes"}, as_json, text)
+    return 0
+
+
+def queue_lane(lane: str, as_json: bool) -> int:
+    """One lane shown (an action is a change: typer's, through the typed client)."""
+    from nvq.cli.reading import answer
+
+    def text(doc: Any) -> str:
+        from nvq.cli.render.ops import lane_detail
+
+        return lane_detail(doc)
+
+    answer({"type": "lane", "lane": lane}, as_json, text)
+    return 0
+
+
+def queue_events(as_json: bool, *, since: int = 0, limit: int | None = None,
+                 job: int | None = None) -> int:
+    from nvq.cli.event_pages import print_events
+
+    print_events(since, limit, job, as_json)
+    return 0
+
+
+def node_status(node: str, as_json: bool) -> int:
+    from nvq.cli.reading import answer
+
+    def text(doc: Any) -> str:
+        from nvq.cli.render.ops import runner_text
+
+        return runner_text(doc)
+
+    answer({"type": "node_status", "node": node}, as_json, text)
+    return 0
+
+
+def node_health(node: str | None, as_json: bool) -> int:
+    """Each card's health, from the node views (the document is made here)."""
+    from nvq.cli.reading import ask, print_json
+    from nvq.cli.render.health import card_health, health_text
+
+    views, _ = ask({"type": "nodes", "procs": False, "include_ignored": True}, "data")
+    if node is not None:
+        chosen = [v for v in views if v.name == node] or [
+            v for v in views if v.name.startswith(node)]
+        if len(chosen) != 1:
+            from nvq.client.errors import ClientError
+
+            names = ", ".join(v.name for v in chosen or views) or "none"
+            raise ClientError(f"no single node named {node!r} (nodes: {names})", 2)
+        views = chosen
+    cards = card_health(views)
+    if as_json:
+        print_json(cards)
+    else:
+        print(health_text(cards))
+    return 0
