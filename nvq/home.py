@@ -12,13 +12,12 @@ import pwd
 import stat
 from pathlib import Path
 
+from nvq.home_root import config_text, root_text, socket_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and msgspec cost a CLI call milliseconds
     from typing import IO
 
-# What every file and directory nvq makes gets (0600 / 0700), whatever the caller's
-# umask: the queue's database, logs and backups are its owner's alone.
-PRIVATE_UMASK = 0o077
 
 
 # sun_path holds 108 bytes with the terminating NUL.
@@ -52,7 +51,7 @@ class AlreadyRunning(Exception):
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("NVQ_HOME") or Path.home() / ".nvq").expanduser()
+    return Path(root_text())
 
 
 class Home:
@@ -83,7 +82,7 @@ class Home:
 
     @property
     def config(self) -> Path:
-        return self.root / "config.toml"
+        return Path(config_text(str(self.root)))
 
     @property
     def db(self) -> Path:
@@ -91,7 +90,7 @@ class Home:
 
     @property
     def socket(self) -> Path:
-        return self.root / "daemon.sock"
+        return Path(socket_text(str(self.root)))
 
     @property
     def lock_file(self) -> Path:

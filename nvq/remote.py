@@ -25,14 +25,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from nvq.home import Home
+from nvq.remote_gate import LOCAL_FLAG, mentions_remote
 
 TYPE_CHECKING = False  # not from typing: every CLI call imports this module
 
 if TYPE_CHECKING:  # every CLI call imports this module; most never parse a config
     from nvq.config import RemoteConfig, SubmitConfig
 
-LOCAL_FLAG = "--local"
 # Commands about *this* machine: `project test` runs the job here, by definition.
 # `skill install` writes here; `mcp` serves here, each of its calls a CLI call that
 # is forwarded in turn.
@@ -187,22 +186,12 @@ def forward(cfg: RemoteConfig, argv: list[str]) -> int:
     return proc.returncode
 
 
-def _mentions_remote(config: Path) -> bool:
-    """Could the config have a [remote] section? Every CLI call asks, so a plain text
-    scan comes first; only a config that may have one is parsed (and validated)."""
-    try:
-        text = config.read_text(errors="replace")
-    except OSError:
-        return False
-    return "remote" in text
-
-
 def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
     """(argv without --local, the exit status when the command ran remotely)."""
     argv, local = split_local(argv)
     if local or not argv or argv[0] in NEVER_FORWARDED:
         return argv, None
-    if not _mentions_remote(Home(home).config):
+    if not mentions_remote(str(home)):
         return argv, None  # the common case, decided without parsing TOML
     from nvq.config import load_config
 

@@ -21,7 +21,6 @@ Job ids are positive integers that fit in 64 bits (SQLite's integer).
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import re
@@ -190,6 +189,8 @@ def parse_begin(text: str, now: float) -> float:
         return now + parse_duration(stripped, allow_zero=True)
     except ValueError:
         pass
+    import datetime  # here: every read's table formats durations, few parse dates
+
     try:
         moment = datetime.datetime.fromisoformat(stripped)
     except ValueError:
@@ -208,6 +209,8 @@ def parse_since(text: str, now: float, flag: str = "--since") -> float:
         return now - parse_duration(stripped, allow_zero=True)
     except ValueError:
         pass
+    import datetime  # here: every read's table formats durations, few parse dates
+
     try:
         return datetime.datetime.fromisoformat(stripped).timestamp()
     except ValueError:

@@ -52,7 +52,7 @@ def without_no_tick(args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from nvq.home import PRIVATE_UMASK, default_root
+    from nvq.home_root import PRIVATE_UMASK, root_text
 
     # Whatever this process writes (a daemon it starts, backups, snapshots) is private.
     os.umask(PRIVATE_UMASK)
@@ -62,26 +62,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(complete())
     args = without_no_tick(list(sys.argv[1:] if argv is None else argv))
     as_json = wants_json(args)
-    from nvq.remote import RemoteError, maybe_forward
+    # [remote]: the whole argv runs on the queue host; --local opts out once.
+    # Inside a job its own queue answers, relayed by the runner: never forwarded.
+    from nvq.remote_gate import may_forward
 
-    try:
-        # [remote]: the whole argv runs on the queue host; --local opts out once.
-        # Inside a job its own queue answers, relayed by the runner: never forwarded.
-        forwarded = None
-        if not os.environ.get("NVQ_SOCKET"):
-            args, forwarded = maybe_forward(args, default_root())
-    except RemoteError as exc:
-        fail(str(exc), 2, as_json)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as exc:
-        from nvq.config import ConfigError  # only a config with [remote] was parsed
-
-        if not isinstance(exc, ConfigError):
-            raise
-        fail(str(exc), 2, as_json)
-    if forwarded is not None:
-        sys.exit(forwarded)
+    if not os.environ.get("NVQ_SOCKET") and may_forward(args, root_text()):
+        args = forwarded_or_local(args, as_json)
     if args[:2] == ["job", "submit"]:
         from nvq.cli.fast_submit import run as fast_submit
 
@@ -96,6 +82,29 @@ def main(argv: list[str] | None = None) -> None:
     from nvq.cli.typer_run import run
 
     sys.exit(run(args, as_json))
+
+
+def forwarded_or_local(args: list[str], as_json: bool) -> list[str]:
+    """The argv to run here (without `--local`); exits with the remote command's
+    status when it ran on the queue host."""
+    from nvq.home import default_root
+    from nvq.remote import RemoteError, maybe_forward
+
+    try:
+        args, forwarded = maybe_forward(args, default_root())
+    except RemoteError as exc:
+        fail(str(exc), 2, as_json)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        from nvq.config import ConfigError  # only a config with [remote] was parsed
+
+        if not isinstance(exc, ConfigError):
+            raise
+        fail(str(exc), 2, as_json)
+    if forwarded is not None:
+        sys.exit(forwarded)
+    return args
 
 
 if __name__ == "__main__":

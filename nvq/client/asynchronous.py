@@ -15,8 +15,8 @@ from anyio.abc import SocketStream
 
 from nvq import control as c
 from nvq.client.answers import answer_of, fell_behind
-from nvq.client.autostart import WENT_AWAY, check_socket_path, refused, start_daemon
-from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.client.autostart import check_socket_path, refused, start_daemon
+from nvq.client.errors import WENT_AWAY, ClientError, DaemonUnavailable
 from nvq.client.inside_job import job_socket
 from nvq.client.methods import Awaiting
 from nvq.client.sync import frame

@@ -11,7 +11,6 @@ from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.home import Home, socket_path_problem
 
 START_TIMEOUT = 20.0
-WENT_AWAY = "the daemon went away while answering ({})"
 
 
 def check_socket_path(path: Path) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# a connection that broke mid-answer (the daemon died or was stopped meanwhile)
+WENT_AWAY = "the daemon went away while answering ({})"
+
 
 class ClientError(Exception):
     """The daemon refused a request (no such job, not allowed, bad value) or could not

@@ -6,15 +6,17 @@ to take the typed client, which does, and which says why it cannot."""
 from __future__ import annotations
 
 import json
-import socket
 import struct
-from pathlib import Path
 
-from nvq.client.autostart import WENT_AWAY
-from nvq.client.errors import ClientError
+# the C module under `socket`: socket.py's enums cost a CLI call more than its exchange
+from _socket import AF_UNIX, SOCK_STREAM
+from _socket import socket as unix_socket
+
+from nvq.client.errors import WENT_AWAY, ClientError
 
 TYPE_CHECKING = False  # typing itself costs the CLI call this module serves
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 HEADER = struct.Struct(">I")
@@ -26,11 +28,11 @@ class NotAnswering(Exception):
     the caller asks again through the typed client."""
 
 
-def ask(socket_path: Path, request: dict[str, Any], want: str = "data") -> tuple[Any, int]:
+def ask(socket_path: str | Path, request: dict[str, Any], want: str = "data") -> tuple[Any, int]:
     """`Done.data` and `Done.exit_code` of one request (`{"type": …, …}`, as msgspec
     writes the typed one). A refusal raises ClientError with the daemon's words."""
     payload = json.dumps({"request": request, "want": want}).encode()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = unix_socket(AF_UNIX, SOCK_STREAM)
     try:
         try:
             sock.connect(str(socket_path))
@@ -60,7 +62,7 @@ def ask(socket_path: Path, request: dict[str, Any], want: str = "data") -> tuple
 CONTINUED = 1 << 31  # nvq_runner.protocol.CONTINUED: the answer goes on in the next frame
 
 
-def _read_frame(sock: socket.socket, start: bytes) -> bytes:
+def _read_frame(sock: unix_socket, start: bytes) -> bytes:
     """One answer, joined from the frames it spans."""
     parts: list[bytes] = []
     while True:
@@ -77,7 +79,7 @@ def _read_frame(sock: socket.socket, start: bytes) -> bytes:
         start = b""
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
+def _read_exactly(sock: unix_socket, n: int) -> bytes:
     parts: list[bytes] = []
     while n:
         data = sock.recv(min(n, 1 << 20))

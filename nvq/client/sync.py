@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from nvq import control as c
 from nvq.client.answers import answer_of, fell_behind
-from nvq.client.autostart import WENT_AWAY, connect_unix, start_daemon
-from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.client.autostart import connect_unix, start_daemon
+from nvq.client.errors import WENT_AWAY, ClientError, DaemonUnavailable
 from nvq.client.inside_job import job_socket
 from nvq.client.methods import Blocking
 from nvq.home import Home, default_root

@@ -36,7 +36,8 @@ from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
 from nvq.daemon.time_limits import warn_time_limits
 from nvq.daemon.whole_file_conversion import convert_stored
-from nvq.home import PRIVATE_UMASK, AlreadyRunning, Home, socket_path_problem
+from nvq.home import AlreadyRunning, Home, socket_path_problem
+from nvq.home_root import PRIVATE_UMASK
 from nvq.store import Store, StoreError, store_error
 
 log = logging.getLogger("nvq.daemon")
