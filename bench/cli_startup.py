@@ -5,17 +5,19 @@ Timed, round-robin so that a drift of the machine's speed touches all alike:
   python_pass      `python -c pass`: the interpreter's start (site included)
   import_msgspec   `python -c "import msgspec"`: what every typed call needs (the
                    plain-wire reads below do without it)
-  job_show_json    `nvq job show ID --json` (the read fast path, plain wire)
-  job_show         `nvq job show ID` (plain wire)
-  job_ls_json      `nvq job ls --json` (a one-job queue: start-up, not listing)
-  queue_status     `nvq queue status --json`
+  one figure per read command, each a fresh `nvq` process (READS below: `job show`
+  bare and `--json`, `job ls`, `job why`, `job logs`, `queue status|nodes|alerts|
+  lanes|lane|events`, `node status|health`), through whichever path `nvq` takes
+  for that argv (the fast path for these shapes)
   job_show_typer   `nvq job show ID --json` through typer (NVQ_CLI_TYPER=1)
-  job_why_json     `nvq job why ID --json`: a command typer runs
+  queue_nodes_typer  `nvq queue nodes --json` through typer
 
 `imports_ms` splits `nvq job show ID --json`'s import time (python -X importtime, the
 median of the runs, self times summed) by top-level package: where the time goes.
 
 Each figure: p50 and min of the wall time, and p50 of the CPU time (user + system).
+`--beside DIR` times DIR's read commands in the same round robin (under `beside`):
+the before and after of a change on a machine whose load drifts.
 
 Prints one JSON line.
 """
@@ -39,6 +41,26 @@ def nvq_argv() -> list[str]:
     """The console script people run, when installed beside this Python."""
     script = Path(sys.executable).with_name("nvq")
     return [str(script)] if script.exists() else [sys.executable, "-m", "nvq"]
+
+
+def reads(job: str) -> dict[str, list[str]]:
+    """Every read command, by the name its figure has: a one-job queue (start-up, not
+    listing), the job completed, no alert open (`queue alerts` exits 0)."""
+    return {
+        "job_show_json": ["job", "show", job, "--json"],
+        "job_show": ["job", "show", job],
+        "job_ls_json": ["job", "ls", "--json"],
+        "job_why_json": ["job", "why", job, "--json"],
+        "job_logs": ["job", "logs", job],
+        "queue_status": ["queue", "status", "--json"],
+        "queue_nodes_json": ["queue", "nodes", "--json"],
+        "queue_alerts_json": ["queue", "alerts", "--json"],
+        "queue_lanes_json": ["queue", "lanes", "--json"],
+        "queue_lane_json": ["queue", "lane", "local:0", "--json"],
+        "queue_events_json": ["queue", "events", "--json"],
+        "node_status_json": ["node", "status", "local", "--json"],
+        "node_health_json": ["node", "health", "--json"],
+    }
 
 
 def timed_round_robin(
@@ -102,10 +124,18 @@ def main() -> None:
         help="time the CLI of another checkout (its nvq/ and nvq_runner/; PYTHONPATH) "
         "against this one's daemon: the figures before a change",
     )
+    ap.add_argument(
+        "--beside",
+        type=Path,
+        help="time another checkout's read commands in the same round robin as this "
+        "one's (under `beside`, with the same names): before and after a change, "
+        "touched alike by a busy machine's drift",
+    )
     args = ap.parse_args()
     # Bytecode as an installed nvq has it: no call in the timings compiles a module.
-    for package in ("nvq", "nvq_runner"):
-        compileall.compile_dir((args.tree or ROOT) / package, quiet=1)
+    for tree in {args.tree or ROOT, args.beside or ROOT}:
+        for package in ("nvq", "nvq_runner"):
+            compileall.compile_dir(tree / package, quiet=1)
     doc: dict[str, object] = {"bench": "cli_startup", "machine": machine()}
     with queue("local") as nvq:
         job = str(nvq.submit("--", "true")["id"])
@@ -120,14 +150,24 @@ def main() -> None:
         commands = {
             "python_pass": ([*py, "-c", "pass"], env),
             "import_msgspec": ([*py, "-c", "import msgspec"], env),
-            "job_show_json": ([*cli, "job", "show", job, "--json"], env),
-            "job_show": ([*cli, "job", "show", job], env),
-            "job_ls_json": ([*cli, "job", "ls", "--json"], env),
-            "queue_status": ([*cli, "queue", "status", "--json"], env),
+            **{name: ([*cli, *argv], env) for name, argv in reads(job).items()},
             "job_show_typer": ([*cli, "job", "show", job, "--json"], typer_env),
-            "job_why_json": ([*cli, "job", "why", job, "--json"], env),
+            "queue_nodes_typer": ([*cli, "queue", "nodes", "--json"], typer_env),
         }
-        doc.update(timed_round_robin(commands, args.runs))
+        if args.beside is not None:
+            beside_env = {**env, "PYTHONPATH": str(args.beside.resolve())}
+            commands.update({
+                f"beside:{name}": ([*cli, *argv], beside_env)
+                for name, argv in reads(job).items()
+            })
+        figures = timed_round_robin(commands, args.runs)
+        doc.update({k: v for k, v in figures.items() if not k.startswith("beside:")})
+        if args.beside is not None:
+            doc["beside"] = {
+                "tree": str(args.beside),
+                **{k.removeprefix("beside:"): v for k, v in figures.items()
+                   if k.startswith("beside:")},
+            }
         show = ["-m", "nvq", "job", "show", job, "--json"]
         doc["imports_ms"] = {
             "fast": import_split(show, env, max(3, args.runs // 5)),
