@@ -16,9 +16,10 @@ from anyio.abc import SocketStream
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
-from nvq.daemon.node_pipes import SshStream, check_reachable, open_on_node
+from nvq.daemon.node_pipes import check_reachable, open_on_node
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.session_io import ClientFrames, Early, reply_frame, running_job
+from nvq.daemon.ssh.streams import SshStream
 from nvq.daemon.state import State
 
 # Where on the node the port is reached: the loopback, so a server that listens

@@ -1,6 +1,7 @@
 """A byte pipe to a command run on a node, beside its runner link: over the node's
 existing SSH connection (a new exec channel; no second login), or as a local process
-for the queue host's own node. Interactive sessions use it to reach a job's terminal
+for the queue host's own node. What needs asyncssh is in nvq.daemon.ssh, imported when
+a node is reached over SSH: a daemon with only its own node never loads it. Interactive sessions use it to reach a job's terminal
 socket (`nvq_runner pty-attach`) and ports on the node."""
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import sys
 
 import anyio
 import anyio.abc
-import asyncssh
 from anyio.streams.stapled import StapledByteStream
 
 from nvq.daemon.errors import RequestError
@@ -21,7 +21,6 @@ from nvq.daemon.state import State
 from nvq_runner.identity import dir_name
 
 ATTACH_WAIT = 30.0  # the terminal socket appears a moment after the job starts
-STREAMLOCAL_RETRY = 0.01
 SUN_PATH = 108  # sockaddr_un's path, with its NUL
 
 
@@ -64,36 +63,6 @@ class _ProcessPipe(anyio.abc.ByteStream):
             with contextlib.suppress(ProcessLookupError):
                 self._process.kill()
         await self._process.aclose()
-
-
-class SshStream(anyio.abc.ByteStream):
-    """A forwarded connection (direct-tcpip or direct-streamlocal) as a byte stream."""
-
-    def __init__(self, reader: asyncssh.SSHReader[bytes], writer: asyncssh.SSHWriter[bytes]) -> None:
-        self._reader, self._writer = reader, writer
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        try:
-            data = await self._reader.read(max_bytes)
-        except (OSError, asyncssh.Error) as exc:
-            raise anyio.BrokenResourceError(str(exc)) from exc
-        if not data:
-            raise anyio.EndOfStream
-        return data
-
-    async def send(self, item: bytes) -> None:
-        try:
-            self._writer.write(item)
-            await self._writer.drain()
-        except (OSError, asyncssh.Error) as exc:
-            raise anyio.BrokenResourceError(str(exc)) from exc
-
-    async def send_eof(self) -> None:
-        with contextlib.suppress(OSError, asyncssh.Error):
-            self._writer.write_eof()
-
-    async def aclose(self) -> None:
-        self._writer.close()
 
 
 def check_reachable(node: NodeRuntime) -> None:
@@ -146,27 +115,10 @@ async def attach_terminal(
     sock = f"{job_dir(state, node, job_id, nonce)}/pty.sock"
     if (node.config is not None and node.runner_step is None and sock.startswith("/")
             and len(sock.encode()) < SUN_PATH):
-        stream = await _streamlocal(node, sock)
+        from nvq.daemon.ssh.streams import streamlocal
+
+        stream = await streamlocal(node, sock, ATTACH_WAIT)
         if stream is not None:
             return stream
     return await open_on_node(state, node, ["pty-attach", "--sock", sock,
                                             "--wait", str(ATTACH_WAIT)])
-
-
-async def _streamlocal(node: NodeRuntime, path: str) -> SshStream | None:
-    """A direct-streamlocal channel to `path`, waiting for the socket to appear (it
-    does a moment after the job's start); None when sshd does not forward to Unix
-    sockets here (the caller then goes through an exec channel)."""
-    conn = getattr(node.channel, "connection", None)
-    if conn is None:
-        raise RequestError(f"node {node.name} is not connected over SSH right now")
-    with anyio.move_on_after(ATTACH_WAIT):
-        while True:
-            try:
-                reader, writer = await conn.open_unix_connection(path)
-                return SshStream(reader, writer)
-            except asyncssh.ChannelOpenError as exc:
-                if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
-                    return None
-            await anyio.sleep(STREAMLOCAL_RETRY)
-    raise RequestError(f"the session's terminal on {node.name} never appeared ({path})")

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
-from nvq.daemon.pilots import DaemonPilots
+
+if TYPE_CHECKING:
+    from nvq.daemon.pilots import DaemonPilots
 
 
 def _pilots(ctx: Context) -> DaemonPilots:
+    if ctx.state.pilots is None:
+        raise RequestError("no [[clusters]] in config.toml")
+    # Here, not at the top: pilots bring asyncssh, which a daemon without [[clusters]]
+    # or SSH nodes never loads (daemon/main.py starts them the same way).
+    from nvq.daemon.pilots import DaemonPilots
+
     if not isinstance(ctx.state.pilots, DaemonPilots):
         raise RequestError("no [[clusters]] in config.toml")
     return ctx.state.pilots
