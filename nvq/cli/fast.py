@@ -75,6 +75,7 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
     ("queue", "events"): (_reads("queue_events"), NONE, {}),
     ("node", "status"): (_reads("node_status"), NAME, {}),
     ("node", "health"): (_reads("node_health"), OPTIONAL_NAME, {}),
+    ("cluster", "status"): (_reads("cluster_status"), OPTIONAL_NAME, {}),
 }
 
 

@@ -144,6 +144,18 @@ def queue_events(as_json: bool, *, since: int = 0, limit: int | None = None,
     return 0
 
 
+def cluster_status(name: str | None, as_json: bool) -> int:
+    from nvq.cli.reading import answer
+
+    def text(views: Any) -> str:
+        from nvq.cli.render.clusters import clusters_text
+
+        return clusters_text(views)
+
+    answer({"type": "cluster_status", "name": name}, as_json, text)
+    return 0
+
+
 def node_status(node: str, as_json: bool) -> int:
     from nvq.cli.reading import answer
 

@@ -86,6 +86,8 @@ CALLS = [
     ["node", "health"],
     ["node", "health", "loc", "--json"],
     ["node", "health", "nowhere"],
+    ["cluster", "status"],
+    ["cluster", "status", "nowhere", "--json"],
 ]
 # figures that move every second whatever path prints them
 MOVING = re.compile(r'"(uptime_s|last_seen)": [0-9.]+')

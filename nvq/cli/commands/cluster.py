@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
-from nvq.cli.render.clusters import cluster_text, clusters_text
+from nvq.cli.render.clusters import cluster_text
 from nvq.cli.render.output import emit
 from nvq.client import Client
 
@@ -19,9 +20,7 @@ def cluster_status(
     as_json: bool = JsonOpt,
 ) -> int:
     """Each cluster's login connection, scaling and pilots with Slurm's state."""
-    views = Client().clusters(name)
-    emit(views, as_json, clusters_text(views))
-    return 0
+    return reads.cluster_status(name, as_json)
 
 
 @on_cluster.command("scale")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from nvq.cli.render.table import table
-from nvq.control import ClusterView
 from nvq.values import format_duration
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
+    from nvq.control import ClusterView
 
 
 def cluster_text(view: ClusterView) -> str:
