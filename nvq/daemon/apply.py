@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import map_exceptions
+from nvq.daemon.held import Held
 from nvq.daemon.state import State
 from nvq.domain import permissions
 from nvq.home import queue_owner
@@ -37,7 +38,7 @@ def check_allowed(state: State, jobs: Iterable[Job], user: str, action: str) -> 
 
 
 async def apply(
-    state: State,
+    held: Held,
     jobs: Iterable[Job],
     transition: Transition,
     *,
@@ -48,7 +49,8 @@ async def apply(
     """Apply `transition` to every job in one transaction; returns the changed jobs.
     With `action`, `by` must be allowed to do it to each of them first. All or
     nothing: one refusal (a `RequestError`) changes no job. `tx` brings the rest of
-    the same change (the event that caused it), committed with it. Must hold the lock."""
+    the same change (the event that caused it), committed with it."""
+    state = held.state
     jobs = list(jobs)
     tx = tx if tx is not None else Tx()
     if action is not None:
@@ -59,5 +61,5 @@ async def apply(
             record(tx, transition(job))
     # A job that changed state can let others move on (a cancelled lane head, a
     # finished prerequisite): without a kick they would wait for an unrelated event.
-    await state.commit(tx, Effects(kills=list(tx.add_reaps), kick=True))
+    await held.commit(tx, Effects(kills=list(tx.add_reaps), kick=True))
     return tx.jobs

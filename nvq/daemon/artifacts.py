@@ -143,8 +143,8 @@ class Artifacts:
                 f"artifacts_quota of {quota} bytes"
             )
             data = {"attempt": job.attempt, "reason": why, "bytes": after, "quota": quota}
-            async with self.state.lock:
-                await self.state.commit(
+            async with self.state.held() as held:
+                await held.commit(
                     Tx(events=[NewEvent("artifacts_quota", job.id, node.name, data)])
                 )
         raise SyncRefused(f"job {job.id}: over the artifacts quota")

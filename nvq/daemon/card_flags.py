@@ -4,6 +4,7 @@ from the event (domain/card_marks.py), in the same transaction."""
 
 from __future__ import annotations
 
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import RequestError
 from nvq.daemon.state import State
 from nvq.model import NewEvent, Tx
@@ -12,7 +13,7 @@ from nvq.model import NewEvent, Tx
 async def card_flag(state: State, node_name: str, index: int, *, drained: bool,
                     user: str) -> str:
     """Mark or return the card; the node's name."""
-    async with state.lock:
+    async with state.held() as held:
         node = state.find_node(node_name)
         card = f"{node.name}:{index}"
         known = [g.index for g in node.hello.gpus] if node.hello is not None else None
@@ -30,7 +31,6 @@ async def card_flag(state: State, node_name: str, index: int, *, drained: bool,
                 raise RequestError(f"card {card} is in service: nothing to resume")
             data = {"card": index, "by": user, "faults": list(now.get(index, []))}
             event = NewEvent("card_resumed", None, node.name, data)
-        await state.commit(Tx(events=[event]))
+        await held.commit(Tx(events=[event]), Effects(kick=True))
         state.notify()
-    state.kick()
     return node.name

@@ -36,6 +36,6 @@ async def watch_disk(state: State) -> None:
         elif store.disk_full_since is not None and store.writes_waiting == 0:
             store.space_returned()
         if store.disk_was_full is not None:
-            async with state.lock:
+            async with state.held():
                 await state.report_full_disk()
         await anyio.sleep(INTERVAL)

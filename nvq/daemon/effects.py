@@ -2,11 +2,15 @@
 
 A transition decides its new rows (a `Tx`) and, beside them, what must follow once they
 are durable: kills, starts, acks to a runner, an attempt's last artifact sync, a
-placement pass. The caller collects those here and hands both to `State.commit`, the
+placement pass. The caller collects those here and hands both to `Held.commit`, the
 one place that writes, mirrors and then carries them out, always in the same order
 (see `State.act`). Nothing is sent before the write that justifies it is on disk, and
 a write that fails sends nothing. The model is distributed's
 `WorkerState.handle_stimulus(...) -> Instructions`.
+
+`state.kick()` outside `State.act` is left only for wake-ups that follow no commit: the
+daemon's start, a sample showing more room, an artifact sync that finished (memory
+only), a reloaded config, a drained cluster, a pilot that went away.
 """
 
 from __future__ import annotations

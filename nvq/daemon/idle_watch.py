@@ -60,16 +60,16 @@ async def watch_idle(
             warned_at = now
             await say(f"\r\n[nvq] this session has been idle for {format_duration(idle)}: it "
                       f"ends in {format_duration(grace)} unless you type something\r\n".encode())
-            async with ctx.state.lock:
+            async with ctx.state.held() as held:
                 data = {"idle_s": idle, "ends_in_s": grace}
-                await ctx.state.commit(Tx(events=[NewEvent("session_idle", job.id, job.node, data)]))
+                await held.commit(Tx(events=[NewEvent("session_idle", job.id, job.node, data)]))
         elif action == "unwarn":
             warned_at = None
         elif action == "end":
             await say(b"\r\n[nvq] ending this idle session\r\n")
-            async with ctx.state.lock:
+            async with ctx.state.held() as held:
                 live = await ctx.state.get_job(job.id)
                 if not live.state.finished:
-                    await apply(ctx.state, [live], lambda j: transitions.cancel(
+                    await apply(held, [live], lambda j: transitions.cancel(
                         j, now=time.time(), by=BY))
             return

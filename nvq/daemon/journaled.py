@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from nvq.daemon import store_behind
 from nvq.daemon.apply import record
 from nvq.daemon.effects import Effects, Ended
+from nvq.daemon.held import Held
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.setup_phase import applied
 from nvq.daemon.signalled import event_of
@@ -31,7 +32,7 @@ from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.daemon")
 
-Reconcile = Callable[[NodeRuntime], Awaitable[None]]
+Reconcile = Callable[[Held, NodeRuntime], Awaitable[None]]
 
 
 class _Batch:
@@ -74,7 +75,7 @@ async def apply_journaled(
     reconcile: Reconcile,
 ) -> None:
     """Apply `evs` (in the order the runner journaled them). Takes the lock."""
-    async with state.lock:
+    async with state.held() as held:
         batch = _Batch(node)
         for ev in evs:
             if ev.seq <= batch.last_seq:
@@ -84,12 +85,12 @@ async def apply_journaled(
             if job is not None:
                 batch.take(ev, _decide_plain(job, ev, node.name), job)
                 continue
-            await _flush(state, batch, reconcile)
+            await _flush(held, batch, reconcile)
             batch = _Batch(node)
-            await _decide(state, batch, ev)
-            await _flush(state, batch, reconcile)
+            await _decide(held, batch, ev)
+            await _flush(held, batch, reconcile)
             batch = _Batch(node)
-        await _flush(state, batch, reconcile)
+        await _flush(held, batch, reconcile)
 
 
 def _plain(state: State, batch: _Batch, ev: p.JournaledEvent) -> Job | None:
@@ -119,22 +120,23 @@ def _decide_plain(job: Job, ev: p.JournaledEvent, node: str) -> Outcome:
     return exits.decide(job, [], ev, node, owed=False)
 
 
-async def _flush(state: State, batch: _Batch, reconcile: Reconcile) -> None:
+async def _flush(held: Held, batch: _Batch, reconcile: Reconcile) -> None:
     """Commit what `batch` decided, with the node's seq; then, once the runner's replay
-    is over, make it and the database agree. Must hold the lock."""
+    is over, make it and the database agree."""
     node = batch.node
     fresh = batch.last_seq > node.applied_seq
     if fresh:
         batch.tx.node_seq = NodeSeq(node.name, node.journal_id, batch.last_seq)
     if batch.acked:
         batch.fx.acks.append((node, batch.acked))
-    await state.commit(batch.tx, batch.fx)
+    await held.commit(batch.tx, batch.fx)
     if fresh and not node.reconciled and batch.last_seq >= node.replay_until:
-        await reconcile(node)
+        await reconcile(held, node)
 
 
-async def _decide(state: State, batch: _Batch, ev: p.JournaledEvent) -> None:
-    """Decide one event that may need the database. Must hold the lock."""
+async def _decide(held: Held, batch: _Batch, ev: p.JournaledEvent) -> None:
+    """Decide one event that may need the database."""
+    state = held.state
     node = batch.node
     tx = batch.tx
     key = (ev.job_id, ev.attempt)
@@ -169,7 +171,7 @@ async def _decide(state: State, batch: _Batch, ev: p.JournaledEvent) -> None:
         if isinstance(ev, p.JobStarted):
             outcome = transitions.started(job, ev, node.name)
         elif isinstance(ev, p.JobExited):
-            outcome = await _exited(state, node, job, ev)
+            outcome = await _exited(held, node, job, ev)
         elif isinstance(ev, p.JobLost):
             outcome = transitions.lost(job, ev, node.name)
         elif isinstance(ev, p.LaunchFailed):
@@ -206,10 +208,11 @@ async def _unknown(state: State, job: Job | None, ev: p.JournaledEvent) -> bool:
     return not await state.store.events(job_id=ev.job_id, limit=1)
 
 
-async def _exited(state: State, node: NodeRuntime, job: Job, ev: p.JobExited) -> Outcome:
+async def _exited(held: Held, node: NodeRuntime, job: Job, ev: p.JobExited) -> Outcome:
     """What an attempt's exit does to its job, including an attempt the job was
     taken from while its node was away, whichever of its attempts' exits came
-    first (`nvq.domain.exits`). Must hold the lock."""
+    first (`nvq.domain.exits`)."""
+    state = held.state
     live = state.jobs.get(ev.job_id)
     current = live if live is not None else await state.store.job(ev.job_id)
     if current is None:

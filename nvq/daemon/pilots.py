@@ -243,8 +243,8 @@ class DaemonPilots:
                 )
 
         self._tg.start_soon(link)
-        async with self.state.lock:
-            await self.state.commit(
+        async with self.state.held() as held:
+            await held.commit(
                 Tx(events=[NewEvent("pilot_started", None, node.name, {"host": node.host})])
             )
         log.info("pilot %s is running: attaching", node.name)
@@ -270,8 +270,8 @@ class DaemonPilots:
         self.status.pop(name, None)
         self.idle.pop(name, None)
         cluster, _, job_id = name.partition("/")
-        async with self.state.lock:
-            await self.state.commit(self.ids.forgotten(cluster, job_id, why))
+        async with self.state.held() as held:
+            await held.commit(self.ids.forgotten(cluster, job_id, why))
         scope = self.scopes.pop(name, None)
         if scope is not None:
             scope.cancel()
@@ -280,7 +280,7 @@ class DaemonPilots:
         if state.jobs_on(name):
             # Its jobs go back to the queue with their checkpoints, like any down node's.
             await self.events.on_disconnected(node, why)
-            async with state.lock:
+            async with state.held() as held:
                 node.state = "down"
                 tx = Tx(
                     events=[
@@ -292,23 +292,23 @@ class DaemonPilots:
                 said = f"pilot {name}: {why}"
                 now = time.time()
                 jobs = list(state.jobs.values())
-                await apply(state, jobs, lambda j: reassign.reassign(j, name, said, now), tx=tx)
-        async with state.lock:
+                await apply(held, jobs, lambda j: reassign.reassign(j, name, said, now), tx=tx)
+        async with state.held() as held:
             # Kills owed to the allocation have nothing left to kill.
             owed = [key for key, reap in state.reaps.items() if reap.node == name]
             if owed:
-                await state.commit(Tx(drop_reaps=owed))
+                await held.commit(Tx(drop_reaps=owed))
         state.nodes.pop(name, None)
         log.info("pilot %s ended: %s", name, why)
         state.kick()
 
     async def submitted(self, cluster: ClusterConfig, job_id: str) -> None:
-        async with self.state.lock:
-            await self.state.commit(self.ids.added(cluster.name, job_id))
+        async with self.state.held() as held:
+            await held.commit(self.ids.added(cluster.name, job_id))
 
     async def alert(self, cluster: ClusterConfig, message: str) -> None:
-        async with self.state.lock:
-            await self.state.commit(
+        async with self.state.held() as held:
+            await held.commit(
                 Tx(events=[NewEvent("cluster_refused", None, cluster.name, {"message": message})])
             )
 
@@ -322,7 +322,7 @@ class DaemonPilots:
                 left = self.time_left(name)
                 if cluster is None or not vacate_due(left, cluster):
                     continue
-                async with self.state.lock:
+                async with self.state.held() as held:
                     untimed = [
                         j
                         for j in self.state.jobs_on(name)
@@ -330,5 +330,6 @@ class DaemonPilots:
                     ]
                     if untimed:
                         await self.machines.preempt(
+                            held,
                             untimed, f"the Slurm allocation of {name} ends in {left or 0:.0f}s"
                         )

@@ -57,7 +57,7 @@ async def placement_loop(state: State, machines: Machines) -> None:
 
 
 async def place_once(state: State, machines: Machines) -> None:
-    async with state.lock:
+    async with state.held() as held:
         now = time.time()
         pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
         tx = Tx()
@@ -111,11 +111,11 @@ async def place_once(state: State, machines: Machines) -> None:
         for job, reason in _unschedulable(state, result, unplaceable):
             record(tx, transitions.unschedulable(job, reason, now))
         started = [j for j in tx.jobs if j.state is JobState.RUNNING and j.node is not None]
-        await state.commit(tx, Effects(starts=started))
+        await held.commit(tx, Effects(starts=started))
         for job in started:
             machines.avoid.pop(job.id, None)  # placed: the --max-runtime rule served its turn
         # Jobs still waiting may stop lower-priority --preemptible ones.
-        await preempting.preempt_for_waiting(state, machines, slots, pending, result)
+        await preempting.preempt_for_waiting(held, machines, slots, pending, result)
 
 
 def begun(state: State, jobs: list[Job], now: float) -> list[Job]:

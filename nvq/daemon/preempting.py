@@ -14,6 +14,7 @@ import msgspec
 
 from nvq.daemon import quotas
 from nvq.daemon.apply import queue_admins
+from nvq.daemon.held import Held
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.domain import preemption
@@ -97,7 +98,7 @@ async def place_around_holds(
 
 
 async def preempt_for_waiting(
-    state: State,
+    held: Held,
     machines: Machines,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
@@ -105,7 +106,8 @@ async def preempt_for_waiting(
 ) -> None:
     """Stop victims for the jobs this pass left waiting that preemption can place;
     tell the pass's facts which jobs wait for their victims (`job why`)."""
-    await _preempt(state, machines, slots, pending, result)
+    state = held.state
+    await _preempt(held, machines, slots, pending, result)
     if state.pass_facts is not None:
         state.pass_facts.holds = {
             h.job_id: (h.node, sorted(h.victims)) for h in state.preempt_holds.values()
@@ -113,12 +115,13 @@ async def preempt_for_waiting(
 
 
 async def _preempt(
-    state: State,
+    held: Held,
     machines: Machines,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
     result: PlacementResult,
 ) -> None:
+    state = held.state
     if not state.config.queue.preempt:
         return
     running = [j for j in state.index.running.values() if j.preemptible]
@@ -147,7 +150,7 @@ async def _preempt(
             f"by job {urgent.id} (priority {urgent.priority}), "
             f"which needs its cards on {chosen.node}"
         )
-        stopped = await machines.preempt(victims, why, by=urgent.id)
+        stopped = await machines.preempt(held, victims, why, by=urgent.id)
         state.preempt_holds[urgent.id] = preemption.Hold(
             job_id=urgent.id, node=chosen.node, victims=frozenset(j.id for j in stopped)
         )

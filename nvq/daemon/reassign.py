@@ -4,7 +4,7 @@ that stays down, stopping jobs on a node that turned busy or that outran
 gone (or their last artifacts synced: `nvq.daemon.artifact_syncs`, run from here).
 
 Decisions come from `nvq.domain.reassign` (pure); every change goes through
-`nvq.daemon.apply` or `State.commit` under the state's lock.
+`nvq.daemon.apply` or `Held.commit` under the state's lock.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from nvq.daemon.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts import Artifacts
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest
+from nvq.daemon.held import Held
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import reassign
@@ -106,56 +107,57 @@ class Machines:
 
     # ------------------------------------------------------------ node down
 
-    async def reassign_down(self, node: NodeRuntime, tx: Tx, now: float) -> None:
+    async def reassign_down(self, held: Held, node: NodeRuntime, tx: Tx, now: float) -> None:
         """Commit `tx` (the node's going down) with the reassignment of every job
-        running there; their old attempts are owed a kill. Must hold the lock."""
+        running there; their old attempts are owed a kill."""
         grace = self.state.config.queue.node_grace
         why = f"node {node.name} unreachable for more than {grace:g}s"
         if node.error:
             why += f" ({node.error})"
         jobs = list(self.state.jobs.values())
-        await apply(self.state, jobs, lambda j: reassign.reassign(j, node.name, why, now), tx=tx)
+        await apply(held, jobs, lambda j: reassign.reassign(j, node.name, why, now), tx=tx)
 
     # ------------------------------------------------------------ preemption
 
-    async def preempt(self, jobs: list[Job], why: str, by: int | None = None) -> list[Job]:
+    async def preempt(
+        self, held: Held, jobs: list[Job], why: str, by: int | None = None
+    ) -> list[Job]:
         """Stop running attempts and put their jobs back in line (`by`: the urgent job
-        they make room for). Must hold the lock."""
-        return await apply(self.state, jobs, lambda j: reassign.preempt(j, why, by))
+        they make room for)."""
+        return await apply(held, jobs, lambda j: reassign.preempt(j, why, by))
 
-    async def _busy_changed(self, node: NodeRuntime, was: bool) -> None:
-        """Must hold the lock."""
+    async def _busy_changed(self, held: Held, node: NodeRuntime, was: bool) -> None:
         now = self.busy(node)
         if now == was:
             return
         kind = "node_busy" if now else "node_idle"
         data = {"mode": node.busy_mode, **node.busy_detail}
-        await self.state.commit(
+        await held.commit(
             Tx(events=[NewEvent(kind, None, node.name, data)]), Effects(kick=True)
         )
         if now:
             victims = reassign.busy_victims(self.state.jobs_on(node.name), node.owner)
-            await self.preempt(victims, f"node {node.name} is in use by its owner {node.owner}")
+            await self.preempt(held, victims, f"node {node.name} is in use by its owner {node.owner}")
 
     async def on_busy(self, node: NodeRuntime, msg: p.Busy) -> None:
-        async with self.state.lock:
+        async with self.state.held() as held:
             was = self.busy(node)
             node.busy_reported = msg.busy
             node.busy_detail = {"sessions": msg.sessions, "idle": msg.idle}
-            await self._busy_changed(node, was)
+            await self._busy_changed(held, node, was)
 
     async def set_busy_mode(self, name: str, mode: str) -> dict[str, Any]:
         if mode not in busy_table.BUSY_MODES:
             raise BadRequest(f"busy mode {mode!r}: expected on, off or auto")
-        async with self.state.lock:
+        async with self.state.held() as held:
             node = self.state.find_node(name)
             was = self.busy(node)
             await self.state.store.write(lambda c: busy_table.set_busy_mode(c, node.name, mode))
             node.busy_mode = mode
-            await self.state.commit(
+            await held.commit(
                 Tx(events=[NewEvent("node_busy_mode", None, node.name, {"mode": mode})])
             )
-            await self._busy_changed(node, was)
+            await self._busy_changed(held, node, was)
         return self.busy_view(node)
 
     def busy_view(self, node: NodeRuntime) -> dict[str, Any]:
@@ -169,7 +171,7 @@ class Machines:
         }
 
     async def set_forbid(self, user: str, forbid: bool) -> dict[str, Any]:
-        async with self.state.lock:
+        async with self.state.held() as held:
             await self.state.store.write(lambda c: busy_table.set_forbidden(c, user, forbid))
             if forbid:
                 self.forbidden.add(user)
@@ -177,7 +179,7 @@ class Machines:
                 self.forbidden.discard(user)
             kind = "busy_assign_forbidden" if forbid else "busy_assign_allowed"
             event = NewEvent(kind, None, None, {"user": user})
-            await self.state.commit(Tx(events=[event]), Effects(kick=True))
+            await held.commit(Tx(events=[event]), Effects(kick=True))
         return {"user": user, "busy_assign": not forbid}
 
     def owner_msg(self, node: NodeRuntime) -> p.Owner | None:
@@ -213,7 +215,7 @@ class Machines:
             if reassign.runtime_exceeded(job, node.owner, now):
                 over.append(job)
         if over:
-            async with state.lock:
+            async with state.held() as held:
                 live = [state.jobs[j.id] for j in over if j.id in state.jobs]
                 still = [
                     j
@@ -222,6 +224,7 @@ class Machines:
                     and reassign.runtime_exceeded(j, state.nodes[j.node].owner, now)
                 ]
                 await self.preempt(
+                    held,
                     still,
                     "ran past its --max-runtime on a borrowed node; its next attempt goes "
                     "to another node while one can hold it",

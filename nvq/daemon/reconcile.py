@@ -9,24 +9,25 @@ import time
 
 from nvq.daemon.apply import record
 from nvq.daemon.effects import Effects
+from nvq.daemon.held import Held
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.recovery import Recovery
-from nvq.daemon.state import State
 from nvq.domain import fencing, transitions
 from nvq.model import JobState, Outcome, Reap, Tx
 
 log = logging.getLogger("nvq.daemon")
 
 
-async def reconcile(state: State, recovery: Recovery, node: NodeRuntime) -> None:
-    """Must hold the lock. The node counts as reconciled once this commits: its kills
+async def reconcile(held: Held, recovery: Recovery, node: NodeRuntime) -> None:
+    """The node counts as reconciled once this commits: its kills
     go out first (an old attempt still running there, its job reassigned while the
     node was away, ends before anything new happens on it), then the starts."""
     assert node.hello is not None
+    state = held.state
     now = time.time()
     active = {(a.job_id, a.attempt) for a in node.hello.active}
     tx = Tx()
-    fx = Effects(reconciled=[node])
+    fx = Effects(reconciled=[node], kick=True)  # its cards may take work again
     for job in list(state.jobs.values()):
         if job.state is not JobState.RUNNING or job.node != node.name:
             continue
@@ -74,4 +75,4 @@ async def reconcile(state: State, recovery: Recovery, node: NodeRuntime) -> None
     for key, reap in list(state.reaps.items()):
         if reap.node == node.name and key not in active:
             tx.drop_reaps.append(key)
-    await state.commit(tx, fx)
+    await held.commit(tx, fx)

@@ -12,6 +12,7 @@ from functools import partial
 
 from nvq.daemon.awaited import Awaited
 from nvq.daemon.effects import Effects
+from nvq.daemon.held import Held
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import recovery
@@ -39,10 +40,10 @@ class Recovery:
     def waits_for(self, node: str, job_id: int) -> bool:
         return job_id in self.pending.get(node, ())
 
-    async def forgotten(self, hello: p.Hello) -> set[int]:
+    async def forgotten(self, held: Held, hello: p.Hello) -> set[int]:
         """The job ids `hello` shows the node knows and queue.db does not: past the
         last id it assigned, and running ones it has no record of. Call before the
-        ids are raised past the node's (`_ids_seen`); must hold the lock."""
+        ids are raised past the node's (`_ids_seen`)."""
         store = self.state.store
         known = await store.last_job_id()
         ids = set(range(max(known + 1, hello.max_job_id - MOST_IDS + 1), hello.max_job_id + 1))
@@ -53,10 +54,12 @@ class Recovery:
                 ids.add(job_id)
         return ids
 
-    def begin(self, node: NodeRuntime, ids: set[int], unknown_ids: NewAlert | None) -> bool:
+    def begin(
+        self, held: Held, node: NodeRuntime, ids: set[int], unknown_ids: NewAlert | None
+    ) -> bool:
         """Ask the node about `ids` (answered in a task of its own: the answer comes
         on the link this hello came on); `unknown_ids` is raised then if ids stay
-        unknown. False when this runner cannot be asked. Must hold the lock."""
+        unknown. False when this runner cannot be asked."""
         hello = node.hello
         if not ids or hello is None or FEATURE not in hello.features:
             return False
@@ -73,7 +76,7 @@ class Recovery:
             q=state.store.queue_id,
         )
         reply = await self._answers.ask(node, question)
-        async with state.lock:
+        async with state.held() as held:
             self.pending.pop(node.name, None)
             jobs = []
             for rec in reply.records if reply is not None else []:
@@ -101,7 +104,7 @@ class Recovery:
             if unknown_ids is not None and state.store_behind.get(node.name):
                 tx.alerts = [*tx.alerts, unknown_ids]  # some stay unknown
             kills = [(node, reap) for reap in orphans]
-            await state.commit(tx, Effects(kills_now=kills, kick=True))
+            await held.commit(tx, Effects(kills_now=kills, kick=True))
             if back:
                 state.recovered.setdefault(node.name, set()).update(back)
                 log.warning("node %s: recovered jobs %s that queue.db had forgotten, from "

@@ -39,7 +39,7 @@ class Reloader:
         except ConfigError as exc:
             raise RequestError(f"not reloaded, the running config is kept: {exc}") from None
         state = self.state
-        async with state.lock:
+        async with state.held() as held:
             changes = diff(state.config, new)
             config = changes.config
             state.config = self.ops.config = self.ops.notifier.config = config
@@ -69,7 +69,7 @@ class Reloader:
             state.mirror_cards()
             if changes.applied or changes.refused:
                 data = {"applied": changes.applied, "refused": changes.refused}
-                await state.commit(Tx(events=[NewEvent("config_reloaded", None, None, data)]))
+                await held.commit(Tx(events=[NewEvent("config_reloaded", None, None, data)]))
             state.notify()
         state.kick()
         for line in changes.applied:
@@ -104,7 +104,7 @@ class Reloader:
                 await stop_runner(state.config, self.home, node)
         except Exception as exc:  # unreachable: its runner stays, idle; said once
             log.warning("node %s removed: its runner was not stopped: %s", node.name, exc)
-        async with state.lock:
+        async with state.held():
             if not node.removed:
                 return
             self.links.stop(node.name)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.state import State
 from nvq.domain import reservations as rsv
@@ -27,7 +28,7 @@ async def add(
 ) -> CardReservation:
     """Store `res`; with `gpus`, its cards are that many free ones on `nodes`."""
     now = time.time()
-    async with state.lock:
+    async with state.held() as held:
         if gpus:
             res = msgspec.structs.replace(res, cards=_pick(state, res, gpus, nodes))
         cards = []
@@ -58,8 +59,8 @@ async def add(
         await state.store.write(lambda c: table.put(c, made))
         state.reservations[made.name] = made
         data = {"name": made.name, "cards": made.cards, "start": made.start, "end": made.end}
-        await state.commit(Tx(events=[NewEvent("reservation_added", None, None, data)]))
-    state.kick()
+        event = NewEvent("reservation_added", None, None, data)
+        await held.commit(Tx(events=[event]), Effects(kick=True))
     return made
 
 
@@ -77,15 +78,15 @@ def _pick(state: State, res: CardReservation, gpus: int, nodes: Sequence[str]) -
 
 
 async def remove(state: State, name: str, user: str) -> CardReservation:
-    async with state.lock:
+    async with state.held() as held:
         res = state.reservations.get(name)
         if res is None:
             raise BadRequest(f"no reservation named {name!r}")
         await state.store.write(lambda c: table.remove(c, name))
         del state.reservations[name]
         data = {"name": name, "by": user}
-        await state.commit(Tx(events=[NewEvent("reservation_removed", None, None, data)]))
-    state.kick()
+        event = NewEvent("reservation_removed", None, None, data)
+        await held.commit(Tx(events=[event]), Effects(kick=True))
     return res
 
 

@@ -13,6 +13,8 @@ import msgspec
 
 from nvq.config.lease import effective_lease
 from nvq.daemon import blobs, store_behind
+from nvq.daemon.effects import Effects
+from nvq.daemon.held import Held
 from nvq.daemon.image_staging import LISTED, STAGED
 from nvq.daemon.journaled import apply_journaled
 from nvq.daemon.nodes import NodeRuntime, Sender
@@ -80,7 +82,7 @@ class RunnerEvents:
         if time.time() - node.down_since < self.state.config.queue.node_grace:
             return
         node.state = "down"
-        async with self.state.lock:
+        async with self.state.held() as held:
             tx = Tx(
                 events=[
                     NewEvent(
@@ -94,7 +96,7 @@ class RunnerEvents:
             )
             # Its running jobs go back to the queue (or are lost, with --no-reassign),
             # in the same transaction; their old attempts are owed a kill (reaps).
-            await self.machines.reassign_down(node, tx, time.time())
+            await self.machines.reassign_down(held, node, tx, time.time())
         log.warning("node %s is down: %s", node.name, node.error)
 
     async def _refused(self, node: NodeRuntime, error: str) -> None:
@@ -105,8 +107,8 @@ class RunnerEvents:
         node.refused_alerted = said
         data = {"error": error, "last_seen": node.last_seen}
         event = NewEvent("node_refused", None, node.name, data)
-        async with self.state.lock:
-            await self.state.commit(Tx(events=[event]))
+        async with self.state.held() as held:
+            await held.commit(Tx(events=[event]))
 
     def lease(self) -> float | None:
         queue = self.state.config.queue
@@ -142,8 +144,8 @@ class RunnerEvents:
             previous = node.sample
             self._on_sample(node, msg)
             if sick := unhealthy_events(node.name, previous, msg, node.card_marks):
-                async with self.state.lock:
-                    await self.state.commit(Tx(events=sick))
+                async with self.state.held() as held:
+                    await held.commit(Tx(events=sick))
         elif isinstance(msg, p.LogData):
             deliver = node.log_streams.get(msg.req)
             if deliver is not None:
@@ -188,7 +190,7 @@ class RunnerEvents:
             self.state.kick()
 
     async def _on_hello(self, node: NodeRuntime, hello: p.Hello) -> None:
-        async with self.state.lock:
+        async with self.state.held() as held:
             node.hello = hello
             node.state = "up"
             node.error = None
@@ -203,13 +205,13 @@ class RunnerEvents:
                 node.name, facts=msgspec.to_builtins(hello), last_seen=node.last_seen
             )
             tx = Tx(events=[NewEvent("node_up", None, node.name, {"hostname": hello.hostname})])
-            forgotten = await self.recovery.forgotten(hello)
-            unknown_ids = await self._ids_seen(node, hello)
+            forgotten = await self.recovery.forgotten(held, hello)
+            unknown_ids = await self._ids_seen(held, node, hello)
             # A runner that keeps start records is asked first: one alert then says
             # what came back, and this one only if ids stay unknown.
-            if not self.recovery.begin(node, forgotten, unknown_ids) and unknown_ids:
+            if not self.recovery.begin(held, node, forgotten, unknown_ids) and unknown_ids:
                 tx.alerts = [*tx.alerts, unknown_ids]
-            await self.state.commit(tx)
+            await held.commit(tx, Effects(kick=True))
             log.info(
                 "node %s up (runner %s, %d GPUs, journal %d, applied %d)",
                 node.name,
@@ -222,16 +224,17 @@ class RunnerEvents:
             if owner is not None:
                 node.post(owner)
             if node.applied_seq >= hello.journal_head:
-                await self._reconcile(node)
+                await self._reconcile(held, node)
             else:
                 self._replaying.add(node.name)
-        self.state.kick()
 
-    async def _ids_seen(self, node: NodeRuntime, hello: p.Hello) -> NewAlert | None:
+    async def _ids_seen(
+        self, held: Held, node: NodeRuntime, hello: p.Hello
+    ) -> NewAlert | None:
         """Job ids continue after the highest any runner has seen, so a restored or
         damaged queue.db never gives an old job's id (and output) to a new job. Ids it
         never assigned are what it lost: kept for `queue check`, and the alert that
-        says so returned. Must hold the lock."""
+        says so returned."""
         known = await self.state.store.last_job_id()
         alert = store_behind.hello_alert(node.name, hello, known)
         if alert is None:
@@ -246,15 +249,13 @@ class RunnerEvents:
     async def _replayed(self, node: NodeRuntime) -> None:
         """The runner's replay is over: whatever seq queue.db applied last (a restored
         store may be behind or ahead of what the runner kept), the node is reconciled."""
-        async with self.state.lock:
+        async with self.state.held() as held:
             self._replaying.discard(node.name)
             if node.send is not None and not node.reconciled:
-                await self._reconcile(node)
-        self.state.kick()
+                await self._reconcile(held, node)
 
-    async def _reconcile(self, node: NodeRuntime) -> None:
-        """Must hold the lock (`nvq.daemon.reconcile`)."""
-        await reconcile(self.state, self.recovery, node)
+    async def _reconcile(self, held: Held, node: NodeRuntime) -> None:
+        await reconcile(held, self.recovery, node)
 
     async def _journaled(self, node: NodeRuntime, evs: Sequence[p.JournaledEvent]) -> None:
         replaying = node.name in self._replaying

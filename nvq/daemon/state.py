@@ -1,19 +1,20 @@
 """The daemon's in-memory mirror of queue.db: live jobs, nodes, owed kills, lanes.
 
 Every change follows one path: decide (pure functions in `nvq.domain`), commit
-(`State.commit`: one `Store.commit` transaction, then the mirror), then act (the
+(`Held.commit`: one `Store.commit` transaction, then the mirror), then act (the
 `Effects` the decision returned beside its rows: frames to runners, artifact syncs, a
 placement pass; carried out by `State.act` and nowhere else). `State.lock` serialises
-that path, so decisions are always made on a picture that matches the database;
-`commit` checks that its caller holds it.
+that path, so decisions are always made on a picture that matches the database; only
+`async with state.held() as held` gives the `Held` that can commit (daemon/held.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,18 +25,19 @@ from nvq.config import Config
 from nvq.daemon.effects import Actions, Effects
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.frames import kill_msg, start_msg, stop_signal
+from nvq.daemon.held import Held
 from nvq.daemon.later import Later
 from nvq.daemon.live_index import LiveIndex
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.subscribers import Subscribers
 from nvq.daemon.usage import UsageBook
 from nvq.daemon.waits import PassFacts
-from nvq.domain import card_marks, reassign
+from nvq.domain import alerts, card_marks, reassign
 from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.preemption import Hold
 from nvq.domain.reservations import CardReservation
 from nvq.domain.starvation import Reservation
-from nvq.model import Job, JobState, NewAlert, NodeView, Reap, Tx
+from nvq.model import Job, JobState, NodeView, Reap, Tx
 from nvq.store import Store
 from nvq.store import reservations as reservation_table
 from nvq_runner import protocol as p
@@ -123,9 +125,15 @@ class State:
         self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
         self.actions: Actions | None = None  # carries out starts and ended attempts
 
-    def holds_lock(self) -> bool:
-        """Whether the running task holds `lock` (what `commit` insists on)."""
-        return self.lock.statistics().owner == anyio.get_current_task()
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[Held]:
+        """Take the lock; the `Held` it yields is the one way to commit."""
+        async with self.lock:
+            held = Held(self)
+            try:
+                yield held
+            finally:
+                held.release()
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -194,8 +202,8 @@ class State:
                     tx.jobs.append(outcome.job)
                     tx.events.extend(outcome.events)
         if tx:
-            async with self.lock:
-                await self.commit(tx)
+            async with self.held() as held:
+                await held.commit(tx)
 
     # ------------------------------------------------------------ wake-ups
 
@@ -220,12 +228,12 @@ class State:
 
     # ------------------------------------------------------------ changing
 
-    async def commit(self, tx: Tx, fx: Effects | None = None) -> list[Job]:
+    async def commit_held(self, tx: Tx, fx: Effects | None = None) -> list[Job]:
         """Write `tx` in one transaction, mirror it, then carry out `fx` (what the
-        change owes the world once it is durable). Must hold the lock. While the disk
-        is full this waits (and the mirror keeps the old picture). An empty `tx` writes
-        nothing: only `fx` is carried out."""
-        assert self.holds_lock(), "State.commit without the state's lock"
+        change owes the world once it is durable); called through `Held.commit` only.
+        While the disk is full this waits (and the mirror keeps the old picture). An
+        empty `tx` writes nothing: only `fx` is carried out."""
+        assert self.lock.statistics().owner == anyio.get_current_task(), "no lock held"
         inserted: list[Job] = []
         if tx:
             inserted = await self._write(tx)
@@ -314,24 +322,10 @@ class State:
                 job.nonce = secrets.token_hex(8)
 
     async def report_full_disk(self) -> None:
-        """Once writes go through again after a full disk, say that it happened. Must
-        hold the lock."""
-        spell = self.store.disk_was_full
-        if spell is None:
-            return
-        self.store.disk_was_full = None
-        since, until = spell
-        when = time.strftime("%H:%M:%S", time.localtime(since))
-        alert = NewAlert(
-            kind="disk_full",
-            severity="error",
-            key=f"disk_full:{since}",
-            message=(
-                f"disk full on the queue host from {when} for {until - since:.0f}s; "
-                "space is back and every change that waited for it is recorded"
-            ),
-        )
-        await self.store.commit(Tx(alerts=[alert]))
+        """Once writes go through again after a full disk, say that it happened."""
+        spell, self.store.disk_was_full = self.store.disk_was_full, None
+        if spell is not None:
+            await self.store.commit(Tx(alerts=[alerts.disk_full_alert(*spell)]))
 
     def post_kills(self, reaps: Iterable[Reap]) -> None:
         """Carry out committed reaps on nodes that are connected now; the others get

@@ -61,7 +61,7 @@ class Subscribers:
         self._all.discard(sub)
 
     def publish(self, events: list[Event]) -> None:
-        """Called by `State.commit` after each transaction: never blocks."""
+        """Called by `Held.commit` after each transaction: never blocks."""
         if not events:
             return
         for sub in list(self._all):

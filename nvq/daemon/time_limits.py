@@ -47,7 +47,7 @@ async def warn_time_limits(state: State) -> None:
             else:
                 nearest = min(nearest, at)
         if owed:
-            async with state.lock:
+            async with state.held() as held:
                 live = [
                     j for j in (state.jobs.get(o.id) for o in owed)
                     if j is not None and j.state is JobState.RUNNING
@@ -59,7 +59,7 @@ async def warn_time_limits(state: State) -> None:
                     for j in live
                 ]
                 if events:
-                    await state.commit(Tx(jobs=live, events=events))
+                    await held.commit(Tx(jobs=live, events=events))
             warned.update((j.id, j.attempt) for j in owed)
             continue
         with anyio.move_on_after(max(0.0, nearest - now)):

@@ -11,6 +11,7 @@ the event: `alert_event("job_reassigned", job, node, "node n3 went down")`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -194,3 +195,18 @@ def _clip(text: str | None) -> str | None:
     if not text:
         return None
     return text if len(text) <= DETAIL_LIMIT else "…" + text[-DETAIL_LIMIT:]
+
+
+def disk_full_alert(since: float, until: float) -> NewAlert:
+    """Writes went through again after the queue host's disk was full from `since` to
+    `until`: said once, keyed by the spell."""
+    when = time.strftime("%H:%M:%S", time.localtime(since))
+    return NewAlert(
+        kind="disk_full",
+        severity="error",
+        key=f"disk_full:{since}",
+        message=(
+            f"disk full on the queue host from {when} for {until - since:.0f}s; "
+            "space is back and every change that waited for it is recorded"
+        ),
+    )

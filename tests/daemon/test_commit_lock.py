@@ -1,6 +1,6 @@
-"""`State.commit` is the one place a change is written and then acted on: it refuses a
-caller that does not hold the state's lock, and carries out a change's effects only
-once the change is written."""
+"""`Held.commit` is the one place a change is written and then acted on: only a task
+inside `state.held()` has a `Held`, one that escaped its block is refused, and a
+change's effects are carried out only once the change is written."""
 
 from __future__ import annotations
 
@@ -19,10 +19,13 @@ def test_commit_refuses_a_caller_without_the_lock(tmp_path: Path) -> None:
         async with running_daemon(tmp_path, {}) as core:
             event = NewEvent("job_note", None, None, {})
             with pytest.raises(AssertionError, match="lock"):
-                await core.commit(Tx(events=[event]))
-            async with core.lock:
-                await core.commit(Tx(events=[event]))
-            assert [e.kind for e in await core.store.events()][-1:] == ["job_note"]
+                await core.commit_held(Tx(events=[event]))
+            async with core.held() as held:
+                await held.commit(Tx(events=[event]))
+            with pytest.raises(RuntimeError, match="released"):
+                await held.commit(Tx(events=[event]))
+            kinds = [e.kind for e in await core.store.events()]
+            assert kinds.count("job_note") == 1
 
     run(main)
 
@@ -45,12 +48,12 @@ def test_effects_wait_for_the_write(tmp_path: Path) -> None:
             real_commit = core.store.commit
             core.store.commit = failing  # type: ignore[method-assign,assignment]
             event = NewEvent("job_note", None, None, {})
-            async with core.lock:
+            async with core.held() as held:
                 with pytest.raises(OSError):
-                    await core.commit(Tx(events=[event]), Effects(kick=True))
+                    await held.commit(Tx(events=[event]), Effects(kick=True))
                 assert kicked == []  # nothing acted on for a change never written
                 core.store.commit = real_commit  # type: ignore[method-assign]
-                await core.commit(Tx(events=[event]), Effects(kick=True))
+                await held.commit(Tx(events=[event]), Effects(kick=True))
             assert kicked == [True]
 
     run(main)

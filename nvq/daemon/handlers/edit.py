@@ -22,7 +22,7 @@ from nvq.model import Job, JobState, Outcome
 
 async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         job = await state.get_job(req.id)
         check_allowed(state, [job], user, "edit")
         with map_exceptions():
@@ -42,13 +42,13 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
         def change(one: Job) -> Any:
             return job_edit.edit_fields(one, fields, by=user)
 
-        changed = await apply(state, [job], change)
+        changed = await apply(held, [job], change)
     return (changed[0] if changed else job)
 
 
 async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         job = await state.get_job(req.id)
         check_allowed(state, [job], user, "edit")
         for dep in req.add_after:
@@ -66,4 +66,4 @@ async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
                 job, drop=req.drop_after, add=req.add_after, by=user, waits_for=waits_for
             )
 
-        return (await apply(state, [job], edit_one))[0]
+        return (await apply(held, [job], edit_one))[0]

@@ -13,6 +13,7 @@ import msgspec
 
 from nvq import control as c
 from nvq.daemon.context import Context
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.explain import explain
 from nvq.daemon.handlers import world
@@ -72,7 +73,7 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
 
 async def note(ctx: Context, req: c.Note, user: str) -> Job:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         job = await state.get_job(req.id)
         if req.clear:
             text = ""
@@ -86,13 +87,13 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
         if problem is not None:
             raise BadRequest(f"job {job.id}'s note {problem}")
         new = msgspec.structs.replace(job, note=text)
-        await state.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
+        await held.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
         return new
 
 
 async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         job = await state.get_job(req.id)
         if req.set_json is None:
             return job.result
@@ -101,7 +102,7 @@ async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
         ):
             value = msgspec.json.decode(req.set_json)
         new = msgspec.structs.replace(job, result=value)
-        await state.commit(Tx(jobs=[new], events=[NewEvent("job_result_set", job.id, None, {})]))
+        await held.commit(Tx(jobs=[new], events=[NewEvent("job_result_set", job.id, None, {})]))
         return value
 
 
@@ -139,7 +140,7 @@ def wait_exit(jobs: list[Job]) -> int:
 
 async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         ids = await state.store.finished_ids(req.before)
         if req.ids is not None:
             chosen = set(req.ids)
@@ -151,13 +152,14 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
             return c.Purged(purged=0, ids=ids)
         if ids:
             data = {"count": len(ids), "by": user, "before": req.before}
-            await state.commit(
-                Tx(delete_jobs=ids, events=[NewEvent("jobs_purged", None, None, data)])
+            # A purged prerequisite no longer holds anyone back: a pass.
+            await held.commit(
+                Tx(delete_jobs=ids, events=[NewEvent("jobs_purged", None, None, data)]),
+                Effects(kick=True),
             )
             ctx.machines.artifacts.delete(ids)  # their checkpoints go with them
     if ids:
         await world.free_blobs(state)  # and their snapshots, unless another job shares one
-    state.kick()  # a purged prerequisite no longer holds anyone back
     return c.Purged(purged=len(ids), ids=ids)
 
 

@@ -12,6 +12,7 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.placing import dependency_states, lane_statuses
 from nvq.daemon.state import State
@@ -138,7 +139,7 @@ async def lane_action(
     at: str | None,
     user: str,
 ) -> dict[str, Any]:
-    async with state.lock:
+    async with state.held() as held:
         name = resolve(state, text)
         queued = lanes.queued_order([j for j in state.jobs.values() if j.lane == name])
         order = [j.id for j in queued]
@@ -162,8 +163,7 @@ async def lane_action(
                         {"lane": name, "action": action, "order": new_order, "by": user},
                     )
                 )
-        await state.commit(tx)
-    state.kick()
+        await held.commit(tx, Effects(kick=True))
     return await lane_view(state, name)
 
 

@@ -41,7 +41,7 @@ def resolve(state: State, to: str) -> tuple[str, int | None]:
 
 async def move(ctx: Context, req: c.Move, user: str) -> c.Moved:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         job = await state.get_job(req.id)
         check_allowed(state, [job], user, "move")
         node, gpu = resolve(state, req.to)
@@ -61,7 +61,7 @@ async def move(ctx: Context, req: c.Move, user: str) -> c.Moved:
                 raise TransitionError(f"job {one.id} has already ended ({one.state})")
             return moving.move(one, fields, to=where, by=user)
 
-        (moved,) = await apply(state, [job], move_one)
+        (moved,) = await apply(held, [job], move_one)
     stopped = f"attempt {job.attempt} on {job.node}" if job.state is JobState.RUNNING else None
     fields = msgspec.structs.asdict(moved)
     return c.Moved(**fields, to=where, stopped=stopped)

@@ -66,7 +66,7 @@ async def node_stop(ctx: Context, req: c.NodeStop, user: str) -> c.NodesStopped:
 async def _stop_one(ctx: Context, node: NodeRuntime, kill_jobs: bool, user: str) -> str | None:
     """Stop `node`'s runner; None when done, else why it was left running."""
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         running = state.jobs_on(node.name)
         if running and not kill_jobs:
             ids = ", ".join(str(j.id) for j in running)
@@ -74,7 +74,7 @@ async def _stop_one(ctx: Context, node: NodeRuntime, kill_jobs: bool, user: str)
         if running:
             now = time.time()
             await apply(
-                state,
+                held,
                 running,
                 lambda j: transitions.cancel(j, now=now, by=user),
                 by=user,
@@ -83,10 +83,10 @@ async def _stop_one(ctx: Context, node: NodeRuntime, kill_jobs: bool, user: str)
     grace = state.config.queue.kill_grace + 15.0
     if not await _until_reaped(state, node.name, grace):
         return f"its jobs' processes were not confirmed gone within {grace:g}s"
-    async with state.lock:
+    async with state.held() as held:
         node.ignored = node.stopped = True
         await state.store.save_node(node.name, ignored=True)
-        await state.commit(Tx(events=[NewEvent("node_stopped", None, node.name, {"by": user})]))
+        await held.commit(Tx(events=[NewEvent("node_stopped", None, node.name, {"by": user})]))
         if node.link_scope is not None:
             node.link_scope.cancel()
         state.notify()

@@ -60,9 +60,9 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
             cancel_one(job)
 
     async def write() -> list[Job]:
-        async with state.lock:
+        async with state.held() as held:
             jobs = [await state.get_job(i) for i in ids]
-            return await apply(state, jobs, cancel_one, by=user, action="cancel")
+            return await apply(held, jobs, cancel_one, by=user, action="cancel")
 
     what = f"cancel of {', '.join(map(str, ids))} by {user}"
     cancelled = await unless_disk_full(state.later, state.store, write, what)
@@ -71,21 +71,21 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
 
 async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         jobs = [await state.get_job(i) for i in req.ids]
         states = await dependency_states(state, jobs)
 
         def release_one(job: Job) -> Outcome:
             return transitions.release(job, deps.dead_prerequisites(job, states), by=user)
 
-        return await apply(state, jobs, release_one)
+        return await apply(held, jobs, release_one)
 
 
 async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
     state, now = ctx.state, time.time()
     if req.command is not None and len(req.ids) != 1:
         raise BadRequest("a new command is for one job: give one id with --edit")
-    async with state.lock:
+    async with state.held() as held:
         jobs = [await state.get_job(i) for i in req.ids]
         # The back of the line is the next number of the dispatch sequence (a job
         # submitted later gets it too, and its higher id puts it behind).
@@ -104,7 +104,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
             return outcome
 
         ended = {j.id: j for j in jobs}
-        requeued = await apply(state, jobs, requeue_one, by=user, action="requeue")
+        requeued = await apply(held, jobs, requeue_one, by=user, action="requeue")
         replies = []
         for job in requeued:
             kept = None
@@ -120,7 +120,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
 async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
     """Set/adjust the priority (`change`), or move `up` places (negative: down)."""
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         jobs = await named_jobs(state, req.ids, req.array, WAITING)
         pending = [ordering.key_of(j) for j in state.jobs.values() if j.state is JobState.PENDING]
 
@@ -138,12 +138,12 @@ async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
                 raise TransitionError(str(exc)) from None
             return transitions.reorder(job, priority=prio, rank=rank, by=user)
 
-        return await apply(state, jobs, reorder_one, by=user, action="re-prioritise")
+        return await apply(held, jobs, reorder_one, by=user, action="re-prioritise")
 
 
 async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
     state, now = ctx.state, time.time()
-    async with state.lock:
+    async with state.held() as held:
         jobs = await named_jobs(
             state, req.ids, req.array, frozenset({JobState.PENDING, JobState.HELD})
         )
@@ -151,15 +151,15 @@ async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
         def pause_one(job: Job) -> Outcome:
             return transitions.pause(job, by=user, now=now)
 
-        return await apply(state, jobs, pause_one, by=user, action="pause")
+        return await apply(held, jobs, pause_one, by=user, action="pause")
 
 
 async def resume(ctx: Context, req: c.Resume, user: str) -> list[Job]:
     state = ctx.state
-    async with state.lock:
+    async with state.held() as held:
         jobs = await named_jobs(state, req.ids, req.array, frozenset({JobState.PAUSED}))
 
         def resume_one(job: Job) -> Outcome:
             return transitions.resume(job, by=user)
 
-        return await apply(state, jobs, resume_one, by=user, action="resume")
+        return await apply(held, jobs, resume_one, by=user, action="resume")

@@ -14,6 +14,7 @@ from nvq.daemon import reserving
 from nvq.daemon.array_summaries import summarise_arrays
 from nvq.daemon.card_flags import card_flag
 from nvq.daemon.context import Context
+from nvq.daemon.effects import Effects
 from nvq.daemon.errors import RequestError
 from nvq.daemon.slots import node_runtime
 from nvq.daemon.state import State
@@ -117,7 +118,7 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     if card is not None and flag == "drained":
         name = await card_flag(state, *card, drained=value, user=user)
         return next(v for v in node_views(state, include_ignored=True) if v.name == name)
-    async with state.lock:
+    async with state.held() as held:
         node = state.find_node(req.node)
         if flag == "ignored" and value and state.jobs_on(node.name):
             raise RequestError(
@@ -131,11 +132,10 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
         else:
             await state.store.save_node(node.name, ignored=value)
         kind = _FLAG_EVENTS[(flag, value)]
-        await state.commit(Tx(events=[NewEvent(kind, None, node.name, {})]))
+        await held.commit(Tx(events=[NewEvent(kind, None, node.name, {})]), Effects(kick=True))
         if flag == "ignored" and value and node.link_scope is not None:
             node.link_scope.cancel()
         state.notify()
-    state.kick()
     view = next(v for v in node_views(state, include_ignored=True) if v.name == node.name)
     return view
 

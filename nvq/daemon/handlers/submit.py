@@ -14,6 +14,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers.submit_preview import preview
+from nvq.daemon.held import Held
 from nvq.daemon.quotas import check_queued
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
@@ -26,9 +27,9 @@ from nvq_runner.protocol import is_hash
 async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     state = ctx.state
     spec, job = await _checked(ctx, req.spec, user)
-    async with state.lock:
-        new_jobs, unreported = await _rows(ctx, spec, job, user)
-        inserted = await state.commit(Tx(new_jobs=new_jobs), Effects(kick=True))
+    async with state.held() as held:
+        new_jobs, unreported = await _rows(held, ctx, spec, job, user)
+        inserted = await held.commit(Tx(new_jobs=new_jobs), Effects(kick=True))
     fields = msgspec.structs.asdict(inserted[0])
     if unreported:
         # Accepted unchecked: the reply says which nodes it waits to hear from.
@@ -39,8 +40,8 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
 async def submit_dry_run(ctx: Context, req: c.SubmitDry, user: str) -> c.SubmitPreview:
     """Every check of `submit`, then where it would start or why it would wait."""
     spec, job = await _checked(ctx, req.spec, user)
-    async with ctx.state.lock:
-        new_jobs, unreported = await _rows(ctx, spec, job, user)
+    async with ctx.state.held() as held:
+        new_jobs, unreported = await _rows(held, ctx, spec, job, user)
         return await preview(ctx, new_jobs, unreported)
 
 
@@ -70,13 +71,13 @@ async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, Job
 
 
 async def _rows(
-    ctx: Context, spec: JobSpec, job: Job, user: str
+    held: Held, ctx: Context, spec: JobSpec, job: Job, user: str
 ) -> tuple[list[Job], list[str]]:
     """The rows to insert, and the nodes it could not be checked against yet (not
-    reported). Must hold the lock."""
+    reported)."""
     for dep in {*spec.after, *spec.after_any}:
         await ctx.state.get_job(dep)
-    new_jobs = await shape_submission(ctx.state, spec, job)
+    new_jobs = await shape_submission(held, spec, job)
     check_queued(ctx.state, user, len(new_jobs))
     return new_jobs, check_runnable(ctx.state, ctx.machines, new_jobs[0])
 
@@ -94,10 +95,11 @@ def check_pin(state: State, name: str) -> None:
         raise BadRequest(f"--node {name!r} matches several nodes: {', '.join(matches)}")
 
 
-async def shape_submission(state: State, spec: JobSpec, job: Job) -> list[Job]:
+async def shape_submission(held: Held, spec: JobSpec, job: Job) -> list[Job]:
     """Turn a submit that passed `validate_spec` into the rows to insert: a lane job at
-    its lane's tail, an array's members. Must hold the lock (array ids are taken from
-    the store's sequence)."""
+    its lane's tail, an array's members. Under the lock: array ids are taken from the
+    store's sequence."""
+    state = held.state
     if spec.lane is not None:
         job = _into_lane(state, spec, job)
     if spec.array is None:

@@ -1,5 +1,5 @@
 """The live event stream (`Subscribe`): the store's backlog after `since`, then each
-commit's events as `State.commit` hands them to the fan-out (`nvq.daemon.subscribers`).
+commit's events as `Held.commit` hands them to the fan-out (`nvq.daemon.subscribers`).
 
 Streamed like `nvq logs`: the control server sends each yielded payload as a `Chunk`."""
 

@@ -21,7 +21,7 @@ from nvq.world.blobs import GcReport
 
 
 async def free_blobs(state: State) -> GcReport:
-    async with state.lock:
+    async with state.held():
         live = await state.store.manifest_ids()  # one column: never every job in memory
     store = blob_store(state.home)
     # jobs' artifact trees (every sync a job still has) and their chunks
