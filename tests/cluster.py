@@ -96,6 +96,7 @@ class Nvq:
             "job", "wait", *map(str, ids), "--timeout", str(timeout), "--json", timeout=timeout + 30
         )
         doc = r.json()
+        assert "jobs" in doc, f"job wait answered {doc} (exit {r.code}; stderr {r.err!r})"
         return r.code, doc["jobs"]
 
     def wait_for(self, job_id: int, pred: Any, timeout: float = 60) -> dict[str, Any]:
