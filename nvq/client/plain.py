@@ -42,7 +42,9 @@ def ask(socket_path: str | Path, request: dict[str, Any], want: str = "data") ->
             sock.sendall(HEADER.pack(len(payload)) + payload)
             first = sock.recv(HEADER.size)
         except OSError as exc:
-            raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
+            # Reset unanswered: the daemon was killed as this read reached it. The
+            # typed path asks again (starting a daemon if none runs).
+            raise NotAnswering(str(exc)) from None
         if not first:
             # Closed unanswered: a daemon from before the plain wire (the CLI was
             # upgraded under a running one) drops a request it cannot decode. The typed

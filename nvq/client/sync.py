@@ -23,6 +23,18 @@ from nvq_runner.protocol import FrameError, FrameReader
 
 HEADER = struct.Struct(">I")
 
+# Requests that change nothing, so asking one again is safe; at most ASK_TIMES asks.
+ASKED_AGAIN: frozenset[type[c.Request]] = frozenset({
+    c.Ping, c.ListJobs, c.JobWindow, c.ShowJob, c.Wait, c.Why, c.Status, c.Nodes,
+    c.NodeStatus, c.Lanes, c.Lane, c.Alerts, c.Events, c.Logs, c.Report, c.GpuHistory,
+    c.JobArtifacts, c.ClusterStatus, c.ReserveList,
+})
+ASK_TIMES = 3
+
+
+class WentAway(ClientError):
+    """The daemon's end of the connection closed before its answer was complete."""
+
 
 def frame(request: c.Request) -> bytes:
     try:
@@ -70,22 +82,38 @@ class Client(Blocking):
             raise DaemonUnavailable(f"cannot reach the daemon at {path}: {exc}") from None
 
     def exchange(self, request: c.Request) -> Iterator[c.Reply]:
-        """Send `request`; yield every reply frame up to and including the `Done`."""
+        """Send `request`; yield every reply frame up to and including the `Done`. A
+        read (`ASKED_AGAIN`) whose daemon went away before a word of its answer came
+        (killed, restarting) is asked again, the daemon started when none runs: which
+        of the kill and the question reached the socket first decides nothing."""
+        for attempt in range(ASK_TIMES):
+            replies = self._exchange_once(request)
+            try:
+                first = next(replies)
+            except WentAway:
+                if type(request) in ASKED_AGAIN and attempt + 1 < ASK_TIMES:
+                    continue
+                raise
+            yield first
+            yield from replies
+            return
+
+    def _exchange_once(self, request: c.Request) -> Iterator[c.Reply]:
         payload = frame(request)
         sock = self._connect()
         try:
             try:
                 sock.sendall(payload)
             except OSError as exc:
-                raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
+                raise WentAway(WENT_AWAY.format(exc.strerror or exc)) from None
             frames = FrameReader(max_message=None)  # an answer may span frames
             while True:
                 try:
                     data = sock.recv(1 << 16)
                 except OSError as exc:  # reset: the daemon died mid-request
-                    raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
+                    raise WentAway(WENT_AWAY.format(exc.strerror or exc)) from None
                 if not data:
-                    raise ClientError(WENT_AWAY.format("it closed the connection"))
+                    raise WentAway(WENT_AWAY.format("it closed the connection"))
                 try:
                     payloads = frames.feed(data)
                 except FrameError as exc:
