@@ -76,6 +76,7 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
     ("node", "status"): (_reads("node_status"), NAME, {}),
     ("node", "health"): (_reads("node_health"), OPTIONAL_NAME, {}),
     ("cluster", "status"): (_reads("cluster_status"), OPTIONAL_NAME, {}),
+    ("reserve", "ls"): (_reads("reserve_ls"), NONE, {}),
 }
 
 

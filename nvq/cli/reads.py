@@ -156,6 +156,18 @@ def cluster_status(name: str | None, as_json: bool) -> int:
     return 0
 
 
+def reserve_ls(as_json: bool) -> int:
+    from nvq.cli.reading import answer
+
+    def text(found: Any) -> str:
+        from nvq.cli.render.reservations import line
+
+        return "\n".join(line(r) for r in found) if found else "no reservations"
+
+    answer({"type": "reserve_ls"}, as_json, text)
+    return 0
+
+
 def node_status(node: str, as_json: bool) -> int:
     from nvq.cli.reading import answer
 

@@ -22,8 +22,8 @@ HEAVY = ("typer", "click", "rich", "textual", "anyio", "asyncssh", "aiosqlite")
 
 @pytest.fixture(scope="module")
 def queue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Nvq, dict[str, str]]]:
-    """One daemon with a job in each state (a failed one opens an alert): the jobs'
-    ids by state."""
+    """One daemon with a job in each state (a failed one opens an alert) and a
+    reservation: the jobs' ids by state."""
     nvq = make_nvq(tmp_path_factory.mktemp("fast"))
     try:
         done = nvq.submit("--name", "done", "--env", "API_TOKEN=hush", "--", "sh", "-c",
@@ -33,6 +33,8 @@ def queue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Nvq, dict[
         running = nvq.submit("--gpus", "2", "--vram", "20GiB", "--", "sleep", "600")["id"]
         nvq.wait_for(running, lambda j: j["state"] == "running")
         pending = nvq.submit("--after", str(running), "--note", "waits", "--", "true")["id"]
+        nvq.ok("reserve", "add", "night", "--cards", "local:0", "--start", "10h", "--end", "12h",
+               "--note", "later")
         ids = {"done": done, "failed": failed, "running": running, "pending": pending}
         yield nvq, {k: str(v) for k, v in ids.items()}
     finally:
@@ -88,6 +90,8 @@ CALLS = [
     ["node", "health", "nowhere"],
     ["cluster", "status"],
     ["cluster", "status", "nowhere", "--json"],
+    ["reserve", "ls"],
+    ["reserve", "ls", "--json"],
 ]
 # figures that move every second whatever path prints them
 MOVING = re.compile(r'"(uptime_s|last_seen)": [0-9.]+')

@@ -7,11 +7,12 @@ import time
 
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.output import emit
+from nvq.cli.render.reservations import line
 from nvq.client import Client
-from nvq.domain.reservations import CardReservation, stamp
 
 on_reserve = typer.Typer()  # attached to the `reserve` group in nvq.cli.commands
 
@@ -29,15 +30,6 @@ def _moment(text: str | None, flag: str, now: float) -> float:
 
 def _names(text: str | None) -> list[str]:
     return [n.strip() for n in (text or "").split(",") if n.strip()]
-
-
-def line(res: CardReservation) -> str:
-    who = ",".join(res.users) or "anyone"
-    note = f"  {res.note}" if res.note else ""
-    return (
-        f"{res.name:<12} {','.join(res.cards):<20} {stamp(res.start)} → {stamp(res.end)}  "
-        f"{who}{note}"
-    )
 
 
 @on_reserve.command("add")
@@ -77,10 +69,7 @@ def reserve_add(
 @on_reserve.command("ls")
 def reserve_ls(as_json: bool = JsonOpt) -> int:
     """Every reservation not yet removed, by start."""
-    found = Client().reservations()
-    text = "\n".join(line(r) for r in found) if found else "no reservations"
-    emit(found, as_json, text)
-    return 0
+    return reads.reserve_ls(as_json)
 
 
 @on_reserve.command("rm")
