@@ -34,6 +34,7 @@ import anyio
 
 from nvq.daemon.awaited import Awaited
 from nvq.daemon.chunked_artifacts import ChunkedArtifacts, supports
+from nvq.daemon.held import locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.model import Job, NewEvent, Tx
@@ -143,7 +144,7 @@ class Artifacts:
                 f"artifacts_quota of {quota} bytes"
             )
             data = {"attempt": job.attempt, "reason": why, "bytes": after, "quota": quota}
-            async with self.state.held() as held:
+            async with locked(self.state) as held:
                 await held.commit(
                     Tx(events=[NewEvent("artifacts_quota", job.id, node.name, data)])
                 )

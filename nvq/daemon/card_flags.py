@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import RequestError
+from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.model import NewEvent, Tx
 
@@ -13,7 +14,7 @@ from nvq.model import NewEvent, Tx
 async def card_flag(state: State, node_name: str, index: int, *, drained: bool,
                     user: str) -> str:
     """Mark or return the card; the node's name."""
-    async with state.held() as held:
+    async with locked(state) as held:
         node = state.find_node(node_name)
         card = f"{node.name}:{index}"
         known = [g.index for g in node.hello.gpus] if node.hello is not None else None

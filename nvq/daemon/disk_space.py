@@ -9,6 +9,7 @@ import os
 
 import anyio
 
+from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.home import Home
 
@@ -36,6 +37,6 @@ async def watch_disk(state: State) -> None:
         elif store.disk_full_since is not None and store.writes_waiting == 0:
             store.space_returned()
         if store.disk_was_full is not None:
-            async with state.held():
+            async with locked(state):
                 await state.report_full_disk()
         await anyio.sleep(INTERVAL)

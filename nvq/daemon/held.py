@@ -1,6 +1,6 @@
 """The state's lock, held, as a type: the only way to commit a change.
 
-`async with state.held() as held:` takes `State.lock` and yields a `Held`; a function
+`async with locked(state) as held:` takes `State.lock` and yields a `Held`; a function
 that must run under the lock takes a `Held` (not a `State`), so mypy rejects a caller
 that does not hold it, where a docstring could only ask. A `Held` is dead once its
 block ends: a commit through one that escaped fails at once. The model is pueue's
@@ -9,13 +9,12 @@ block ends: a commit through one that escaped fails at once. The model is pueue'
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from collections.abc import AsyncIterator
 
 from nvq.daemon.effects import Effects
+from nvq.daemon.state import State
 from nvq.model import Job, Tx
-
-if TYPE_CHECKING:
-    from nvq.daemon.state import State
 
 
 class Held:
@@ -34,11 +33,16 @@ class Held:
             raise RuntimeError("commit through a Held whose lock was released")
         return await self.state.commit_held(tx, fx)
 
-    def act(self, fx: Effects) -> None:
-        """Carry out effects owed by a change already committed in this block."""
-        if not self._live:
-            raise RuntimeError("act through a Held whose lock was released")
-        self.state.act(fx)
-
     def release(self) -> None:
         self._live = False
+
+
+@contextlib.asynccontextmanager
+async def locked(state: State) -> AsyncIterator[Held]:
+    """Take the state's lock; the `Held` it yields is the one way to commit."""
+    async with state.lock:
+        held = Held(state)
+        try:
+            yield held
+        finally:
+            held.release()

@@ -12,6 +12,7 @@ import anyio
 
 from nvq.daemon.apply import apply
 from nvq.daemon.context import Context
+from nvq.daemon.held import locked
 from nvq.domain import transitions
 from nvq.domain.idle_release import cards_active, decide
 from nvq.model import Job, NewEvent, Tx
@@ -60,14 +61,14 @@ async def watch_idle(
             warned_at = now
             await say(f"\r\n[nvq] this session has been idle for {format_duration(idle)}: it "
                       f"ends in {format_duration(grace)} unless you type something\r\n".encode())
-            async with ctx.state.held() as held:
+            async with locked(ctx.state) as held:
                 data = {"idle_s": idle, "ends_in_s": grace}
                 await held.commit(Tx(events=[NewEvent("session_idle", job.id, job.node, data)]))
         elif action == "unwarn":
             warned_at = None
         elif action == "end":
             await say(b"\r\n[nvq] ending this idle session\r\n")
-            async with ctx.state.held() as held:
+            async with locked(ctx.state) as held:
                 live = await ctx.state.get_job(job.id)
                 if not live.state.finished:
                     await apply(held, [live], lambda j: transitions.cancel(

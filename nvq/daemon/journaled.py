@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from nvq.daemon import store_behind
 from nvq.daemon.apply import record
 from nvq.daemon.effects import Effects, Ended
-from nvq.daemon.held import Held
+from nvq.daemon.held import Held, locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.setup_phase import applied
 from nvq.daemon.signalled import event_of
@@ -75,7 +75,7 @@ async def apply_journaled(
     reconcile: Reconcile,
 ) -> None:
     """Apply `evs` (in the order the runner journaled them). Takes the lock."""
-    async with state.held() as held:
+    async with locked(state) as held:
         batch = _Batch(node)
         for ev in evs:
             if ev.seq <= batch.last_seq:

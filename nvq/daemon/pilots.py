@@ -33,6 +33,7 @@ from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
 from nvq.daemon.apply import apply
 from nvq.daemon.errors import BadRequest
+from nvq.daemon.held import locked
 from nvq.daemon.link import NodeEvents, run_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.pending_view import time_limit
@@ -243,7 +244,7 @@ class DaemonPilots:
                 )
 
         self._tg.start_soon(link)
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             await held.commit(
                 Tx(events=[NewEvent("pilot_started", None, node.name, {"host": node.host})])
             )
@@ -270,7 +271,7 @@ class DaemonPilots:
         self.status.pop(name, None)
         self.idle.pop(name, None)
         cluster, _, job_id = name.partition("/")
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             await held.commit(self.ids.forgotten(cluster, job_id, why))
         scope = self.scopes.pop(name, None)
         if scope is not None:
@@ -280,7 +281,7 @@ class DaemonPilots:
         if state.jobs_on(name):
             # Its jobs go back to the queue with their checkpoints, like any down node's.
             await self.events.on_disconnected(node, why)
-            async with state.held() as held:
+            async with locked(state) as held:
                 node.state = "down"
                 tx = Tx(
                     events=[
@@ -293,7 +294,7 @@ class DaemonPilots:
                 now = time.time()
                 jobs = list(state.jobs.values())
                 await apply(held, jobs, lambda j: reassign.reassign(j, name, said, now), tx=tx)
-        async with state.held() as held:
+        async with locked(state) as held:
             # Kills owed to the allocation have nothing left to kill.
             owed = [key for key, reap in state.reaps.items() if reap.node == name]
             if owed:
@@ -303,11 +304,11 @@ class DaemonPilots:
         state.kick()
 
     async def submitted(self, cluster: ClusterConfig, job_id: str) -> None:
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             await held.commit(self.ids.added(cluster.name, job_id))
 
     async def alert(self, cluster: ClusterConfig, message: str) -> None:
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             await held.commit(
                 Tx(events=[NewEvent("cluster_refused", None, cluster.name, {"message": message})])
             )
@@ -322,7 +323,7 @@ class DaemonPilots:
                 left = self.time_left(name)
                 if cluster is None or not vacate_due(left, cluster):
                     continue
-                async with self.state.held() as held:
+                async with locked(self.state) as held:
                     untimed = [
                         j
                         for j in self.state.jobs_on(name)

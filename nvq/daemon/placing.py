@@ -20,6 +20,7 @@ from nvq.config import Config
 from nvq.daemon import preempting, quotas, reserving
 from nvq.daemon.apply import record
 from nvq.daemon.effects import Effects
+from nvq.daemon.held import locked
 from nvq.daemon.pending_view import time_limit, to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
@@ -57,7 +58,7 @@ async def placement_loop(state: State, machines: Machines) -> None:
 
 
 async def place_once(state: State, machines: Machines) -> None:
-    async with state.held() as held:
+    async with locked(state) as held:
         now = time.time()
         pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
         tx = Tx()

@@ -20,7 +20,7 @@ from nvq.daemon.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts import Artifacts
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest
-from nvq.daemon.held import Held
+from nvq.daemon.held import Held, locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import reassign
@@ -140,7 +140,7 @@ class Machines:
             await self.preempt(held, victims, f"node {node.name} is in use by its owner {node.owner}")
 
     async def on_busy(self, node: NodeRuntime, msg: p.Busy) -> None:
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             was = self.busy(node)
             node.busy_reported = msg.busy
             node.busy_detail = {"sessions": msg.sessions, "idle": msg.idle}
@@ -149,7 +149,7 @@ class Machines:
     async def set_busy_mode(self, name: str, mode: str) -> dict[str, Any]:
         if mode not in busy_table.BUSY_MODES:
             raise BadRequest(f"busy mode {mode!r}: expected on, off or auto")
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             node = self.state.find_node(name)
             was = self.busy(node)
             await self.state.store.write(lambda c: busy_table.set_busy_mode(c, node.name, mode))
@@ -171,7 +171,7 @@ class Machines:
         }
 
     async def set_forbid(self, user: str, forbid: bool) -> dict[str, Any]:
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             await self.state.store.write(lambda c: busy_table.set_forbidden(c, user, forbid))
             if forbid:
                 self.forbidden.add(user)
@@ -215,7 +215,7 @@ class Machines:
             if reassign.runtime_exceeded(job, node.owner, now):
                 over.append(job)
         if over:
-            async with state.held() as held:
+            async with locked(state) as held:
                 live = [state.jobs[j.id] for j in over if j.id in state.jobs]
                 still = [
                     j

@@ -12,7 +12,7 @@ from functools import partial
 
 from nvq.daemon.awaited import Awaited
 from nvq.daemon.effects import Effects
-from nvq.daemon.held import Held
+from nvq.daemon.held import Held, locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import recovery
@@ -76,7 +76,7 @@ class Recovery:
             q=state.store.queue_id,
         )
         reply = await self._answers.ask(node, question)
-        async with state.held() as held:
+        async with locked(state) as held:
             self.pending.pop(node.name, None)
             jobs = []
             for rec in reply.records if reply is not None else []:

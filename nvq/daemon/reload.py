@@ -15,6 +15,7 @@ from nvq import control as c
 from nvq.config import ConfigError, load_config
 from nvq.config.changes import diff
 from nvq.daemon.errors import RequestError
+from nvq.daemon.held import locked
 from nvq.daemon.links import Links
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.ops import Ops
@@ -39,7 +40,7 @@ class Reloader:
         except ConfigError as exc:
             raise RequestError(f"not reloaded, the running config is kept: {exc}") from None
         state = self.state
-        async with state.held() as held:
+        async with locked(state) as held:
             changes = diff(state.config, new)
             config = changes.config
             state.config = self.ops.config = self.ops.notifier.config = config
@@ -104,7 +105,7 @@ class Reloader:
                 await stop_runner(state.config, self.home, node)
         except Exception as exc:  # unreachable: its runner stays, idle; said once
             log.warning("node %s removed: its runner was not stopped: %s", node.name, exc)
-        async with state.held():
+        async with locked(state):
             if not node.removed:
                 return
             self.links.stop(node.name)

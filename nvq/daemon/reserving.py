@@ -12,6 +12,7 @@ import msgspec
 
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest
+from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.domain import reservations as rsv
 from nvq.domain.reservations import CardReservation
@@ -28,7 +29,7 @@ async def add(
 ) -> CardReservation:
     """Store `res`; with `gpus`, its cards are that many free ones on `nodes`."""
     now = time.time()
-    async with state.held() as held:
+    async with locked(state) as held:
         if gpus:
             res = msgspec.structs.replace(res, cards=_pick(state, res, gpus, nodes))
         cards = []
@@ -78,7 +79,7 @@ def _pick(state: State, res: CardReservation, gpus: int, nodes: Sequence[str]) -
 
 
 async def remove(state: State, name: str, user: str) -> CardReservation:
-    async with state.held() as held:
+    async with locked(state) as held:
         res = state.reservations.get(name)
         if res is None:
             raise BadRequest(f"no reservation named {name!r}")

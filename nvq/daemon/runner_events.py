@@ -14,7 +14,7 @@ import msgspec
 from nvq.config.lease import effective_lease
 from nvq.daemon import blobs, store_behind
 from nvq.daemon.effects import Effects
-from nvq.daemon.held import Held
+from nvq.daemon.held import Held, locked
 from nvq.daemon.image_staging import LISTED, STAGED
 from nvq.daemon.journaled import apply_journaled
 from nvq.daemon.nodes import NodeRuntime, Sender
@@ -82,7 +82,7 @@ class RunnerEvents:
         if time.time() - node.down_since < self.state.config.queue.node_grace:
             return
         node.state = "down"
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             tx = Tx(
                 events=[
                     NewEvent(
@@ -107,7 +107,7 @@ class RunnerEvents:
         node.refused_alerted = said
         data = {"error": error, "last_seen": node.last_seen}
         event = NewEvent("node_refused", None, node.name, data)
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             await held.commit(Tx(events=[event]))
 
     def lease(self) -> float | None:
@@ -144,7 +144,7 @@ class RunnerEvents:
             previous = node.sample
             self._on_sample(node, msg)
             if sick := unhealthy_events(node.name, previous, msg, node.card_marks):
-                async with self.state.held() as held:
+                async with locked(self.state) as held:
                     await held.commit(Tx(events=sick))
         elif isinstance(msg, p.LogData):
             deliver = node.log_streams.get(msg.req)
@@ -190,7 +190,7 @@ class RunnerEvents:
             self.state.kick()
 
     async def _on_hello(self, node: NodeRuntime, hello: p.Hello) -> None:
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             node.hello = hello
             node.state = "up"
             node.error = None
@@ -249,7 +249,7 @@ class RunnerEvents:
     async def _replayed(self, node: NodeRuntime) -> None:
         """The runner's replay is over: whatever seq queue.db applied last (a restored
         store may be behind or ahead of what the runner kept), the node is reconciled."""
-        async with self.state.held() as held:
+        async with locked(self.state) as held:
             self._replaying.discard(node.name)
             if node.send is not None and not node.reconciled:
                 await self._reconcile(held, node)

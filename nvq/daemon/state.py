@@ -5,16 +5,15 @@ Every change follows one path: decide (pure functions in `nvq.domain`), commit
 `Effects` the decision returned beside its rows: frames to runners, artifact syncs, a
 placement pass; carried out by `State.act` and nowhere else). `State.lock` serialises
 that path, so decisions are always made on a picture that matches the database; only
-`async with state.held() as held` gives the `Held` that can commit (daemon/held.py).
+`async with locked(state) as held` gives the `Held` that can commit (daemon/held.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,7 +24,6 @@ from nvq.config import Config
 from nvq.daemon.effects import Actions, Effects
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.frames import kill_msg, start_msg, stop_signal
-from nvq.daemon.held import Held
 from nvq.daemon.later import Later
 from nvq.daemon.live_index import LiveIndex
 from nvq.daemon.nodes import NodeRuntime
@@ -125,15 +123,6 @@ class State:
         self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
         self.actions: Actions | None = None  # carries out starts and ended attempts
 
-    @contextlib.asynccontextmanager
-    async def held(self) -> AsyncIterator[Held]:
-        """Take the lock; the `Held` it yields is the one way to commit."""
-        async with self.lock:
-            held = Held(self)
-            try:
-                yield held
-            finally:
-                held.release()
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -202,8 +191,8 @@ class State:
                     tx.jobs.append(outcome.job)
                     tx.events.extend(outcome.events)
         if tx:
-            async with self.held() as held:
-                await held.commit(tx)
+            async with self.lock:  # the state's own start: no Held outside yet
+                await self.commit_held(tx)
 
     # ------------------------------------------------------------ wake-ups
 

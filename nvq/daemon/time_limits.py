@@ -10,6 +10,7 @@ import time
 
 import anyio
 
+from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.domain.notify_on import TIME_LIMIT_80
 from nvq.model import Job, JobState, NewEvent, Tx
@@ -47,7 +48,7 @@ async def warn_time_limits(state: State) -> None:
             else:
                 nearest = min(nearest, at)
         if owed:
-            async with state.held() as held:
+            async with locked(state) as held:
                 live = [
                     j for j in (state.jobs.get(o.id) for o in owed)
                     if j is not None and j.state is JobState.RUNNING

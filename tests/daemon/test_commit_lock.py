@@ -1,5 +1,5 @@
 """`Held.commit` is the one place a change is written and then acted on: only a task
-inside `state.held()` has a `Held`, one that escaped its block is refused, and a
+inside `locked(state)` has a `Held`, one that escaped its block is refused, and a
 change's effects are carried out only once the change is written."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nvq.daemon.effects import Effects
+from nvq.daemon.held import locked
 from nvq.model import NewEvent, Tx
 from tests.fakes.aio import run
 from tests.fakes.daemon import running_daemon
@@ -20,7 +21,7 @@ def test_commit_refuses_a_caller_without_the_lock(tmp_path: Path) -> None:
             event = NewEvent("job_note", None, None, {})
             with pytest.raises(AssertionError, match="lock"):
                 await core.commit_held(Tx(events=[event]))
-            async with core.held() as held:
+            async with locked(core) as held:
                 await held.commit(Tx(events=[event]))
             with pytest.raises(RuntimeError, match="released"):
                 await held.commit(Tx(events=[event]))
@@ -48,7 +49,7 @@ def test_effects_wait_for_the_write(tmp_path: Path) -> None:
             real_commit = core.store.commit
             core.store.commit = failing  # type: ignore[method-assign,assignment]
             event = NewEvent("job_note", None, None, {})
-            async with core.held() as held:
+            async with locked(core) as held:
                 with pytest.raises(OSError):
                     await held.commit(Tx(events=[event]), Effects(kick=True))
                 assert kicked == []  # nothing acted on for a change never written

@@ -15,6 +15,7 @@ from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import map_exceptions
 from nvq.daemon.handlers.submit import _into_lane, check_pin
+from nvq.daemon.held import locked
 from nvq.daemon.submit_checks import check_runnable
 from nvq.domain import deps, job_edit, request, transitions
 from nvq.model import Job, JobState, Outcome
@@ -22,7 +23,7 @@ from nvq.model import Job, JobState, Outcome
 
 async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         job = await state.get_job(req.id)
         check_allowed(state, [job], user, "edit")
         with map_exceptions():
@@ -48,7 +49,7 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
 
 async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         job = await state.get_job(req.id)
         check_allowed(state, [job], user, "edit")
         for dep in req.add_after:

@@ -19,6 +19,7 @@ from nvq.daemon.explain import explain
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import rows_of, with_reason
+from nvq.daemon.held import locked
 from nvq.daemon.state import LIVE_STATES
 from nvq.domain import attempts
 from nvq.domain.validate import check_note
@@ -73,7 +74,7 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
 
 async def note(ctx: Context, req: c.Note, user: str) -> Job:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         job = await state.get_job(req.id)
         if req.clear:
             text = ""
@@ -93,7 +94,7 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
 
 async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         job = await state.get_job(req.id)
         if req.set_json is None:
             return job.result
@@ -140,7 +141,7 @@ def wait_exit(jobs: list[Job]) -> int:
 
 async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         ids = await state.store.finished_ids(req.before)
         if req.ids is not None:
             chosen = set(req.ids)

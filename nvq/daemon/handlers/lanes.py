@@ -14,6 +14,7 @@ from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, map_exceptions
+from nvq.daemon.held import locked
 from nvq.daemon.placing import dependency_states, lane_statuses
 from nvq.daemon.state import State
 from nvq.domain import deps, lanes, permissions
@@ -139,7 +140,7 @@ async def lane_action(
     at: str | None,
     user: str,
 ) -> dict[str, Any]:
-    async with state.held() as held:
+    async with locked(state) as held:
         name = resolve(state, text)
         queued = lanes.queued_order([j for j in state.jobs.values() if j.lane == name])
         order = [j.id for j in queued]

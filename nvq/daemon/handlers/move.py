@@ -10,6 +10,7 @@ from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers.submit import lane_tail
+from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import check_runnable
 from nvq.domain import move as moving
@@ -41,7 +42,7 @@ def resolve(state: State, to: str) -> tuple[str, int | None]:
 
 async def move(ctx: Context, req: c.Move, user: str) -> c.Moved:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         job = await state.get_job(req.id)
         check_allowed(state, [job], user, "move")
         node, gpu = resolve(state, req.to)

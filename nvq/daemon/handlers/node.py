@@ -29,6 +29,7 @@ from nvq import control as c
 from nvq.daemon.apply import apply
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
+from nvq.daemon.held import locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.runner_stop import stop_runner
 from nvq.daemon.state import State
@@ -66,7 +67,7 @@ async def node_stop(ctx: Context, req: c.NodeStop, user: str) -> c.NodesStopped:
 async def _stop_one(ctx: Context, node: NodeRuntime, kill_jobs: bool, user: str) -> str | None:
     """Stop `node`'s runner; None when done, else why it was left running."""
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         running = state.jobs_on(node.name)
         if running and not kill_jobs:
             ids = ", ".join(str(j.id) for j in running)
@@ -83,7 +84,7 @@ async def _stop_one(ctx: Context, node: NodeRuntime, kill_jobs: bool, user: str)
     grace = state.config.queue.kill_grace + 15.0
     if not await _until_reaped(state, node.name, grace):
         return f"its jobs' processes were not confirmed gone within {grace:g}s"
-    async with state.held() as held:
+    async with locked(state) as held:
         node.ignored = node.stopped = True
         await state.store.save_node(node.name, ignored=True)
         await held.commit(Tx(events=[NewEvent("node_stopped", None, node.name, {"by": user})]))

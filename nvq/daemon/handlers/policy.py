@@ -14,6 +14,7 @@ from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.handlers.submit import lane_tail
+from nvq.daemon.held import locked
 from nvq.daemon.later import unless_disk_full
 from nvq.daemon.placing import dependency_states
 from nvq.daemon.state import State
@@ -60,7 +61,7 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
             cancel_one(job)
 
     async def write() -> list[Job]:
-        async with state.held() as held:
+        async with locked(state) as held:
             jobs = [await state.get_job(i) for i in ids]
             return await apply(held, jobs, cancel_one, by=user, action="cancel")
 
@@ -71,7 +72,7 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
 
 async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         jobs = [await state.get_job(i) for i in req.ids]
         states = await dependency_states(state, jobs)
 
@@ -85,7 +86,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
     state, now = ctx.state, time.time()
     if req.command is not None and len(req.ids) != 1:
         raise BadRequest("a new command is for one job: give one id with --edit")
-    async with state.held() as held:
+    async with locked(state) as held:
         jobs = [await state.get_job(i) for i in req.ids]
         # The back of the line is the next number of the dispatch sequence (a job
         # submitted later gets it too, and its higher id puts it behind).
@@ -120,7 +121,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
 async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
     """Set/adjust the priority (`change`), or move `up` places (negative: down)."""
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         jobs = await named_jobs(state, req.ids, req.array, WAITING)
         pending = [ordering.key_of(j) for j in state.jobs.values() if j.state is JobState.PENDING]
 
@@ -143,7 +144,7 @@ async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
 
 async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
     state, now = ctx.state, time.time()
-    async with state.held() as held:
+    async with locked(state) as held:
         jobs = await named_jobs(
             state, req.ids, req.array, frozenset({JobState.PENDING, JobState.HELD})
         )
@@ -156,7 +157,7 @@ async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
 
 async def resume(ctx: Context, req: c.Resume, user: str) -> list[Job]:
     state = ctx.state
-    async with state.held() as held:
+    async with locked(state) as held:
         jobs = await named_jobs(state, req.ids, req.array, frozenset({JobState.PAUSED}))
 
         def resume_one(job: Job) -> Outcome:

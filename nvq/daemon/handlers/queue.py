@@ -16,6 +16,7 @@ from nvq.daemon.card_flags import card_flag
 from nvq.daemon.context import Context
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import RequestError
+from nvq.daemon.held import locked
 from nvq.daemon.slots import node_runtime
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views, with_health
@@ -118,7 +119,7 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     if card is not None and flag == "drained":
         name = await card_flag(state, *card, drained=value, user=user)
         return next(v for v in node_views(state, include_ignored=True) if v.name == name)
-    async with state.held() as held:
+    async with locked(state) as held:
         node = state.find_node(req.node)
         if flag == "ignored" and value and state.jobs_on(node.name):
             raise RequestError(

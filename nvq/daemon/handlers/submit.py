@@ -14,7 +14,7 @@ from nvq.daemon.context import Context
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers.submit_preview import preview
-from nvq.daemon.held import Held
+from nvq.daemon.held import Held, locked
 from nvq.daemon.quotas import check_queued
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
@@ -27,7 +27,7 @@ from nvq_runner.protocol import is_hash
 async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     state = ctx.state
     spec, job = await _checked(ctx, req.spec, user)
-    async with state.held() as held:
+    async with locked(state) as held:
         new_jobs, unreported = await _rows(held, ctx, spec, job, user)
         inserted = await held.commit(Tx(new_jobs=new_jobs), Effects(kick=True))
     fields = msgspec.structs.asdict(inserted[0])
@@ -40,7 +40,7 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
 async def submit_dry_run(ctx: Context, req: c.SubmitDry, user: str) -> c.SubmitPreview:
     """Every check of `submit`, then where it would start or why it would wait."""
     spec, job = await _checked(ctx, req.spec, user)
-    async with ctx.state.held() as held:
+    async with locked(ctx.state) as held:
         new_jobs, unreported = await _rows(held, ctx, spec, job, user)
         return await preview(ctx, new_jobs, unreported)
 

@@ -14,6 +14,7 @@ from nvq.daemon.blobs import blob_store
 from nvq.daemon.chunk_sync import TreeLog
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
+from nvq.daemon.held import locked
 from nvq.daemon.pull import check_paths, pull_into_staging
 from nvq.daemon.state import State
 from nvq.home import queue_owner
@@ -21,7 +22,7 @@ from nvq.world.blobs import GcReport
 
 
 async def free_blobs(state: State) -> GcReport:
-    async with state.held():
+    async with locked(state):
         live = await state.store.manifest_ids()  # one column: never every job in memory
     store = blob_store(state.home)
     # jobs' artifact trees (every sync a job still has) and their chunks
