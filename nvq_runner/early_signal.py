@@ -8,17 +8,32 @@ import logging
 import signal
 import time
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Callable, Protocol, TypeVar
 
-from .protocol import JobSignalled
-
-if TYPE_CHECKING:
-    from .jobs import JobManager, Running
+from .jobfiles import AttemptRecord
+from .protocol import JobSignalled, JournaledEvent
 
 log = logging.getLogger(__name__)
 
 
-def send(jobs: JobManager, run: Running) -> None:
+class Attempt(Protocol):
+    rec: AttemptRecord
+
+
+A = TypeVar("A", bound=Attempt)
+A_contra = TypeVar("A_contra", bound=Attempt, contravariant=True)
+
+
+class Manager(Protocol[A_contra]):
+    """What this needs of the job manager (nvq_runner.jobs.JobManager), named here so
+    that this module does not import it."""
+
+    def _save(self, run: A_contra) -> None: ...
+    def _signal(self, run: A_contra, sig: signal.Signals) -> None: ...
+    def _emit(self, event: Callable[[int], JournaledEvent]) -> None: ...
+
+
+def send(jobs: Manager[A], run: A) -> None:
     """Send the attempt's `--signal` to it, once: not after it was told to stop (its
     SIGTERM is on its way), nor again after a runner restart. Its timer is cancelled
     when the attempt ends."""
