@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,17 +90,19 @@ class Zygote:
 
 
 _zygotes: dict[tuple[bool, tuple[tuple[str, str], ...]], Zygote] = {}
+_starting = threading.Lock()  # a test's threads may make their first calls at once
 
 
 def _zygote(env: dict[str, str], everything: bool) -> Zygote:
     shaping = tuple(sorted((k, v) for k, v in env.items() if _shapes_interpreter(k)))
     key = (everything, shaping)
-    zygote = _zygotes.get(key)
-    if zygote is None or not zygote.alive():
-        # its environment: what shapes an interpreter, and the PATH and HOME of this one
-        base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
-        zygote = _zygotes[key] = Zygote({**base, **dict(shaping)}, everything)
-    return zygote
+    with _starting:
+        zygote = _zygotes.get(key)
+        if zygote is None or not zygote.alive():
+            # its environment: what shapes an interpreter, and this one's PATH and HOME
+            base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
+            zygote = _zygotes[key] = Zygote({**base, **dict(shaping)}, everything)
+        return zygote
 
 
 @atexit.register
