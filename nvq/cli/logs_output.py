@@ -5,12 +5,14 @@ bytes."""
 from __future__ import annotations
 
 import sys
-from typing import Literal
 
 from nvq.cli.render.jobs import member_label
-from nvq.cli.render.output import emit
 from nvq.cli.render.terminal_safe import Neutraliser
-from nvq.client.sync import Client
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and msgspec cost the CLI call this module serves
+    from collections.abc import Iterator
+    from typing import Literal
 
 
 def print_logs(
@@ -26,15 +28,19 @@ def print_logs(
 ) -> None:
     """`raw`: every byte as the job wrote it, even to a terminal (see
     nvq.cli.render.terminal_safe)."""
-    client = Client()
-    member = member_label(client.show(job_id))
-    chunks = client.logs(
-        job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, marks=marks
-    )
+    from nvq.cli.reading import ask
+
+    shown, _ = ask({"type": "show", "id": job_id, "logs": 0, "reveal": False}, "data")
+    member = member_label(shown)
+    request = {"type": "logs", "id": job_id, "lines": lines, "follow": follow,
+               "stream": stream, "attempt": attempt, "marks": marks}
+    chunks = _chunks(request)
     if as_json:
+        from nvq.cli.reading import print_json
+
         text = b"".join(chunks).decode(errors="replace")
         doc = {"id": job_id, "stream": stream, "text": text}
-        emit({**doc, "member": member} if member else doc, True)
+        print_json({**doc, "member": member} if member else doc)
         return
     if member is not None:
         print(f"==> job {job_id} ({member}) <==", file=sys.stderr, flush=True)
@@ -45,3 +51,19 @@ def print_logs(
     if safe is not None:
         sys.stdout.buffer.write(safe.end())
         sys.stdout.buffer.flush()
+
+
+def _chunks(request: dict[str, object]) -> Iterator[bytes]:
+    """The log's chunks over the plain wire, else through the typed client (which
+    starts a daemon, or says why it cannot)."""
+    from nvq.cli.reading import socket_path
+    from nvq.client.plain import NotAnswering, open_stream
+
+    try:
+        return open_stream(socket_path(), request)
+    except NotAnswering:
+        pass
+    from nvq.client.sync import Client
+
+    typed = {k: v for k, v in request.items() if k != "type"}
+    return Client().logs(**typed)  # type: ignore[arg-type]

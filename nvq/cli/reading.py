@@ -22,20 +22,11 @@ if TYPE_CHECKING:  # typing itself costs the calls this module exists to make ch
 def ask(request: dict[str, Any], want: str) -> tuple[Any, int]:
     """(the answer, its exit code): `want="json"` the `--json` text, `"data"` the data
     (as Fields). A refusal raises ClientError with the daemon's words."""
-    import os
-
     from nvq.client.plain import NotAnswering
     from nvq.client.plain import ask as ask_plain
-    from nvq.home_root import root_text, socket_text
 
-    if os.environ.get("NVQ_SOCKET"):  # inside a job: its own queue, relayed
-        from nvq.client.inside_job import job_socket
-
-        path = str(job_socket())
-    else:
-        path = socket_text(root_text())
     try:
-        answer, code = ask_plain(path, request, want)
+        answer, code = ask_plain(socket_path(), request, want)
     except NotAnswering:
         answer, code = _ask_typed(request, want)
     if want == "json":
@@ -43,6 +34,19 @@ def ask(request: dict[str, Any], want: str) -> tuple[Any, int]:
     from nvq.cli.render.fields import fields
 
     return fields(answer), code
+
+
+def socket_path() -> str:
+    """The daemon's socket: inside a job its own queue's, relayed by the runner."""
+    import os
+
+    if os.environ.get("NVQ_SOCKET"):
+        from nvq.client.inside_job import job_socket
+
+        return str(job_socket())
+    from nvq.home_root import root_text, socket_text
+
+    return socket_text(root_text())
 
 
 def _ask_typed(request: dict[str, Any], want: str) -> tuple[Any, int]:

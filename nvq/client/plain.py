@@ -16,6 +16,7 @@ from nvq.client.errors import WENT_AWAY, ClientError
 
 TYPE_CHECKING = False  # typing itself costs the CLI call this module serves
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
     from typing import Any
 
@@ -60,6 +61,46 @@ def ask(socket_path: str | Path, request: dict[str, Any], want: str = "data") ->
         raise ClientError(done["error"], done.get("exit_code") or 1)
     return done.get("data"), done.get("exit_code", 0)
 
+
+
+def open_stream(socket_path: str | Path, request: dict[str, Any]) -> Iterator[bytes]:
+    """A streamed answer (`job logs`): its chunks as they come. NotAnswering before
+    anything was read (the caller asks through the typed client; a daemon from before
+    plain streams drops the request unanswered); then a refusal, or the daemon going
+    away, raises ClientError from the iterator."""
+    payload = json.dumps({"request": request, "want": "stream"}).encode()
+    sock = unix_socket(AF_UNIX, SOCK_STREAM)
+    try:
+        sock.connect(str(socket_path))
+        sock.sendall(HEADER.pack(len(payload)) + payload)
+        first = sock.recv(HEADER.size)
+    except OSError as exc:
+        sock.close()
+        raise NotAnswering(str(exc)) from None
+    if not first:
+        sock.close()
+        raise NotAnswering("the daemon closed the connection without an answer")
+    return _chunks(sock, first)
+
+
+def _chunks(sock: unix_socket, first: bytes) -> Iterator[bytes]:
+    from binascii import a2b_base64
+
+    try:
+        while True:
+            try:
+                frame = json.loads(_read_frame(sock, first))
+            except OSError as exc:
+                raise ClientError(WENT_AWAY.format(exc.strerror or exc)) from None
+            first = b""
+            if frame.get("type") == "chunk":
+                yield a2b_base64(frame["data"])
+                continue
+            if frame.get("error") is not None:
+                raise ClientError(frame["error"], frame.get("exit_code") or 1)
+            return
+    finally:
+        sock.close()
 
 CONTINUED = 1 << 31  # nvq_runner.protocol.CONTINUED: the answer goes on in the next frame
 

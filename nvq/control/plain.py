@@ -20,7 +20,8 @@ from nvq.control.requests import JobWindow, Request
 
 class PlainRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     request: Request
-    want: Literal["data", "json"] = "data"
+    # "stream": a `job logs` request's chunks, each a frame, then its `Done`
+    want: Literal["data", "json", "stream"] = "data"
 
 
 plain_request_decoder = msgspec.json.Decoder(PlainRequest)

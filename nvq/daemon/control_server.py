@@ -168,11 +168,15 @@ async def _reply(
         if isinstance(request, c.Shell | c.Exec | c.Forward):
             raise BadRequest("streams are not answered on the plain wire")
         if isinstance(request, c.Logs | c.Subscribe):
-            if plain is not None:
+            # `job logs` may stream on the plain wire when asked to (want="stream"):
+            # each chunk a JSON frame, its bytes in base64 (nvq.client.plain.stream)
+            logs_plainly = isinstance(request, c.Logs) and plain is not None and (
+                plain.want == "stream")
+            if plain is not None and not logs_plainly:
                 raise BadRequest("streams are not answered on the plain wire")
             if isinstance(request, c.Logs):
                 await check_permission(ctx, request, user)
-                await _stream_logs(ctx, stream, request)
+                await _stream_logs(ctx, stream, request, plain=logs_plainly)
             else:
                 events = await subscribe(ctx.state, request, viewer(ctx, user))
                 await _send_chunks(stream, events)
@@ -247,7 +251,7 @@ async def _serve_session(
             await stream.send(_frame(c.Done(error=f"internal error: {exc}", exit_code=1)))
 
 
-async def _stream_logs(ctx: Context, stream: ByteStream, req: c.Logs) -> None:
+async def _stream_logs(ctx: Context, stream: ByteStream, req: c.Logs, *, plain: bool) -> None:
     """Chunks until the log ends; stops early when the CLI goes away (Ctrl-C)."""
     try:
         chunks = await open_logs(
@@ -260,12 +264,14 @@ async def _stream_logs(ctx: Context, stream: ByteStream, req: c.Logs) -> None:
             marks=req.marks,
         )
     except RequestError as exc:
-        await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code)))
+        await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code), plain=plain))
         return
-    await _send_chunks(stream, chunks)
+    await _send_chunks(stream, chunks, plain=plain)
 
 
-async def _send_chunks(stream: ByteStream, chunks: AsyncIterator[bytes]) -> None:
+async def _send_chunks(
+    stream: ByteStream, chunks: AsyncIterator[bytes], *, plain: bool = False
+) -> None:
     """Each payload as a `Chunk`, then `Done`; stops early when the client goes away."""
     async with anyio.create_task_group() as tg:
 
@@ -280,13 +286,14 @@ async def _send_chunks(stream: ByteStream, chunks: AsyncIterator[bytes]) -> None
         tg.start_soon(watch_client)
         try:
             async for data in chunks:
-                await stream.send(_frame(c.Chunk(data)))
-            await stream.send(_frame(c.Done()))
+                await stream.send(_frame(c.Chunk(data), plain=plain))
+            await stream.send(_frame(c.Done(), plain=plain))
         except FellBehind as exc:
             resume = {"fell_behind": exc.last_id}
             await stream.send(_frame(c.Done(data=resume, error=str(exc), exit_code=1)))
         except RequestError as exc:
-            await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code)))
+            done = c.Done(error=str(exc), exit_code=exc.exit_code)
+            await stream.send(_frame(done, plain=plain))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         finally:

@@ -137,12 +137,10 @@ def test_reads_load_no_typer_and_typer_is_the_other_path(
     queue: tuple[Nvq, dict[str, str]],
 ) -> None:
     nvq, ids = queue
-    loaded = imported(["job", "logs", ids["done"]], nvq.env)  # a stream: the typed client
-    assert "nvq" in loaded and "msgspec" in loaded
-    assert not loaded.intersection(HEAVY), sorted(loaded.intersection(HEAVY))
     # the plain wire: nothing but the standard library (msgspec and typing cost more
-    # than the interpreter's start)
-    for args in (["job", "show", ids["done"]], ["job", "why", ids["pending"], "--json"],
+    # than the interpreter's start); `job logs` streams on it too
+    for args in (["job", "logs", ids["done"]], ["job", "logs", ids["failed"], "--json"],
+                 ["job", "show", ids["done"]], ["job", "why", ids["pending"], "--json"],
                  ["queue", "status"], ["job", "ls", "--json"], ["queue", "nodes"],
                  ["queue", "alerts", "--json"], ["queue", "events"], ["node", "health"]):
         loaded = imported(args, nvq.env)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nvq.client.errors import ClientError
-from nvq.client.plain import NotAnswering, ask
+from nvq.client.plain import NotAnswering, ask, open_stream
 from nvq.home import Home
 from tests.cluster import Nvq
 
@@ -35,6 +35,22 @@ def test_answers_refusals_and_streams(nvq: Nvq) -> None:
         ask(sock, {"type": "logs", "id": job})
     assert (str(stream.value), stream.value.exit_code) == (
         "streams are not answered on the plain wire", 2)
+
+
+def test_job_logs_stream_when_asked_to(nvq: Nvq) -> None:
+    """`want="stream"`: a log's chunks as frames of their own, then its end; a refusal
+    comes from the iterator; any other stream is still refused."""
+    sock = Home(nvq.home).socket
+    job = nvq.submit("--", "sh", "-c", "echo one; echo two >&2")["id"]
+    nvq.wait(job)
+    request = {"type": "logs", "id": job, "lines": -1, "stream": "both"}
+    assert b"".join(open_stream(sock, request)) == b"one\ntwo\n"
+    with pytest.raises(ClientError) as no_job:
+        list(open_stream(sock, {**request, "id": 999}))
+    assert (str(no_job.value), no_job.value.exit_code) == ("no job with id 999", 2)
+    with pytest.raises(ClientError) as events:
+        list(open_stream(sock, {"type": "subscribe"}))
+    assert str(events.value) == "streams are not answered on the plain wire"
 
 
 def test_a_malformed_request_is_dropped_and_the_daemon_serves_on(nvq: Nvq) -> None:
