@@ -28,6 +28,9 @@ def test_the_signal_comes_before_the_timeout(nvq: Nvq, tmp_path: Path) -> None:
     (sent,) = [e for e in shown["events"] if e["kind"] == "job_signalled"]
     assert (sent["data"]["signal"], sent["data"]["attempt"]) == ("SIGUSR1", 1)
     assert sent["data"]["end_at"] == running["started_at"] + 20
+    # the attempt's end syncs $NVQ_ARTIFACTS after the job ends: wait for that sync
+    nvq.wait_for(job["id"], lambda j: any(
+        s["attempt"] == 1 and s["files"] >= 1 for s in j.get("artifact_syncs") or []))
     got = tmp_path / "got"
     nvq.ok("job", "artifacts", str(job["id"]), "--get", str(got))
     assert (got / "ck").read_text() == "step7\n"
