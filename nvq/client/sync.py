@@ -23,17 +23,23 @@ from nvq_runner.protocol import FrameError, FrameReader
 
 HEADER = struct.Struct(">I")
 
-# Requests that change nothing, so asking one again is safe; at most ASK_TIMES asks.
-ASKED_AGAIN: frozenset[type[c.Request]] = frozenset({
-    c.Ping, c.ListJobs, c.JobWindow, c.ShowJob, c.Wait, c.Why, c.Status, c.Nodes,
-    c.NodeStatus, c.Lanes, c.Lane, c.Alerts, c.Events, c.Logs, c.Report, c.GpuHistory,
-    c.JobArtifacts, c.ClusterStatus, c.ReserveList,
-})
-ASK_TIMES = 3
+ASK_TIMES = 3  # sends of one request the daemon never read
 
 
 class WentAway(ClientError):
-    """The daemon's end of the connection closed before its answer was complete."""
+    """The daemon's end of the connection closed before its answer was complete.
+    `unread`: it closed with the request still unread (ECONNRESET: a Unix socket's
+    peer that ends with data in its queue, or before it accepted, resets it), so the
+    daemon never acted on it."""
+
+    def __init__(self, message: str, *, unread: bool = False) -> None:
+        super().__init__(message)
+        self.unread = unread
+
+
+def _went_away(exc: OSError) -> WentAway:
+    return WentAway(WENT_AWAY.format(exc.strerror or exc),
+                    unread=isinstance(exc, ConnectionResetError))
 
 
 def frame(request: c.Request) -> bytes:
@@ -83,15 +89,16 @@ class Client(Blocking):
 
     def exchange(self, request: c.Request) -> Iterator[c.Reply]:
         """Send `request`; yield every reply frame up to and including the `Done`. A
-        read (`ASKED_AGAIN`) whose daemon went away before a word of its answer came
-        (killed, restarting) is asked again, the daemon started when none runs: which
-        of the kill and the question reached the socket first decides nothing."""
+        request the daemon never read (it was killed as the request reached it; see
+        `WentAway.unread`) is sent again, to a daemon started if none runs: which of
+        the kill and the request reached the socket first decides nothing. One it
+        read and then died on is not: it may have acted."""
         for attempt in range(ASK_TIMES):
             replies = self._exchange_once(request)
             try:
                 first = next(replies)
-            except WentAway:
-                if type(request) in ASKED_AGAIN and attempt + 1 < ASK_TIMES:
+            except WentAway as exc:
+                if exc.unread and attempt + 1 < ASK_TIMES:
                     continue
                 raise
             yield first
@@ -105,13 +112,13 @@ class Client(Blocking):
             try:
                 sock.sendall(payload)
             except OSError as exc:
-                raise WentAway(WENT_AWAY.format(exc.strerror or exc)) from None
+                raise _went_away(exc) from None
             frames = FrameReader(max_message=None)  # an answer may span frames
             while True:
                 try:
                     data = sock.recv(1 << 16)
                 except OSError as exc:  # reset: the daemon died mid-request
-                    raise WentAway(WENT_AWAY.format(exc.strerror or exc)) from None
+                    raise _went_away(exc) from None
                 if not data:
                     raise WentAway(WENT_AWAY.format("it closed the connection"))
                 try:

@@ -1,6 +1,7 @@
-"""A read whose daemon went away before a word of its answer (killed as the question
-reached it) is asked again; a request that changes something is not, since the dead
-daemon may have carried it out."""
+"""A request the daemon never read (killed as it reached the socket) is sent again; one
+it read and then died on is not, since it may have acted. A Unix socket tells the two
+apart: a peer that ends with data unread resets the connection (ECONNRESET), one that
+read everything just closes it."""
 
 from __future__ import annotations
 
@@ -19,15 +20,16 @@ HEADER = struct.Struct(">I")
 
 
 class DyingDaemon:
-    """Listens on the daemon's socket: resets the first `deaths` connections as soon as
-    their request arrives, answers the next with `Done(data="pong")`."""
+    """Listens on the daemon's socket. Each of the first `deaths` connections ends as
+    soon as its request is there: unread (`read=False`) or read whole. The next gets
+    `Done(data="pong")`."""
 
-    def __init__(self, path: Path, deaths: int) -> None:
+    def __init__(self, path: Path, deaths: int, *, read: bool) -> None:
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(str(path))
         self.listener.listen(8)
-        self.deaths = deaths
-        self.asked = 0
+        self.deaths, self.read = deaths, read
+        self.connections = 0
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -38,12 +40,13 @@ class DyingDaemon:
             except OSError:
                 return
             with conn:
+                self.connections += 1
+                if self.connections <= self.deaths and not self.read:
+                    conn.recv(1, socket.MSG_PEEK)  # the request is there, left unread
+                    continue
                 size = HEADER.unpack(_exactly(conn, HEADER.size))[0]
                 _exactly(conn, size)
-                self.asked += 1
-                if self.asked <= self.deaths:
-                    # Reset, as the kernel does for a killed process's socket.
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                if self.connections <= self.deaths:
                     continue
                 payload = c.encoder.encode(c.Done(data="pong"))
                 conn.sendall(HEADER.pack(len(payload)) + payload)
@@ -70,31 +73,33 @@ def root(tmp_path: Path) -> Path:
     return home
 
 
-def test_a_read_is_asked_again_after_a_reset(root: Path) -> None:
-    daemon = DyingDaemon(Home(root).socket, deaths=2)
+@pytest.mark.parametrize("request_", [c.Ping(), c.Cancel(ids=[1], array=False)])
+def test_a_request_never_read_is_sent_again(root: Path, request_: c.Request) -> None:
+    daemon = DyingDaemon(Home(root).socket, deaths=2, read=False)
     try:
-        done = Client(root, autostart=False).request(c.Ping())
+        done = Client(root, autostart=False).request(request_)
     finally:
         daemon.close()
     assert done.data == "pong"
-    assert daemon.asked == 3
+    assert daemon.connections == 3
 
 
-def test_a_read_gives_up_after_three_resets(root: Path) -> None:
-    daemon = DyingDaemon(Home(root).socket, deaths=5)
+def test_sending_again_stops_after_three(root: Path) -> None:
+    daemon = DyingDaemon(Home(root).socket, deaths=5, read=False)
     try:
-        with pytest.raises(WentAway, match="went away"):
+        with pytest.raises(WentAway, match="reset"):
             Client(root, autostart=False).request(c.Wait(ids=[1], timeout=None))
     finally:
         daemon.close()
-    assert daemon.asked == 3
+    assert daemon.connections == 3
 
 
-def test_a_change_is_not_asked_again(root: Path) -> None:
-    daemon = DyingDaemon(Home(root).socket, deaths=1)
+@pytest.mark.parametrize("request_", [c.Wait(ids=[1], timeout=None), c.Cancel(ids=[1])])
+def test_a_request_read_and_died_on_is_not_sent_again(root: Path, request_: c.Request) -> None:
+    daemon = DyingDaemon(Home(root).socket, deaths=1, read=True)
     try:
-        with pytest.raises(WentAway, match="went away"):
-            Client(root, autostart=False).request(c.Cancel(ids=[1], array=False))
+        with pytest.raises(WentAway, match="closed the connection"):
+            Client(root, autostart=False).request(request_)
     finally:
         daemon.close()
-    assert daemon.asked == 1
+    assert daemon.connections == 1
