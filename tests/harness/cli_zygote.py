@@ -26,6 +26,7 @@ import array
 import atexit
 import gc
 import importlib
+import importlib.util
 import io
 import json
 import os
@@ -178,7 +179,11 @@ def run_as_main() -> NoReturn:
     page by page (half the CPU of a call), for nothing a call shows."""
     code, interrupted = 0, False
     try:
-        runpy.run_module("nvq", run_name="__main__", alter_sys=True)
+        # What runpy.run_module("nvq", run_name="__main__", alter_sys=True) does, with
+        # the code read before the call became another user (who may not be able to
+        # read a checkout under a 0700 directory, as `mktemp -d` makes).
+        spec, code = MAIN
+        runpy._run_module_code(code, None, "__main__", spec)  # type: ignore[attr-defined]
     except SystemExit as exc:
         code = _exit_code(exc)
     except BaseException as exc:
@@ -197,9 +202,16 @@ def run_as_main() -> NoReturn:
     os._exit(code)
 
 
+MAIN: tuple[Any, Any] = (None, None)  # nvq.__main__'s spec and code, read once as root
+
+
 def main() -> None:
+    global MAIN
     everything = sys.argv[2] == "everything"
     preload(everything)
+    spec = importlib.util.find_spec("nvq.__main__")
+    assert spec is not None and spec.loader is not None
+    MAIN = (spec, spec.loader.get_code("nvq.__main__"))  # type: ignore[attr-defined]
     gc.collect()
     gc.freeze()  # the children's collector leaves the preloaded objects alone: no copy
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
