@@ -13,6 +13,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 from tests.cluster import kill_processes_under, make_nvq
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +40,8 @@ def _tool_env(tmp: Path) -> Path:
     return tool
 
 
+# Builds a wheel and a venv (make dist, pip): 30-60 s alone, over 120 s under load.
+@pytest.mark.timeout(300)
 def test_an_installed_nvq_runs_a_job_with_the_projects_python(tmp_path: Path) -> None:
     tool = _tool_env(tmp_path)
     where = subprocess.run(
