@@ -33,17 +33,9 @@ class FastCommand:
 
     def run(self, as_json: bool) -> int:
         """The exit status; a refusal prints its one line, as the typer path does."""
-        from nvq.cli.failure import fail
-        from nvq.client.errors import ClientError
+        from nvq.cli.failure import guarded
 
-        try:
-            return self.body(*self.arg, as_json, **self.flags)
-        except ClientError as exc:
-            fail(str(exc), exc.exit_code, as_json)
-        except KeyboardInterrupt:
-            return 130
-        except BrokenPipeError:
-            return 0
+        return guarded(lambda: self.body(*self.arg, as_json, **self.flags), as_json)
 
 
 def _reads(name: str) -> Callable[..., int]:

@@ -66,3 +66,15 @@ def read_local(path: Path, flag: str) -> str:
         return path.read_text()
     except OSError as exc:
         raise CliError(f"{flag} {path}: {exc.strerror}", 2) from None
+
+
+def notify_on(text: str | None) -> list[str] | None:
+    """--notify-on as a request holds it; None when the flag was not given."""
+    if text is None:
+        return None
+    from nvq.domain.notify_on import parse_notify_on
+
+    try:
+        return parse_notify_on(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None

@@ -13,7 +13,7 @@ import sys
 
 import msgspec
 
-from nvq.cli.flag_values import CliError, duration, env_pairs, ids, read_local, size
+from nvq.cli.flag_values import CliError, duration, env_pairs, ids, notify_on, read_local, size
 from nvq.cli.render.output import emit
 from nvq.model import Job, JobSpec
 
@@ -128,7 +128,7 @@ def submit(
         preemptible=a.preemptible,
         reservation=a.reservation,
         retries_on=_retries_on(a.retries_on),
-        notify_on=_notify_on(a.notify_on),
+        notify_on=notify_on(a.notify_on),
         begin_at=_begin(a.begin),
         signal=_signal(a.signal),
         setup=a.setup,
@@ -262,15 +262,6 @@ def _begin(text: str | None) -> float | None:
         raise CliError(str(exc), 2) from None
 
 
-def _notify_on(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    from nvq.domain.notify_on import parse_notify_on
-
-    try:
-        return parse_notify_on(text)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
 
 
 def _retries_on(text: str) -> str:

@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from nvq.cli import flag_values
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration, env_pairs, ids, size
 from nvq.cli.render.output import emit
@@ -73,7 +74,7 @@ def job_edit(
         "signal": signal,
         "preemptible": preemptible,
         "reservation": reservation,
-        "notify_on": _notify_on(notify_on),
+        "notify_on": flag_values.notify_on(notify_on),
     }
     changes = {k: v for k, v in given.items() if v is not None}
     if not drop and not add and not changes:
@@ -93,12 +94,3 @@ def job_edit(
     return 0
 
 
-def _notify_on(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    from nvq.domain.notify_on import parse_notify_on
-
-    try:
-        return parse_notify_on(text)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
