@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,6 +128,7 @@ def _decide(slots: list[NodeSlot], jobs: list[Job], now: float) -> PlacementResu
     return result
 
 
+@pytest.mark.timeout(600)  # 300 examples of passes: minutes at -n 8 on 2 cores
 @settings(max_examples=examples(300), deadline=None)
 @given(ops=ops, now=st.sampled_from([0.0, 100.0]))
 def test_a_pass_over_the_window_decides_what_a_full_pass_decides(
