@@ -62,6 +62,8 @@ class DaemonPilots:
         self.clusters = {c.name: c for c in state.config.clusters}
         self.managers: dict[str, PilotManager] = {}
         self.status: dict[str, tuple[PilotStatus, float]] = {}  # node → (status, seen at)
+        # pilots whose untimed jobs were told to leave: closed to them until they end
+        self.vacated: set[str] = set()
         self.idle: dict[str, float] = {}
         self.scopes: dict[str, anyio.CancelScope] = {}
         self.ids = PilotIds(state.store, state.home / "pilots.json")
@@ -144,8 +146,13 @@ class DaemonPilots:
         cluster = self.clusters.get(cluster_name(node) or "")
         if cluster is None or node not in self.status:
             return {}
+        left = self.time_left(node)
+        if node in self.vacated and left is not None:
+            # Never above the margin again: squeue's time left, taken a moment before
+            # it is read, can put a pilot its untimed jobs just left back over it.
+            left = min(left, cluster.vacate_before)
         return {
-            "time_left": self.time_left(node),
+            "time_left": left,
             "untimed_ok": cluster.allow_untimed,
             "time_margin": cluster.vacate_before,
         }
@@ -269,6 +276,7 @@ class DaemonPilots:
 
     async def pilot_ended(self, name: str, why: str) -> None:
         self.status.pop(name, None)
+        self.vacated.discard(name)
         self.idle.pop(name, None)
         cluster, _, job_id = name.partition("/")
         async with locked(self.state) as held:
@@ -323,6 +331,7 @@ class DaemonPilots:
                 left = self.time_left(name)
                 if cluster is None or not vacate_due(left, cluster):
                     continue
+                self.vacated.add(name)
                 async with locked(self.state) as held:
                     untimed = [
                         j
