@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, machine, queue, summary_ms
+from common import emit, machine, python_start, queue, summary_ms
 
 from nvq import control as c
 from nvq.client import Client
@@ -97,15 +97,6 @@ def cli(nvq: Any, args: list[str], runs: int) -> dict[str, float]:
     return summary_ms(times)
 
 
-def cli_python(runs: int) -> dict[str, float]:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        times.append(time.perf_counter() - t)
-    return summary_ms(times)
-
-
 def in_process(home: Path, request: c.Request, runs: int) -> dict[str, float]:
     times = []
     with Client(home) as client:
@@ -138,7 +129,7 @@ def main() -> None:
             nvq.submit("--gpus", "0", "--after", str(blocker), "--", "true")
         mid = args.jobs // 2
         # what a bare interpreter start costs now: the floor under every CLI figure
-        doc["python_start"] = cli_python(args.runs)
+        doc["python_start"] = python_start(args.runs)
         doc["job_show_cli"] = cli(nvq, ["job", "show", str(mid), "--json"], args.runs)
         doc["job_show_daemon"] = in_process(nvq.home, c.ShowJob(id=mid), args.runs * 5)
         doc["job_ls_cli"] = cli(nvq, ["job", "ls", "--json"], args.runs)
