@@ -8,7 +8,12 @@ is a list of words as `shlex.join` writes them (nothing bash would expand, redir
 split differently), its first word is not a bash builtin or keyword, not an
 assignment, not an exported function, and names a program found now (the PATH the
 job gets, or a path from its working directory); a program not found keeps bash's own
-"command not found" line. Stdlib only: the runner runs on Python 3.9."""
+"command not found" line. Stdlib only: the runner runs on Python 3.9.
+
+Where the program is a binary or starts with `#!`, the wrapper runs those words itself
+(`direct_argv`) and no bash starts at all: `exec` there costs a bash's start-up, on the
+same path. A script without `#!` keeps bash, which would run it as a bash script where
+the wrapper's sh would run it as an sh one."""
 
 from __future__ import annotations
 
@@ -51,15 +56,39 @@ def exec_form(command: str, env: Mapping[str, str], workdir: Path) -> str:
     return f"exec {text}\n"
 
 
+def direct_argv(script: str, env: Mapping[str, str], workdir: Path) -> list[str] | None:
+    """The words of `script` (as `exec_form` wrote it) when the wrapper may run them
+    itself: an `exec` of a program the kernel starts on its own (an ELF binary, or a
+    file that names its interpreter with `#!`). None: the wrapper runs the script."""
+    if not script.startswith("exec "):
+        return None
+    words = shlex.split(script[len("exec "):])
+    program = _found(words[0], env, workdir)
+    if program is None:
+        return None
+    try:
+        with program.open("rb") as f:
+            head = f.read(4)
+    except OSError:
+        return None
+    return words if head == b"\x7fELF" or head.startswith(b"#!") else None
+
+
 def _runnable(name: str, env: Mapping[str, str], workdir: Path) -> bool:
+    return _found(name, env, workdir) is not None
+
+
+def _found(name: str, env: Mapping[str, str], workdir: Path) -> Path | None:
+    """The file bash would run for `name`, when that is certain."""
     if "/" in name:
-        return _executable(workdir / name)
+        path = workdir / name
+        return path if _executable(path) else None
     for entry in env.get("PATH", os.defpath).split(":"):
         if not entry.startswith("/"):
-            return False  # "" or a relative entry: bash looks in the cwd; leave it to bash
+            return None  # "" or a relative entry: bash looks in the cwd; leave it to bash
         if _executable(Path(entry) / name):
-            return True
-    return False
+            return Path(entry) / name
+    return None
 
 
 def _executable(path: Path) -> bool:

@@ -22,7 +22,7 @@ from .job_socket import BIN, SOCKET_NAME
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
 from .protocol import Start
-from .script_exec import exec_form
+from .script_exec import direct_argv, exec_form
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
 # A job run as another user runs this copy of the wrapper, in its job directory.
@@ -100,8 +100,10 @@ def spawn(
     os.close(os.open(d.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
     command = msg.command if msg.command.endswith("\n") else msg.command + "\n"
     env = job_env(msg, d, prepared.env if prepared else None, rec.port, rec.deadline)
+    words: list[str] = []
     if not (msg.image or msg.interactive or msg.user):
         command = exec_form(command, env, workdir)
+        words = direct_argv(command, env, workdir) or []
     if msg.image:
         # The wrapper runs the runtime (as the runner's user: rootful), which runs the
         # job's own script in the image as the job's user.
@@ -131,7 +133,8 @@ def spawn(
     # ptyhost.py needs only the standard library: the base interpreter, isolated,
     # runs it even for a member who cannot read the runner's venv.
     shell = [os.path.realpath(sys.executable), "-I"] if msg.interactive else ["/bin/sh"]
-    argv = [*prefix, *shell, str(wrapper), str(d.path), f"{job_umask:04o}"]
+    # `words`: the wrapper runs the program itself, not `bash script` (script_exec.py).
+    argv = [*prefix, *shell, str(wrapper), str(d.path), f"{job_umask:04o}", *words]
     sock = offer(msg, d) if offer is not None else None
     if sock is not None:  # set last: the job's own env cannot point it elsewhere
         env["NVQ_SOCKET"] = str(sock)

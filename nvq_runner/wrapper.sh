@@ -1,5 +1,7 @@
 #!/bin/sh
 # nvq job wrapper: runs "$1/script" with bash and records how it ended in "$1/exit".
+# Given more words ($3...), it runs those instead: a script that was only
+# `exec PROGRAM ARGS` (nvq_runner/script_exec.py), without a bash started to exec it.
 #
 # The runner starts this as the leader of a new session, so every process of the job
 # shares a session id equal to this shell's pid: that is how GPU processes are mapped
@@ -20,7 +22,12 @@ d=$1
 echo $$ > "$d/wrapper.pid"
 trap ':' TERM INT HUP QUIT USR1 USR2 ALRM
 [ -n "$2" ] && umask "$2"
-bash "$d/script"
+if [ $# -gt 2 ]; then
+  shift 2
+  "$@"
+else
+  bash "$d/script"
+fi
 rc=$?
 umask 077
 echo "$rc" > "$d/exit"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nvq_runner.jobfiles import JobDir
-from nvq_runner.script_exec import exec_form
+from nvq_runner.script_exec import direct_argv, exec_form
 from nvq_runner.spawn import WRAPPER
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
@@ -80,3 +80,42 @@ def test_the_wrapper_records_the_programs_status(tmp_path: Path) -> None:
         assert d.exit.read_text().strip() == str(code)
     # the program's parent is the wrapper itself: no bash in between
     assert out.stdout.strip() == "sh"
+
+
+def test_the_wrapper_runs_a_programs_words_itself(tmp_path: Path) -> None:
+    d = JobDir(tmp_path / "jobs", 8)
+    d.path.mkdir(parents=True)
+    env = {"PATH": os.environ["PATH"]}
+    for command, code in ((shlex.join(["bash", "-c", "exit 3"]), 3),
+                          (shlex.join(["bash", "-c", "kill -TERM $$"]), 128 + 15),
+                          (shlex.join(["bash", "-c", "cat /proc/$PPID/comm"]), 0)):
+        d.exit.unlink(missing_ok=True)
+        words = direct_argv(exec_form(command + "\n", env, tmp_path), env, tmp_path)
+        assert words == shlex.split(command)
+        d.script.write_text("exit 99\n")  # not run: the words are
+        out = subprocess.run(["/bin/sh", str(WRAPPER), str(d.path), "0022", *words],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == code, command
+        assert d.exit.read_text().strip() == str(code)
+    assert out.stdout.strip() == "sh"
+
+
+def test_only_a_binary_or_a_hashbang_file_skips_bash(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"]}
+    assert direct_argv("exec /bin/true a\n", env, tmp_path) == ["/bin/true", "a"]
+    assert direct_argv("true\n", env, tmp_path) is None  # a builtin: bash's own
+    tool = tmp_path / "run.sh"
+    tool.write_text("#!/bin/sh\nexit 4\n")
+    tool.chmod(0o700)
+    assert direct_argv(exec_form("./run.sh x\n", env, tmp_path), env, tmp_path) == ["./run.sh", "x"]
+    # No `#!`: bash runs such a file as a bash script, the wrapper's sh would not.
+    tool.write_text("[[ 1 == 1 ]] && exit 5\n")
+    script = exec_form("./run.sh\n", env, tmp_path)
+    assert script == "exec ./run.sh\n"
+    assert direct_argv(script, env, tmp_path) is None
+    d = JobDir(tmp_path / "jobs", 9)
+    d.path.mkdir(parents=True)
+    d.script.write_text(script)
+    out = subprocess.run(["/bin/sh", str(WRAPPER), str(d.path), "0022"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 5, out.stderr
