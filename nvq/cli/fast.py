@@ -57,6 +57,7 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
     ("job", "ls"): (_reads("job_ls"), NONE, {}),
     ("job", "why"): (_reads("job_why"), ID, {}),
     ("job", "logs"): (_reads("job_logs"), ID, {}),
+    ("job", "artifacts"): (_reads("job_artifacts"), ID, {}),
     ("queue", "status"): (_reads("queue_status"), NONE, {}),
     ("queue", "nodes"): (
         _reads("queue_nodes"), NONE, {"--procs": "procs", "--include-ignored": "include_ignored"}

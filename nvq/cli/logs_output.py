@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from nvq.cli.render.jobs import member_label
+from nvq.cli.render.array_member import member_label
 from nvq.cli.render.terminal_safe import Neutraliser
 
 TYPE_CHECKING = False

@@ -62,6 +62,20 @@ def job_logs(job_id: int, as_json: bool) -> int:
     return 0
 
 
+def job_artifacts(job_id: int, as_json: bool) -> int:
+    """`job artifacts ID` without --get: the list of what is stored (the typer command
+    copies them with --get)."""
+    from nvq.cli.reading import answer
+
+    def text(doc: Any) -> str:
+        from nvq.cli.render.ops import files_table
+
+        return files_table(doc)
+
+    answer({"type": "job_artifacts", "id": job_id}, as_json, text)
+    return 0
+
+
 def job_why(job_id: int, as_json: bool) -> int:
     from nvq.cli.reading import answer
 

@@ -7,6 +7,7 @@ argv goes to typer."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -27,9 +28,14 @@ def queue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Nvq, dict[
     nvq = make_nvq(tmp_path_factory.mktemp("fast"))
     try:
         done = nvq.submit("--name", "done", "--env", "API_TOKEN=hush", "--", "sh", "-c",
-                          "echo out; echo err >&2")["id"]
+                          "echo out; echo err >&2; echo 3 > $NVQ_ARTIFACTS/step")["id"]
         failed = nvq.submit("--name", "bad", "--", "sh", "-c", "echo oops; exit 3")["id"]
         assert nvq.wait(done, failed)[0] == 1
+        # its final sync follows the exit by a moment: the listing is then stable
+        deadline = time.monotonic() + 120
+        while not nvq.json("job", "artifacts", str(done))["files"]:
+            assert time.monotonic() < deadline, "the final sync never came"
+            time.sleep(0.05)
         running = nvq.submit("--gpus", "2", "--vram", "20GiB", "--", "sleep", "600")["id"]
         nvq.wait_for(running, lambda j: j["state"] == "running")
         pending = nvq.submit("--after", str(running), "--note", "waits", "--", "true")["id"]
@@ -71,6 +77,9 @@ CALLS = [
     ["job", "why", "999"],
     ["job", "logs", "{failed}"],
     ["job", "logs", "--json", "{done}"],
+    ["job", "artifacts", "{done}"],
+    ["job", "artifacts", "--json", "{failed}"],
+    ["job", "artifacts", "999"],
     ["queue", "status"],
     ["queue", "status", "--json"],
     ["queue", "nodes"],

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
-from nvq.cli.render.ops import files_table
 from nvq.cli.render.output import emit
 from nvq.client import Client
 
@@ -23,12 +23,11 @@ def job_artifacts(
     as_json: bool = JsonOpt,
 ) -> int:
     """A job's stored artifacts ($NVQ_ARTIFACTS as of its last sync)."""
-    if get is not None and get.exists() and not get.is_dir():
+    if get is None:
+        return reads.job_artifacts(job_id, as_json)
+    if get.exists() and not get.is_dir():
         raise CliError(f"--get {get}: not a directory", 2)
     doc = Client().artifacts(job_id)
-    if get is None:
-        emit(doc, as_json, files_table(doc))
-        return 0
     src = Path(doc.dir)
     copied = []
     for f in doc.files:

@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Collection, Sequence
 
+from nvq.cli.render.array_member import member_label
 from nvq.cli.render.artifacts import artifact_lines
 from nvq.cli.render.events import data_text, kind_text
 from nvq.cli.render.table import ago, clip, safe, table
@@ -95,13 +96,6 @@ LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|
 def window_text(page: JobPage) -> str:
     """`job ls`: the table, and a closing line when the window left jobs out."""
     return jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
-
-
-def member_label(job: Job) -> str | None:
-    """`7[3]`: an array member as `ARRAY[INDEX]` (the syntax every id argument takes)."""
-    if job.array_id is None or job.array_index is None:
-        return None
-    return f"{job.array_id}[{job.array_index}]"
 
 
 def job_detail(doc: JobDetail, *, env: bool = False) -> str:
