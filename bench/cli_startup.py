@@ -6,8 +6,8 @@ Timed, round-robin so that a drift of the machine's speed touches all alike:
   import_msgspec   `python -c "import msgspec"`: what every typed call needs (the
                    plain-wire reads below do without it)
   one figure per read command, each a fresh `nvq` process (READS below: `job show`
-  bare and `--json`, `job ls`, `job why`, `job logs`, `queue status|nodes|alerts|
-  lanes|lane|events`, `node status|health`), through whichever path `nvq` takes
+  bare and `--json`, `job ls`, `job why`, `job logs`, `job artifacts`,
+  `queue status|nodes|alerts|lanes|lane|events`, `node status|health`), through whichever path `nvq` takes
   for that argv (the fast path for these shapes)
   job_show_typer   `nvq job show ID --json` through typer (NVQ_CLI_TYPER=1)
   queue_nodes_typer  `nvq queue nodes --json` through typer
@@ -52,6 +52,7 @@ def reads(job: str) -> dict[str, list[str]]:
         "job_ls_json": ["job", "ls", "--json"],
         "job_why_json": ["job", "why", job, "--json"],
         "job_logs": ["job", "logs", job],
+        "job_artifacts_json": ["job", "artifacts", job, "--json"],
         "queue_status": ["queue", "status", "--json"],
         "queue_nodes_json": ["queue", "nodes", "--json"],
         "queue_alerts_json": ["queue", "alerts", "--json"],
