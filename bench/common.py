@@ -102,6 +102,83 @@ def cpu_busy_ms() -> float:
     return busy * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace")
+    except OSError:
+        return ""
+
+
+def _kind(cmd: str) -> str:
+    if "nvq.daemon.main" in cmd:
+        return "daemon"
+    if "nvq_runner serve" in cmd:
+        return "runner"
+    if "nvq_runner attach" in cmd:
+        return "runner_attach"
+    if cmd.startswith("sshd:"):
+        return "sshd"
+    return "other"
+
+
+def _cgroup_cpuacct() -> Path | None:
+    """This process's own cpuacct cgroup (v1) when it is not the root one: run a bench
+    inside one (`echo $$ > /sys/fs/cgroup/cpuacct/NAME/cgroup.procs`) and every process
+    it starts, reparented or short-lived, is counted there, jobs included."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, ctrls, path = line.split(":", 2)
+            if "cpuacct" in ctrls.split(",") and path not in ("", "/"):
+                return Path("/sys/fs/cgroup/cpuacct") / path.lstrip("/")
+    except OSError:
+        pass
+    return None
+
+
+def cpu_by_process(marker: str) -> dict[str, float]:
+    """CPU time (user + system, ms) of the live processes whose command line holds
+    `marker` (the queue's temporary directory), summed by kind: the daemon, the runners,
+    the runners' `attach` relays, sshd. With `tree_ms`, the whole cgroup this process
+    runs in (see `_cgroup_cpuacct`): what is left of it after the kinds above and this
+    process is the jobs (and any other short-lived process). Differences over a run give
+    the split."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {"daemon": 0.0, "runner": 0.0, "runner_attach": 0.0,
+                             "sshd": 0.0}
+    seen: list[tuple[str, str, list[str]]] = []  # pid, command line, stat fields
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            seen.append((entry.name, _cmdline(entry.name), fields))
+    # an sshd session ("sshd: root@notty") names no path: it is a listener's child
+    listeners = {pid for pid, cmd, _ in seen if marker in cmd and _kind(cmd) == "sshd"}
+    for _pid, cmd, fields in seen:
+        kind = _kind(cmd) if marker in cmd or fields[1] in listeners else "other"
+        if kind != "other":
+            out[kind] += (int(fields[11]) + int(fields[12])) * 1000 / tick
+    me = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    out["bench"] = (int(me[11]) + int(me[12])) * 1000 / tick
+    group = _cgroup_cpuacct()
+    if group is not None:
+        out["tree_ms"] = int((group / "cpuacct.usage").read_text()) / 1e6
+    return out
+
+
+def split_per_job(before: dict[str, float], after: dict[str, float],
+                  jobs: int) -> dict[str, float]:
+    """`cpu_by_process` differences per job; `jobs_and_rest` only inside a cgroup."""
+    split = {k: round((after[k] - before[k]) / jobs, 2) for k in before if k != "tree_ms"}
+    if "tree_ms" in before:
+        tree = (after["tree_ms"] - before["tree_ms"]) / jobs
+        split["jobs_and_rest"] = round(tree - sum(split.values()), 2)
+        split["total"] = round(tree, 2)
+    return split
+
+
 def python_start(runs: int = 10) -> dict[str, float]:
     """A bare `python -c pass`, timed: the floor under every CLI figure, and a gauge of
     how loaded the machine was while a bench ran."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import cpu_busy_ms, emit, machine, queue, wait_nodes_up
+from common import cpu_busy_ms, cpu_by_process, emit, machine, queue, split_per_job, wait_nodes_up
 
 from nvq.client import Client
 from nvq.model import JobSpec
@@ -60,8 +60,10 @@ def main() -> None:
         doc["submit_rate_cli_calls_per_s"] = round(cli_rate, 1)
         _wait_all_done(nvq, args.cli_calls, 120)
 
+        marker = str(nvq.home.parent)
         t0 = time.monotonic()
         cpu0 = cpu_busy_ms()
+        split0 = cpu_by_process(marker)
         if _has_array(nvq):
             r = nvq.ok("job", "submit", "--json", "--vram", "1GiB", "--array",
                        f"0-{args.jobs - 1}", *args.submit_flag, "--", "true")
@@ -77,6 +79,8 @@ def main() -> None:
         counts = _wait_all_done(nvq, args.cli_calls + args.jobs, 900)
         took = time.monotonic() - t0
         doc["cpu_ms_per_job"] = round((cpu_busy_ms() - cpu0) / args.jobs, 2)
+        doc["cpu_ms_per_job_by_process"] = split_per_job(split0, cpu_by_process(marker),
+                                                         args.jobs)
         doc["cores_busy"] = round((cpu_busy_ms() - cpu0) / 1000 / took, 2)
         doc["end_to_end_s"] = round(took, 2)
         doc["jobs_per_s"] = round(args.jobs / took, 1)
