@@ -14,6 +14,7 @@ that keep their order, and lines written in the same instant may not."""
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from collections.abc import Iterator
@@ -56,12 +57,40 @@ def read_state(path: Path) -> CopyState | None:
         return None
 
 
+# A state file's size once written: one sector, padded with spaces (JSON ignores them).
+STATE_SIZE = 512
+
+
 def write_state(path: Path, state: CopyState) -> None:
+    """The first write makes the file (write and rename); later ones overwrite it in
+    place, padded to one 512-byte sector, as the runner does its attempt record
+    (`nvq_runner.jobfiles.JobDir.write_record`). Each attempt's state is written at
+    least twice (each stream's end), and a replace by rename made a new inode and
+    freed one every time: on this queue host's ext4 without a journal, every new
+    inode is searched for past the recently freed ones, so that churn was a real part
+    of the CPU a job cost the machine. One pwrite of a single sector is whole after a
+    crash of the daemon; only the daemon reads the file, on its own loop, so no reader
+    sees it half written. A longer state falls back to the rename."""
+    data = msgspec.json.encode(state)
+    if len(data) <= STATE_SIZE:
+        data = data.ljust(STATE_SIZE)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            fd = -1
+        if fd >= 0:
+            try:
+                if os.fstat(fd).st_size == STATE_SIZE:
+                    if os.pwrite(fd, data, 0) != STATE_SIZE:
+                        raise OSError(errno.ENOSPC, "short write of an output copy's state")
+                    return
+            finally:
+                os.close(fd)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(msgspec.json.encode(state))
+        f.write(data)
     tmp.replace(path)
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvq.daemon.output_copy import Renderer, append, cut_middle, last_lines, records
+from nvq.daemon.output_copy import (
+    CopyState,
+    Renderer,
+    append,
+    cut_middle,
+    last_lines,
+    read_state,
+    records,
+    write_state,
+)
 
 
 def test_both_streams_render_in_arrival_order_with_marks_only_when_asked(tmp_path: Path) -> None:
@@ -56,3 +65,21 @@ def test_offsets_are_recounted_from_the_records_after_a_restart(tmp_path: Path) 
     assert st.offsets == {"stdout": 4, "stderr": 2}
     cut = CopyState(node="n0", offsets={"stdout": 9}, generation=1)
     assert _recounted(cut, path).offsets == {"stdout": 9}  # after a cut: as saved
+
+
+def test_a_copy_state_is_rewritten_in_place_and_a_long_one_by_rename(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "7" / "1.json"
+    st = CopyState(node="n0")
+    write_state(path, st)  # the first write makes the file (and its folder)
+    made = path.stat().st_ino
+    st.done["stdout"] = True
+    write_state(path, st)
+    assert path.stat().st_ino == made  # no new inode, none freed
+    assert read_state(path) == st
+    st.node = "n" * 600  # past one sector: replaced whole
+    write_state(path, st)
+    assert path.stat().st_ino != made and read_state(path) == st
+    st.node = "n1"  # back under: the long file is replaced by a sector again
+    write_state(path, st)
+    assert read_state(path) == st and path.stat().st_size == 512
+    assert not list(path.parent.glob("*.tmp"))
