@@ -294,7 +294,7 @@ class SshdNode:
             "MaxStartups 100:30:200",
             "ClientAliveInterval 0",
             *(["Subsystem sftp internal-sftp"] if self.sftp else []),
-            *self.extra_config,
+            *_one_set_env(self.extra_config),
         ]
         self.config_file.write_text("\n".join(lines) + "\n")
 
@@ -558,3 +558,13 @@ def start_sshd_nodes(
             node.close()
         raise
     return nodes
+
+
+def _one_set_env(lines: list[str]) -> list[str]:
+    """`lines` with every `SetEnv` joined into the first: sshd takes a keyword's first
+    line only, so a second `SetEnv` (a Slurm login node that also needs its own PATH)
+    would be dropped without a word."""
+    values = [line.split(None, 1)[1] for line in lines if line.startswith("SetEnv ")]
+    rest = [line for line in lines if not line.startswith("SetEnv ")]
+    return [*rest, *([f"SetEnv {' '.join(values)}"] if values else [])]
+

@@ -100,3 +100,19 @@ def test_rotated_host_key_is_refused(sshd_nodes: SshdNodesFactory) -> None:
         asyncio.run(_echo(node))
     node.write_known_hosts()
     assert asyncio.run(_echo(node)) == "hi\n"
+
+
+def test_every_setenv_reaches_a_session(sshd_nodes: SshdNodesFactory) -> None:
+    """sshd keeps a keyword's first line only: two `configure("SetEnv …")` calls (a
+    Slurm login node that also needs its own PATH) must both be seen."""
+    (node,) = sshd_nodes(1)
+    node.configure("SetEnv NVQ_T_ONE=1")
+    node.configure("SetEnv NVQ_T_TWO=2 NVQ_T_THREE=3")
+
+    async def main() -> str:
+        async with await _connect(node) as conn:
+            r = await conn.run("echo $NVQ_T_ONE$NVQ_T_TWO$NVQ_T_THREE", check=True, timeout=10)
+            assert isinstance(r.stdout, str)
+            return r.stdout
+
+    assert asyncio.run(main()) == "123\n"
