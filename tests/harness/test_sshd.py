@@ -112,7 +112,7 @@ def test_every_setenv_reaches_a_session(sshd_nodes: SshdNodesFactory) -> None:
     async def main() -> str:
         async with await _connect(node) as conn:
             r = await conn.run("echo $NVQ_T_ONE$NVQ_T_TWO$NVQ_T_THREE", check=True, timeout=10)
-            assert isinstance(r.stdout, str)
-            return r.stdout
+        assert isinstance(r.stdout, str)
+        return r.stdout
 
     assert asyncio.run(main()) == "123\n"
