@@ -26,6 +26,7 @@ from common import emit, machine, python_start, queue, summary_ms
 
 from nvq import control as c
 from nvq.client import Client
+from nvq.domain.request import record_of
 from nvq.model import Job, JobState
 from nvq.store.jobs import JOB_COLUMNS, job_to_row
 
@@ -49,7 +50,7 @@ def fill(db: Path, n: int) -> float:
     conn.execute("BEGIN")
     conn.execute(
         f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' for _ in cols)})",
-        job_to_row(template),
+        job_to_row(record_of(template)),
     )
     rows = 1
     while rows < n:

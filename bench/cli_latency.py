@@ -20,7 +20,8 @@ from pathlib import Path
 
 from common import emit, machine, queue
 
-from nvq.model import Job, JobState, Tx
+from nvq.domain.request import record_of
+from nvq.model import Job, JobRecord, JobState, Tx
 from nvq.store import Store
 
 
@@ -28,16 +29,16 @@ async def fill(db: Path, n: int) -> None:
     store = await Store.open(db)
     now = time.time()
     try:
-        batch: list[Job] = []
+        batch: list[JobRecord] = []
         for i in range(n):
             batch.append(
-                Job(
+                record_of(Job(
                     id=0, name=f"train-{i}", state=JobState.COMPLETED,
                     command=f"python train.py --seed {i}", user="bench", submitter="bench",
                     created_at=now - n + i, vram_mb=1024, attempt=1, node="local", gpus=[0],
                     started_at=now - n + i, ended_at=now - n + i + 0.5, exit_code=0,
                     progress="epoch 10/10", note="a month of history",
-                )
+                ))
             )
             if len(batch) == 10_000:
                 await store.commit(Tx(new_jobs=batch))

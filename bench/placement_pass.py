@@ -40,10 +40,10 @@ from nvq.daemon.ops import Ops
 from nvq.daemon.placing import place_once
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
-from nvq.domain import transitions
+from nvq.domain import request, transitions
 from nvq.domain.reservations import CardReservation
 from nvq.home import Home
-from nvq.model import Job, JobSpec, JobState, Tx
+from nvq.model import JobRecord, JobSpec, JobState, Tx
 from nvq.store import Store
 from nvq_runner import protocol as p
 
@@ -106,12 +106,12 @@ async def daemon(
 
 async def submit(state: State, specs: list[JobSpec], copies: int, accounts: int = 1) -> None:
     now = time.time()
-    jobs: list[Job] = []
+    jobs: list[JobRecord] = []
     for spec in specs:
         for n in range(copies):
             user = "bench" if accounts == 1 else f"user{n % accounts}"
             template = transitions.new_job(spec, user=user, now=now)
-            jobs.append(msgspec.structs.replace(template, env={}))
+            jobs.append(request.asking(template, env={}))
     async with state.lock:
         for start in range(0, len(jobs), 20_000):
             await state.commit(Tx(new_jobs=jobs[start : start + 20_000]))

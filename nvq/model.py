@@ -1,7 +1,8 @@
 """The queue's data, as msgspec structs shared by the daemon, the store and the CLI.
 
 Times are Unix seconds (float, UTC). Memory is MiB (int). These structs are also the
-`--json` documents the CLI prints, so their field names are part of the interface.
+`--json` documents the CLI prints, so their field names are part of the interface;
+`JobRecord` is the one the daemon keeps to itself (shown as the flat `Job`).
 """
 
 from __future__ import annotations
@@ -103,14 +104,20 @@ class WrittenFile(msgspec.Struct, frozen=True):
 
 
 class Job(msgspec.Struct, kw_only=True):
+    """One job as `--json` documents, replies, the Python client and the `jobs` row
+    show it: a `JobRecord` flat, the fields of its `spec` (JobSpec) among the record's
+    own, in this order, three renamed (`gpus_requested`, `node_request`,
+    `checkpoint_signal`). Each means what it means there. Made from a record by
+    `nvq.domain.request.view_of` only. New fields go at the end: older rows and
+    documents still decode."""
+
     id: int
     name: str
     state: JobState
     command: str
-    user: str  # the OS user who submitted it (socket peer credentials)
-    submitter: str  # NVQ_SUBMITTER label, else the user
+    user: str
+    submitter: str
     created_at: float
-    # the request (every JobSpec field has one here: nvq.domain.request)
     gpus_requested: int = 1
     vram_mb: int = 0
     node_request: str | None = None
@@ -122,6 +129,75 @@ class Job(msgspec.Struct, kw_only=True):
     note: str = ""
     after: list[int] = []
     after_any: list[int] = []
+    attempt: int = 0
+    node: str | None = None
+    gpus: list[int] = []
+    pid: int | None = None
+    dispatched_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+    progress: str | None = None
+    stderr_tail: str | None = None
+    result: Any = None
+    rank: float = 0.0
+    retries: int = 0
+    retried: int = 0
+    cuda: str | None = None
+    memory_mb: int = 0
+    array_id: int | None = None
+    array_index: int | None = None
+    array_limit: int | None = None
+    lane: str | None = None
+    lane_pos: float | None = None
+    email_on_success: bool | None = None
+    email_on_failure: bool | None = None
+    max_runtime: float | None = None
+    no_reassign: bool = False
+    nonce: str = ""
+    result_error: str | None = None
+    log_truncated: bool = False
+    cwd: str | None = None
+    env_captured: dict[str, str] | None = None
+    manifest_id: str | None = None
+    subdir: str = ""
+    in_place: bool = False
+    setup: str | None = None
+    setup_files: list[str] = []
+    env_dropped: list[str] = []
+    written: list[WrittenFile] = []
+    retries_on: str = "lost"
+    interactive: bool = False
+    port: int | None = None
+    begin_at: float | None = None
+    notify_on: list[str] | None = None
+    image: str | None = None
+    image_manifest: str | None = None
+    stderr_tail_stream: str | None = None
+    checkpoint_signal: str = ""
+    image_id: str | None = None
+    preemptible: bool = False
+    reservation: str | None = None
+    phase: str = ""
+
+
+class JobRecord(msgspec.Struct, kw_only=True):
+    """The queue's record of one job, as the daemon, the decisions and the store hold it:
+    what it asks for (`spec`) and what the queue did with it (the rest).
+
+    The rule for a field that is both asked for and shown: it lives in `spec` only, as
+    the queue accepted it (submit fills `name` and `submitter`, sorts `after`, resolves
+    `lane` to the full node name, expands `array` into array_id/index/limit and clears
+    it). The queue's own fields are never in `spec`. `Job` is the same record flat, as
+    documents, replies and rows show it (`nvq.domain.request.view_of`)."""
+
+    id: int
+    state: JobState
+    user: str  # the OS user who submitted it (socket peer credentials)
+    created_at: float
+    spec: JobSpec
     # the current (or last) attempt
     attempt: int = 0
     node: str | None = None
@@ -136,62 +212,24 @@ class Job(msgspec.Struct, kw_only=True):
     progress: str | None = None
     stderr_tail: str | None = None
     result: Any = None
-    # scheduling policy (issue 4); appended so older rows and documents still decode
     rank: float = 0.0  # dispatch order within a priority: lower first (a sequence)
-    retries: int = 0
     retried: int = 0  # restarts used so far
-    cuda: str | None = None
-    memory_mb: int = 0
     array_id: int | None = None  # id of the array's first member
     array_index: int | None = None
     array_limit: int | None = None  # at most this many members running at once
-    lane: str | None = None  # "node:gpu", resolved to the full node name
-    lane_pos: float | None = None  # order within the lane
-    # e-mail when the job ends (None: the [notify] default); schema version 3
-    email_on_success: bool | None = None
-    email_on_failure: bool | None = None
-    # machines that come and go (issue 5); schema version 4
-    max_runtime: float | None = None
-    no_reassign: bool = False
-    # who the current attempt is to its runner, with the queue's id; schema version 5
-    nonce: str = ""
+    lane_pos: float | None = None  # order within its lane (`spec.lane`)
+    nonce: str = ""  # who the current attempt is to its runner, with the queue's id
     result_error: str | None = None  # why result.json was not kept inline
     log_truncated: bool = False  # its output passed max_log_size and had its middle cut
-    # the job's world (see JobSpec); schema version 8
-    cwd: str | None = None
-    env_captured: dict[str, str] | None = None
-    manifest_id: str | None = None
-    subdir: str = ""
-    in_place: bool = False
-    setup: str | None = None
-    setup_files: list[str] = []
     # captured variables the node left out, in words ("VIRTUAL_ENV=/x (no such path there)")
     env_dropped: list[str] = []
     # files of its working copy the job created or changed, as of its last attempt's end
     written: list[WrittenFile] = []
-    # what spends a --retries restart (see JobSpec); schema version 12
-    retries_on: str = "lost"
-    # schema version 13: a terminal session (`job shell`), and the current attempt's
-    # $NVQ_PORT as its runner chose it
-    interactive: bool = False
-    port: int | None = None
-    # schema version 15: --begin, the earliest time it may start
-    begin_at: float | None = None
-    # schema version 16: --notify-on (see JobSpec)
-    notify_on: list[str] | None = None
-    # schema version 18: --image (see JobSpec); 19: the image as the queue host saved it
-    image: str | None = None
-    image_manifest: str | None = None
-    # schema version 20: which log `stderr_tail` is the end of, "stderr" or "stdout"
-    # (stderr was empty); None when there is no tail, or an older runner sent it
+    port: int | None = None  # the current attempt's $NVQ_PORT as its runner chose it
+    # which log `stderr_tail` is the end of, "stderr" or "stdout" (stderr was empty);
+    # None when there is no tail, or an older runner sent it
     stderr_tail_stream: str | None = None
-    # schema version 21: --signal (see JobSpec; `signal` is the one that ended it)
-    checkpoint_signal: str = ""
-    # schema version 22: the image's id as the queue host found it (see JobSpec)
-    image_id: str | None = None
-    preemptible: bool = False  # schema version 23: --preemptible (see JobSpec)
-    reservation: str | None = None  # schema version 24: --reservation (see JobSpec)
-    phase: str = ""  # schema version 25: "setup" while its --setup runs (cards held)
+    phase: str = ""  # "setup" while its --setup runs (cards held)
 
 
 class Event(msgspec.Struct, kw_only=True):
@@ -335,7 +373,7 @@ class Outcome(msgspec.Struct, frozen=True):
     event does not apply to it, so there is nothing to write), the events to record,
     and the kill it owes a node (a reap), if its running process must stop."""
 
-    job: Job | None = None
+    job: JobRecord | None = None
     events: list[NewEvent] = []
     reap: Reap | None = None
 
@@ -365,8 +403,8 @@ class Charge(msgspec.Struct, frozen=True, kw_only=True):
 class Tx(msgspec.Struct, kw_only=True):
     """One transition: everything in it is committed together or not at all."""
 
-    new_jobs: list[Job] = []  # id is assigned on insert; each gets a job_submitted event
-    jobs: list[Job] = []  # updated rows
+    new_jobs: list[JobRecord] = []  # id is assigned on insert; each gets a job_submitted event
+    jobs: list[JobRecord] = []  # updated rows
     events: list[NewEvent] = []
     node_seq: NodeSeq | None = None
     add_reaps: list[Reap] = []

@@ -12,9 +12,9 @@ from nvq.daemon.held import Held
 from nvq.daemon.state import State
 from nvq.domain import permissions
 from nvq.home import queue_owner
-from nvq.model import Job, Outcome, Tx
+from nvq.model import JobRecord, Outcome, Tx
 
-Transition = Callable[[Job], Outcome]
+Transition = Callable[[JobRecord], Outcome]
 
 
 def record(tx: Tx, outcome: Outcome) -> None:
@@ -31,7 +31,7 @@ def queue_admins(state: State) -> frozenset[str]:
     return permissions.queue_admins(queue_owner(), state.config.queue.admins)
 
 
-def check_allowed(state: State, jobs: Iterable[Job], user: str, action: str) -> None:
+def check_allowed(state: State, jobs: Iterable[JobRecord], user: str, action: str) -> None:
     """Only a job's owner or a queue admin may change it."""
     with map_exceptions():
         permissions.check(jobs, user, queue_admins(state), action)
@@ -39,13 +39,13 @@ def check_allowed(state: State, jobs: Iterable[Job], user: str, action: str) -> 
 
 async def apply(
     held: Held,
-    jobs: Iterable[Job],
+    jobs: Iterable[JobRecord],
     transition: Transition,
     *,
     by: str | None = None,
     action: str | None = None,
     tx: Tx | None = None,
-) -> list[Job]:
+) -> list[JobRecord]:
     """Apply `transition` to every job in one transaction; returns the changed jobs.
     With `action`, `by` must be allowed to do it to each of them first. All or
     nothing: one refusal (a `RequestError`) changes no job. `tx` brings the rest of

@@ -7,22 +7,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nvq import control as c
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 from nvq.store import Store
 
 
 async def summarise_arrays(
-    store: Store, live: Iterable[Job]
-) -> tuple[list[Job], list[c.ArraySummary]]:
+    store: Store, live: Iterable[JobRecord]
+) -> tuple[list[JobRecord], list[c.ArraySummary]]:
     """`live` split into the jobs outside any array, and one summary per array with a
     live member (its members' count in every state, in JobState order)."""
-    singles: list[Job] = []
+    singles: list[JobRecord] = []
     names: dict[int, str] = {}
     for job in live:
         if job.array_id is None:
             singles.append(job)
         elif job.array_id not in names:
-            names[job.array_id] = job.name.rsplit("[", 1)[0]
+            names[job.array_id] = job.spec.name.rsplit("[", 1)[0]
     counts = await store.array_counts(sorted(names))
     summaries = [
         c.ArraySummary(

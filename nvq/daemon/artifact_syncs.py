@@ -21,7 +21,7 @@ from nvq.daemon.artifacts import Artifacts, SyncRefused
 from nvq.daemon.chunked_artifacts import supports
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 
 log = logging.getLogger("nvq.machines")
 TICK = 1.0  # seconds between checks for due periodic syncs
@@ -66,7 +66,7 @@ class ArtifactSyncs:
     # ------------------------------------------------------------ what commits owe
 
     def attempt_ended(
-        self, node: NodeRuntime, job: Job | None, attempt: int, *, kept: bool = True,
+        self, node: NodeRuntime, job: JobRecord | None, attempt: int, *, kept: bool = True,
     ) -> None:
         """An attempt exited on `node`: take its last artifacts before the job may run
         again. Must hold the lock (placement must see `syncing` at once). `kept`:
@@ -80,7 +80,7 @@ class ArtifactSyncs:
         self.syncing.add(job.id)
         self._submit(Final(node.name, job.id))
 
-    def post_start(self, node: NodeRuntime, job: Job) -> None:
+    def post_start(self, node: NodeRuntime, job: JobRecord) -> None:
         """Send `Start`, naming the job's newest tree: the runner mounts (or restores)
         it itself."""
         chunked = self.artifacts.chunked
@@ -89,7 +89,7 @@ class ArtifactSyncs:
 
     # ------------------------------------------------------------ what people ask
 
-    def start_fresh(self, job: Job, node: str | None) -> None:
+    def start_fresh(self, job: JobRecord, node: str | None) -> None:
         """`requeue --artifacts fresh`: clear the job's artifacts (here and on `node`,
         where its last attempt ran) before it may be placed again. Must hold the lock."""
         self.syncing.add(job.id)
@@ -144,7 +144,7 @@ class ArtifactSyncs:
             elif isinstance(item, Periodic):
                 self._due.discard(item.job_id)
 
-    async def _transfer(self, node: NodeRuntime, job: Job) -> None:
+    async def _transfer(self, node: NodeRuntime, job: JobRecord) -> None:
         """The one call that moves an attempt's artifacts from its node to here."""
         try:
             await self.artifacts.sync(node, job)

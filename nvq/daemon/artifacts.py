@@ -37,7 +37,7 @@ from nvq.daemon.chunked_artifacts import ChunkedArtifacts, supports
 from nvq.daemon.held import locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
-from nvq.model import Job, NewEvent, Tx
+from nvq.model import JobRecord, NewEvent, Tx
 from nvq_runner import protocol as p
 from nvq_runner.identity import dir_name
 from nvq_runner.tree_paths import safe_path
@@ -112,7 +112,7 @@ class Artifacts:
 
     # ------------------------------------------------------------ sync (node → here)
 
-    async def sync(self, node: NodeRuntime, job: Job) -> dict[str, Any]:
+    async def sync(self, node: NodeRuntime, job: JobRecord) -> dict[str, Any]:
         """Bring the queue host's tree of `job`'s artifacts up to date from `node`."""
         if not supports(node):
             return {"synced": False, "why": "the node's runner keeps no artifacts"}
@@ -124,7 +124,7 @@ class Artifacts:
                 self.last_sync[job.id] = time.time()
             return result
 
-    async def _check_tree_quota(self, job: Job, node: NodeRuntime, size: int) -> None:
+    async def _check_tree_quota(self, job: JobRecord, node: NodeRuntime, size: int) -> None:
         """A sync counts what each job's newest tree describes (chunks shared between
         syncs are stored once, so this is an upper bound of the disk used), and the
         files checked out or set aside under `$NVQ_HOME/artifacts`."""
@@ -132,7 +132,7 @@ class Artifacts:
         copies = await anyio.to_thread.run_sync(_du, self.root)
         await self._within_quota(job, node, trees + copies + size)
 
-    async def _within_quota(self, job: Job, node: NodeRuntime, after: int) -> None:
+    async def _within_quota(self, job: JobRecord, node: NodeRuntime, after: int) -> None:
         quota = self.state.config.queue.artifacts_quota_mb * 1024 * 1024
         if after <= quota:
             return
@@ -156,7 +156,7 @@ class Artifacts:
         """Where `requeue --artifacts fresh` keeps the copy attempt `attempt` left."""
         return self.root / f"{job_id}-attempt-{attempt}"
 
-    async def start_fresh(self, node: NodeRuntime | None, job: Job) -> int:
+    async def start_fresh(self, node: NodeRuntime | None, job: JobRecord) -> int:
         """`requeue --artifacts fresh`: the next attempt starts from an empty
         `$NVQ_ARTIFACTS`. The stored copy is set aside (not deleted: it was asked for
         a new run, not to forget the last one), and the files in the job's directory
@@ -181,7 +181,7 @@ class Artifacts:
             await _remove_on_node(node, gone)
             return len(manifest.files)
 
-    def _root_for(self, job: Job, listed: str) -> str:
+    def _root_for(self, job: JobRecord, listed: str) -> str:
         """Job `job`'s artifacts directory on the node, beside the one the runner
         listed (`<jobs>/<dir>/artifacts`): its directory is named by its identity."""
         if not job.nonce:

@@ -39,7 +39,7 @@ from nvq.daemon.chunk_sync import (
 from nvq.daemon.link_reads import LinkReads, reads_over_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
-from nvq.model import Job
+from nvq.model import JobRecord
 from nvq_runner import protocol as p
 from nvq_runner.artifact_tree import FILE, decode_tree
 from nvq_runner.protocol import ArtifactsTreeQuery, ArtifactsTreeReply
@@ -73,13 +73,13 @@ class ChunkedArtifacts:
             return start
         return msgspec.structs.replace(start, artifacts_tree=tree, lazy_artifacts=_lazy(node))
 
-    def with_inputs(self, node: NodeRuntime, job: Job, start: p.Start) -> p.Start:
+    def with_inputs(self, node: NodeRuntime, job: JobRecord, start: p.Start) -> p.Start:
         """`start` naming the newest tree of each of the job's prerequisites, which
         the runner gives the job read-only at `$NVQ_INPUTS/<id>/`."""
-        if not (job.after or job.after_any) or node.hello is None \
+        if not (job.spec.after or job.spec.after_any) or node.hello is None \
                 or INPUTS not in node.hello.features:
             return start
-        inputs = {str(dep): self.latest_tree(dep) for dep in [*job.after, *job.after_any]}
+        inputs = {str(dep): self.latest_tree(dep) for dep in [*job.spec.after, *job.spec.after_any]}
         return msgspec.structs.replace(start, inputs=inputs,
                                        lazy_artifacts=_lazy(node))
 
@@ -112,7 +112,7 @@ class ChunkedArtifacts:
                         total += last.bytes if last is not None else 0
         return total
 
-    async def sync(self, node: NodeRuntime, job: Job,
+    async def sync(self, node: NodeRuntime, job: JobRecord,
                    check: Callable[[int], Awaitable[None]] | None = None) -> dict[str, Any]:
         """`check` is given the size the new tree describes and raises to refuse it."""
         last = self.log.latest(job.id)

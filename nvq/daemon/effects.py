@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from nvq.daemon.nodes import NodeRuntime
-from nvq.model import Job, Reap
+from nvq.model import JobRecord, Reap
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class Ended:
     may run again. `kept`: False when the runner saw nothing in its artifacts folder."""
 
     node: NodeRuntime
-    job: Job | None
+    job: JobRecord | None
     attempt: int
     kept: bool = True
 
@@ -46,7 +46,7 @@ class Effects:
     # A runner's journal applied through a seq: remembered, and acknowledged.
     acks: list[tuple[NodeRuntime, int]] = field(default_factory=list)
     # Attempts placed on a node: `Start` (naming the job's newest artifacts tree).
-    starts: list[Job] = field(default_factory=list)
+    starts: list[JobRecord] = field(default_factory=list)
     ended: list[Ended] = field(default_factory=list)
     # A placement pass: something changed that may let a waiting job start.
     kick: bool = False
@@ -62,8 +62,8 @@ class Actions(Protocol):
     """What carries out starts and ended attempts (both may move artifacts first):
     `nvq.daemon.artifact_syncs.ArtifactSyncs`, registered on the state."""
 
-    def post_start(self, node: NodeRuntime, job: Job) -> None: ...
+    def post_start(self, node: NodeRuntime, job: JobRecord) -> None: ...
 
     def attempt_ended(
-        self, node: NodeRuntime, job: Job | None, attempt: int, *, kept: bool = True
+        self, node: NodeRuntime, job: JobRecord | None, attempt: int, *, kept: bool = True
     ) -> None: ...

@@ -16,16 +16,16 @@ from nvq.daemon.state import State
 from nvq.daemon.waits import reason_of
 from nvq.domain import deps
 from nvq.domain.waiting import Waiting
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 
 
-def waiting_of(state: State, machines: Machines, job: Job) -> Waiting | None:
+def waiting_of(state: State, machines: Machines, job: JobRecord) -> Waiting | None:
     """Why a pending, held or paused job is not running (None for other states)."""
     pending = pending_of(state, machines, job) if job.state is JobState.PENDING else None
     return reason_of(state.pass_facts, job, pending, state.jobs)
 
 
-async def explain(state: State, job: Job) -> str | None:
+async def explain(state: State, job: JobRecord) -> str | None:
     """Why a job that is not running is where it is, in words (for `job show`)."""
     if job.state is JobState.HELD:
         states = await dependency_states(state, [job])
@@ -44,19 +44,19 @@ async def explain(state: State, job: Job) -> str | None:
         return None
     status = deps.dependency_status(job, await dependency_states(state, [job]))
     if isinstance(status, deps.Waiting):
-        kind = "complete" if status.on in job.after else "end"
+        kind = "complete" if status.on in job.spec.after else "end"
         return f"waiting for job {status.on} to {kind}"
-    if job.lane is not None:
-        st = next((s for s in lane_statuses(state, {}) if s.lane == job.lane), None)
+    if job.spec.lane is not None:
+        st = next((s for s in lane_statuses(state, {}) if s.lane == job.spec.lane), None)
         if st is not None:
             pos = st.queue.index(job.id) + 1 if job.id in st.queue else None
-            where = f"lane {job.lane}, position {pos} of {len(st.queue)}"
+            where = f"lane {job.spec.lane}, position {pos} of {len(st.queue)}"
             if st.paused:
                 return f"{where}; the lane is paused"
             if st.running is not None:
                 return f"{where}; job {st.running} runs on the lane now"
-            if st.blocked or job.lane in state.lane_blocked:
-                return f"{where}; blocked: {st.blocked or state.lane_blocked[job.lane]}"
+            if st.blocked or job.spec.lane in state.lane_blocked:
+                return f"{where}; blocked: {st.blocked or state.lane_blocked[job.spec.lane]}"
             return where
     if job.array_id is not None and job.array_limit is not None:
         running = sum(
@@ -77,7 +77,7 @@ async def explain(state: State, job: Job) -> str | None:
             "longer than starvation_after, so smaller jobs may use that node only if "
             "their --timeout ends before then"
         )
-    if job.in_place:
-        seen_by = ", ".join(in_place_nodes(state.config, job.cwd)) or "no node"
-        return f"waiting for a node with room that sees {job.cwd} (in place): {seen_by}"
+    if job.spec.in_place:
+        seen_by = ", ".join(in_place_nodes(state.config, job.spec.cwd)) or "no node"
+        return f"waiting for a node with room that sees {job.spec.cwd} (in place): {seen_by}"
     return "waiting for a node with room"

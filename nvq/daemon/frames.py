@@ -8,7 +8,7 @@ from typing import Literal
 from nvq.config import Config, NodeConfig
 from nvq.domain import job_signal
 from nvq.home import queue_owner
-from nvq.model import Job, Reap
+from nvq.model import JobRecord, Reap
 from nvq_runner import protocol as p
 
 
@@ -47,31 +47,31 @@ def merged_setup(node_setup: str | None, job_setup: str | None) -> str:
 STOP_WITH_SIGNAL = frozenset({"preempted", "moved"})
 
 
-def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
+def start_msg(job: JobRecord, *, config: Config, queue_id: str) -> p.Start:
     assert job.node is not None
     queue = config.queue
     node = node_config(config, job.node)
     mode: Literal["runner", "local", "remote"] = "runner"
     extra: dict[str, str] = {}
-    if job.env_captured is not None:
+    if job.spec.env_captured is not None:
         mode = "local" if is_local(config, job.node) else "remote"
         extra = node_env(config, job.node)
-    sig, before = job_signal.number(job.checkpoint_signal)
+    sig, before = job_signal.number(job.spec.signal)
     return p.Start(
         job_id=job.id,
         attempt=job.attempt,
         node=job.node,
-        name=job.name,
-        command=job.command,
+        name=job.spec.name,
+        command=job.spec.command,
         gpus=list(job.gpus),
-        env=dict(job.env),
+        env=dict(job.spec.env),
         # an in-place job runs in its submit directory itself
-        workdir=job.cwd if job.in_place else job.workdir,
-        timeout=job.timeout,
+        workdir=job.spec.cwd if job.spec.in_place else job.spec.workdir,
+        timeout=job.spec.timeout,
         kill_grace=queue.kill_grace,
         signal=sig,
         signal_before=before,
-        memory_mb=job.memory_mb or None,
+        memory_mb=job.spec.memory_mb or None,
         # Another user's job runs as them (the control server let the submit in only
         # if the daemon can switch user); the queue owner's runs as the runner.
         user="" if job.user == queue_owner() else job.user,
@@ -80,30 +80,30 @@ def start_msg(job: Job, *, config: Config, queue_id: str) -> p.Start:
         nonce=job.nonce,
         max_result=queue.max_result,
         max_log_size=queue.max_log_size,
-        manifest_id=job.manifest_id or "",
-        subdir=job.subdir,
+        manifest_id=job.spec.manifest_id or "",
+        subdir=job.spec.subdir,
         env_mode=mode,
-        env_captured=dict(job.env_captured or {}),
+        env_captured=dict(job.spec.env_captured or {}),
         node_env=extra,
-        setup=merged_setup(node.setup if node else None, job.setup),
-        setup_files=list(job.setup_files),
+        setup=merged_setup(node.setup if node else None, job.spec.setup),
+        setup_files=list(job.spec.setup_files),
         cache_size=(node.cache_size or 0) if node else 0,
-        reassign=not job.no_reassign,
-        interactive=job.interactive,
-        image=job.image or "",
-        image_manifest=job.image_manifest or "",
-        image_id=job.image_id or "",
+        reassign=not job.spec.no_reassign,
+        interactive=job.spec.interactive,
+        image=job.spec.image or "",
+        image_manifest=job.spec.image_manifest or "",
+        image_id=job.spec.image_id or "",
         runtime=(node.runtime or "") if node else "",
         relay=True,  # nvq.daemon.relay serves its $NVQ_SOCKET
     )
 
 
-def stop_signal(job: Job | None, reap: Reap) -> int:
+def stop_signal(job: JobRecord | None, reap: Reap) -> int:
     """What a job stopped to run again later (preempted, moved) is sent instead of
     SIGTERM: its `--signal`, so it can checkpoint; 0 (SIGTERM) for every other kill."""
     if job is None or reap.reason not in STOP_WITH_SIGNAL:
         return 0
-    return job_signal.number(job.checkpoint_signal)[0]
+    return job_signal.number(job.spec.signal)[0]
 
 
 def kill_msg(

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 from nvq.daemon.effects import Effects
 from nvq.daemon.state import State
-from nvq.model import Job, Tx
+from nvq.model import JobRecord, Tx
 
 
 class Held:
@@ -26,7 +26,7 @@ class Held:
         self.state = state
         self._live = True
 
-    async def commit(self, tx: Tx, fx: Effects | None = None) -> list[Job]:
+    async def commit(self, tx: Tx, fx: Effects | None = None) -> list[JobRecord]:
         """Write `tx` in one transaction, mirror it, then carry out `fx` (see
         `State.commit_held`). Returns the jobs `tx` inserted, with their ids."""
         if not self._live:

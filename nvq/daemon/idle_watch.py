@@ -15,14 +15,14 @@ from nvq.daemon.context import Context
 from nvq.daemon.held import locked
 from nvq.domain import transitions
 from nvq.domain.idle_release import cards_active, decide
-from nvq.model import Job, NewEvent, Tx
+from nvq.model import JobRecord, NewEvent, Tx
 from nvq.values import format_duration
 
 BY = "idle release"
 LONGEST_TICK = 30.0
 
 
-def card_use(ctx: Context, job: Job) -> tuple[list[int | None], int]:
+def card_use(ctx: Context, job: JobRecord) -> tuple[list[int | None], int]:
     """(utilisation of each of the job's cards, the job's own memory on them) as its
     node's last sample says."""
     node = ctx.state.nodes.get(job.node or "")
@@ -35,7 +35,7 @@ def card_use(ctx: Context, job: Job) -> tuple[list[int | None], int]:
 
 
 async def watch_idle(
-    ctx: Context, job: Job, last_input: Callable[[], float],
+    ctx: Context, job: JobRecord, last_input: Callable[[], float],
     say: Callable[[bytes], Awaitable[None]],
 ) -> None:
     """Until cancelled (the session ended) or the session is released for idleness.

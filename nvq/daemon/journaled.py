@@ -27,7 +27,7 @@ from nvq.daemon.setup_phase import applied
 from nvq.daemon.signalled import event_of
 from nvq.daemon.state import State
 from nvq.domain import exits, fencing, transitions
-from nvq.model import Event, Job, NodeSeq, Outcome, Tx
+from nvq.model import Event, JobRecord, NodeSeq, Outcome, Tx
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.daemon")
@@ -43,11 +43,11 @@ class _Batch:
         self.node = node
         self.tx = Tx()
         self.fx = Effects()
-        self.seen: dict[int, Job] = {}
+        self.seen: dict[int, JobRecord] = {}
         self.last_seq = node.applied_seq  # the newest event applied, here or before
         self.acked = 0  # the newest event to acknowledge
 
-    def take(self, ev: p.JournaledEvent, outcome: Outcome, job: Job | None = None) -> None:
+    def take(self, ev: p.JournaledEvent, outcome: Outcome, job: JobRecord | None = None) -> None:
         """Add what `ev` decided (`job`: its job as it stood before) to the batch."""
         if outcome.job is not None:
             self.seen[ev.job_id] = outcome.job
@@ -93,7 +93,7 @@ async def apply_journaled(
         await _flush(held, batch, reconcile)
 
 
-def _plain(state: State, batch: _Batch, ev: p.JournaledEvent) -> Job | None:
+def _plain(state: State, batch: _Batch, ev: p.JournaledEvent) -> JobRecord | None:
     """The job `ev` is about, when its decision needs nothing but memory."""
     node = batch.node
     if not node.reconciled or node.send is None:
@@ -112,7 +112,7 @@ def _plain(state: State, batch: _Batch, ev: p.JournaledEvent) -> Job | None:
     return job
 
 
-def _decide_plain(job: Job, ev: p.JournaledEvent, node: str) -> Outcome:
+def _decide_plain(job: JobRecord, ev: p.JournaledEvent, node: str) -> Outcome:
     if isinstance(ev, p.JobStarted):
         return transitions.started(job, ev, node)
     assert isinstance(ev, p.JobExited)
@@ -199,7 +199,7 @@ def _fenced(state: State, batch: _Batch, ev: p.AttemptFenced) -> None:
     batch.take(ev, Outcome())
 
 
-async def _unknown(state: State, job: Job | None, ev: p.JournaledEvent) -> bool:
+async def _unknown(state: State, job: JobRecord | None, ev: p.JournaledEvent) -> bool:
     """True when queue.db never dispatched this attempt: it has no such job and
     never had (a purged job keeps its events), or its job has not reached that
     attempt (a job that took the id after a restore)."""
@@ -208,7 +208,7 @@ async def _unknown(state: State, job: Job | None, ev: p.JournaledEvent) -> bool:
     return not await state.store.events(job_id=ev.job_id, limit=1)
 
 
-async def _exited(held: Held, node: NodeRuntime, job: Job, ev: p.JobExited) -> Outcome:
+async def _exited(held: Held, node: NodeRuntime, job: JobRecord, ev: p.JobExited) -> Outcome:
     """What an attempt's exit does to its job, including an attempt the job was
     taken from while its node was away, whichever of its attempts' exits came
     first (`nvq.domain.exits`)."""

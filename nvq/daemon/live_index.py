@@ -6,7 +6,7 @@ queue of 100,000 waiting jobs then costs an exit what a queue of ten does."""
 from __future__ import annotations
 
 from nvq.domain.pending_groups import PendingGroups
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 
 # Jobs that count against `max_queued_jobs`: waiting in any way.
 QUEUED = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
@@ -15,19 +15,19 @@ QUEUED = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 class LiveIndex:
     def __init__(self) -> None:
         self.pending = PendingGroups()
-        self.running: dict[int, Job] = {}
-        self.lanes: dict[int, Job] = {}  # live jobs that are in a lane, any state
+        self.running: dict[int, JobRecord] = {}
+        self.lanes: dict[int, JobRecord] = {}  # live jobs that are in a lane, any state
         self.queued_by_user: dict[str, int] = {}  # waiting jobs per OS user
         self._queued: dict[int, str] = {}  # waiting job → its user
 
-    def update(self, job: Job) -> None:
+    def update(self, job: JobRecord) -> None:
         """The job's new version, live (pending, running, held, paused)."""
         self.pending.update(job)
         if job.state is JobState.RUNNING:
             self.running[job.id] = job
         else:
             self.running.pop(job.id, None)
-        if job.lane is not None:
+        if job.spec.lane is not None:
             self.lanes[job.id] = job
         else:
             self.lanes.pop(job.id, None)

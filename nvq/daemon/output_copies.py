@@ -27,7 +27,7 @@ from nvq.daemon.output_copy import (
     write_state,
 )
 from nvq.daemon.state import State
-from nvq.model import Job
+from nvq.model import JobRecord
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.daemon")
@@ -48,7 +48,7 @@ class OutputCopies:
 
     # ------------------------------------------------------------ what to copy
 
-    def on_jobs(self, jobs: Iterable[Job]) -> None:  # list[Job] in the protocol
+    def on_jobs(self, jobs: Iterable[JobRecord]) -> None:  # list[JobRecord] in the protocol
         """Jobs a commit changed: an attempt that started somewhere is copied."""
         for job in jobs:
             if job.node is not None and job.started_at is not None and job.attempt:

@@ -8,33 +8,33 @@ from typing import Any
 from nvq.domain import lanes
 from nvq.domain.matching import parse_cuda
 from nvq.domain.placement import PendingJob
-from nvq.model import Job
+from nvq.model import JobRecord
 
 
-def to_pending(job: Job, **extra: Any) -> PendingJob:
+def to_pending(job: JobRecord, **extra: Any) -> PendingJob:
     """The job as placement sees it; `extra` fills the fields other modules own
     (who may use a busy node) without building the struct twice."""
     lane_node, lane_gpu = (None, None)
-    if job.lane is not None:
-        lane_node, lane_gpu = lanes.parse_lane(job.lane)
+    if job.spec.lane is not None:
+        lane_node, lane_gpu = lanes.parse_lane(job.spec.lane)
     return PendingJob(
         id=job.id,
-        priority=job.priority,
+        priority=job.spec.priority,
         created_at=job.rank,  # placement's order key: the dispatch sequence
-        gpus=1 if lane_gpu is not None else job.gpus_requested,
-        vram_mb=job.vram_mb,
-        node=lane_node if lane_node is not None else job.node_request,
-        cuda=parse_cuda(job.cuda) if job.cuda else None,
-        memory_mb=job.memory_mb,
+        gpus=1 if lane_gpu is not None else job.spec.gpus,
+        vram_mb=job.spec.vram_mb,
+        node=lane_node if lane_node is not None else job.spec.node,
+        cuda=parse_cuda(job.spec.cuda) if job.spec.cuda else None,
+        memory_mb=job.spec.memory_mb,
         gpu=lane_gpu,
         time_limit=time_limit(job),
-        image=job.image is not None,
+        image=job.spec.image is not None,
         **extra,
     )
 
 
-def time_limit(job: Job) -> float | None:
+def time_limit(job: JobRecord) -> float | None:
     """The time a job may run (--timeout, --max-runtime): what a Slurm pilot's
     remaining walltime must hold."""
-    limits = [t for t in (job.timeout, job.max_runtime) if t is not None]
+    limits = [t for t in (job.spec.timeout, job.spec.max_runtime) if t is not None]
     return min(limits) if limits else None

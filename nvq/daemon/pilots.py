@@ -42,7 +42,7 @@ from nvq.daemon.pilot_link import PilotLinkEvents
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.domain import card_marks, reassign
-from nvq.model import Job, JobState, NewEvent, NodeView, Tx
+from nvq.model import JobRecord, JobState, NewEvent, NodeView, Tx
 
 log = logging.getLogger("nvq.clusters")
 TICK = 1.0  # seconds between checks for untimed jobs that must leave a pilot
@@ -127,7 +127,7 @@ class DaemonPilots:
         for job_id in self.pending_since.keys() - waiting:
             del self.pending_since[job_id]
 
-    def waiting_since(self, job: Job) -> float:
+    def waiting_since(self, job: JobRecord) -> float:
         since = self.pending_since.get(job.id)
         if since is None:  # not seen by a placement pass yet: it has just arrived
             since = job.created_at if job.dispatched_at is None else time.time()
@@ -157,13 +157,13 @@ class DaemonPilots:
             "time_margin": cluster.vacate_before,
         }
 
-    def may_fit(self, job: Job) -> bool:
+    def may_fit(self, job: JobRecord) -> bool:
         """Could a pilot of some cluster take the job (so it is not unschedulable)?"""
         waiting = self._waiting_job(job)
         return any(
             fits_shape(waiting, c)
             for c in self.clusters.values()
-            if job.node_request is None or c.name.startswith(job.node_request.split("/")[0])
+            if job.spec.node is None or c.name.startswith(job.spec.node.split("/")[0])
         )
 
     def node_views(self, views: list[NodeView]) -> list[NodeView]:
@@ -198,11 +198,11 @@ class DaemonPilots:
 
     # ---------------------------------------------------------- PilotHooks
 
-    def _waiting_job(self, job: Job) -> WaitingJob:
+    def _waiting_job(self, job: JobRecord) -> WaitingJob:
         return WaitingJob(
             id=job.id,
-            gpus=job.gpus_requested,
-            memory_mb=job.memory_mb or None,
+            gpus=job.spec.gpus,
+            memory_mb=job.spec.memory_mb or None,
             timeout=time_limit(job),
             waiting_since=self.waiting_since(job),
         )
@@ -212,10 +212,10 @@ class DaemonPilots:
             self._waiting_job(job)
             for job in self.state.jobs.values()
             if job.state is JobState.PENDING
-            and not job.lane
-            and not job.after
-            and not job.after_any
-            and (job.node_request is None or job.node_request.startswith(cluster.name))
+            and not job.spec.lane
+            and not job.spec.after
+            and not job.spec.after_any
+            and (job.spec.node is None or job.spec.node.startswith(cluster.name))
         ]
 
     def idle_since(self, name: str) -> float | None:

@@ -30,7 +30,7 @@ from nvq.domain import arrays, deps, fair_share, lanes, ordering, starvation, tr
 from nvq.domain.pending_groups import Capacity
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key
 from nvq.domain.quotas import Caps, Standing
-from nvq.model import Job, JobState, Tx
+from nvq.model import JobRecord, JobState, Tx
 
 log = logging.getLogger("nvq.daemon")
 
@@ -71,7 +71,7 @@ async def place_once(state: State, machines: Machines) -> None:
         # Each shape's first members only: the rest cannot start in this pass (see
         # nvq.domain.pending_groups), so a long queue of alike jobs costs one check.
         singles, grouped = queue.window(_bounds(state, machines, slots), skip=unplaceable)
-        with_deps = [j for j in singles if j.after or j.after_any]
+        with_deps = [j for j in singles if j.spec.after or j.spec.after_any]
         dep_status: dict[int, deps.DepStatus] = {}
         if with_deps:
             states = await dependency_states(state, with_deps)
@@ -119,25 +119,25 @@ async def place_once(state: State, machines: Machines) -> None:
         await preempting.preempt_for_waiting(held, machines, slots, pending, result)
 
 
-def begun(state: State, jobs: list[Job], now: float) -> list[Job]:
+def begun(state: State, jobs: list[JobRecord], now: float) -> list[JobRecord]:
     """The jobs whose `--begin` time has come; the earliest still to come sets the
     loop's timer (a group shares its begin time, so its first member speaks for it)."""
-    later = [j.begin_at for j in jobs if j.begin_at is not None and j.begin_at > now]
+    later = [j.spec.begin_at for j in jobs if j.spec.begin_at is not None and j.spec.begin_at > now]
     if not later:
         return jobs
     first = min(later)
     state.begins_at = first if state.begins_at is None else min(state.begins_at, first)
-    return [j for j in jobs if j.begin_at is None or j.begin_at <= now]
+    return [j for j in jobs if j.spec.begin_at is None or j.spec.begin_at <= now]
 
 
-def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Callable[[Job], int]:
+def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Callable[[JobRecord], int]:
     """How many jobs shaped like a given one a pass over `slots` could place at most."""
     queue = state.config.queue
     capacity = Capacity(
         slots, headroom_mb=queue.headroom_mb, max_cpu_jobs=queue.max_cpu_jobs_per_node
     )
 
-    def bound(job: Job) -> int:
+    def bound(job: JobRecord) -> int:
         shaped = pending_of(state, machines, job)
         return capacity.bound(shaped.gpus, shaped.vram_mb)
 
@@ -146,7 +146,7 @@ def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Call
 
 def _unschedulable(
     state: State, result: PlacementResult, unplaceable: set[int]
-) -> Iterator[tuple[Job, str]]:
+) -> Iterator[tuple[JobRecord, str]]:
     """The jobs no node could ever hold, with the reason: a grouped job's reason holds
     for every member of its group (the reason depends only on the shape)."""
     seen: set[int] = set()
@@ -162,12 +162,12 @@ def _unschedulable(
                 yield member, bad.reason
 
 
-def _may_fit_unknown_node(state: State, job: Job) -> bool:
+def _may_fit_unknown_node(state: State, job: JobRecord) -> bool:
     """A node that never reported its cards might hold anything: a job is only
     unschedulable once every node it could go to is known."""
     if state.pilots is not None and state.pilots.may_fit(job):
         return True  # a pilot Slurm starts on request could take it
-    prefix = job.node_request or ""
+    prefix = job.spec.node or ""
     return any(
         n.hello is None and not n.ignored and n.name.startswith(prefix)
         for n in state.nodes.values()
@@ -177,7 +177,7 @@ def _may_fit_unknown_node(state: State, job: Job) -> bool:
 # ------------------------------------------------------------ which jobs may start
 
 
-async def dependency_states(state: State, jobs: Iterable[Job]) -> dict[int, JobState]:
+async def dependency_states(state: State, jobs: Iterable[JobRecord]) -> dict[int, JobState]:
     """The states of the jobs' `--after`/`--after-any` prerequisites."""
     ids = {d for j in jobs for d in deps.prerequisites(j)}
     states = {i: state.jobs[i].state for i in ids if i in state.jobs}
@@ -186,10 +186,10 @@ async def dependency_states(state: State, jobs: Iterable[Job]) -> dict[int, JobS
 
 
 def lane_statuses(state: State, dep_status: dict[int, deps.DepStatus]) -> list[lanes.LaneStatus]:
-    by_lane: dict[str, list[Job]] = defaultdict(list)
+    by_lane: dict[str, list[JobRecord]] = defaultdict(list)
     for job in state.index.lanes.values():
-        if job.lane is not None:
-            by_lane[job.lane].append(job)
+        if job.spec.lane is not None:
+            by_lane[job.spec.lane].append(job)
     return [
         lanes.lane_status(
             lane, jobs, paused=state.lane_paused.get(lane, False), dep_status=dep_status
@@ -204,7 +204,7 @@ _READY = deps.Ready()
 def pending_for_placement(
     state: State,
     machines: Machines,
-    candidates: Sequence[Job],
+    candidates: Sequence[JobRecord],
     dep_status: dict[int, deps.DepStatus],
 ) -> list[PendingJob]:
     """What the placement pass may start: ready jobs outside lanes, each lane's head
@@ -212,7 +212,7 @@ def pending_for_placement(
     ready = [
         j
         for j in candidates
-        if j.lane is None and isinstance(dep_status.get(j.id, _READY), deps.Ready)
+        if j.spec.lane is None and isinstance(dep_status.get(j.id, _READY), deps.Ready)
     ]
     heads = [state.jobs[s.next] for s in lane_statuses(state, dep_status) if s.next is not None]
     now = time.time()
@@ -222,15 +222,15 @@ def pending_for_placement(
     return [pending_of(state, machines, j) for j in arrays.admit(ordered, running)]
 
 
-def pending_of(state: State, machines: Machines, job: Job) -> PendingJob:
+def pending_of(state: State, machines: Machines, job: JobRecord) -> PendingJob:
     """`to_pending`, remembered while the job object stays the same: transitions
     replace a job's struct, so identity says nothing changed, and a long queue is
     not rebuilt field by field on every pass."""
     # Who submitted it decides whether a busy node may take it.
     fields = machines.pending_fields(job)
     fields = {**fields, "account": state.usage.account(job)}
-    if job.in_place:
-        fields = {**fields, "nodes": in_place_nodes(state.config, job.cwd)}
+    if job.spec.in_place:
+        fields = {**fields, "nodes": in_place_nodes(state.config, job.spec.cwd)}
     if state.reservations:  # which cards it may use: nvq.domain.reservations
         fields |= reserving.restriction(state, job, time_limit(job), time.time())
     cached = state.pending_cache.get(job.id)
@@ -284,7 +284,7 @@ def place_with_reservation(
     running = [
         starvation.RunningJob(
             node=j.node,
-            ends_at=(j.started_at or j.dispatched_at or now) + j.timeout if j.timeout else None,
+            ends_at=(j.started_at or j.dispatched_at or now) + j.spec.timeout if j.spec.timeout else None,
         )
         for j in state.index.running.values()
         if j.node is not None
@@ -296,7 +296,7 @@ def place_with_reservation(
         pending,
         # How long a job has waited is wall time since it was submitted, not its rank.
         waiting_since={p.id: jobs[p.id].created_at for p in pending},
-        timeouts={p.id: jobs[p.id].timeout for p in pending},
+        timeouts={p.id: jobs[p.id].spec.timeout for p in pending},
         running=running,
         now=now,
         starvation_after=queue.starvation_after,

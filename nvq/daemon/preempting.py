@@ -19,7 +19,7 @@ from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.domain import preemption
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key, place
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 
 
 def holds(state: State) -> dict[str, preemption.Hold]:
@@ -124,7 +124,7 @@ async def _preempt(
     state = held.state
     if not state.config.queue.preempt:
         return
-    running = [j for j in state.index.running.values() if j.preemptible]
+    running = [j for j in state.index.running.values() if j.spec.preemptible]
     if not running:
         return  # the usual pass: nothing may be preempted, nothing to work out
     settled = {p.job_id for p in result.placements} | {u.job_id for u in result.unschedulable}
@@ -147,7 +147,7 @@ async def _preempt(
         urgent = state.jobs[chosen.job_id]
         victims = [state.jobs[v] for v in chosen.victims]
         why = (
-            f"by job {urgent.id} (priority {urgent.priority}), "
+            f"by job {urgent.id} (priority {urgent.spec.priority}), "
             f"which needs its cards on {chosen.node}"
         )
         stopped = await machines.preempt(held, victims, why, by=urgent.id)
@@ -156,7 +156,7 @@ async def _preempt(
         )
 
 
-def candidate(state: State, job: Job) -> preemption.Candidate | None:
+def candidate(state: State, job: JobRecord) -> preemption.Candidate | None:
     """A running preemptible job as a victim: on each card, the larger of its
     reservation and what the node's last sample shows its processes using."""
     if job.node is None or job.state is not JobState.RUNNING:
@@ -172,10 +172,10 @@ def candidate(state: State, job: Job) -> preemption.Candidate | None:
         job_id=job.id,
         node=job.node,
         user=job.user,
-        priority=job.priority,
+        priority=job.spec.priority,
         started_at=job.started_at or job.dispatched_at or 0.0,
-        cards={i: max(job.vram_mb, used.get(i, 0)) for i in job.gpus},
-        memory_mb=job.memory_mb,
+        cards={i: max(job.spec.vram_mb, used.get(i, 0)) for i in job.gpus},
+        memory_mb=job.spec.memory_mb,
     )
 
 

@@ -19,7 +19,7 @@ import anyio
 from nvq.daemon.errors import RequestError
 from nvq.daemon.node_pipes import runner_pipe
 from nvq.daemon.nodes import NodeRuntime
-from nvq.model import Job
+from nvq.model import JobRecord
 from nvq_runner.tree_paths import safe_path
 
 
@@ -33,19 +33,19 @@ def check_paths(paths: list[str]) -> None:
             raise RequestError(f"{rel!r}: give paths inside the job's working directory")
 
 
-def sources(job: Job, artifacts_root: str, paths: list[str]) -> list[tuple[str, str]]:
+def sources(job: JobRecord, artifacts_root: str, paths: list[str]) -> list[tuple[str, str]]:
     """(path on the node, name under the staging directory) to copy."""
     job_dir = PurePosixPath(artifacts_root).parent
-    if job.in_place and job.cwd:
-        work = PurePosixPath(job.cwd)
-    elif job.manifest_id:
+    if job.spec.in_place and job.spec.cwd:
+        work = PurePosixPath(job.spec.cwd)
+    elif job.spec.manifest_id:
         work = job_dir / "work"
     else:
-        work = PurePosixPath(job.workdir) if job.workdir else job_dir
+        work = PurePosixPath(job.spec.workdir) if job.spec.workdir else job_dir
     if paths:
         return [(str(work / rel), rel) for rel in paths]
     out = [(artifacts_root, "artifacts")]
-    if not job.in_place:  # an in-place job's directory is already where the user is
+    if not job.spec.in_place:  # an in-place job's directory is already where the user is
         out.insert(0, (str(work), "work"))
     return out
 
@@ -79,7 +79,7 @@ async def _copy_sftp(conn: Any, pairs: list[tuple[str, Path]]) -> None:
         sftp.exit()
 
 
-async def _copy_packed(node: NodeRuntime, job: Job, src: str, dst: Path) -> None:
+async def _copy_packed(node: NodeRuntime, job: JobRecord, src: str, dst: Path) -> None:
     """`src` through `nvq_runner pack` run beside the node's runner, as a tar stream
     unpacked here with the "data" filter (nothing outside `dst`, no device files, no
     set-id bits)."""
@@ -141,7 +141,7 @@ def _give_to(root: Path, staging: Path, user: str) -> None:
 
 
 async def pull_into_staging(
-    home: Path, node: NodeRuntime, job: Job, artifacts_root: str, paths: list[str],
+    home: Path, node: NodeRuntime, job: JobRecord, artifacts_root: str, paths: list[str],
     *, for_user: str | None = None,
 ) -> Path:
     """The staging directory, `for_user`'s when they are not the queue's owner."""

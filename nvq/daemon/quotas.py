@@ -17,7 +17,7 @@ from nvq.daemon.errors import RequestError
 from nvq.daemon.state import State
 from nvq.domain import quotas
 from nvq.domain.placement import PendingJob
-from nvq.model import Job
+from nvq.model import JobRecord
 
 
 def limits_of(config: Config, user: str) -> Limits:
@@ -69,7 +69,7 @@ def standings(
         return {}
     gpus = dict.fromkeys(bound, 0)
     jobs = dict.fromkeys(bound, 0)
-    running: dict[str, list[Job]] = {}
+    running: dict[str, list[JobRecord]] = {}
     for job in state.index.running.values():
         if job.user in bound:
             gpus[job.user] += len(job.gpus)

@@ -24,7 +24,7 @@ from nvq.daemon.held import Held, locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import reassign
-from nvq.model import Job, JobState, NewEvent, Tx
+from nvq.model import JobRecord, JobState, NewEvent, Tx
 from nvq.store import busy as busy_table
 from nvq_runner import protocol as p
 
@@ -76,19 +76,19 @@ class Machines:
         if not syncing:
             return set()
         return {j.id for j in self.state.jobs.values() if j.state is JobState.PENDING
-                and not syncing.isdisjoint([*j.after, *j.after_any])}
+                and not syncing.isdisjoint([*j.spec.after, *j.spec.after_any])}
 
     def slot_fields(self, node: NodeRuntime) -> dict[str, Any]:
         return {"busy": self.busy(node), "owner": node.owner}
 
-    def pending_fields(self, job: Job) -> dict[str, Any]:
+    def pending_fields(self, job: JobRecord) -> dict[str, Any]:
         fields: dict[str, Any] = {"user": job.user, "forbid_busy": job.user in self.forbidden}
         avoid = self.avoid.get(job.id)
         if avoid is not None:
             fields |= self._steered(job, avoid, fields)
         return fields
 
-    def _steered(self, job: Job, avoid: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def _steered(self, job: JobRecord, avoid: str, fields: dict[str, Any]) -> dict[str, Any]:
         """The nodes a job that ran out its time on `avoid` may go to now (none given:
         any), by the rule of `reassign.steer_clear`."""
         from nvq.daemon.pending_view import to_pending
@@ -120,8 +120,8 @@ class Machines:
     # ------------------------------------------------------------ preemption
 
     async def preempt(
-        self, held: Held, jobs: list[Job], why: str, by: int | None = None
-    ) -> list[Job]:
+        self, held: Held, jobs: list[JobRecord], why: str, by: int | None = None
+    ) -> list[JobRecord]:
         """Stop running attempts and put their jobs back in line (`by`: the urgent job
         they make room for)."""
         return await apply(held, jobs, lambda j: reassign.preempt(j, why, by))
@@ -205,7 +205,7 @@ class Machines:
 
     async def _tick(self, now: float) -> None:
         state = self.state
-        over: list[Job] = []
+        over: list[JobRecord] = []
         for job in list(state.jobs.values()):
             if job.state is not JobState.RUNNING or job.node is None:
                 continue

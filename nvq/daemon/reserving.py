@@ -16,7 +16,7 @@ from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.domain import reservations as rsv
 from nvq.domain.reservations import CardReservation
-from nvq.model import Job, JobSpec, NewEvent, NodeView, Tx
+from nvq.model import JobRecord, JobSpec, NewEvent, NodeView, Tx
 from nvq.store import reservations as table
 
 
@@ -109,13 +109,13 @@ def check_spec(state: State, spec: JobSpec, user: str) -> None:
         raise BadRequest(f"--reservation: {res.name} is for {', '.join(res.users)}, not {user}")
 
 
-def restriction(state: State, job: Job, time_limit: float | None, now: float) -> dict[str, object]:
+def restriction(state: State, job: JobRecord, time_limit: float | None, now: float) -> dict[str, object]:
     """PendingJob's `only`/`closed` for `job` (empty: no reservation concerns it)."""
     if not state.reservations:
         return {}
     live = rsv.live(state.reservations.values(), now)
-    if job.reservation is not None:
-        res = state.reservations.get(job.reservation)
+    if job.spec.reservation is not None:
+        res = state.reservations.get(job.spec.reservation)
         if res is not None:
             mine = rsv.card_set(res)
             others = [r for r in live if r.name != res.name]
@@ -124,7 +124,7 @@ def restriction(state: State, job: Job, time_limit: float | None, now: float) ->
     return {"closed": closed} if closed else {}
 
 
-def admitted(state: State, jobs: Sequence[Job], now: float) -> list[Job]:
+def admitted(state: State, jobs: Sequence[JobRecord], now: float) -> list[JobRecord]:
     """The jobs that may start now: a `--reservation` job only in its window. Sets the
     loop's timer to the next start or end of a reservation."""
     if not state.reservations:
@@ -133,15 +133,15 @@ def admitted(state: State, jobs: Sequence[Job], now: float) -> list[Job]:
     return [
         j
         for j in jobs
-        if j.reservation is None or rsv.in_window(state.reservations.get(j.reservation), now)
+        if j.spec.reservation is None or rsv.in_window(state.reservations.get(j.spec.reservation), now)
     ]
 
 
-def waiting_reason(state: State, job: Job, now: float) -> str | None:
+def waiting_reason(state: State, job: JobRecord, now: float) -> str | None:
     """Why a `--reservation` job is left out of the pass (None: it is not)."""
-    if job.reservation is None:
+    if job.spec.reservation is None:
         return None
-    return rsv.waiting_for(state.reservations.get(job.reservation), job.reservation, now)
+    return rsv.waiting_for(state.reservations.get(job.spec.reservation), job.spec.reservation, now)
 
 
 def mark_cards(state: State, views: Sequence[NodeView]) -> None:

@@ -15,7 +15,7 @@ from anyio.abc import SocketStream
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 from nvq_runner.protocol import FrameReader
 from nvq_runner.ptyhost import WINSIZE, frame
 
@@ -68,13 +68,13 @@ class ClientFrames:
             self.gone.set()
 
 
-async def latest_job(ctx: Context, job_id: int) -> Job:
+async def latest_job(ctx: Context, job_id: int) -> JobRecord:
     state = ctx.state
     job = state.jobs.get(job_id)
     return job if job is not None else await state.get_job(job_id)
 
 
-async def running_job(ctx: Context, job_id: int) -> Job:
+async def running_job(ctx: Context, job_id: int) -> JobRecord:
     job = await latest_job(ctx, job_id)
     if job.state is not JobState.RUNNING or job.node is None or job.pid is None:
         raise RequestError(f"job {job_id} is not running (it is {job.state})")

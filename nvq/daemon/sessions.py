@@ -38,19 +38,20 @@ from nvq.daemon.session_io import (
     running_job,
     to_pty,
 )
+from nvq.domain import request
 from nvq.domain.permissions import check_admin
-from nvq.model import FINISHED_STATES, Job, JobState
+from nvq.model import FINISHED_STATES, JobRecord, JobState
 
 log = logging.getLogger("nvq.sessions")
 ENDING_WAIT = 60.0  # after the terminal closed, for the runner's word that the job ended
 
-def waiting_doc(ctx: Context, job: Job) -> dict[str, Any]:
+def waiting_doc(ctx: Context, job: JobRecord) -> dict[str, Any]:
     """What a waiting shell shows: its state, the reason, and its place in the line."""
     shown = with_reason(ctx, job)
     ahead = sum(
         1 for j in ctx.state.jobs.values()
         if j.state is JobState.PENDING and j.id != job.id
-        and (-j.priority, j.rank, j.id) < (-job.priority, job.rank, job.id)
+        and (-j.spec.priority, j.rank, j.id) < (-job.spec.priority, job.rank, job.id)
     )
     return {
         "job": job.id,
@@ -61,7 +62,7 @@ def waiting_doc(ctx: Context, job: Job) -> dict[str, Any]:
     }
 
 
-async def wait_placed(ctx: Context, job_id: int, send: Send, client: ClientFrames) -> Job | None:
+async def wait_placed(ctx: Context, job_id: int, send: Send, client: ClientFrames) -> JobRecord | None:
     """Until the job runs with its process started (the job), ends first (None after
     the Done is sent), or the client leaves (None: the job is withdrawn)."""
     last: dict[str, Any] | None = None
@@ -69,7 +70,7 @@ async def wait_placed(ctx: Context, job_id: int, send: Send, client: ClientFrame
         changed = ctx.state.changed
         job = await latest_job(ctx, job_id)
         if job.state in FINISHED_STATES:
-            await send(c.Done(data=job, error=f"job {job.id} {job.state}"
+            await send(c.Done(data=request.view_of(job), error=f"job {job.id} {job.state}"
                               + (f": {job.reason}" if job.reason else ""), exit_code=1))
             return None
         if job.state is JobState.RUNNING and job.pid is not None:
@@ -126,7 +127,7 @@ async def relay(
         tg.cancel_scope.cancel()
 
 
-async def wait_ended(ctx: Context, job_id: int) -> Job:
+async def wait_ended(ctx: Context, job_id: int) -> JobRecord:
     with anyio.move_on_after(ENDING_WAIT):
         while True:
             changed = ctx.state.changed
@@ -137,12 +138,12 @@ async def wait_ended(ctx: Context, job_id: int) -> Job:
     return await latest_job(ctx, job_id)
 
 
-def final_done(job: Job) -> c.Done:
+def final_done(job: JobRecord) -> c.Done:
     """The shell's exit code when it ended by itself; 1 (with the reason) otherwise."""
     if job.state in (JobState.COMPLETED, JobState.FAILED) and job.exit_code is not None:
-        return c.Done(data=job, exit_code=job.exit_code)
+        return c.Done(data=request.view_of(job), exit_code=job.exit_code)
     said = f"job {job.id} {job.state}" + (f": {job.reason}" if job.reason else "")
-    return c.Done(data=job, error=said, exit_code=1)
+    return c.Done(data=request.view_of(job), error=said, exit_code=1)
 
 
 async def serve_shell(
@@ -249,5 +250,5 @@ async def serve_exec(ctx: Context, stream: SocketStream, req: c.Exec, early: Ear
         await send(c.Done(data={"job": job.id}, exit_code=code if isinstance(code, int) else 1))
 
 
-def _where(job: Job) -> str:
+def _where(job: JobRecord) -> str:
     return f"{job.node}:{','.join(map(str, job.gpus))}" if job.gpus else f"{job.node}:cpu"

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import msgspec
 
-from nvq.model import Job, JobState, NewEvent
+from nvq.model import JobRecord, JobState, NewEvent
 from nvq_runner import protocol as p
 
 
-def applied(job: Job, ev: p.SetupPhase, node: str) -> tuple[Job | None, NewEvent | None]:
+def applied(job: JobRecord, ev: p.SetupPhase, node: str) -> tuple[JobRecord | None, NewEvent | None]:
     """Pure: the job and event a `SetupPhase` makes (None, None: a stale report)."""
     if job.state is not JobState.RUNNING or job.attempt != ev.attempt or job.node != node:
         return None, None

@@ -12,7 +12,7 @@ from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views
 from nvq.domain.matching import memory_free, node_cuda
 from nvq.domain.placement import GpuSlot, NodeSlot
-from nvq.model import Job
+from nvq.model import JobRecord
 
 
 class Machines(Protocol):
@@ -23,12 +23,12 @@ class Machines(Protocol):
     def fenced(self, node: str) -> bool: ...
 
 
-def node_matching(node: NodeRuntime, on_node: Sequence[Job]) -> dict[str, Any]:
+def node_matching(node: NodeRuntime, on_node: Sequence[JobRecord]) -> dict[str, Any]:
     """NodeSlot's matching fields: driver CUDA version and host memory."""
     hello = node.hello
     if hello is None:
         return {}
-    promised = sum(j.memory_mb for j in on_node)
+    promised = sum(j.spec.memory_mb for j in on_node)
     sample_free = node.sample.mem_free_mb if node.sample else None
     return {
         "cuda": node_cuda(hello.cuda),
@@ -79,7 +79,7 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 
 def _node_slot(
-    node: NodeRuntime, on_node: list[Job], headroom: int, accepting: bool, extra: dict[str, Any]
+    node: NodeRuntime, on_node: list[JobRecord], headroom: int, accepting: bool, extra: dict[str, Any]
 ) -> NodeSlot:
     assert node.hello is not None
     views = gpu_views(

@@ -35,7 +35,7 @@ from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.preemption import Hold
 from nvq.domain.reservations import CardReservation
 from nvq.domain.starvation import Reservation
-from nvq.model import Job, JobState, NodeView, Reap, Tx
+from nvq.model import JobRecord, JobState, NodeView, Reap, Tx
 from nvq.store import Store
 from nvq.store import reservations as reservation_table
 from nvq_runner import protocol as p
@@ -49,7 +49,7 @@ class PilotNodes(Protocol):
 
     def after_placement(self) -> None: ...
     def slot_fields(self, node: str) -> dict[str, Any]: ...
-    def may_fit(self, job: Job) -> bool: ...
+    def may_fit(self, job: JobRecord) -> bool: ...
     def node_views(self, views: list[NodeView]) -> list[NodeView]: ...
 
 # States whose jobs live in memory (the rest are history, read from the database).
@@ -60,7 +60,7 @@ class JobsSeen(Protocol):
     """The output copier (`nvq.daemon.output_copies`): told of every job a commit
     changed; `job logs` asks it how far a copy is and waits on it to grow."""
 
-    def on_jobs(self, jobs: list[Job]) -> None: ...
+    def on_jobs(self, jobs: list[JobRecord]) -> None: ...
     def copying(self, job_id: int, attempt: int) -> bool: ...
     def grown(self, job_id: int, attempt: int) -> anyio.Event: ...
     async def settled(self, job_id: int, attempt: int, limit: float = 10.0) -> None: ...
@@ -82,10 +82,10 @@ class State:
         self.home = home
         self.hooks = hooks
         self.started_at = time.time()
-        self.jobs: dict[int, Job] = {}
+        self.jobs: dict[int, JobRecord] = {}
         self.index = LiveIndex()  # the live jobs by what each event looks for; see commit
         self.reaps: dict[tuple[int, int], Reap] = {}
-        self.reaping: dict[tuple[int, int], Job] = {}  # settled jobs whose process may live
+        self.reaping: dict[tuple[int, int], JobRecord] = {}  # settled jobs whose process may live
         self.nodes: dict[str, NodeRuntime] = {}
         self.lock = anyio.Lock()
         self._kick = anyio.Event()
@@ -93,7 +93,7 @@ class State:
         self.stop_requested = anyio.Event()
         self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
         # job id → (job struct, its placement fields, PendingJob): see placing.pending_of
-        self.pending_cache: dict[int, tuple[Job, dict[str, Any], PendingJob]] = {}
+        self.pending_cache: dict[int, tuple[JobRecord, dict[str, Any], PendingJob]] = {}
         # node → (what its slot was made of, the slot): see placing.node_slots
         self.slot_cache: dict[str, tuple[tuple[Any, ...], NodeSlot]] = {}
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
@@ -217,20 +217,20 @@ class State:
 
     # ------------------------------------------------------------ changing
 
-    async def commit_held(self, tx: Tx, fx: Effects | None = None) -> list[Job]:
+    async def commit_held(self, tx: Tx, fx: Effects | None = None) -> list[JobRecord]:
         """Write `tx` in one transaction, mirror it, then carry out `fx` (what the
         change owes the world once it is durable); called through `Held.commit` only.
         While the disk is full this waits (and the mirror keeps the old picture). An
         empty `tx` writes nothing: only `fx` is carried out."""
         assert self.lock.statistics().owner == anyio.get_current_task(), "no lock held"
-        inserted: list[Job] = []
+        inserted: list[JobRecord] = []
         if tx:
             inserted = await self._write(tx)
         if fx:
             self.act(fx)
         return inserted
 
-    async def _write(self, tx: Tx) -> list[Job]:
+    async def _write(self, tx: Tx) -> list[JobRecord]:
         self._name_jobs(tx)
         if tx.jobs:
             self.usage.charge(tx, self.jobs, self.card_sizes)
@@ -332,12 +332,12 @@ class State:
             nonce=nonce, signal=stop_signal(job, reap),
         )
 
-    def start_msg(self, job: Job) -> p.Start:
+    def start_msg(self, job: JobRecord) -> p.Start:
         return start_msg(job, config=self.config, queue_id=self.store.queue_id)
 
     # ------------------------------------------------------------ looking up
 
-    async def get_job(self, job_id: int) -> Job:
+    async def get_job(self, job_id: int) -> JobRecord:
         job = self.jobs.get(job_id)
         if job is None:
             job = await self.store.job(job_id)
@@ -345,7 +345,7 @@ class State:
             raise BadRequest(f"no job with id {job_id}")
         return job
 
-    def live(self, job: Job) -> Job:
+    def live(self, job: JobRecord) -> JobRecord:
         """The freshest copy of a job (progress lives in memory between samples)."""
         return self.jobs.get(job.id, job)
 
@@ -356,13 +356,13 @@ class State:
         sizes = {g.index: g.total_mb for g in hello.gpus} if hello is not None else {}
         return [sizes.get(i) for i in gpus]
 
-    def jobs_on(self, node: str) -> list[Job]:
+    def jobs_on(self, node: str) -> list[JobRecord]:
         return self.jobs_by_node().get(node, [])
 
-    def jobs_by_node(self) -> dict[str, list[Job]]:
+    def jobs_by_node(self) -> dict[str, list[JobRecord]]:
         """Running (and still reaping) jobs per node, in one sweep over the live jobs:
         callers that look at every node must not sweep once per node."""
-        by_node: dict[str, list[Job]] = {}
+        by_node: dict[str, list[JobRecord]] = {}
         for j in self.index.running.values():
             if j.node is not None:
                 by_node.setdefault(j.node, []).append(j)

@@ -13,7 +13,7 @@ from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
 from nvq.domain.placement import place
-from nvq.model import Job, JobSpec
+from nvq.model import JobRecord, JobSpec
 
 
 def check_mail(state: State, spec: JobSpec) -> None:
@@ -55,12 +55,12 @@ async def await_reports(state: State, spec: JobSpec) -> None:
                 await changed.wait()
 
 
-def check_runnable(state: State, machines: Machines, job: Job) -> list[str]:
+def check_runnable(state: State, machines: Machines, job: JobRecord) -> list[str]:
     """Refuse `job` when no node could ever hold it, even idle. Only once every node it
     could go to has reported its cards: one that has not might hold anything, and the
     job is then accepted (placement marks it unschedulable later if need be). Returns
     the nodes that have not reported (the check did not run), for the reply to say."""
-    prefix = job.node_request or ""
+    prefix = job.spec.node or ""
     unreported = [n.name for n in _unreported(state, prefix)]
     if unreported:
         return unreported

@@ -13,15 +13,15 @@ import anyio
 from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.domain.notify_on import TIME_LIMIT_80
-from nvq.model import Job, JobState, NewEvent, Tx
+from nvq.model import JobRecord, JobState, NewEvent, Tx
 
 SHARE = 0.8
 
 
-def due_at(job: Job) -> float | None:
-    if job.timeout is None or job.started_at is None:
+def due_at(job: JobRecord) -> float | None:
+    if job.spec.timeout is None or job.started_at is None:
         return None
-    return job.started_at + SHARE * job.timeout
+    return job.started_at + SHARE * job.spec.timeout
 
 
 async def warn_time_limits(state: State) -> None:
@@ -38,7 +38,7 @@ async def warn_time_limits(state: State) -> None:
         changed = state.changed
         now = time.time()
         nearest = math.inf
-        owed: list[Job] = []
+        owed: list[JobRecord] = []
         for job in list(state.index.running.values()):
             at = due_at(job)
             if at is None or (job.id, job.attempt) in warned:
@@ -55,7 +55,7 @@ async def warn_time_limits(state: State) -> None:
                 ]
                 events = [
                     NewEvent(
-                        TIME_LIMIT_80, j.id, j.node, {"attempt": j.attempt, "timeout": j.timeout}
+                        TIME_LIMIT_80, j.id, j.node, {"attempt": j.attempt, "timeout": j.spec.timeout}
                     )
                     for j in live
                 ]

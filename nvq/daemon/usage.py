@@ -18,7 +18,7 @@ from nvq.config import Config
 from nvq.domain import fair_share as fs
 from nvq.domain import quotas
 from nvq.domain.attempts import ending_of
-from nvq.model import Charge, Job, JobState, Tx
+from nvq.model import Charge, JobRecord, JobState, Tx
 from nvq.store import Store
 
 CardSizes = Callable[[str | None, Sequence[int]], list[int | None]]
@@ -56,20 +56,20 @@ class UsageBook:
     def halflife(self) -> float:
         return self.config.queue.fair_share_halflife
 
-    def account(self, job: Job) -> str:
-        return fs.account_of(job.user, job.submitter, self.config.queue.fair_share_by)
+    def account(self, job: JobRecord) -> str:
+        return fs.account_of(job.user, job.spec.submitter, self.config.queue.fair_share_by)
 
-    def weight(self, job: Job, sizes: CardSizes) -> float:
+    def weight(self, job: JobRecord, sizes: CardSizes) -> float:
         key = (job.id, job.attempt)
         found = self._weights.get(key)
         if found is None:
-            found = fs.card_weight(len(job.gpus), job.vram_mb, sizes(job.node, job.gpus))
+            found = fs.card_weight(len(job.gpus), job.spec.vram_mb, sizes(job.node, job.gpus))
             self._weights[key] = found
         return found
 
     # ------------------------------------------------------------ charging
 
-    def charge(self, tx: Tx, before: Mapping[int, Job], sizes: CardSizes) -> None:
+    def charge(self, tx: Tx, before: Mapping[int, JobRecord], sizes: CardSizes) -> None:
         """Add to `tx` the attempts it ends: a job that ran (in `before`) and in `tx`
         no longer runs, or runs a later attempt."""
         latest = {job.id: job for job in tx.jobs}
@@ -98,7 +98,7 @@ class UsageBook:
                     job_id=old.id,
                     attempt=old.attempt,
                     user=old.user,
-                    submitter=old.submitter or old.user,
+                    submitter=old.spec.submitter or old.user,
                     node=old.node,
                     started_at=start,
                     ended_at=max(start, min(end, now)),
@@ -129,7 +129,7 @@ class UsageBook:
     # ------------------------------------------------------------ reading
 
     def standings(
-        self, accounts: Iterable[str], running: Iterable[Job], sizes: CardSizes, now: float
+        self, accounts: Iterable[str], running: Iterable[JobRecord], sizes: CardSizes, now: float
     ) -> dict[str, float]:
         """Each of `accounts`' usage over its share, as placement orders by."""
         queue = self.config.queue

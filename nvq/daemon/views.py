@@ -9,14 +9,14 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from nvq.domain.card_marks import CardMark, unacked
-from nvq.model import GpuProcessView, GpuView, Job
+from nvq.model import GpuProcessView, GpuView, JobRecord
 from nvq_runner.protocol import GpuInfo, GpuSample, Sample
 
 
 def gpu_view(
     info: GpuInfo,
     sample: GpuSample | None,
-    jobs_on_card: Sequence[Job],
+    jobs_on_card: Sequence[JobRecord],
     *,
     headroom_mb: int,
     schedulable: bool,
@@ -25,7 +25,7 @@ def gpu_view(
     used = sample.used_mb if sample else 0
     procs = sample.processes if sample else []
     blind = bool(sample and (sample.blind or any(p.used_mb is None for p in procs)))
-    reserved = sum(j.vram_mb for j in jobs_on_card)
+    reserved = sum(j.spec.vram_mb for j in jobs_on_card)
     charged = {j.id for j in jobs_on_card}
     per_job_actual: dict[int, int] = {}
     for p in procs:
@@ -43,7 +43,7 @@ def gpu_view(
         # attempt that was reassigned while its node was away) holds memory no job
         # reservation covers: it counts as foreign, so the card is never oversubscribed.
         external = sum(p.used_mb or 0 for p in procs if p.job_id not in charged)
-        charge = sum(max(j.vram_mb, per_job_actual.get(j.id, 0)) for j in jobs_on_card)
+        charge = sum(max(j.spec.vram_mb, per_job_actual.get(j.id, 0)) for j in jobs_on_card)
     free = total - external - charge - headroom_mb
     return GpuView(
         index=info.index,
@@ -80,7 +80,7 @@ def gpu_view(
 def gpu_views(
     gpus: Sequence[GpuInfo],
     samples: Sequence[GpuSample] | None,
-    jobs_on_node: Sequence[Job],
+    jobs_on_node: Sequence[JobRecord],
     *,
     headroom_mb: int,
     allow: Sequence[int] | None,

@@ -20,7 +20,7 @@ from nvq.domain import reservations as rsv
 from nvq.domain import waiting as w
 from nvq.domain.placement import NodeSlot, PendingJob, place
 from nvq.domain.starvation import Reservation
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 from nvq.values import format_duration
 
 _passes = itertools.count(1)
@@ -82,9 +82,9 @@ def analyze_all(facts: PassFacts, job: PendingJob, lane_block: str | None) -> li
 
 def reason_of(
     facts: PassFacts | None,
-    job: Job,
+    job: JobRecord,
     pending: PendingJob | None,
-    live: dict[int, Job],
+    live: dict[int, JobRecord],
 ) -> w.Waiting | None:
     """Why `job` (pending, held or paused) is not running; None for other states or
     before the first pass. `pending` is the job as placement sees it."""
@@ -95,8 +95,8 @@ def reason_of(
         return w.Waiting(w.HELD, f"{detail}; `nvq job release {job.id}` runs it anyway")
     if job.state is not JobState.PENDING or facts is None or pending is None:
         return None
-    if job.begin_at is not None and job.begin_at > time.time():
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.begin_at))
+    if job.spec.begin_at is not None and job.spec.begin_at > time.time():
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.spec.begin_at))
         return w.Waiting(w.BEGIN_TIME, f"--begin: not before {stamp}")
     if job.id in facts.unplaceable:
         # (or a prerequisite's last artifacts, its $NVQ_INPUTS, are still being synced)
@@ -112,7 +112,7 @@ def reason_of(
     status = facts.dep_status.get(job.id)
     if isinstance(status, deps.Waiting):
         on = live.get(status.on)
-        kind = "complete" if status.on in job.after else "end"
+        kind = "complete" if status.on in job.spec.after else "end"
         state = f" ({on.state})" if on is not None else ""
         return w.Waiting(w.DEPENDENCY, f"waits for job {status.on}{state} to {kind}")
     lane_block = lane_block_of(facts, job, live)
@@ -147,15 +147,15 @@ def reason_of(
     return cached
 
 
-def reservation_wait(facts: PassFacts, job: Job, pending: PendingJob) -> w.Waiting | None:
+def reservation_wait(facts: PassFacts, job: JobRecord, pending: PendingJob) -> w.Waiting | None:
     """`Reservation`: a `--reservation` job outside its window or with no room on its
     cards, or another job that only reserved cards could take now."""
     if job.id in facts.placed:
         return None
     now = time.time()
-    if job.reservation is not None:
-        res = facts.reservations.get(job.reservation)
-        why = rsv.waiting_for(res, job.reservation, now)
+    if job.spec.reservation is not None:
+        res = facts.reservations.get(job.spec.reservation)
+        why = rsv.waiting_for(res, job.spec.reservation, now)
         if why is None and res is not None:
             why = f"the cards of reservation {res.name} ({','.join(res.cards)}) have no room now"
         return w.Waiting(w.RESERVATION, why or "")
@@ -236,7 +236,7 @@ def _shape(job: PendingJob) -> PendingJob:
     )
 
 
-def array_running(facts: PassFacts, live: dict[int, Job]) -> dict[int, int]:
+def array_running(facts: PassFacts, live: dict[int, JobRecord]) -> dict[int, int]:
     """Running members per array (one sweep per pass, not one per waiting member)."""
     if facts.arrays_running is None:
         counts: dict[int, int] = defaultdict(int)
@@ -247,12 +247,12 @@ def array_running(facts: PassFacts, live: dict[int, Job]) -> dict[int, int]:
     return facts.arrays_running
 
 
-def lane_statuses(facts: PassFacts, live: dict[int, Job]) -> dict[str, lanes.LaneStatus]:
+def lane_statuses(facts: PassFacts, live: dict[int, JobRecord]) -> dict[str, lanes.LaneStatus]:
     if facts.lanes is None:
-        by_lane: dict[str, list[Job]] = defaultdict(list)
+        by_lane: dict[str, list[JobRecord]] = defaultdict(list)
         for j in live.values():
-            if j.lane is not None:
-                by_lane[j.lane].append(j)
+            if j.spec.lane is not None:
+                by_lane[j.spec.lane].append(j)
         facts.lanes = {
             lane: lanes.lane_status(
                 lane, jobs, paused=facts.lane_paused.get(lane, False), dep_status=facts.dep_status
@@ -262,16 +262,16 @@ def lane_statuses(facts: PassFacts, live: dict[int, Job]) -> dict[str, lanes.Lan
     return facts.lanes
 
 
-def lane_block_of(facts: PassFacts, job: Job, live: dict[int, Job]) -> str | None:
+def lane_block_of(facts: PassFacts, job: JobRecord, live: dict[int, JobRecord]) -> str | None:
     """Why the job's lane does not let it start, or None when it is the lane's head
     and the lane may move (cards permitting), or it is in no lane."""
-    if job.lane is None:
+    if job.spec.lane is None:
         return None
-    st = lane_statuses(facts, live).get(job.lane)
+    st = lane_statuses(facts, live).get(job.spec.lane)
     if st is None:
         return None
     pos = st.queue.index(job.id) + 1 if job.id in st.queue else 0
-    where = f"lane {job.lane}, position {pos} of {len(st.queue)}"
+    where = f"lane {job.spec.lane}, position {pos} of {len(st.queue)}"
     if st.running is not None:
         return f"{where}; job {st.running} runs on the lane now"
     if st.next == job.id:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from nvq.model import Job, NewAlert, NewEvent
+from nvq.model import JobRecord, NewAlert, NewEvent
 
 # kind → severity. Failures wait for a person; a retry is worth knowing about; a job
 # moved by the queue itself is only news.
@@ -41,7 +41,7 @@ ALERT_KINDS: dict[str, str] = {
 DETAIL_LIMIT = 4000  # characters of stderr kept on an alert (the job keeps its own tail)
 
 
-def alert_event(kind: str, job: Job, node: str | None, reason: str, **data: Any) -> NewEvent:
+def alert_event(kind: str, job: JobRecord, node: str | None, reason: str, **data: Any) -> NewEvent:
     """The event that records `kind` for `job`'s current attempt, shaped as `derive`
     reads it. For code outside this module that moves jobs (retry, reassign, preempt)."""
     if kind not in ALERT_KINDS:
@@ -49,7 +49,7 @@ def alert_event(kind: str, job: Job, node: str | None, reason: str, **data: Any)
     return NewEvent(kind, job.id, node, {"attempt": job.attempt, "reason": reason, **data})
 
 
-def derive(events: list[NewEvent], jobs: Mapping[int, Job]) -> list[NewAlert]:
+def derive(events: list[NewEvent], jobs: Mapping[int, JobRecord]) -> list[NewAlert]:
     """The alerts a transition raises. `jobs` holds the transaction's updated jobs (the
     state the event left them in)."""
     out: list[NewAlert] = []
@@ -62,7 +62,7 @@ def derive(events: list[NewEvent], jobs: Mapping[int, Job]) -> list[NewAlert]:
     return out
 
 
-def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
+def _alert(ev: NewEvent, severity: str, job: JobRecord | None) -> NewAlert:
     data = ev.data
     if ev.job_id is None and ev.kind == "cluster_refused":
         # Once per message: the same refusal after a restart or retry is the same alert.
@@ -107,7 +107,7 @@ def _alert(ev: NewEvent, severity: str, job: Job | None) -> NewAlert:
         )
     attempt = int(data.get("attempt") or (job.attempt if job else 0))
     extra = f":{data['after']}" if ev.kind == "job_held" else ""
-    label = f"job {ev.job_id}" + (f" ({job.name})" if job else "")
+    label = f"job {ev.job_id}" + (f" ({job.spec.name})" if job else "")
     where = f" on {ev.node}" if ev.node else ""
     detail: str | None = None
     if ev.kind in ("job_failed", "job_timeout"):

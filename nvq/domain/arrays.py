@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 
 MAX_MEMBERS = 100_000
 _ARRAY_RE = re.compile(r"(\d+)(?:-(\d+))?(?::(\d+))?(?:%(\d+))?")
@@ -55,23 +55,26 @@ def parse_array(text: str) -> ArraySpec:
     return spec
 
 
-def expand(template: Job, spec: ArraySpec, first_id: int) -> list[Job]:
+def expand(template: JobRecord, spec: ArraySpec, first_id: int) -> list[JobRecord]:
     """One job per index with ids first_id, first_id+1, …; the array's id is first_id."""
-    members: list[Job] = []
+    members: list[JobRecord] = []
     for n, index in enumerate(spec.indices()):
-        env = dict(template.env)
+        env = dict(template.spec.env)
         env["NVQ_ARRAY_INDEX"] = str(index)
         env["NVQ_ARRAY_ID"] = str(first_id)
         members.append(
             msgspec.structs.replace(
                 template,
                 id=first_id + n,
-                name=f"{template.name}[{index}]",
-                command=template.command.replace("{}", str(index)),
-                env=env,
-                tags=list(template.tags),
-                after=list(template.after),
-                after_any=list(template.after_any),
+                spec=msgspec.structs.replace(
+                    template.spec,
+                    name=f"{template.spec.name}[{index}]",
+                    command=template.spec.command.replace("{}", str(index)),
+                    env=env,
+                    tags=list(template.spec.tags),
+                    after=list(template.spec.after),
+                    after_any=list(template.spec.after_any),
+                ),
                 array_id=first_id,
                 array_index=index,
                 array_limit=spec.limit,
@@ -80,14 +83,14 @@ def expand(template: Job, spec: ArraySpec, first_id: int) -> list[Job]:
     return members
 
 
-def admit(ordered: Sequence[Job], running: Iterable[Job]) -> list[Job]:
+def admit(ordered: Sequence[JobRecord], running: Iterable[JobRecord]) -> list[JobRecord]:
     """The jobs of `ordered` (dispatch order) that an array's `%K` lets start now:
     per array, only the first K − (members running) of its waiting members."""
     left: Counter[int] = Counter()
     for job in running:
         if job.array_id is not None and job.state is JobState.RUNNING:
             left[job.array_id] -= 1
-    out: list[Job] = []
+    out: list[JobRecord] = []
     seen: Counter[int] = Counter()
     for job in ordered:
         if job.array_id is None or job.array_limit is None:

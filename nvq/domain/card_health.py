@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import msgspec
 
 from nvq.domain.card_marks import CardMark, unacked
-from nvq.model import Job, JobState, NewEvent, Outcome
+from nvq.model import JobRecord, JobState, NewEvent, Outcome
 from nvq_runner.protocol import JobExited, Sample
 
 
@@ -40,7 +40,7 @@ def fails_the_card(ev: JobExited) -> bool:
     return bool(ev.card_faults) and ev.reason == "exit" and ev.exit_code != 0
 
 
-def card_failed(job: Job, ev: JobExited, node: str, details: dict[str, object]) -> Outcome:
+def card_failed(job: JobRecord, ev: JobExited, node: str, details: dict[str, object]) -> Outcome:
     """`job` (running) failed on cards its runner saw fail: back in line, keeping its
     place, with the cards marked unhealthy by the same transaction."""
     cards = sorted(ev.card_faults.items())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from nvq.model import FINISHED_STATES, Job, JobState
+from nvq.model import FINISHED_STATES, JobRecord, JobState
 
 BAD_ENDS = FINISHED_STATES - {JobState.COMPLETED}
 
@@ -36,30 +36,30 @@ class Blocked:
 DepStatus = Ready | Waiting | Blocked
 
 
-def prerequisites(job: Job) -> list[int]:
-    return [*job.after, *job.after_any]
+def prerequisites(job: JobRecord) -> list[int]:
+    return [*job.spec.after, *job.spec.after_any]
 
 
-def dependency_status(job: Job, states: Mapping[int, JobState]) -> DepStatus:
+def dependency_status(job: JobRecord, states: Mapping[int, JobState]) -> DepStatus:
     """`states` holds the state of every prerequisite; a missing one (purged) counts as
     completed: nothing is left to wait for."""
     waiting: int | None = None
-    for dep in job.after:
+    for dep in job.spec.after:
         state = states.get(dep, JobState.COMPLETED)
         if state in BAD_ENDS:
             return Blocked(dep, state)
         if state is not JobState.COMPLETED and waiting is None:
             waiting = dep
-    for dep in job.after_any:
+    for dep in job.spec.after_any:
         state = states.get(dep, JobState.COMPLETED)
         if state not in FINISHED_STATES and waiting is None:
             waiting = dep
     return Ready() if waiting is None else Waiting(waiting)
 
 
-def dead_prerequisites(job: Job, states: Mapping[int, JobState]) -> list[int]:
+def dead_prerequisites(job: JobRecord, states: Mapping[int, JobState]) -> list[int]:
     """The `--after` prerequisites that ended badly (what `job release` drops)."""
-    return [d for d in job.after if states.get(d, JobState.COMPLETED) in BAD_ENDS]
+    return [d for d in job.spec.after if states.get(d, JobState.COMPLETED) in BAD_ENDS]
 
 
 def cycle_closed_by(

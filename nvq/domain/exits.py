@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from nvq.domain import attempts, transitions
-from nvq.model import Event, Job, JobState, NewEvent, Outcome, Reap
+from nvq.model import Event, JobRecord, JobState, NewEvent, Outcome, Reap
 from nvq_runner.protocol import JobExited
 
 # The kinds of event that settle a job with an attempt's exit.
@@ -96,7 +96,7 @@ def recorded(events: Iterable[Event], first: int) -> dict[int, Ending]:
     return out
 
 
-def _as_running(job: Job, ev: JobExited, node: str) -> Job:
+def _as_running(job: JobRecord, ev: JobExited, node: str) -> JobRecord:
     """The job as it was while the reporting attempt ran: what its exit applies to."""
     return msgspec.structs.replace(
         job, state=JobState.RUNNING, node=node, attempt=ev.attempt, ended_at=None,
@@ -104,7 +104,7 @@ def _as_running(job: Job, ev: JobExited, node: str) -> Job:
     )
 
 
-def ending_of(job: Job, ev: JobExited, node: str) -> tuple[Ending, Outcome]:
+def ending_of(job: JobRecord, ev: JobExited, node: str) -> tuple[Ending, Outcome]:
     """The report as an `Ending`, and what it would do to the job were it to stand."""
     settled = transitions.exited(_as_running(job, ev, node), ev, node)
     ran = (
@@ -125,7 +125,7 @@ def _details(ev: JobExited, ran: bool) -> dict[str, object]:
     }
 
 
-def _holder(job: Job, known: dict[int, Ending], events: Sequence[Event]) -> Ending | None:
+def _holder(job: JobRecord, known: dict[int, Ending], events: Sequence[Event]) -> Ending | None:
     """The ending the settled job shows now: the one that stands, or else (a kill
     that settled it) the last that settled it."""
     if not job.state.finished:
@@ -147,7 +147,7 @@ def _outcome_words(events: Sequence[Event]) -> dict[int, str | None]:
     return {a.attempt: a.outcome for a in attempts.derive(events)}
 
 
-def on_exit(job: Job, events: Sequence[Event], ev: JobExited, node: str) -> Outcome | None:
+def on_exit(job: JobRecord, events: Sequence[Event], ev: JobExited, node: str) -> Outcome | None:
     """What the exit `ev` of `node` does to `job`, whose events are `events`, when its
     attempt is in a contest; None when it is not (the plain rule applies)."""
     first = contest_start(events)
@@ -205,7 +205,7 @@ def on_exit(job: Job, events: Sequence[Event], ev: JobExited, node: str) -> Outc
     return Outcome(new, won)
 
 
-def in_question(job: Job, owed: bool, ev: JobExited, node: str) -> bool:
+def in_question(job: JobRecord, owed: bool, ev: JobExited, node: str) -> bool:
     """Whether the exit may be one of several real ends of the job (so its events are
     needed): a kill was owed to its attempt, or the job has moved on from it."""
     return (
@@ -217,8 +217,8 @@ def in_question(job: Job, owed: bool, ev: JobExited, node: str) -> bool:
 
 
 def decide(
-    job: Job, events: Sequence[Event], ev: JobExited, node: str, *,
-    owed: bool, settled: Job | None = None,
+    job: JobRecord, events: Sequence[Event], ev: JobExited, node: str, *,
+    owed: bool, settled: JobRecord | None = None,
 ) -> Outcome:
     """What the exit `ev` of `node` does to `job` (as it stands now; `events` are its
     events when `in_question`). `owed`: a kill was owed to the attempt; `settled`: the
@@ -234,7 +234,7 @@ def decide(
     return outcome
 
 
-def kept(job: Job, ev: JobExited, node: str) -> Outcome:
+def kept(job: JobRecord, ev: JobExited, node: str) -> Outcome:
     """An exit no rule took (its attempt long given up on): still kept on its attempt
     with its real exit code, the job unchanged."""
     data = _details(ev, False)

@@ -4,7 +4,7 @@ interpreter path that did not travel to the node). Pure."""
 
 from __future__ import annotations
 
-from nvq.model import Job
+from nvq.model import JobRecord
 from nvq.values import format_mib
 from nvq_runner.protocol import JobExited
 
@@ -14,11 +14,11 @@ _OOM_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out 
 _INTERPRETER_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "PATH")
 
 
-def failure_reason(job: Job, ev: JobExited, node: str) -> str:
+def failure_reason(job: JobRecord, ev: JobExited, node: str) -> str:
     """`exited with code 1 (likely cause: not carried to ws5: VIRTUAL_ENV=…)`."""
     reason = f"killed by signal {ev.signal}" if ev.signal else f"exited with code {ev.exit_code}"
     if memory_exceeded(job, ev):
-        return reason + f": it exceeded its --memory limit of {format_mib(job.memory_mb)}"
+        return reason + f": it exceeded its --memory limit of {format_mib(job.spec.memory_mb)}"
     likely = [d for d in job.env_dropped if _likeliest(d) < len(_INTERPRETER_VARS)]
     if likely:
         # The submitting shell's environment or interpreter path, missing on the
@@ -34,17 +34,17 @@ def _likeliest(item: str) -> int:
     return _INTERPRETER_VARS.index(name) if name in _INTERPRETER_VARS else len(_INTERPRETER_VARS)
 
 
-def oom_reason(job: Job, ev: JobExited) -> str:
+def oom_reason(job: JobRecord, ev: JobExited) -> str:
     """`killed by the OOM killer (exit 137, host memory limit 8 GiB)`."""
-    limit = f", host memory limit {format_mib(job.memory_mb)}" if job.memory_mb else ""
+    limit = f", host memory limit {format_mib(job.spec.memory_mb)}" if job.spec.memory_mb else ""
     return f"killed by the OOM killer (exit {ev.exit_code}{limit})"
 
 
-def memory_exceeded(job: Job, ev: JobExited) -> bool:
+def memory_exceeded(job: JobRecord, ev: JobExited) -> bool:
     """A job with `--memory` that died of its address-space rlimit: an allocation
     error in its stderr. (The cgroup's OOM kill is `ev.oom_killed`; a SIGKILL alone
     is not taken for one: anything may have sent it.)"""
-    if not job.memory_mb or ev.reason != "exit" or ev.exit_code == 0:
+    if not job.spec.memory_mb or ev.reason != "exit" or ev.exit_code == 0:
         return False
     tail = ev.stderr_tail or ""
     return any(marker in tail for marker in _OOM_MARKERS)

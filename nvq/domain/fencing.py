@@ -20,7 +20,7 @@ from __future__ import annotations
 import msgspec
 
 from nvq.domain.reassign import back_to_queue
-from nvq.model import Job, JobState, NewEvent, Outcome, Reap, Tx
+from nvq.model import JobRecord, JobState, NewEvent, Outcome, Reap, Tx
 from nvq_runner.protocol import AttemptFenced
 
 FENCED = "fenced"
@@ -35,7 +35,7 @@ def fenced_data(ev: AttemptFenced) -> dict[str, object]:
     }
 
 
-def fenced(job: Job, ev: AttemptFenced, node: str, reap: Reap | None) -> Outcome:
+def fenced(job: JobRecord, ev: AttemptFenced, node: str, reap: Reap | None) -> Outcome:
     """What the runner's stopping of an attempt does to its job. The outcome always
     carries the `attempt_fenced` event; `job` is None when the job had moved on."""
     data = fenced_data(ev)
@@ -66,14 +66,14 @@ def record_fenced(tx: Tx, outcome: Outcome) -> bool:
     return True
 
 
-def resumed(job: Job, attempt: int, node: str, reap: Reap | None) -> Outcome:
+def resumed(job: JobRecord, attempt: int, node: str, reap: Reap | None) -> Outcome:
     """A `--no-reassign` job called `lost` while its node was away is found still
     running there: it was never run elsewhere, so it runs on."""
     if (
         reap is None
         or reap.reason != "lost"
         or reap.node != node
-        or not job.no_reassign
+        or not job.spec.no_reassign
         or job.state is not JobState.LOST
         or job.attempt != attempt
         or job.node != node

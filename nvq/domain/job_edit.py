@@ -8,13 +8,12 @@ from typing import Any
 
 import msgspec
 
-from nvq.domain.request import REQUEST_FIELDS, spec_of
+from nvq.domain import request
 from nvq.domain.transitions import TransitionError
 from nvq.domain.validate import SpecError, flag_of, validate_spec
-from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome
+from nvq.model import JobRecord, JobSpec, JobState, NewEvent, Outcome
 
-# The JobSpec fields `job edit` may change (each held in the Job field that
-# `request.REQUEST_FIELDS` names).
+# The JobSpec fields `job edit` may change.
 EDITABLE_FIELDS = frozenset(
     {
         "command", "name", "note", "tags", "priority", "timeout", "node", "gpus", "vram_mb",
@@ -28,9 +27,10 @@ WHILE_RUNNING = frozenset({"name", "note", "tags", "priority", "notify_on"})
 WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 
 
-def checked_changes(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
-    """`changes` (JobSpec field → new value) as Job fields, after the same checks as a
-    submit; raises TransitionError naming the flag at fault."""
+def checked_changes(job: JobRecord, changes: dict[str, Any]) -> dict[str, Any]:
+    """`changes` (JobSpec field → new value) named as `Job` names them (a
+    `job_changed` event's), after the same checks as a submit; raises TransitionError
+    naming the flag at fault."""
     unknown = sorted(set(changes) - set(EDITABLE_FIELDS))
     if unknown:
         raise TransitionError(f"job edit cannot change {', '.join(unknown)}")
@@ -47,22 +47,22 @@ def checked_changes(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
     elif job.state not in WAITING:
         raise TransitionError(f"job {job.id} cannot be edited: it is {job.state}")
     try:
-        merged = msgspec.structs.asdict(spec_of(job)) | changes
+        merged = msgspec.structs.asdict(job.spec) | changes
         spec = validate_spec(msgspec.convert(merged, JobSpec))
     except SpecError as exc:
         raise TransitionError(str(exc)) from None
     except msgspec.ValidationError as exc:
         raise TransitionError(f"invalid change: {exc}") from None
-    return {REQUEST_FIELDS[f]: getattr(spec, f) for f in changes}
+    return {request.REQUEST_FIELDS[f]: getattr(spec, f) for f in changes}
 
 
-def edit_fields(job: Job, fields: dict[str, Any], *, by: str) -> Outcome:
-    """Apply Job `fields` (from `checked_changes`, lane already resolved) with an
-    event that has each field's value before and after."""
-    changed = {k: v for k, v in fields.items() if getattr(job, k) != v}
+def edit_fields(job: JobRecord, fields: dict[str, Any], *, by: str) -> Outcome:
+    """Apply `fields` (from `checked_changes`, lane already resolved, named as `Job`
+    names them) with an event that has each field's value before and after."""
+    changed = {k: v for k, v in fields.items() if request.shown(job, k) != v}
     if not changed:
         return Outcome()
-    before = {k: getattr(job, k) for k in changed}
-    new = msgspec.structs.replace(job, **changed)
+    before = {k: request.shown(job, k) for k in changed}
+    new = request.replaced(job, changed)
     data = {"before": before, "after": changed, "by": by}
     return Outcome(new, [NewEvent("job_changed", job.id, None, data)])

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvq.domain import deps
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 
 _LANE_RE = re.compile(r"([^:\s]+):(\d+)")
 
@@ -100,7 +100,7 @@ def numbered(order: Sequence[int]) -> dict[int, float]:
     return {job_id: float(n) for n, job_id in enumerate(order, start=1)}
 
 
-def queued_order(jobs: Sequence[Job]) -> list[Job]:
+def queued_order(jobs: Sequence[JobRecord]) -> list[JobRecord]:
     """A lane's queued jobs in running order."""
     queued = [j for j in jobs if j.state in (JobState.PENDING, JobState.HELD, JobState.PAUSED)]
     return sorted(queued, key=lambda j: (j.lane_pos if j.lane_pos is not None else 0.0, j.id))
@@ -118,7 +118,7 @@ class LaneStatus:
 
 def lane_status(
     lane: str,
-    jobs: Sequence[Job],
+    jobs: Sequence[JobRecord],
     *,
     paused: bool,
     dep_status: Mapping[int, deps.DepStatus],

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nvq.model import Job
+from nvq.model import JobRecord
 from nvq.values import MAX_INT, MIN_INT
 
 _CHANGE_RE = re.compile(r"([+-]?)(\d+)")
@@ -30,14 +30,14 @@ class Key:
         return (-self.priority, self.rank, self.id)
 
 
-def key_of(job: Job) -> Key:
-    return Key(job.id, job.priority, job.rank)
+def key_of(job: JobRecord) -> Key:
+    return Key(job.id, job.spec.priority, job.rank)
 
 
-def dispatch_order(jobs: Sequence[Job]) -> list[Job]:
+def dispatch_order(jobs: Sequence[JobRecord]) -> list[JobRecord]:
     # Same order as Key.sort_key, without a Key per job: this runs over the whole
     # queue on every placement pass.
-    return sorted(jobs, key=lambda j: (-j.priority, j.rank, j.id))
+    return sorted(jobs, key=lambda j: (-j.spec.priority, j.rank, j.id))
 
 
 def new_priority(current: int, change: str) -> int:

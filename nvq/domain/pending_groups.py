@@ -29,36 +29,36 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from nvq.domain.placement import NodeSlot
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 
 OrderKey = tuple[int, float, int]  # (−priority, rank, id): dispatch order, low first
 Shape = tuple[Any, ...]
 
 
-def order_key(job: Job) -> OrderKey:
-    return (-job.priority, job.rank, job.id)
+def order_key(job: JobRecord) -> OrderKey:
+    return (-job.spec.priority, job.rank, job.id)
 
 
-def shape_of(job: Job) -> Shape | None:
+def shape_of(job: JobRecord) -> Shape | None:
     """The job's group, or None when it must be looked at on its own (dependencies,
     lanes: their state is per job, not per shape)."""
-    if job.after or job.after_any or job.lane is not None:
+    if job.spec.after or job.spec.after_any or job.spec.lane is not None:
         return None
     return (
-        job.gpus_requested,
-        job.vram_mb,
-        job.node_request,
-        job.cuda,
-        job.memory_mb,
-        job.image is not None,
+        job.spec.gpus,
+        job.spec.vram_mb,
+        job.spec.node,
+        job.spec.cuda,
+        job.spec.memory_mb,
+        job.spec.image is not None,
         job.user,
-        job.submitter,
-        job.timeout,
-        job.max_runtime,
-        job.in_place,
-        job.cwd if job.in_place else None,
-        job.begin_at,
-        job.reservation,
+        job.spec.submitter,
+        job.spec.timeout,
+        job.spec.max_runtime,
+        job.spec.in_place,
+        job.spec.cwd if job.spec.in_place else None,
+        job.spec.begin_at,
+        job.spec.reservation,
         job.array_id if job.array_limit is not None else None,
         job.array_limit,
     )
@@ -71,7 +71,7 @@ class Group:
 
     def __init__(self, shape: Shape) -> None:
         self.shape = shape
-        self.members: dict[int, Job] = {}
+        self.members: dict[int, JobRecord] = {}
         self._keys: list[OrderKey] = []  # sorted from _start on once _sorted; may hold stale keys
         self._start = 0
         self._sorted = True
@@ -79,7 +79,7 @@ class Group:
     def __len__(self) -> int:
         return len(self.members)
 
-    def put(self, job: Job) -> None:
+    def put(self, job: JobRecord) -> None:
         old = self.members.get(job.id)
         self.members[job.id] = job
         key = order_key(job)
@@ -96,7 +96,7 @@ class Group:
             self._start = 0
             self._sorted = True
 
-    def ordered(self) -> Iterator[Job]:
+    def ordered(self) -> Iterator[JobRecord]:
         """The members in dispatch order (lazily: a window reads only its first few)."""
         if not self._sorted:
             self._keys = sorted(set(self._keys[self._start :]))
@@ -124,7 +124,7 @@ class PendingGroups:
 
     def __init__(self) -> None:
         self.groups: dict[Shape, Group] = {}
-        self.singles: dict[int, Job] = {}
+        self.singles: dict[int, JobRecord] = {}
         self._where: dict[int, Shape | None] = {}
 
     def __len__(self) -> int:
@@ -133,7 +133,7 @@ class PendingGroups:
     def __contains__(self, job_id: int) -> bool:
         return job_id in self._where
 
-    def update(self, job: Job) -> None:
+    def update(self, job: JobRecord) -> None:
         """Take the job's current version: in if pending, out otherwise."""
         if job.state is not JobState.PENDING:
             self.drop(job.id)
@@ -166,15 +166,15 @@ class PendingGroups:
         shape = self._where.get(job_id)
         return None if shape is None else self.groups.get(shape)
 
-    def jobs(self) -> Iterator[Job]:
+    def jobs(self) -> Iterator[JobRecord]:
         """Every pending job, in no particular order."""
         yield from self.singles.values()
         for group in self.groups.values():
             yield from group.members.values()
 
     def window(
-        self, bound: Callable[[Job], int], skip: Iterable[int] = ()
-    ) -> tuple[list[Job], list[Job]]:
+        self, bound: Callable[[JobRecord], int], skip: Iterable[int] = ()
+    ) -> tuple[list[JobRecord], list[JobRecord]]:
         """(singles, grouped): every single, and the first `bound(first member) + 1`
         members of each group (less those in `skip`), enough for a pass to reach the
         same decisions as over all of them. `bound` is an upper bound on how many jobs
@@ -191,7 +191,7 @@ class PendingGroups:
             array_id = shape[-2]
             if array_id is not None:
                 sources[array_id] = sources.get(array_id, 0) + 1
-        grouped: list[Job] = []
+        grouped: list[JobRecord] = []
         for shape, group in self.groups.items():
             members = (j for j in group.ordered() if j.id not in skipped)
             first = next(members, None)
@@ -246,6 +246,6 @@ class Capacity:
 UNBOUNDED = 1 << 40
 
 
-def merged(*runs: Iterable[Job]) -> list[Job]:
+def merged(*runs: Iterable[JobRecord]) -> list[JobRecord]:
     """Jobs of several runs, each already in dispatch order, in dispatch order."""
     return list(heapq.merge(*runs, key=order_key))

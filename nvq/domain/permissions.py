@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nvq.domain.transitions import TransitionError
-from nvq.model import Job
+from nvq.model import JobRecord
 
 
 class Rule(enum.Enum):
@@ -54,11 +54,11 @@ def queue_admins(queue_owner: str, configured: Iterable[str]) -> frozenset[str]:
     return frozenset({queue_owner, *configured})
 
 
-def may_manage(job: Job, user: str, admins: Iterable[str]) -> bool:
+def may_manage(job: JobRecord, user: str, admins: Iterable[str]) -> bool:
     return user == job.user or user in set(admins)
 
 
-def check(jobs: Iterable[Job], user: str, admins: Iterable[str], action: str) -> None:
+def check(jobs: Iterable[JobRecord], user: str, admins: Iterable[str], action: str) -> None:
     """Raise for the first job `user` may not `action`."""
     admin_set = set(admins)
     for job in jobs:
@@ -76,7 +76,7 @@ def may_read_private(job_user: str, user: str, admins: Iterable[str], members_re
 
 
 def check_private(
-    jobs: Iterable[Job], user: str, admins: Iterable[str], members_read: str, action: str
+    jobs: Iterable[JobRecord], user: str, admins: Iterable[str], members_read: str, action: str
 ) -> None:
     """Raise for the first job whose private part `user` may not `action`."""
     admin_set = set(admins)

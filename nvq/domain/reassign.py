@@ -26,7 +26,7 @@ import msgspec
 
 from nvq.domain.lanes import parse_lane
 from nvq.domain.placement import NodeSlot, PendingJob, place
-from nvq.model import Job, JobState, NewEvent, Outcome, Reap
+from nvq.model import JobRecord, JobState, NewEvent, Outcome, Reap
 
 # Reaps after which no job is placed on the node until the old attempt's exit is
 # confirmed: its process may still hold the cards.
@@ -37,18 +37,18 @@ FENCING_REASONS = frozenset({"reassigned", "orphan", "lost", "superseded", "fenc
 STOPPING_REASONS = frozenset({"preempted", "moved", "fenced"})
 
 
-def back_to_queue(job: Job, reason: str) -> Job:
+def back_to_queue(job: JobRecord, reason: str) -> JobRecord:
     return msgspec.structs.replace(
         job, state=JobState.PENDING, node=None, gpus=[], pid=None, progress=None, reason=reason
     )
 
 
-def reassign(job: Job, node: str, why: str, now: float) -> Outcome:
+def reassign(job: JobRecord, node: str, why: str, now: float) -> Outcome:
     """The job's node is down: run it elsewhere (or, with --no-reassign, mark it lost)."""
     if job.state is not JobState.RUNNING or job.node != node:
         return Outcome()
     data = {"attempt": job.attempt, "reason": why}
-    if job.no_reassign:
+    if job.spec.no_reassign:
         reap = Reap(job_id=job.id, attempt=job.attempt, node=node, reason="lost")
         new = msgspec.structs.replace(
             job, state=JobState.LOST, ended_at=now, reason=f"lost: {why} (--no-reassign)"
@@ -60,24 +60,24 @@ def reassign(job: Job, node: str, why: str, now: float) -> Outcome:
     return Outcome(new, [NewEvent("job_reassigned", job.id, node, data)], reap)
 
 
-def node_removed(job: Job, node: str, configured: Collection[str], now: float) -> Outcome:
+def node_removed(job: JobRecord, node: str, configured: Collection[str], now: float) -> Outcome:
     """The job runs on a node that is no longer in config.toml: nobody will hear from
     it again. Back in line when it may run elsewhere (like a node that went down), else
     lost; no kill is owed (the queue no longer reaches that node)."""
     if job.state is not JobState.RUNNING or job.node != node:
         return Outcome()
     why = f"node {node} is no longer in config.toml"
-    wanted = parse_lane(job.lane)[0] if job.lane is not None else job.node_request
+    wanted = parse_lane(job.spec.lane)[0] if job.spec.lane is not None else job.spec.node
     elsewhere = any(n.startswith(wanted or "") for n in configured)
     data = {"attempt": job.attempt, "reason": why}
-    if job.no_reassign or not elsewhere:
+    if job.spec.no_reassign or not elsewhere:
         new = msgspec.structs.replace(job, state=JobState.LOST, ended_at=now, reason=f"lost: {why}")
         return Outcome(new, [NewEvent("job_lost", job.id, node, data)])
     new = back_to_queue(job, f"reassigned: {why}")
     return Outcome(new, [NewEvent("job_reassigned", job.id, node, data)])
 
 
-def preempt(job: Job, why: str, by: int | None = None) -> Outcome:
+def preempt(job: JobRecord, why: str, by: int | None = None) -> Outcome:
     """Stop a running attempt (its --signal or TERM, grace, KILL) and put the job back
     in line. `by`: the more urgent job it makes room for (`nvq.domain.preemption`)."""
     if job.state is not JobState.RUNNING or job.node is None:
@@ -91,17 +91,17 @@ def preempt(job: Job, why: str, by: int | None = None) -> Outcome:
     return Outcome(new, [ev], reap)
 
 
-def borrowed(job: Job, owner: str | None) -> bool:
+def borrowed(job: JobRecord, owner: str | None) -> bool:
     """A job runs on a borrowed node when the node has an owner who is someone else."""
     return owner is not None and job.user != owner
 
 
-def runtime_exceeded(job: Job, owner: str | None, now: float) -> bool:
+def runtime_exceeded(job: JobRecord, owner: str | None, now: float) -> bool:
     """--max-runtime binds only on a borrowed node (elsewhere --timeout is the limit)."""
-    if job.max_runtime is None or job.state is not JobState.RUNNING:
+    if job.spec.max_runtime is None or job.state is not JobState.RUNNING:
         return False
     began = job.started_at or job.dispatched_at
-    return began is not None and borrowed(job, owner) and now - began > job.max_runtime
+    return began is not None and borrowed(job, owner) and now - began > job.spec.max_runtime
 
 
 def steer_clear(
@@ -126,7 +126,7 @@ def steer_clear(
     return job if trial.unschedulable else elsewhere
 
 
-def busy_victims(jobs_on_node: Iterable[Job], owner: str | None) -> list[Job]:
+def busy_victims(jobs_on_node: Iterable[JobRecord], owner: str | None) -> list[JobRecord]:
     """The running jobs a node that just turned busy must give back: other users'."""
     return [j for j in jobs_on_node if j.state is JobState.RUNNING and borrowed(j, owner)]
 

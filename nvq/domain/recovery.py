@@ -11,7 +11,7 @@ record says; one whose end is unknown is `lost`.
 
 from __future__ import annotations
 
-from nvq.model import Job, JobState, NewAlert, NewEvent
+from nvq.model import JobRecord, JobSpec, JobState, NewAlert, NewEvent
 from nvq_runner.protocol import StartRecord
 
 TAG = "recovered"
@@ -30,25 +30,36 @@ def _ending(rec: StartRecord, node: str) -> tuple[JobState, str | None]:
     return JobState.FAILED, f"{how} ({where})"
 
 
-def recovered_job(rec: StartRecord, node: str, owner: str) -> Job:
+def recovered_job(rec: StartRecord, node: str, owner: str) -> JobRecord:
     """The job as the node knew it. `owner`: the queue owner's user name (a `Start`
     names the user only when the job runs as someone else)."""
     start = rec.start
     state, reason = _ending(rec, node)
     user = start.user or owner
-    return Job(
-        id=start.job_id,
+    spec = JobSpec(
         name=start.name,
-        state=state,
         command=start.command,
-        user=user,
         submitter=user,
-        created_at=rec.started_at,
-        gpus_requested=len(start.gpus),
+        gpus=len(start.gpus),
         timeout=start.timeout,
         env=dict(start.env),
         workdir=start.workdir,
         tags=[TAG],
+        memory_mb=start.memory_mb or 0,
+        no_reassign=not start.reassign,
+        manifest_id=start.manifest_id or None,
+        subdir=start.subdir,
+        env_captured=dict(start.env_captured) if start.env_mode != "runner" else None,
+        setup=start.setup or None,
+        setup_files=list(start.setup_files),
+        interactive=start.interactive,
+    )
+    return JobRecord(
+        id=start.job_id,
+        state=state,
+        user=user,
+        created_at=rec.started_at,
+        spec=spec,
         attempt=start.attempt,
         node=node,
         gpus=list(start.gpus),
@@ -60,24 +71,16 @@ def recovered_job(rec: StartRecord, node: str, owner: str) -> Job:
         signal=rec.signal,
         reason=reason,
         rank=float(start.job_id),
-        memory_mb=start.memory_mb or 0,
-        no_reassign=not start.reassign,
         nonce=start.nonce,
-        manifest_id=start.manifest_id or None,
-        subdir=start.subdir,
-        env_captured=dict(start.env_captured) if start.env_mode != "runner" else None,
-        setup=start.setup or None,
-        setup_files=list(start.setup_files),
-        interactive=start.interactive,
     )
 
 
-def event(job: Job) -> NewEvent:
+def event(job: JobRecord) -> NewEvent:
     data = {"attempt": job.attempt, "state": job.state.value, "exit_code": job.exit_code}
     return NewEvent("job_recovered", job.id, job.node, data)
 
 
-def alert(node: str, jobs: list[Job]) -> NewAlert:
+def alert(node: str, jobs: list[JobRecord]) -> NewAlert:
     """One alert for what one node's records brought back."""
     ids = ", ".join(str(j.id) for j in jobs[:20]) + (" …" if len(jobs) > 20 else "")
     running = sum(j.state is JobState.RUNNING for j in jobs)

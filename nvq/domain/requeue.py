@@ -14,7 +14,7 @@ import msgspec
 
 from nvq.domain import job_edit, transitions
 from nvq.domain.transitions import TransitionError
-from nvq.model import Job, JobState, Outcome
+from nvq.model import JobRecord, JobState, Outcome
 
 ARTIFACT_MODES = ("keep", "fresh")
 
@@ -30,7 +30,7 @@ def artifacts_mode(state: JobState, asked: str | None) -> str:
 
 
 def requeue(
-    job: Job, *, by: str, now: float, artifacts: str | None, command: str | None = None
+    job: JobRecord, *, by: str, now: float, artifacts: str | None, command: str | None = None
 ) -> Outcome:
     """`transitions.requeue`, with the ended attempt's result kept in its event and,
     with `command`, the command changed (checked as `job edit` checks it)."""
@@ -48,7 +48,7 @@ def requeue(
     events = [msgspec.structs.replace(event, data=data)]
     # The next attempt's result starts empty: this one's is in the event.
     new = msgspec.structs.replace(outcome.job, result=None, result_error=None)
-    if command is not None and command != job.command:
+    if command is not None and command != job.spec.command:
         fields = job_edit.checked_changes(new, {"command": command})
         edited = job_edit.edit_fields(new, fields, by=by)
         if edited.job is not None:

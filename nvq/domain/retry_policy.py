@@ -9,7 +9,7 @@ again would give the same answer."""
 
 from __future__ import annotations
 
-from nvq.model import Job
+from nvq.model import JobRecord
 
 CAUSES = ("lost", "oom")
 DEFAULT = "lost"
@@ -27,8 +27,8 @@ def parse_retries_on(text: str) -> str:
     return ",".join(words)
 
 
-def retries(job: Job, cause: str) -> bool:
+def retries(job: JobRecord, cause: str) -> bool:
     """True when `job` ended by `cause` may run again: the cause is one it retries
     on and it has restarts left."""
-    wanted = {w.strip() for w in (job.retries_on or DEFAULT).split(",")}
-    return cause in wanted and job.retried < job.retries
+    wanted = {w.strip() for w in (job.spec.retries_on or DEFAULT).split(",")}
+    return cause in wanted and job.retried < job.spec.retries

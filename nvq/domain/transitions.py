@@ -13,7 +13,7 @@ import msgspec
 
 from nvq.domain import card_health, deps, request, retry_policy
 from nvq.domain.failure_reasons import failure_reason, oom_reason
-from nvq.model import Job, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
+from nvq.model import JobRecord, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
 
@@ -21,22 +21,22 @@ class TransitionError(Exception):
     """The requested change is not allowed in the job's state (message for the user)."""
 
 
-def new_job(spec: JobSpec, *, user: str, now: float) -> Job:
-    return request.job_of(
+def new_job(spec: JobSpec, *, user: str, now: float) -> JobRecord:
+    """The record of a job submitted as `spec`, its request as the queue keeps it
+    (`JobRecord`'s rule): name and submitter filled in, `after` sorted, `array` and
+    `lane` left to the daemon (it expands the one and resolves the other)."""
+    accepted = msgspec.structs.replace(
         spec,
-        id=0,
         name=spec.name or _default_name(spec.command),
-        state=JobState.PENDING,
-        user=user,
         submitter=spec.submitter or user,
-        created_at=now,
         after=sorted(set(spec.after)),
         after_any=sorted(set(spec.after_any)),
-        # Numbered by the store at insert (its id): the order of submission, which a
-        # clock stepped back cannot change as `now` could.
-        rank=0.0,
-        lane=None,  # the daemon resolves `--lane` against its nodes (a full node name)
+        lane=None,
+        array=None,
     )
+    # rank: numbered by the store at insert (its id), the order of submission, which a
+    # clock stepped back cannot change as `now` could.
+    return JobRecord(id=0, state=JobState.PENDING, user=user, created_at=now, spec=accepted, rank=0.0)
 
 
 def _default_name(command: str) -> str:
@@ -46,7 +46,7 @@ def _default_name(command: str) -> str:
     return name[:40] or "job"
 
 
-def dispatch(job: Job, *, node: str, gpus: list[int], now: float, note: str = "") -> Outcome:
+def dispatch(job: JobRecord, *, node: str, gpus: list[int], now: float, note: str = "") -> Outcome:
     """`note`: placement had to take a card busy with foreign work (card_choice.py)."""
     if job.state is not JobState.PENDING:
         return Outcome()
@@ -72,7 +72,7 @@ def dispatch(job: Job, *, node: str, gpus: list[int], now: float, note: str = ""
     return Outcome(new, [NewEvent("job_dispatched", job.id, node, data)])
 
 
-def started(job: Job, ev: JobStarted, node: str) -> Outcome:
+def started(job: JobRecord, ev: JobStarted, node: str) -> Outcome:
     if job.state is not JobState.RUNNING or job.attempt != ev.attempt or job.node != node:
         return Outcome()
     new = msgspec.structs.replace(
@@ -92,7 +92,7 @@ def _decode_result(raw: str | None) -> object:
         return {"invalid_json": raw[:10000]}
 
 
-def exited(job: Job, ev: JobExited, node: str) -> Outcome:
+def exited(job: JobRecord, ev: JobExited, node: str) -> Outcome:
     """The attempt's process ended. A job already settled (cancelled while running)
     keeps its state and only gains the exit details; a `lost` one takes an exit of its
     own making."""
@@ -138,7 +138,7 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
         return Outcome(new, [NewEvent("job_failed", job.id, node, details)])
     if ev.reason == "timeout":
         state, kind = JobState.TIMEOUT, "job_timeout"
-        reason = f"killed after its timeout of {job.timeout:g}s" if job.timeout else "timeout"
+        reason = f"killed after its timeout of {job.spec.timeout:g}s" if job.spec.timeout else "timeout"
     elif ev.exit_code == 0:
         state, kind, reason = JobState.COMPLETED, "job_completed", None
     else:
@@ -148,7 +148,7 @@ def exited(job: Job, ev: JobExited, node: str) -> Outcome:
     return Outcome(new, [NewEvent(kind, job.id, node, details)])
 
 
-def lost(job: Job, ev: JobLost, node: str) -> Outcome:
+def lost(job: JobRecord, ev: JobLost, node: str) -> Outcome:
     if job.attempt != ev.attempt or job.node != node:
         return Outcome()
     if job.state.finished:
@@ -165,7 +165,7 @@ def lost(job: Job, ev: JobLost, node: str) -> Outcome:
 
 
 def retry(
-    job: Job, node: str, why: str, *, attempt_ended: dict[str, object] | None = None
+    job: JobRecord, node: str, why: str, *, attempt_ended: dict[str, object] | None = None
 ) -> Outcome:
     """The process vanished (or, with `attempt_ended`, the exit those details
     describe is one `--retries-on` names) and `--retries` allows another go: back in
@@ -184,13 +184,13 @@ def retry(
             else f"retrying: {why}"
         ),
     )
-    data = {"attempt": job.attempt, "retry": new.retried, "of": job.retries, "reason": why}
+    data = {"attempt": job.attempt, "retry": new.retried, "of": job.spec.retries, "reason": why}
     if attempt_ended is not None:
         data |= {k: v for k, v in attempt_ended.items() if k not in data}
     return Outcome(new, [NewEvent("job_retried", job.id, node, data)])
 
 
-def launch_failed(job: Job, ev: LaunchFailed, node: str) -> Outcome:
+def launch_failed(job: JobRecord, ev: LaunchFailed, node: str) -> Outcome:
     if job.attempt != ev.attempt or job.node != node or job.state is not JobState.RUNNING:
         return Outcome()
     if ev.phase == "setup":  # the error names the setup and ends with its log's tail
@@ -205,7 +205,7 @@ def launch_failed(job: Job, ev: LaunchFailed, node: str) -> Outcome:
     return Outcome(new, [NewEvent("launch_failed", job.id, node, data)])
 
 
-def runner_forgot(job: Job, node: str, now: float) -> Outcome:
+def runner_forgot(job: JobRecord, node: str, now: float) -> Outcome:
     """The node's runner has no record of an attempt it had started (its state was
     wiped): the process cannot be found, so the job is lost (or retried)."""
     if retry_policy.retries(job, "lost"):
@@ -217,7 +217,7 @@ def runner_forgot(job: Job, node: str, now: float) -> Outcome:
     return Outcome(new, [NewEvent("job_lost", job.id, node, data)])
 
 
-def unschedulable(job: Job, why: str, now: float) -> Outcome:
+def unschedulable(job: JobRecord, why: str, now: float) -> Outcome:
     if job.state is not JobState.PENDING:
         return Outcome()
     new = msgspec.structs.replace(
@@ -226,7 +226,7 @@ def unschedulable(job: Job, why: str, now: float) -> Outcome:
     return Outcome(new, [NewEvent("job_unschedulable", job.id, None, {"reason": why})])
 
 
-def cancel(job: Job, *, now: float, by: str) -> Outcome:
+def cancel(job: JobRecord, *, now: float, by: str) -> Outcome:
     """Cancel settles the record at once; a running process is owed a kill (a reap),
     carried out now or when its node returns."""
     if job.state.finished:
@@ -240,7 +240,7 @@ def cancel(job: Job, *, now: float, by: str) -> Outcome:
     return Outcome(new, [NewEvent("job_cancelled", job.id, job.node, {"by": by})], reap)
 
 
-def hold(job: Job, on: int, on_state: JobState) -> Outcome:
+def hold(job: JobRecord, on: int, on_state: JobState) -> Outcome:
     """A prerequisite of `--after` ended badly: wait for a person (nothing cascades)."""
     if job.state is not JobState.PENDING:
         return Outcome()
@@ -250,22 +250,20 @@ def hold(job: Job, on: int, on_state: JobState) -> Outcome:
     return Outcome(new, [NewEvent("job_held", job.id, None, {"after": on, "state": str(on_state)})])
 
 
-def release(job: Job, dead: list[int], *, by: str) -> Outcome:
+def release(job: JobRecord, dead: list[int], *, by: str) -> Outcome:
     """Run a held job without its dead prerequisites."""
     if job.state is not JobState.HELD:
         raise TransitionError(f"job {job.id} is not held (it is {job.state})")
+    after = [d for d in job.spec.after if d not in dead]
     new = msgspec.structs.replace(
-        job,
-        state=JobState.PENDING,
-        after=[d for d in job.after if d not in dead],
-        reason=None,
+        request.asking(job, after=after), state=JobState.PENDING, reason=None
     )
     return Outcome(new, [NewEvent("job_released", job.id, None, {"dropped": dead, "by": by})])
 
 
 # -- policy: requeue, pause, resume, edit, priority ---------------------------------------
 
-def requeue(job: Job, *, by: str, now: float) -> Outcome:
+def requeue(job: JobRecord, *, by: str, now: float) -> Outcome:
     """Run a finished job again: same id and note, to the back of its priority."""
     if not job.state.finished:
         raise TransitionError(
@@ -292,7 +290,7 @@ def requeue(job: Job, *, by: str, now: float) -> Outcome:
 PAUSABLE = frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING})
 
 
-def pause(job: Job, *, by: str, now: float) -> Outcome:
+def pause(job: JobRecord, *, by: str, now: float) -> Outcome:
     """Keep a job in the queue but unassigned. A running one is stopped (a reap: TERM,
     grace, KILL) and comes back to `paused`; its job directory and artifacts stay."""
     if job.state not in PAUSABLE:
@@ -305,7 +303,7 @@ def pause(job: Job, *, by: str, now: float) -> Outcome:
     return Outcome(new, [NewEvent("job_paused", job.id, job.node if reap else None, data)], reap)
 
 
-def resume(job: Job, *, by: str) -> Outcome:
+def resume(job: JobRecord, *, by: str) -> Outcome:
     """Back in line where it was (its rank is unchanged); held-ness is re-judged by
     the next placement pass."""
     if job.state is not JobState.PAUSED:
@@ -318,7 +316,7 @@ EDITABLE = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 
 
 def edit_after(
-    job: Job,
+    job: JobRecord,
     *,
     drop: list[int],
     add: list[int],
@@ -332,7 +330,7 @@ def edit_after(
     for ever) is stored."""
     if job.state not in EDITABLE:
         raise TransitionError(f"job {job.id} cannot be edited: it is {job.state}")
-    missing = [d for d in drop if d not in job.after and d not in job.after_any]
+    missing = [d for d in drop if d not in job.spec.after and d not in job.spec.after_any]
     if missing:
         raise TransitionError(f"job {job.id} does not wait for {', '.join(map(str, missing))}")
     if job.id in add:
@@ -340,13 +338,11 @@ def edit_after(
     cycle = deps.cycle_closed_by(job.id, [a for a in add if a not in drop], waits_for)
     if cycle is not None:
         raise TransitionError(deps.cycle_message(cycle))
-    after = sorted((set(job.after) - set(drop)) | set(add))
-    after_any = sorted(set(job.after_any) - set(drop) - set(add))
+    after = sorted((set(job.spec.after) - set(drop)) | set(add))
+    after_any = sorted(set(job.spec.after_any) - set(drop) - set(add))
     state = JobState.PENDING if job.state is JobState.HELD else job.state
     new = msgspec.structs.replace(
-        job,
-        after=after,
-        after_any=after_any,
+        request.asking(job, after=after, after_any=after_any),
         state=state,
         reason=None if state is JobState.PENDING else job.reason,
     )
@@ -354,10 +350,10 @@ def edit_after(
     return Outcome(new, [NewEvent("job_edited", job.id, None, data)])
 
 
-def reorder(job: Job, *, priority: int, rank: float, by: str) -> Outcome:
+def reorder(job: JobRecord, *, priority: int, rank: float, by: str) -> Outcome:
     """A new place in the dispatch order (priority, then rank)."""
     if job.state.finished:
         raise TransitionError(f"job {job.id} has already ended ({job.state})")
-    new = msgspec.structs.replace(job, priority=priority, rank=rank)
-    data = {"priority": priority, "was": job.priority, "by": by}
+    new = msgspec.structs.replace(request.asking(job, priority=priority), rank=rank)
+    data = {"priority": priority, "was": job.spec.priority, "by": by}
     return Outcome(new, [NewEvent("job_priority", job.id, None, data)])

@@ -12,7 +12,7 @@ from typing import Any
 
 from nvq.config import Config, WebhookChannel
 from nvq.domain.notify_on import TIME_LIMIT_80
-from nvq.model import SEVERITIES, Job, NewAlert, NewEvent, OutboxItem
+from nvq.model import SEVERITIES, JobRecord, NewAlert, NewEvent, OutboxItem
 
 # Event kinds that end a job, and whether that counts as success for e-mail.
 OUTCOMES: dict[str, bool] = {
@@ -45,7 +45,7 @@ def webhook_channels(config: Config) -> list[tuple[str, WebhookChannel]]:
 
 
 def webhook_job_items(
-    events: list[NewEvent], jobs: Mapping[int, Job], config: Config
+    events: list[NewEvent], jobs: Mapping[int, JobRecord], config: Config
 ) -> list[OutboxItem]:
     """A webhook's job items: its `events` (start, end, fail) for its `users`' jobs."""
     items: list[OutboxItem] = []
@@ -64,9 +64,9 @@ def webhook_job_items(
             continue
         for channel, hook in webhook_channels(config):
             # the job's own --notify-on, else what the webhook listens for
-            if not wanted & set(hook.events if job.notify_on is None else job.notify_on):
+            if not wanted & set(hook.events if job.spec.notify_on is None else job.spec.notify_on):
                 continue
-            if hook.users and job.user not in hook.users and job.submitter not in hook.users:
+            if hook.users and job.user not in hook.users and job.spec.submitter not in hook.users:
                 continue
             items.append(
                 OutboxItem(
@@ -106,14 +106,14 @@ def alert_doc(alert: NewAlert, now: float) -> dict[str, Any]:
     }
 
 
-def job_doc(job: Job) -> dict[str, Any]:
+def job_doc(job: JobRecord) -> dict[str, Any]:
     return {
         "id": job.id,
-        "name": job.name,
+        "name": job.spec.name,
         "state": str(job.state),
-        "command": job.command,
+        "command": job.spec.command,
         "user": job.user,
-        "submitter": job.submitter,
+        "submitter": job.spec.submitter,
         "node": job.node,
         "attempt": job.attempt,
         "exit_code": job.exit_code,
@@ -121,14 +121,14 @@ def job_doc(job: Job) -> dict[str, Any]:
         "started_at": job.started_at,
         "ended_at": job.ended_at,
         "stderr_tail": job.stderr_tail,
-        "timeout": job.timeout,
+        "timeout": job.spec.timeout,
     }
 
 
-def recipient(job: Job, config: Config) -> list[str]:
+def recipient(job: JobRecord, config: Config) -> list[str]:
     """The submitter's address ([users.NAME] email, by OS user, then by the
     NVQ_SUBMITTER label), else the [notify.email] to list."""
-    for name in (job.user, job.submitter):
+    for name in (job.user, job.spec.submitter):
         user = config.users.get(name)
         if user is not None and user.email:
             return [user.email]
@@ -138,7 +138,7 @@ def recipient(job: Job, config: Config) -> list[str]:
 def plan(
     alerts: list[NewAlert],
     events: list[NewEvent],
-    jobs: Mapping[int, Job],
+    jobs: Mapping[int, JobRecord],
     config: Config,
     now: float,
 ) -> list[OutboxItem]:
@@ -168,7 +168,7 @@ def plan(
         job = jobs.get(ev.job_id) if ev.job_id is not None else None
         if success is None or job is None or not job.state.finished:
             continue
-        own = job.email_on_success if success else job.email_on_failure
+        own = job.spec.email_on_success if success else job.spec.email_on_failure
         default = config.notify.email_on_success if success else config.notify.email_on_failure
         if not (default if own is None else own):
             continue

@@ -22,7 +22,7 @@ import msgspec
 
 from nvq.domain.alerts import resolutions
 from nvq.domain.fair_share import Usage
-from nvq.model import Charge, Event, Job, JobState, Reap, Tx
+from nvq.model import Charge, Event, JobRecord, JobState, Reap, Tx
 from nvq.store import (
     alerts,
     events,
@@ -164,7 +164,7 @@ class Store:
             self.disk_full_since = None
             self._full = anyio.Event()
 
-    async def commit(self, tx: Tx) -> list[Job]:
+    async def commit(self, tx: Tx) -> list[JobRecord]:
         """Apply `tx` in one transaction; returns the inserted jobs with their ids. The
         events it recorded, with their ids, are in `last_events` until the next commit."""
         # One hop to the database thread for the whole transaction instead of one per
@@ -206,7 +206,7 @@ class Store:
 
     # ------------------------------------------------------------ reads
 
-    async def job(self, job_id: int) -> Job | None:
+    async def job(self, job_id: int) -> JobRecord | None:
         return await self.sync(lambda conn: jobs.one(conn, job_id))
 
     async def jobs(
@@ -216,7 +216,7 @@ class Store:
         ids: Iterable[int] | None = None,
         limit: int | None = None,
         newest_first: bool = False,
-    ) -> list[Job]:
+    ) -> list[JobRecord]:
         return await self.sync(
             lambda conn: jobs.select(
                 conn, states=states, ids=ids, limit=limit, newest_first=newest_first
@@ -225,7 +225,7 @@ class Store:
 
     async def newest_jobs(
         self, states: Iterable[JobState], flt: windows.JobFilter, limit: int | None
-    ) -> tuple[list[Job], bool]:
+    ) -> tuple[list[JobRecord], bool]:
         """The newest `limit` jobs in `states` matching `flt`, and whether there are more."""
         return await self.sync(lambda conn: windows.newest(conn, states, flt, limit))
 
@@ -235,7 +235,7 @@ class Store:
     async def manifest_ids(self) -> set[str]:
         return await self.sync(windows.manifest_ids)
 
-    async def array_members(self, array_id: int) -> list[Job]:
+    async def array_members(self, array_id: int) -> list[JobRecord]:
         return await self.sync(lambda conn: jobs.array_members(conn, array_id))
 
     async def states_of(self, ids: Iterable[int]) -> dict[int, JobState]:
@@ -279,9 +279,9 @@ def _queue_id(conn: sqlite3.Connection) -> str:
     return meta.get_meta(conn, QUEUE_ID) or ""
 
 
-def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[Job], list[Event]]:
+def _commit(conn: sqlite3.Connection, tx: Tx) -> tuple[list[JobRecord], list[Event]]:
     now = time.time()
-    inserted: list[Job] = []
+    inserted: list[JobRecord] = []
     recorded: list[Event] = []
     conn.execute("BEGIN IMMEDIATE")
     try:

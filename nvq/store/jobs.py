@@ -1,5 +1,7 @@
 """The `jobs` table: one row per job, its columns the fields of `nvq.model.Job` in
-order (lists, dicts and the tri-state booleans stored as JSON text)."""
+order (lists, dicts and the tri-state booleans stored as JSON text). The queue holds
+a `JobRecord`; `job_to_row` and `job_from_row` are the one place a row crosses to it,
+through the flat `Job` (`nvq.domain.request`)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from typing import Any
 
 import msgspec
 
-from nvq.model import FINISHED_STATES, Job, JobState, WrittenFile
+from nvq.domain import request
+from nvq.model import FINISHED_STATES, JobRecord, JobState, WrittenFile
 
-_JOB_FIELDS: tuple[str, ...] = tuple(f.name for f in msgspec.structs.fields(Job))
+_JOB_FIELDS = request.JOB_FIELDS  # the columns, in order
 _JSON_FIELDS = frozenset(
     {
         "env",
@@ -43,10 +46,9 @@ _JOB_PLACEHOLDERS = ", ".join("?" for _ in _JOB_FIELDS)
 _JOB_UPDATE = ", ".join(f"{name} = ?" for name in _JOB_FIELDS if name != "id")
 
 
-def job_to_row(job: Job) -> list[Any]:
+def job_to_row(record: JobRecord) -> list[Any]:
     row: list[Any] = []
-    for name in _JOB_FIELDS:
-        value = getattr(job, name)
+    for name, value in zip(_JOB_FIELDS, request.flat_values(record), strict=True):
         if name in _JSON_FIELDS:
             value = _json.encode(value).decode()
         elif name == "state":
@@ -55,7 +57,7 @@ def job_to_row(job: Job) -> list[Any]:
     return row
 
 
-def job_from_row(row: Sequence[Any]) -> Job:
+def job_from_row(row: Sequence[Any]) -> JobRecord:
     values: dict[str, Any] = {}
     for name, value in zip(_JOB_FIELDS, row, strict=True):
         if name in _JSON_FIELDS:
@@ -64,7 +66,7 @@ def job_from_row(row: Sequence[Any]) -> Job:
         elif name == "state":
             value = JobState(value)
         values[name] = value
-    return Job(**values)
+    return request.record_from(values)
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -99,14 +101,14 @@ def raise_last_id(conn: sqlite3.Connection, floor: int) -> bool:
     return True
 
 
-def insert(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
+def insert(conn: sqlite3.Connection, jobs: Sequence[JobRecord]) -> None:
     conn.executemany(
         f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_JOB_PLACEHOLDERS})",
         [job_to_row(job) for job in jobs],
     )
 
 
-def update(conn: sqlite3.Connection, jobs: Sequence[Job]) -> None:
+def update(conn: sqlite3.Connection, jobs: Sequence[JobRecord]) -> None:
     conn.executemany(
         f"UPDATE jobs SET {_JOB_UPDATE} WHERE id = ?",
         [[*job_to_row(job)[1:], job.id] for job in jobs],
@@ -120,7 +122,7 @@ def delete(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
 # ---------------------------------------------------------------- reads
 
 
-def one(conn: sqlite3.Connection, job_id: int) -> Job | None:
+def one(conn: sqlite3.Connection, job_id: int) -> JobRecord | None:
     row = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
     return job_from_row(row) if row else None
 
@@ -132,7 +134,7 @@ def select(
     ids: Iterable[int] | None = None,
     limit: int | None = None,
     newest_first: bool = False,
-) -> list[Job]:
+) -> list[JobRecord]:
     where: list[str] = []
     args: list[Any] = []
     if states is not None:
@@ -152,7 +154,7 @@ def select(
     return [job_from_row(r) for r in conn.execute(sql, args).fetchall()]
 
 
-def array_members(conn: sqlite3.Connection, array_id: int) -> list[Job]:
+def array_members(conn: sqlite3.Connection, array_id: int) -> list[JobRecord]:
     rows = conn.execute(
         f"SELECT {JOB_COLUMNS} FROM jobs WHERE array_id = ? ORDER BY id", (array_id,)
     ).fetchall()

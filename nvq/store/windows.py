@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 from nvq.store.jobs import JOB_COLUMNS, job_from_row
 
 
@@ -25,11 +25,11 @@ class JobFilter(msgspec.Struct, frozen=True, kw_only=True):
     since_id: int | None = None  # this job and later ones
     since_time: float | None = None  # submitted at or after this time
 
-    def matches(self, job: Job) -> bool:
+    def matches(self, job: JobRecord) -> bool:
         """The same test as `_where`, on a job in memory."""
         return (
             (self.user is None or job.user == self.user)
-            and (self.tag is None or self.tag in job.tags)
+            and (self.tag is None or self.tag in job.spec.tags)
             and (self.array is None or job.array_id == self.array)
             and (self.since_id is None or job.id >= self.since_id)
             and (self.since_time is None or job.created_at >= self.since_time)
@@ -59,11 +59,11 @@ def _where(flt: JobFilter) -> tuple[list[str], list[Any]]:
 
 def newest(
     conn: sqlite3.Connection, states: Iterable[JobState], flt: JobFilter, limit: int | None
-) -> tuple[list[Job], bool]:
+) -> tuple[list[JobRecord], bool]:
     """The newest `limit` jobs (all with None) in `states` that match `flt`, oldest
     first, and whether more matched than were returned."""
     where, args = _where(flt)
-    found: list[Job] = []
+    found: list[JobRecord] = []
     # One query per state: `state = ?` walks the (state, id) index backwards and stops
     # at `limit`; `state IN (…)` would have to sort every finished row first.
     for st in sorted(states):

@@ -7,12 +7,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from nvq.daemon.reassign import Machines
-from nvq.model import Job, JobState
+from nvq.domain.request import record_of
+from nvq.model import Job, JobRecord, JobState
 
 
-def job(id: int, state: JobState, **kw: Any) -> Job:
-    return Job(id=id, name="j", state=state, command="true", user="u", submitter="u",
-               created_at=0.0, **kw)
+def job(id: int, state: JobState, **kw: Any) -> JobRecord:
+    return record_of(Job(id=id, name="j", state=state, command="true", user="u", submitter="u",
+               created_at=0.0, **kw))
 
 
 def test_a_step_waits_for_its_prerequisites_final_sync() -> None:

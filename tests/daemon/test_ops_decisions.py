@@ -11,13 +11,14 @@ import pytest
 from nvq import backup, keeper, manifest, remote
 from nvq.config import Config, EmailChannel, NotifyConfig, RemoteConfig, UserConfig
 from nvq.domain import alerts
-from nvq.model import Job, JobSpec, JobState, NewEvent
+from nvq.domain.request import record_of
+from nvq.model import Job, JobRecord, JobSpec, JobState, NewEvent
 from nvq.notify import plan
 from nvq.store import MIGRATIONS
 from nvq.store import alerts as alert_rows
 
 
-def job(**kw: object) -> Job:
+def job(**kw: object) -> JobRecord:
     base: dict[str, object] = dict(
         id=7,
         name="train",
@@ -32,7 +33,7 @@ def job(**kw: object) -> Job:
         stderr_tail="Traceback",
     )
     base.update(kw)
-    return Job(**base)  # type: ignore[arg-type]
+    return record_of(Job(**base))  # type: ignore[arg-type]
 
 
 def test_failed_job_alert_names_the_attempt_and_carries_stderr() -> None:

@@ -12,6 +12,7 @@ import msgspec
 from nvq import control as c
 from nvq.cli.render.jobs import job_detail
 from nvq.daemon.handlers.logs import open_logs
+from nvq.domain.request import view_of
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
 from tests.fakes.daemon import eventually, job_now, running_daemon, submit
@@ -56,7 +57,7 @@ def test_limits_reach_the_runner_and_what_it_cut_is_shown(tmp_path: Path) -> Non
             await eventually(lambda: job.id not in core.jobs)
             done = await job_now(core, job.id)
             assert (done.result, done.result_error, done.log_truncated) == (None, why, True)
-            text = job_detail(msgspec.convert(msgspec.to_builtins(done), c.JobDetail))
+            text = job_detail(msgspec.convert(msgspec.to_builtins(view_of(done)), c.JobDetail))
             assert f"not kept: {why}" in text
             assert "output cut: over max_log_size" in text
 

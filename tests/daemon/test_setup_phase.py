@@ -5,23 +5,24 @@ from __future__ import annotations
 from nvq.cli.render.jobs import state_label
 from nvq.daemon.setup_phase import applied
 from nvq.domain import transitions
-from nvq.model import Job, JobState
+from nvq.domain.request import record_of, view_of
+from nvq.model import Job, JobRecord, JobState
 from nvq_runner import protocol as p
 
 
-def running(**kw: object) -> Job:
-    return Job(id=4, name="train", state=JobState.RUNNING, command="python train.py",
+def running(**kw: object) -> JobRecord:
+    return record_of(Job(id=4, name="train", state=JobState.RUNNING, command="python train.py",
                user="u", submitter="u", created_at=0.0, node="ws1", attempt=2, gpus=[0],
-               **kw)  # type: ignore[arg-type]
+               **kw))  # type: ignore[arg-type]
 
 
 def test_setup_started_then_done_sets_and_clears_the_phase() -> None:
     job, event = applied(running(), p.SetupPhase(seq=1, job_id=4, attempt=2, at=1.0), "ws1")
-    assert job is not None and job.phase == "setup" and state_label(job) == "setup"
+    assert job is not None and job.phase == "setup" and state_label(view_of(job)) == "setup"
     assert event is not None and event.kind == "setup_started"
     done, event = applied(job, p.SetupPhase(seq=2, job_id=4, attempt=2, at=2.0, done=True,
                                             cached=True), "ws1")
-    assert done is not None and done.phase == "" and state_label(done) == "running"
+    assert done is not None and done.phase == "" and state_label(view_of(done)) == "running"
     assert event is not None and event.kind == "setup_done" and event.data["cached"] is True
 
 

@@ -14,7 +14,7 @@ from nvq.daemon.handlers.policy import pause
 from nvq.daemon.handlers.queue import node_flag
 from nvq.daemon.handlers.why import why
 from nvq.daemon.state import State
-from nvq.model import Job, JobState
+from nvq.model import Job, JobRecord, JobState
 from tests.fakes.aio import run
 from tests.fakes.daemon import _contexts, eventually, running_daemon, submit
 from tests.fakes.runner import FakeRunner
@@ -27,12 +27,12 @@ async def listed(core: State) -> dict[int, Any]:
     return {j.id: j for j in jobs}
 
 
-async def reason(core: State, job: Job) -> tuple[str | None, str | None]:
+async def reason(core: State, job: Job | JobRecord) -> tuple[str | None, str | None]:
     row = (await listed(core))[job.id]
     return row.reason, getattr(row, "reason_detail", None)
 
 
-async def settled(core: State, job: Job, code: str) -> str:
+async def settled(core: State, job: Job | JobRecord, code: str) -> str:
     """Wait for a placement pass that gives `job` the reason `code`; its words."""
     with anyio.fail_after(60):  # only a hung test: a loaded machine is slow
         while True:

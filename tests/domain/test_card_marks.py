@@ -9,7 +9,8 @@ import msgspec
 from nvq.domain import card_marks, transitions
 from nvq.domain.card_health import unhealthy_events
 from nvq.domain.card_marks import CardMark, apply, parse_card
-from nvq.model import Job, JobState, NewEvent
+from nvq.domain.request import record_of
+from nvq.model import Job, JobRecord, JobState, NewEvent
 from nvq_runner.protocol import GpuSample, JobExited, Sample
 
 
@@ -61,10 +62,10 @@ def test_samples_leave_out_evidence_an_admin_acknowledged() -> None:
     assert ev.data == {"card": 0, "faults": ["xid 48"]}
 
 
-def _running() -> Job:
-    return Job(id=7, name="j", state=JobState.RUNNING, command="train", user="me",
+def _running() -> JobRecord:
+    return record_of(Job(id=7, name="j", state=JobState.RUNNING, command="train", user="me",
                submitter="me", created_at=1.0, node="n0", attempt=1, gpus=[1],
-               dispatched_at=1.0, started_at=2.0, retries=1)
+               dispatched_at=1.0, started_at=2.0, retries=1))
 
 
 def _exit(code: int, faults: dict[int, list[str]], reason: str = "exit") -> JobExited:

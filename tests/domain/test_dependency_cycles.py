@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nvq.domain import deps, transitions
 from nvq.domain.transitions import TransitionError
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobSpec, JobState
 
 JOBS = range(1, 9)
 graphs = st.dictionaries(
@@ -47,8 +47,8 @@ def test_a_cycle_is_found_exactly_when_one_closes(
 
 def test_the_refusal_names_the_cycle() -> None:
     graph = {18: [17], 17: [16]}
-    job = Job(id=16, name="a", state=JobState.PENDING, command="true", user="u",
-              submitter="u", created_at=0.0)
+    job = JobRecord(id=16, state=JobState.PENDING, user="u", created_at=0.0,
+                    spec=JobSpec(command="true", name="a", submitter="u"))
     with pytest.raises(TransitionError) as info:
         transitions.edit_after(job, drop=[], add=[18], by="u", waits_for=lambda j: graph.get(j, []))
     assert str(info.value) == "job 16 would wait for itself: 16 → 18 → 17 → 16"

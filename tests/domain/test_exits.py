@@ -12,7 +12,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from nvq.domain import attempts, exits, reassign, transitions
-from nvq.model import Event, Job, JobState, NewEvent, Outcome, Reap
+from nvq.domain.request import record_of
+from nvq.model import Event, Job, JobRecord, JobState, NewEvent, Outcome, Reap
 from nvq_runner.protocol import JobExited
 
 DOWN_AT = 100.0  # when node a is declared down (the daemon's clock)
@@ -22,7 +23,7 @@ DOWN_AT = 100.0  # when node a is declared down (the daemon's clock)
 class Queue:
     """What the daemon keeps of one job: the record, its events, the kills owed."""
 
-    job: Job
+    job: JobRecord
     events: list[Event] = field(default_factory=list)
     reaps: dict[int, Reap] = field(default_factory=dict)  # attempt → owed kill
     clock: float = 1.0
@@ -52,10 +53,10 @@ class Queue:
         self.reaps.pop(ev.attempt, None)
 
 
-def _job() -> Job:
-    return Job(id=1, name="j", state=JobState.RUNNING, command="true", user="me",
+def _job() -> JobRecord:
+    return record_of(Job(id=1, name="j", state=JobState.RUNNING, command="true", user="me",
                submitter="me", created_at=1.0, node="a", attempt=1, gpus=[0],
-               dispatched_at=1.0, started_at=2.0)
+               dispatched_at=1.0, started_at=2.0))
 
 
 def _report(attempt: int, code: int, reason: str, at: float) -> JobExited:

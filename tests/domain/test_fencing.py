@@ -6,16 +6,17 @@ from __future__ import annotations
 import msgspec
 
 from nvq.domain import attempts, exits, fencing, reassign
-from nvq.model import Event, Job, JobState, Reap
+from nvq.domain.request import record_of
+from nvq.model import Event, Job, JobRecord, JobState, Reap
 from nvq_runner.protocol import AttemptFenced, JobExited
 
 EV = AttemptFenced(seq=9, job_id=7, attempt=1, at=50.0, silent_for=3.2, lease=3.0)
 
 
-def _job(**kw: object) -> Job:
+def _job(**kw: object) -> JobRecord:
     base = Job(id=7, name="j", state=JobState.RUNNING, command="true", user="me",
                submitter="me", created_at=1.0, node="n1", attempt=1, gpus=[0])
-    return msgspec.structs.replace(base, **kw)
+    return record_of(msgspec.structs.replace(base, **kw))
 
 
 def test_a_fenced_attempt_of_a_running_job_puts_it_back_in_line() -> None:

@@ -16,8 +16,9 @@ from nvq.daemon.pending_view import to_pending
 from nvq.domain import arrays, ordering
 from nvq.domain.pending_groups import Capacity, PendingGroups, merged
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult
+from nvq.domain.request import asking, record_of
 from nvq.domain.starvation import RunningJob, place_fairly
-from nvq.model import Job, JobState
+from nvq.model import Job, JobRecord, JobState
 from tests.property_budget import examples
 
 HEADROOM = 500
@@ -83,7 +84,7 @@ def _slots(spec: list[dict[str, Any]]) -> list[NodeSlot]:
     return out
 
 
-def _job(job_id: int, shape: dict[str, Any]) -> Job:
+def _job(job_id: int, shape: dict[str, Any]) -> JobRecord:
     array = shape["array"]
     fields = {k: v for k, v in shape.items() if k != "array"}
     job = Job(
@@ -99,7 +100,7 @@ def _job(job_id: int, shape: dict[str, Any]) -> Job:
     if array is not None:
         array_id, limit = array
         job = msgspec.structs.replace(job, array_id=array_id, array_limit=limit)
-    return job
+    return record_of(job)
 
 
 RUNNING = [
@@ -107,18 +108,18 @@ RUNNING = [
 ]
 
 
-def _bound(capacity: Capacity, job: Job) -> int:
-    return capacity.bound(job.gpus_requested, job.vram_mb)
+def _bound(capacity: Capacity, job: JobRecord) -> int:
+    return capacity.bound(job.spec.gpus, job.spec.vram_mb)
 
 
-def _decide(slots: list[NodeSlot], jobs: list[Job], now: float) -> PlacementResult:
+def _decide(slots: list[NodeSlot], jobs: list[JobRecord], now: float) -> PlacementResult:
     admitted = arrays.admit(ordering.dispatch_order(jobs), RUNNING)
     pending: list[PendingJob] = [to_pending(j, user=j.user) for j in admitted]
     result, _ = place_fairly(
         slots,
         pending,
         waiting_since={p.id: 0.0 for p in pending},
-        timeouts={j.id: j.timeout for j in admitted},
+        timeouts={j.id: j.spec.timeout for j in admitted},
         running=[RunningJob("a0", 500.0)],
         now=now,
         starvation_after=50.0,
@@ -135,7 +136,7 @@ def test_a_pass_over_the_window_decides_what_a_full_pass_decides(
     ops: list[tuple[Any, ...]], now: float
 ) -> None:
     groups = PendingGroups()
-    jobs: dict[int, Job] = {}
+    jobs: dict[int, JobRecord] = {}
     slots: list[NodeSlot] = []
     next_id = 1
     for op in ops:
@@ -150,7 +151,7 @@ def test_a_pass_over_the_window_decides_what_a_full_pass_decides(
             groups.update(msgspec.structs.replace(jobs.pop(victim), state=JobState.RUNNING))
         elif op[0] == "priority" and jobs:
             moved = sorted(jobs)[op[1] % len(jobs)]
-            jobs[moved] = msgspec.structs.replace(jobs[moved], priority=op[2])
+            jobs[moved] = asking(jobs[moved], priority=op[2])
             groups.update(jobs[moved])
         elif op[0] == "nodes":
             slots = _slots(op[1])
@@ -175,10 +176,10 @@ def test_a_group_yields_its_members_in_dispatch_order_after_moves() -> None:
     shape = {"gpus_requested": 1, "vram_mb": 1000, "array": None}
     for i in range(1, 6):
         groups.update(_job(i, shape))
-    groups.update(msgspec.structs.replace(_job(4, shape), priority=5))
+    groups.update(asking(_job(4, shape), priority=5))
     groups.update(msgspec.structs.replace(_job(2, shape), state=JobState.RUNNING))
-    groups.update(msgspec.structs.replace(_job(4, shape), priority=0))  # back again
-    groups.update(msgspec.structs.replace(_job(5, shape), priority=1))
+    groups.update(asking(_job(4, shape), priority=0))  # back again
+    groups.update(asking(_job(5, shape), priority=1))
     (group,) = groups.groups.values()
     assert [j.id for j in group.ordered()] == [5, 1, 3, 4]
     _, window = groups.window(lambda _j: 1)

@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 from nvq.domain import arrays, deps, lanes, ordering, permissions, transitions
 from nvq.domain.matching import memory_free, node_cuda, parse_cuda
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, place
+from nvq.domain.request import record_of
 from nvq.domain.transitions import TransitionError
-from nvq.model import FINISHED_STATES, Job, JobSpec, JobState
+from nvq.model import FINISHED_STATES, Job, JobRecord, JobSpec, JobState
 from nvq_runner.protocol import JobExited, JobLost
 
 
-def job(id: int = 1, state: JobState = JobState.PENDING, **kw: object) -> Job:
+def job(id: int = 1, state: JobState = JobState.PENDING, **kw: object) -> JobRecord:
     base = Job(
         id=id,
         name="j",
@@ -27,7 +28,7 @@ def job(id: int = 1, state: JobState = JobState.PENDING, **kw: object) -> Job:
         created_at=float(id),
         rank=float(id),
     )
-    return msgspec.structs.replace(base, **kw)
+    return record_of(msgspec.structs.replace(base, **kw))
 
 
 # ---------------------------------------------------------------- ordering
@@ -100,10 +101,10 @@ def test_expand_substitutes_and_sets_environment() -> None:
     template = job(0, command="train --seed {} --out r{}", env={"A": "1"})
     members = arrays.expand(template, arrays.parse_array("2-6:2%1"), 100)
     assert [m.id for m in members] == [100, 101, 102]
-    assert members[1].command == "train --seed 4 --out r4"
-    assert members[1].env == {"A": "1", "NVQ_ARRAY_INDEX": "4", "NVQ_ARRAY_ID": "100"}
+    assert members[1].spec.command == "train --seed 4 --out r4"
+    assert members[1].spec.env == {"A": "1", "NVQ_ARRAY_INDEX": "4", "NVQ_ARRAY_ID": "100"}
     assert {m.array_id for m in members} == {100} and members[2].array_limit == 1
-    assert template.env == {"A": "1"}  # the template is not touched
+    assert template.spec.env == {"A": "1"}  # the template is not touched
 
 
 def test_admit_caps_running_members() -> None:
@@ -154,7 +155,7 @@ def test_parse_lane() -> None:
 
 
 def _lane(
-    *jobs: Job, paused: bool = False, dep: dict[int, deps.DepStatus] | None = None
+    *jobs: JobRecord, paused: bool = False, dep: dict[int, deps.DepStatus] | None = None
 ) -> lanes.LaneStatus:
     return lanes.lane_status("n:0", list(jobs), paused=paused, dep_status=dep or {})
 
@@ -264,7 +265,7 @@ def test_placement_pins_lane_heads_to_their_card() -> None:
 # ---------------------------------------------------------------- transitions
 
 
-def _lost(j: Job) -> JobLost:
+def _lost(j: JobRecord) -> JobLost:
     return JobLost(seq=1, job_id=j.id, attempt=j.attempt, reason="gone", at=5.0)
 
 
@@ -282,7 +283,7 @@ def test_lost_retries_until_the_budget_is_spent() -> None:
     out = transitions.lost(j, _lost(j), "n")
     new, evs = out.job, out.events
     assert new is not None and new.state is JobState.PENDING and new.retried == 1
-    assert new.progress is None and new.note == "keep me" and new.rank == j.rank
+    assert new.progress is None and new.spec.note == "keep me" and new.rank == j.rank
     assert [e.kind for e in evs] == ["job_retried"]
     spent = msgspec.structs.replace(j, retried=2)
     out = transitions.lost(spent, _lost(spent), "n")
@@ -322,7 +323,7 @@ def test_requeue_from_every_state(state: JobState) -> None:
         out = transitions.requeue(j, by="ann", now=99.0)
         new, evs = out.job, out.events
         assert new is not None and new.state is JobState.PENDING and new.rank == 99.0
-        assert new.progress is None and new.note == "n" and new.retried == 0
+        assert new.progress is None and new.spec.note == "n" and new.retried == 0
         assert evs[0].kind == "job_requeued"
     else:
         with pytest.raises(TransitionError):
@@ -354,8 +355,8 @@ def test_edit_after_from_every_state(state: JobState) -> None:
     if state in transitions.EDITABLE:
         out = transitions.edit_after(j, drop=[2], add=[3], by="ann")
         new, evs = out.job, out.events
-        assert new is not None and new.after == [1, 3] and new.id == 5
-        assert (new.note, new.submitter, new.rank) == ("n", "s", j.rank)
+        assert new is not None and new.spec.after == [1, 3] and new.id == 5
+        assert (new.spec.note, new.spec.submitter, new.rank) == ("n", "s", j.rank)
         want = JobState.PENDING if state is JobState.HELD else state
         assert new.state is want and evs[0].kind == "job_edited"
         with pytest.raises(TransitionError, match="does not wait for 9"):
@@ -376,7 +377,7 @@ def test_reorder_from_every_state(state: JobState) -> None:
     else:
         out = transitions.reorder(j, priority=3, rank=0.5, by="ann")
         new, evs = out.job, out.events
-        assert new is not None and (new.priority, new.rank) == (3, 0.5)
+        assert new is not None and (new.spec.priority, new.rank) == (3, 0.5)
         assert evs[0].data["was"] == 0
 
 
@@ -384,4 +385,4 @@ def test_new_job_carries_policy_fields() -> None:
     spec = JobSpec(command="x", retries=2, cuda="13.0", memory_mb=512)
     j = transitions.new_job(spec, user="ann", now=7.0)
     # rank 0: the store numbers it at insert, whatever the clock said.
-    assert (j.retries, j.cuda, j.memory_mb, j.rank) == (2, "13.0", 512, 0.0)
+    assert (j.spec.retries, j.spec.cuda, j.spec.memory_mb, j.rank) == (2, "13.0", 512, 0.0)

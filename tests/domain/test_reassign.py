@@ -12,14 +12,15 @@ from typing import Any
 from nvq.daemon.views import gpu_view
 from nvq.domain import attempts, reassign
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, place
-from nvq.model import Event, Job, JobState
+from nvq.domain.request import record_of
+from nvq.model import Event, Job, JobRecord, JobState
 from nvq_runner.owner import activity, read_sessions, utmp_record
 from nvq_runner.protocol import GpuInfo, GpuProcess, GpuSample
 
 GiB = 1024
 
 
-def _job(**kw: Any) -> Job:
+def _job(**kw: Any) -> JobRecord:
     base: dict[str, Any] = dict(
         id=7,
         name="t",
@@ -34,7 +35,7 @@ def _job(**kw: Any) -> Job:
         started_at=10.0,
     )
     base.update(kw)
-    return Job(**base)
+    return record_of(Job(**base))
 
 
 # -- reassignment and preemption ------------------------------------------------------------

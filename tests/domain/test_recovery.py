@@ -31,7 +31,7 @@ def test_each_end_a_node_kept_gives_its_state() -> None:
                                  "me")
     assert (job.id, job.attempt, job.node, job.gpus, job.user, job.nonce) == (
         9, 2, "n1", [1], "ann", "abcdef12")
-    assert job.tags == ["recovered"] and job.no_reassign and job.env == {"A": "1"}
+    assert job.spec.tags == ["recovered"] and job.spec.no_reassign and job.spec.env == {"A": "1"}
 
 
 def test_the_runner_reports_the_newest_attempt_it_kept(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""A job's request is one value: every JobSpec field has its Job field, and a spec
-crosses to a job and back whole (nvq.domain.request), with nothing copied by hand."""
+"""A job's request is one value inside its record (`JobRecord.spec`), and the flat
+`Job` documents show has each field of the two once (nvq.domain.request)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from nvq.domain import job_edit, request, transitions
 from nvq.domain.transitions import TransitionError
-from nvq.model import Job, JobSpec, JobState
+from nvq.model import Job, JobRecord, JobSpec, JobState
 
 # A value unlike the default for every JobSpec field that a job keeps.
 EVERY_FIELD = JobSpec(
@@ -54,16 +54,25 @@ EVERY_FIELD = JobSpec(
 )
 
 
-def test_every_jobspec_field_has_a_job_field_of_its_type_and_default() -> None:
+def test_job_is_the_record_flat_every_field_once_of_its_type_and_default() -> None:
     spec_fields = {f.name: f for f in msgspec.structs.fields(JobSpec)}
+    own_fields = {f.name: f for f in msgspec.structs.fields(JobRecord) if f.name != "spec"}
     job_fields = {f.name: f for f in msgspec.structs.fields(Job)}
     assert set(request.REQUEST_FIELDS) == set(spec_fields) - request.NOT_KEPT
+    shown = set(request.REQUEST_FIELDS.values())
+    assert shown.isdisjoint(own_fields)  # each field has one home
+    assert set(job_fields) == shown | set(own_fields)
     for asked, held in request.REQUEST_FIELDS.items():
         s, j = spec_fields[asked], job_fields[held]
         assert j.type == s.type, (asked, held)
         if j.required:  # the queue always fills it in (a name, the submitter)
             continue
         assert (j.default, j.default_factory) == (s.default, s.default_factory), (asked, held)
+    for name, o in own_fields.items():
+        j = job_fields[name]
+        assert (j.type, j.required, j.default, j.default_factory) == (
+            o.type, o.required, o.default, o.default_factory
+        ), name
     required = sorted(f for f, h in request.REQUEST_FIELDS.items() if job_fields[h].required)
     assert required == ["command", "name", "submitter"]
 
@@ -74,21 +83,27 @@ def test_the_example_sets_every_field_a_job_keeps() -> None:
     assert same == []
 
 
-def test_a_spec_crosses_to_a_job_and_back_whole() -> None:
-    job = request.job_of(EVERY_FIELD, id=7, state=JobState.PENDING, user="me", created_at=1.0)
+def test_a_record_shows_flat_and_comes_back_whole() -> None:
+    record = JobRecord(
+        id=7, state=JobState.RUNNING, user="me", created_at=1.0, spec=EVERY_FIELD,
+        node="n1", gpus=[0, 1], signal=15, lane_pos=2.0, phase="setup",
+    )
+    job = request.view_of(record)
     assert (job.gpus_requested, job.node_request, job.checkpoint_signal) == (2, "box", "USR1@300")
-    assert job.gpus == [] and job.node is None and job.signal is None  # the attempt's
-    assert request.spec_of(job) == EVERY_FIELD
-    # Copies: changing the job's lists and maps leaves the spec it came from alone.
-    for asked, held in request.REQUEST_FIELDS.items():
-        value = getattr(job, held)
-        if isinstance(value, list | dict):
-            assert value is not getattr(EVERY_FIELD, asked), asked
-            assert value is not getattr(request.spec_of(job), asked), asked
-    job.env["B"] = "2"
-    job.tags.append("y")
-    assert EVERY_FIELD.env == {"A": "1"} and EVERY_FIELD.tags == ["x"]
-    assert request.spec_of(job).env == {"A": "1", "B": "2"}
+    assert (job.gpus, job.node, job.signal) == ([0, 1], "n1", 15)  # the attempt's
+    assert (job.lane, job.lane_pos, job.phase, job.name) == ("box:0", 2.0, "setup", "train")
+    assert request.record_of(job) == record
+    assert request.fields_of(record) == msgspec.structs.asdict(job)
+    assert list(request.fields_of(record)) == list(Job.__struct_fields__)  # documents' order
+
+
+def test_changes_named_as_documents_name_them_land_where_each_field_lives() -> None:
+    record = JobRecord(id=7, state=JobState.PENDING, user="me", created_at=1.0, spec=EVERY_FIELD)
+    moved = request.replaced(record, {"node_request": None, "lane": "n2:1", "lane_pos": 4.0})
+    assert (moved.spec.node, moved.spec.lane, moved.lane_pos) == (None, "n2:1", 4.0)
+    assert record.spec.node == "box"  # the spec is a value: the old record keeps its own
+    assert request.shown(moved, "node_request") is None and request.shown(moved, "lane_pos") == 4.0
+    assert request.asking(record, priority=9).spec.priority == 9
 
 
 def test_a_new_job_takes_the_request_and_fills_what_the_queue_decides() -> None:
@@ -97,11 +112,11 @@ def test_a_new_job_takes_the_request_and_fills_what_the_queue_decides() -> None:
     )
     job = transitions.new_job(spec, user="alice", now=5.0)
     assert (job.id, job.state, job.user, job.created_at) == (0, JobState.PENDING, "alice", 5.0)
-    assert (job.name, job.submitter, job.after) == ("python", "alice", [3, 9])
-    assert job.lane is None  # resolved against the nodes by the daemon
+    assert (job.spec.name, job.spec.submitter, job.spec.after) == ("python", "alice", [3, 9])
+    assert job.spec.lane is None  # resolved against the nodes by the daemon
     assert job.array_id is None  # a submit expands the array into members
     kept = msgspec.structs.replace(spec, after=[3, 9], lane=None, array=None)
-    assert request.spec_of(job) == msgspec.structs.replace(kept, name="python", submitter="alice")
+    assert job.spec == msgspec.structs.replace(kept, name="python", submitter="alice")
 
 
 def test_job_edit_checks_the_whole_request_a_terminal_session_included() -> None:

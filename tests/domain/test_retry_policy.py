@@ -7,16 +7,17 @@ import msgspec
 import pytest
 
 from nvq.domain import retry_policy, transitions
-from nvq.model import Job, JobState
+from nvq.domain.request import record_of
+from nvq.model import Job, JobRecord, JobState
 from nvq_runner.protocol import JobExited, JobLost
 
 
-def running(**kw: object) -> Job:
+def running(**kw: object) -> JobRecord:
     base = Job(
         id=7, name="j", state=JobState.RUNNING, command="c", user="ann", submitter="ann",
         created_at=1.0, attempt=1, node="n0", gpus=[0], memory_mb=8192, retries=1,
     )  # fmt: skip
-    return msgspec.structs.replace(base, **kw)
+    return record_of(msgspec.structs.replace(base, **kw))
 
 
 def killed(*, oom: bool) -> JobExited:

@@ -27,7 +27,7 @@ from nvq.daemon.reassign import Machines
 from nvq.daemon.runner_events import RunnerEvents
 from nvq.daemon.state import State
 from nvq.home import Home
-from nvq.model import Job, JobSpec
+from nvq.model import Job, JobRecord, JobSpec
 from nvq.store import Store
 from tests.fakes.runner import FakeRunner
 
@@ -92,7 +92,7 @@ async def submit(core: State, command: str = "true", **spec: object) -> Job:
     return await submit_handler(_contexts[id(core)], request, "tester")
 
 
-async def job_now(core: State, job_id: int) -> Job:
+async def job_now(core: State, job_id: int) -> JobRecord:
     job = core.jobs.get(job_id) or await core.store.job(job_id)
     assert job is not None, f"no job {job_id}"
     return job

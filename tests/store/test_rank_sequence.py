@@ -9,15 +9,16 @@ from pathlib import Path
 
 import anyio
 
-from nvq.model import Job, JobState, Tx
+from nvq.domain.request import record_of
+from nvq.model import Job, JobRecord, JobState, Tx
 from nvq.store import MIGRATIONS, Store
 
 
-def _job(name: str, created_at: float) -> Job:
-    return Job(
+def _job(name: str, created_at: float) -> JobRecord:
+    return record_of(Job(
         id=0, name=name, state=JobState.PENDING, command="true", user="u", submitter="u",
         created_at=created_at, rank=0.0,
-    )
+    ))
 
 
 def test_a_new_job_is_ranked_by_its_id_not_its_clock(tmp_path: Path) -> None:
@@ -55,6 +56,6 @@ def test_time_ranks_are_renumbered_in_their_order(tmp_path: Path) -> None:
         await store.commit(Tx(new_jobs=[_job("d", 1.0)]))
         jobs = await store.jobs()
         await store.close()
-        return sorted(((j.name, j.rank) for j in jobs), key=lambda x: x[1])
+        return sorted(((j.spec.name, j.rank) for j in jobs), key=lambda x: x[1])
 
     assert anyio.run(main) == [("c", 1.0), ("a", 2.0), ("b", 3.0), ("d", 4.0)]

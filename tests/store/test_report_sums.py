@@ -11,7 +11,8 @@ import msgspec
 import pytest
 
 from nvq.domain import report as rp
-from nvq.model import Charge, Job, JobState
+from nvq.domain.request import record_of
+from nvq.model import Charge, Job, JobRecord, JobState
 from nvq.store import schema, usage
 from nvq.store.jobs import insert
 from nvq.store.report import read_window
@@ -19,8 +20,8 @@ from nvq.store.report import read_window
 H = 3600.0
 
 
-def _job(id: int, user: str, state: JobState, tags: list[str], created: float) -> Job:
-    return Job(
+def _job(id: int, user: str, state: JobState, tags: list[str], created: float) -> JobRecord:
+    return record_of(Job(
         id=id,
         name="j",
         state=state,
@@ -31,7 +32,7 @@ def _job(id: int, user: str, state: JobState, tags: list[str], created: float) -
         tags=tags,
         ended_at=created + 2 * H,
         node="gpu1",
-    )
+    ))
 
 
 def _charge(job: int, user: str, **kw: object) -> Charge:

@@ -11,7 +11,8 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from nvq.model import Job, JobState, NewEvent, NodeSeq, Reap, Tx
+from nvq.domain.request import record_of
+from nvq.model import Job, JobRecord, JobState, NewEvent, NodeSeq, Reap, Tx
 from nvq.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError, busy, meta
 
 T = TypeVar("T")
@@ -21,7 +22,7 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
     return anyio.run(fn, backend="asyncio")
 
 
-def new_job(**kw: object) -> Job:
+def new_job(**kw: object) -> JobRecord:
     base: dict[str, object] = dict(
         id=0,
         name="train",
@@ -35,13 +36,13 @@ def new_job(**kw: object) -> Job:
         after=[],
     )
     base.update(kw)
-    return Job(**base)  # type: ignore[arg-type]
+    return record_of(Job(**base))  # type: ignore[arg-type]
 
 
 def test_a_transition_commits_whole_and_reads_back(tmp_path: Path) -> None:
     db = tmp_path / "queue.db"
 
-    async def write() -> list[Job]:
+    async def write() -> list[JobRecord]:
         store = await Store.open(db)
         inserted = await store.commit(
             Tx(
@@ -64,7 +65,7 @@ def test_a_transition_commits_whole_and_reads_back(tmp_path: Path) -> None:
     async def read() -> None:
         store = await Store.open(db)
         assert (await store.job(1)) == new_job(id=1, rank=1.0)  # ranked by its id
-        assert [j.name for j in await store.jobs(newest_first=True)] == ["eval", "train"]
+        assert [j.spec.name for j in await store.jobs(newest_first=True)] == ["eval", "train"]
         assert await store.states_of([1, 2, 3]) == {1: JobState.PENDING, 2: JobState.PENDING}
         assert await store.state_counts() == {"pending": 2}
         kinds = [(e.kind, e.job_id) for e in await store.events()]
@@ -125,8 +126,8 @@ def test_a_queue_db_of_an_older_version_opens(tmp_path: Path, version: int) -> N
     async def main() -> None:
         store = await Store.open(db)
         (job,) = await store.jobs()
-        assert (job.id, job.name, job.state, job.gpus) == (1, "old", JobState.COMPLETED, [0])
-        assert (job.email_on_failure, job.no_reassign, job.max_runtime) == (None, False, None)
+        assert (job.id, job.spec.name, job.state, job.gpus) == (1, "old", JobState.COMPLETED, [0])
+        assert (job.spec.email_on_failure, job.spec.no_reassign, job.spec.max_runtime) == (None, False, None)
         assert await store.finished_ids(None) == [1]
         await store.close()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from nvq.domain.request import asking
 from nvq.model import JobState, Tx
 from nvq.store import MIGRATIONS, Store
 from nvq.store.windows import JobFilter
@@ -31,7 +32,7 @@ def test_counts_follow_inserts_transitions_and_purges(tmp_path: Path) -> None:
         assert await store.state_counts() == {"pending": 5} == _counted(db)
         done = [msgspec.structs.replace(j, state=JobState.COMPLETED) for j in jobs[:3]]
         await store.commit(Tx(jobs=done))
-        noted = msgspec.structs.replace(done[0], note="same state, new note")
+        noted = asking(done[0], note="same state, new note")
         failed = msgspec.structs.replace(jobs[3], state=JobState.FAILED)
         await store.commit(Tx(jobs=[noted, failed]))
         assert await store.state_counts() == {"pending": 1, "completed": 3, "failed": 1}

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from nvq import control as c
 from nvq.daemon import reserving
 from nvq.daemon.apply import apply, check_allowed
@@ -18,7 +16,7 @@ from nvq.daemon.handlers.submit import _into_lane, check_pin
 from nvq.daemon.held import locked
 from nvq.daemon.submit_checks import check_runnable
 from nvq.domain import deps, job_edit, request, transitions
-from nvq.model import Job, JobState, Outcome
+from nvq.model import Job, JobRecord, JobState, Outcome
 
 
 async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
@@ -29,22 +27,20 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
         with map_exceptions():
             fields = job_edit.checked_changes(job, req.changes)
         if fields.get("reservation") is not None:  # one it may use, as at submit
-            edited = request.spec_of(msgspec.structs.replace(job, **fields))
-            reserving.check_spec(state, edited, job.user)
+            reserving.check_spec(state, request.replaced(job, fields).spec, job.user)
         if fields.get("node_request") is not None:
             check_pin(state, fields["node_request"])  # two nodes: refused, as at submit
         if fields.get("lane") is not None:
-            spec = request.spec_of(msgspec.structs.replace(job, **fields))
-            placed = _into_lane(state, spec, job)
-            fields |= {"lane": placed.lane, "lane_pos": placed.lane_pos}
+            placed = _into_lane(state, request.replaced(job, fields).spec, job)
+            fields |= {"lane": placed.spec.lane, "lane_pos": placed.lane_pos}
         if job.state is not JobState.RUNNING:
-            check_runnable(state, ctx.machines, msgspec.structs.replace(job, **fields))
+            check_runnable(state, ctx.machines, request.replaced(job, fields))
 
-        def change(one: Job) -> Any:
+        def change(one: JobRecord) -> Any:
             return job_edit.edit_fields(one, fields, by=user)
 
         changed = await apply(held, [job], change)
-    return (changed[0] if changed else job)
+    return request.view_of(changed[0] if changed else job)
 
 
 async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
@@ -62,9 +58,9 @@ async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
             waiting = live is not None and live.state is not JobState.RUNNING
             return deps.prerequisites(live) if waiting and live else []
 
-        def edit_one(job: Job) -> Outcome:
+        def edit_one(job: JobRecord) -> Outcome:
             return transitions.edit_after(
                 job, drop=req.drop_after, add=req.add_after, by=user, waits_for=waits_for
             )
 
-        return (await apply(held, [job], edit_one))[0]
+        return request.view_of((await apply(held, [job], edit_one))[0])

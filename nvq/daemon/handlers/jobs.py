@@ -21,9 +21,9 @@ from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.daemon.held import locked
 from nvq.daemon.state import LIVE_STATES
-from nvq.domain import attempts
+from nvq.domain import attempts, request
 from nvq.domain.validate import check_note
-from nvq.model import Job, JobState, NewEvent, Tx
+from nvq.model import Job, JobRecord, JobState, NewEvent, Tx
 from nvq.store.windows import JobFilter
 
 
@@ -79,17 +79,17 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
         if req.clear:
             text = ""
         elif req.append is not None:
-            text = f"{job.note}\n{req.append}" if job.note else req.append
+            text = f"{job.spec.note}\n{req.append}" if job.spec.note else req.append
         elif req.text is not None:
             text = req.text
         else:
-            return job
+            return request.view_of(job)
         problem = check_note(text)
         if problem is not None:
             raise BadRequest(f"job {job.id}'s note {problem}")
-        new = msgspec.structs.replace(job, note=text)
+        new = request.asking(job, note=text)
         await held.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
-        return new
+        return request.view_of(new)
 
 
 async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
@@ -126,13 +126,13 @@ async def wait(ctx: Context, req: c.Wait, user: str) -> c.Coded[list[Job]]:
         left = deadline - time.monotonic()
         if not remaining or left <= 0:
             by_id = {j.id: state.live(j) for j in await state.store.jobs(ids=ids)}
-            jobs: list[Job] = [by_id[i] for i in ids]
-            return c.Coded(jobs, wait_exit(jobs))
+            jobs: list[JobRecord] = [by_id[i] for i in ids]
+            return c.Coded([request.view_of(j) for j in jobs], wait_exit(jobs))
         with anyio.move_on_after(min(left, 3600)):
             await changed.wait()
 
 
-def wait_exit(jobs: list[Job]) -> int:
+def wait_exit(jobs: list[JobRecord]) -> int:
     """`job wait`'s exit status: a failure is never hidden by a timeout."""
     if any(j.state.finished and j.state is not JobState.COMPLETED for j in jobs):
         return 1
@@ -191,7 +191,7 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     live = [j for j in state.jobs.values() if j.state in wanted and flt.matches(j)]
     cap = None if req.all else req.limit if req.limit is not None else req.finished
     finished, more = await state.store.newest_jobs(wanted - LIVE_STATES, flt, cap)
-    by_id: dict[int, Job] = {j.id: j for j in live}
+    by_id: dict[int, JobRecord] = {j.id: j for j in live}
     by_id.update((j.id, j) for j in finished)
     rows = sorted(by_id.values(), key=lambda j: j.id)
     if req.limit is not None and not req.all and len(rows) > req.limit:

@@ -17,8 +17,8 @@ from nvq.daemon.errors import BadRequest, map_exceptions
 from nvq.daemon.held import locked
 from nvq.daemon.placing import dependency_states, lane_statuses
 from nvq.daemon.state import State
-from nvq.domain import deps, lanes, permissions
-from nvq.model import Job, JobState, NewEvent, Tx
+from nvq.domain import deps, lanes, permissions, request
+from nvq.model import JobRecord, JobState, NewEvent, Tx
 
 
 def resolve(state: State, text: str) -> str:
@@ -37,7 +37,7 @@ async def _dep_status(state: State) -> dict[int, deps.DepStatus]:
     waiting = [
         j
         for j in state.jobs.values()
-        if j.lane is not None and j.state is JobState.PENDING and (j.after or j.after_any)
+        if j.spec.lane is not None and j.state is JobState.PENDING and (j.spec.after or j.spec.after_any)
     ]
     states = await dependency_states(state, waiting)
     return {j.id: deps.dependency_status(j, states) for j in waiting}
@@ -108,9 +108,10 @@ async def lane_view(state: State, text: str) -> dict[str, Any]:
         lane=name, running=None, paused=state.lane_paused.get(name, False)
     )
     doc = _status_doc(state, st)
-    doc["running_job"] = state.jobs.get(st.running) if st.running is not None else None
+    running = state.jobs.get(st.running) if st.running is not None else None
+    doc["running_job"] = request.view_of(running) if running is not None else None
     doc["jobs"] = [
-        {"position": n, **msgspec.to_builtins(state.jobs[i])}
+        {"position": n, **msgspec.to_builtins(request.view_of(state.jobs[i]))}
         for n, i in enumerate(st.queue, start=1)
     ]
     return doc
@@ -142,7 +143,7 @@ async def lane_action(
 ) -> dict[str, Any]:
     async with locked(state) as held:
         name = resolve(state, text)
-        queued = lanes.queued_order([j for j in state.jobs.values() if j.lane == name])
+        queued = lanes.queued_order([j for j in state.jobs.values() if j.spec.lane == name])
         order = [j.id for j in queued]
         tx = Tx()
         with map_exceptions():
@@ -206,21 +207,23 @@ def _reorder(
         job = state.jobs.get(job_id)
         if job is None or job.state not in (JobState.PENDING, JobState.HELD, JobState.PAUSED):
             raise lanes.LaneError(f"job {job_id} is not waiting: only a queued job can be assigned")
-        if job.gpus_requested != 1:
-            raise lanes.LaneError(f"job {job_id} needs {job.gpus_requested} GPUs; a lane has one")
+        if job.spec.gpus != 1:
+            raise lanes.LaneError(f"job {job_id} needs {job.spec.gpus} GPUs; a lane has one")
         return lanes.assign(order, job_id, at or "tail")
     raise lanes.LaneError(
         f"unknown lane action {action!r}: move, swap, skip, assign, pause or resume"
     )
 
 
-def _renumber(state: State, name: str, order: list[int], user: str) -> list[Job]:
+def _renumber(state: State, name: str, order: list[int], user: str) -> list[JobRecord]:
     positions = lanes.numbered(order)
-    changed: list[Job] = []
+    changed: list[JobRecord] = []
     for job_id, pos in positions.items():
         job = state.jobs[job_id]
-        if job.lane != name:
+        if job.spec.lane != name:
             permissions.check([job], user, queue_admins(state), "assign")
-        if job.lane != name or job.lane_pos != pos:
-            changed.append(msgspec.structs.replace(job, lane=name, lane_pos=pos, node_request=None))
+        if job.spec.lane != name or job.lane_pos != pos:
+            changed.append(
+                msgspec.structs.replace(request.asking(job, lane=name, node=None), lane_pos=pos)
+            )
     return changed

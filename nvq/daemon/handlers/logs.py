@@ -25,7 +25,7 @@ from nvq.daemon.output_copy import (
 )
 from nvq.daemon.state import State
 from nvq.domain import attempts
-from nvq.model import Job, JobState
+from nvq.model import JobRecord, JobState
 from nvq_runner import protocol as p
 
 _requests = itertools.count(1)  # names each log stream on its node's link
@@ -83,7 +83,7 @@ def _has_copy(state: State, job_id: int, attempt: int) -> bool:
 
 
 async def _both_from_node(
-    state: State, job: Job, lines: int, attempt: int | None
+    state: State, job: JobRecord, lines: int, attempt: int | None
 ) -> AsyncIterator[bytes]:
     """No copy here (a job from before copies were kept): stdout, then stderr."""
     node = job.node if attempt is None else await _attempt_node(state, job, attempt)
@@ -146,14 +146,14 @@ async def _from_copy(
 
 
 async def _open_earlier(
-    state: State, job: Job, attempt: int, *, lines: int, stream: str
+    state: State, job: JobRecord, attempt: int, *, lines: int, stream: str
 ) -> AsyncIterator[bytes]:
     """An earlier attempt's log, from the node it ran on (it grows no more)."""
     node = await _attempt_node(state, job, attempt)
     return _tail(state, node, job.id, lines=lines, follow=False, stream=stream, attempt=attempt)
 
 
-async def _attempt_node(state: State, job: Job, attempt: int) -> str:
+async def _attempt_node(state: State, job: JobRecord, attempt: int) -> str:
     ran = {a.attempt: a for a in attempts.derive(await state.store.events(job_id=job.id))}
     past = ran.get(attempt)
     if past is None or past.node is None:
@@ -214,7 +214,7 @@ async def _drain(node: NodeRuntime, req: int, receive: Any) -> AsyncIterator[byt
             node.post(p.Unfollow(req))
 
 
-async def tail_text(state: State, job: Job, lines: int, stream: str = "stdout") -> str | None:
+async def tail_text(state: State, job: JobRecord, lines: int, stream: str = "stdout") -> str | None:
     """The last `lines` of the job's log, or None when it cannot be read now."""
     try:
         logs = await open_logs(state, job.id, lines=lines, follow=False, stream=stream)

@@ -14,9 +14,10 @@ from nvq.daemon.held import locked
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import check_runnable
 from nvq.domain import move as moving
+from nvq.domain import request
 from nvq.domain.lanes import lane_name
 from nvq.domain.transitions import TransitionError
-from nvq.model import Job, JobState, Outcome
+from nvq.model import JobRecord, JobState, Outcome
 
 
 def resolve(state: State, to: str) -> tuple[str, int | None]:
@@ -54,15 +55,15 @@ async def move(ctx: Context, req: c.Move, user: str) -> c.Moved:
             fields = moving.target_fields(job, node, gpu, lane_pos)
         if not job.state.finished:
             # As at submit: a pin no card there could ever hold is refused, not queued.
-            as_waiting = msgspec.structs.replace(job, state=JobState.PENDING, **fields)
+            as_waiting = msgspec.structs.replace(request.replaced(job, fields), state=JobState.PENDING)
             check_runnable(state, ctx.machines, as_waiting)
 
-        def move_one(one: Job) -> Outcome:
+        def move_one(one: JobRecord) -> Outcome:
             if one.state.finished:
                 raise TransitionError(f"job {one.id} has already ended ({one.state})")
             return moving.move(one, fields, to=where, by=user)
 
         (moved,) = await apply(held, [job], move_one)
     stopped = f"attempt {job.attempt} on {job.node}" if job.state is JobState.RUNNING else None
-    fields = msgspec.structs.asdict(moved)
+    fields = request.fields_of(moved)
     return c.Moved(**fields, to=where, stopped=stopped)

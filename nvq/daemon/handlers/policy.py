@@ -7,8 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-import msgspec
-
 from nvq import control as c
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
@@ -18,22 +16,22 @@ from nvq.daemon.held import locked
 from nvq.daemon.later import unless_disk_full
 from nvq.daemon.placing import dependency_states
 from nvq.daemon.state import State
-from nvq.domain import deps, ordering, transitions
+from nvq.domain import deps, ordering, request, transitions
 from nvq.domain import requeue as requeueing
 from nvq.domain.transitions import TransitionError
-from nvq.model import Job, JobState, Outcome
+from nvq.model import Job, JobRecord, JobState, Outcome
 
 WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 
 
 async def named_jobs(
     state: State, ids: Iterable[int], array: bool, states: frozenset[JobState]
-) -> list[Job]:
+) -> list[JobRecord]:
     """The jobs a request names: `ids` themselves, or with `array` every member of
     those arrays in `states`."""
     if not array:
         return [await state.get_job(i) for i in ids]
-    out: list[Job] = []
+    out: list[JobRecord] = []
     for array_id in ids:
         members = await state.store.array_members(array_id)
         if not members:
@@ -49,7 +47,7 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
     # With --array: every member not yet running.
     ids = [j.id for j in await named_jobs(state, req.ids, True, WAITING)] if req.array else req.ids
 
-    def cancel_one(job: Job) -> Outcome:
+    def cancel_one(job: JobRecord) -> Outcome:
         return transitions.cancel(job, now=now, by=user)
 
     # Refused now or never: a cancel that may be left to land later must be sound
@@ -60,14 +58,14 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
         for job in jobs:
             cancel_one(job)
 
-    async def write() -> list[Job]:
+    async def write() -> list[JobRecord]:
         async with locked(state) as held:
             jobs = [await state.get_job(i) for i in ids]
             return await apply(held, jobs, cancel_one, by=user, action="cancel")
 
     what = f"cancel of {', '.join(map(str, ids))} by {user}"
     cancelled = await unless_disk_full(state.later, state.store, write, what)
-    return jobs if cancelled is None else cancelled
+    return [request.view_of(j) for j in (jobs if cancelled is None else cancelled)]
 
 
 async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
@@ -76,10 +74,10 @@ async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
         jobs = [await state.get_job(i) for i in req.ids]
         states = await dependency_states(state, jobs)
 
-        def release_one(job: Job) -> Outcome:
+        def release_one(job: JobRecord) -> Outcome:
             return transitions.release(job, deps.dead_prerequisites(job, states), by=user)
 
-        return await apply(held, jobs, release_one)
+        return [request.view_of(j) for j in await apply(held, jobs, release_one)]
 
 
 async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
@@ -93,15 +91,15 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
         back = float(await state.store.next_job_id())
         modes: dict[int, str] = {}
 
-        def requeue_one(job: Job) -> Outcome:
+        def requeue_one(job: JobRecord) -> Outcome:
             outcome = requeueing.requeue(
                 job, by=user, now=now, artifacts=req.artifacts, command=req.command
             )
             modes[job.id] = outcome.events[0].data["artifacts"]
             if outcome.job is not None:
                 outcome.job.rank = back
-            if outcome.job is not None and outcome.job.lane is not None:
-                outcome.job.lane_pos = lane_tail(state, outcome.job.lane)
+            if outcome.job is not None and outcome.job.spec.lane is not None:
+                outcome.job.lane_pos = lane_tail(state, outcome.job.spec.lane)
             return outcome
 
         ended = {j.id: j for j in jobs}
@@ -113,7 +111,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
                 if ctx.machines.artifacts.has_any(job.id):
                     kept = str(ctx.machines.artifacts.set_aside_dir(job.id, job.attempt))
                 ctx.machines.syncs.start_fresh(job, ended[job.id].node)
-            fields = msgspec.structs.asdict(job)
+            fields = request.fields_of(job)
             replies.append(c.Requeued(**fields, artifacts=modes[job.id], artifacts_kept=kept))
         return replies
 
@@ -125,11 +123,11 @@ async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
         jobs = await named_jobs(state, req.ids, req.array, WAITING)
         pending = [ordering.key_of(j) for j in state.jobs.values() if j.state is JobState.PENDING]
 
-        def reorder_one(job: Job) -> Outcome:
+        def reorder_one(job: JobRecord) -> Outcome:
             nonlocal pending
             try:
                 if req.change is not None:
-                    prio, rank = ordering.new_priority(job.priority, req.change), job.rank
+                    prio, rank = ordering.new_priority(job.spec.priority, req.change), job.rank
                 else:
                     prio, rank = ordering.move(pending, job.id, req.up or 0)
                     # Later jobs of the same request move relative to the new order.
@@ -139,7 +137,7 @@ async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
                 raise TransitionError(str(exc)) from None
             return transitions.reorder(job, priority=prio, rank=rank, by=user)
 
-        return await apply(held, jobs, reorder_one, by=user, action="re-prioritise")
+        return [request.view_of(j) for j in await apply(held, jobs, reorder_one, by=user, action="re-prioritise")]
 
 
 async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
@@ -149,10 +147,10 @@ async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
             state, req.ids, req.array, frozenset({JobState.PENDING, JobState.HELD})
         )
 
-        def pause_one(job: Job) -> Outcome:
+        def pause_one(job: JobRecord) -> Outcome:
             return transitions.pause(job, by=user, now=now)
 
-        return await apply(held, jobs, pause_one, by=user, action="pause")
+        return [request.view_of(j) for j in await apply(held, jobs, pause_one, by=user, action="pause")]
 
 
 async def resume(ctx: Context, req: c.Resume, user: str) -> list[Job]:
@@ -160,7 +158,7 @@ async def resume(ctx: Context, req: c.Resume, user: str) -> list[Job]:
     async with locked(state) as held:
         jobs = await named_jobs(state, req.ids, req.array, frozenset({JobState.PAUSED}))
 
-        def resume_one(job: Job) -> Outcome:
+        def resume_one(job: JobRecord) -> Outcome:
             return transitions.resume(job, by=user)
 
-        return await apply(held, jobs, resume_one, by=user, action="resume")
+        return [request.view_of(j) for j in await apply(held, jobs, resume_one, by=user, action="resume")]

@@ -20,6 +20,7 @@ from nvq.daemon.held import locked
 from nvq.daemon.slots import node_runtime
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views, with_health
+from nvq.domain import request
 from nvq.domain.card_marks import parse_card
 from nvq.model import ACTIVE_STATES, Event, JobState, NewEvent, NodeView, Tx
 
@@ -99,7 +100,7 @@ async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
         "pending_reaps": len(state.reaps),
         "placement": state.placement_stats,
         "nodes": node_views(state),
-        "jobs": active,
+        "jobs": [request.view_of(j) for j in active],
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
     doc["arrays"] = arrays

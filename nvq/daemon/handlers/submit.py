@@ -18,9 +18,9 @@ from nvq.daemon.held import Held, locked
 from nvq.daemon.quotas import check_queued
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
-from nvq.domain import arrays, lanes, transitions
+from nvq.domain import arrays, lanes, request, transitions
 from nvq.domain.validate import SpecError, validate_spec
-from nvq.model import Job, JobSpec, Tx
+from nvq.model import JobRecord, JobSpec, Tx
 from nvq_runner.protocol import is_hash
 
 
@@ -30,7 +30,7 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     async with locked(state) as held:
         new_jobs, unreported = await _rows(held, ctx, spec, job, user)
         inserted = await held.commit(Tx(new_jobs=new_jobs), Effects(kick=True))
-    fields = msgspec.structs.asdict(inserted[0])
+    fields = request.fields_of(inserted[0])
     if unreported:
         # Accepted unchecked: the reply says which nodes it waits to hear from.
         return c.Submitted(**fields, unreported=unreported)
@@ -45,7 +45,7 @@ async def submit_dry_run(ctx: Context, req: c.SubmitDry, user: str) -> c.SubmitP
         return await preview(ctx, new_jobs, unreported)
 
 
-async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, Job]:
+async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, JobRecord]:
     """`sent` as `validate_spec` passed it (its normal form), and the job it asks for,
     the queue's own checks passed; then a moment for nodes still connecting for the
     first time, so that `_rows` can check it against them."""
@@ -71,8 +71,8 @@ async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, Job
 
 
 async def _rows(
-    held: Held, ctx: Context, spec: JobSpec, job: Job, user: str
-) -> tuple[list[Job], list[str]]:
+    held: Held, ctx: Context, spec: JobSpec, job: JobRecord, user: str
+) -> tuple[list[JobRecord], list[str]]:
     """The rows to insert, and the nodes it could not be checked against yet (not
     reported)."""
     for dep in {*spec.after, *spec.after_any}:
@@ -95,7 +95,7 @@ def check_pin(state: State, name: str) -> None:
         raise BadRequest(f"--node {name!r} matches several nodes: {', '.join(matches)}")
 
 
-async def shape_submission(held: Held, spec: JobSpec, job: Job) -> list[Job]:
+async def shape_submission(held: Held, spec: JobSpec, job: JobRecord) -> list[JobRecord]:
     """Turn a submit that passed `validate_spec` into the rows to insert: a lane job at
     its lane's tail, an array's members. Under the lock: array ids are taken from the
     store's sequence."""
@@ -112,7 +112,7 @@ async def shape_submission(held: Held, spec: JobSpec, job: Job) -> list[Job]:
     return members
 
 
-def _into_lane(state: State, spec: JobSpec, job: Job) -> Job:
+def _into_lane(state: State, spec: JobSpec, job: JobRecord) -> JobRecord:
     """What only the queue knows: the lane's node and card exist. Its form, and that it
     comes without --node and with one GPU, validate_spec checked."""
     prefix, gpu = lanes.parse_lane(spec.lane or "")
@@ -121,10 +121,10 @@ def _into_lane(state: State, spec: JobSpec, job: Job) -> Job:
         have = ", ".join(str(g.index) for g in node.hello.gpus) or "none"
         raise BadRequest(f"--lane {spec.lane}: node {node.name} has no GPU {gpu} (GPUs: {have})")
     name = lanes.lane_name(node.name, gpu)
-    return msgspec.structs.replace(job, lane=name, lane_pos=lane_tail(state, name))
+    return msgspec.structs.replace(request.asking(job, lane=name), lane_pos=lane_tail(state, name))
 
 
 def lane_tail(state: State, lane: str) -> float:
     """The position after the last queued job of `lane`."""
-    queued = lanes.queued_order([j for j in state.jobs.values() if j.lane == lane])
+    queued = lanes.queued_order([j for j in state.jobs.values() if j.spec.lane == lane])
     return max((j.lane_pos or 0.0 for j in queued), default=0.0) + 1.0

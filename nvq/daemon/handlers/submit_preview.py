@@ -11,19 +11,20 @@ from nvq.daemon.pending_view import to_pending
 from nvq.daemon.placing import in_place_nodes, pass_facts
 from nvq.daemon.slots import node_slots
 from nvq.daemon.waits import PassFacts, analyze_all, lane_statuses
+from nvq.domain import request
 from nvq.domain import waiting as w
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, place
-from nvq.model import Job
+from nvq.model import JobRecord
 
 
-async def preview(ctx: Context, jobs: list[Job], unreported: list[str]) -> c.SubmitPreview:
+async def preview(ctx: Context, jobs: list[JobRecord], unreported: list[str]) -> c.SubmitPreview:
     """`jobs`: the rows the submit would insert (one, or an array's members, with the
     ids they would get); the first stands for them all."""
     state, machines = ctx.state, ctx.machines
     job = jobs[0]
     fields = machines.pending_fields(job)
-    if job.in_place:
-        fields = {**fields, "nodes": in_place_nodes(state.config, job.cwd)}
+    if job.spec.in_place:
+        fields = {**fields, "nodes": in_place_nodes(state.config, job.spec.cwd)}
     pending = to_pending(job, **fields)
     # The nodes as they are now (the last pass's facts predate what it started).
     slots = node_slots(state, machines)
@@ -32,7 +33,7 @@ async def preview(ctx: Context, jobs: list[Job], unreported: list[str]) -> c.Sub
     facts = pass_facts(state, machines, slots, [], empty, last.dep_status if last else {})
     lane_block = _lane_block(facts, job, state.jobs)
     fits = analyze_all(facts, pending, lane_block)
-    answer = c.SubmitPreview(count=len(jobs), job=job, nodes=fits, unreported=unreported)
+    answer = c.SubmitPreview(count=len(jobs), job=request.view_of(job), nodes=fits, unreported=unreported)
     dep = await _first_unfinished(ctx, job)
     if dep is not None:
         answer.reason, answer.reason_detail = w.DEPENDENCY, dep
@@ -65,15 +66,15 @@ def _placement(
     return (result.placements[0].node, result.placements[0].gpus) if result.placements else None
 
 
-def _lane_block(facts: PassFacts, job: Job, live: dict[int, Job]) -> str | None:
+def _lane_block(facts: PassFacts, job: JobRecord, live: dict[int, JobRecord]) -> str | None:
     """Why appending to the job's lane would not start it at once: the lane runs or
     holds other jobs first, or is paused."""
-    if job.lane is None:
+    if job.spec.lane is None:
         return None
-    st = lane_statuses(facts, live).get(job.lane)
+    st = lane_statuses(facts, live).get(job.spec.lane)
     if st is None:
         return None
-    where = f"lane {job.lane}, it would be position {len(st.queue) + 1} of {len(st.queue) + 1}"
+    where = f"lane {job.spec.lane}, it would be position {len(st.queue) + 1} of {len(st.queue) + 1}"
     if st.paused:
         return f"{where}; the lane is paused"
     if st.running is not None:
@@ -83,10 +84,10 @@ def _lane_block(facts: PassFacts, job: Job, live: dict[int, Job]) -> str | None:
     return None
 
 
-async def _first_unfinished(ctx: Context, job: Job) -> str | None:
-    for dep in [*job.after, *job.after_any]:
+async def _first_unfinished(ctx: Context, job: JobRecord) -> str | None:
+    for dep in [*job.spec.after, *job.spec.after_any]:
         other = ctx.state.live(await ctx.state.get_job(dep))
         if not other.state.finished:
-            kind = "complete" if dep in job.after else "end"
+            kind = "complete" if dep in job.spec.after else "end"
             return f"waits for job {dep} ({other.state}) to {kind}"
     return None

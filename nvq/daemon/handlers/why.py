@@ -5,33 +5,32 @@ from __future__ import annotations
 
 from typing import cast
 
-import msgspec
-
 from nvq import control as c
 from nvq.daemon.context import Context
 from nvq.daemon.explain import waiting_of
 from nvq.daemon.placing import pass_facts, pending_of
 from nvq.daemon.slots import node_slots
 from nvq.daemon.waits import PassFacts, analyze_all, lane_block_of
+from nvq.domain import request
 from nvq.domain.placement import PlacementResult
-from nvq.model import Job, JobState
+from nvq.model import Job, JobRecord, JobState
 
 WAITING_STATES = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 
 
-def with_reason(ctx: Context, job: Job) -> Job:
+def with_reason(ctx: Context, job: JobRecord) -> Job:
     """The job as `job ls` sends it: a waiting one with its reason code in `reason`
     and the words in `reason_detail` (a reason stored earlier, such as why it was
     reassigned, is kept at the end of the words)."""
     if job.state not in WAITING_STATES:
-        return job
+        return request.view_of(job)
     waiting = waiting_of(ctx.state, ctx.machines, job)
     if waiting is None:
-        return job
+        return request.view_of(job)
     detail = waiting.detail
     if job.state is JobState.PENDING and job.reason:
         detail = f"{detail}; {job.reason}"
-    fields = msgspec.structs.asdict(job)
+    fields = request.fields_of(job)
     fields["reason"] = waiting.reason
     return c.JobRow(**fields, reason_detail=detail)
 
