@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import hashlib
 import logging
 import os
 import shlex
@@ -173,23 +175,79 @@ def _peer_uid(writer: asyncio.StreamWriter) -> int:
 
 
 def _write_shim(bin_dir: Path, uid: int, gid: int) -> None:
-    """`nvq` for the job: job_cli.py, copied beside it (the job's user may not reach
-    the runner's installed files), run isolated from the job's PYTHONPATH and cwd."""
+    """`nvq` for the job: job_cli.py, beside it (the job's user may not reach the
+    runner's installed files), run isolated from the job's PYTHONPATH and cwd."""
     bin_dir.mkdir(mode=0o700, exist_ok=True)
     cli = bin_dir / "job_cli.py"
-    cli.write_bytes(_JOB_CLI.read_bytes())
+    own = (uid, gid) == (os.geteuid(), os.getegid())
+    if not (own and _link_shared_cli(bin_dir.parent.parent.parent, cli)):
+        cli.write_bytes(_job_cli_bytes())
     shim = bin_dir / "nvq"
-    python = shlex.quote(os.path.realpath(sys.executable))
+    shim.write_text(_shim_text(cli))
+    shim.chmod(0o700)
+    if not own:
+        for path in (bin_dir, cli, shim):
+            os.chown(path, uid, gid)
+
+
+def _job_cli_bytes() -> bytes:
+    global _cli_bytes
+    if _cli_bytes is None:
+        _cli_bytes = _JOB_CLI.read_bytes()
+    return _cli_bytes
+
+
+def _shim_text(cli: Path) -> str:
+    global _python
+    if _python is None:
+        _python = shlex.quote(os.path.realpath(sys.executable))
     # A member may not reach the runner's interpreter either (a 0700 home): then the
     # node's python3, which job_cli.py needs nothing more of.
-    shim.write_text(
+    return (
         "#!/bin/sh\n# nvq inside a job: talks to this job's queue through $NVQ_SOCKET\n"
-        f"py={python}; [ -x \"$py\" ] || py=python3\n"
+        f"py={_python}; [ -x \"$py\" ] || py=python3\n"
         # in a container image without python: say so, not "python3: not found"
         "command -v \"$py\" >/dev/null 2>&1 || { echo \"nvq: no python3 here to run nvq (it "
         "needs python3's standard library only); the queue is at $NVQ_SOCKET\" >&2; exit 127; }\n"
         f"exec \"$py\" -I {shlex.quote(str(cli))} \"$@\"\n"
     )
-    shim.chmod(0o700)
-    for path in (bin_dir, cli, shim):
-        os.chown(path, uid, gid)
+
+
+def _link_shared_cli(home: Path, cli: Path) -> bool:
+    """A job of the runner's own user gets job_cli.py as a hard link to one copy in the
+    runner's home (`shims/`, named by its content): a link makes no inode, and on ext4
+    without a journal each new inode is searched for past the recently freed ones, a
+    cost every job paid for this file. False: copy it (a member's job, whose file is
+    chowned to them; another filesystem; anything unexpected)."""
+    data = _job_cli_bytes()
+    shared = home / "shims" / f"job_cli-{hashlib.sha256(data).hexdigest()[:16]}.py"
+    try:
+        if shared not in _shared_ok:
+            if not shared.exists():
+                shared.parent.mkdir(mode=0o700, exist_ok=True)
+                tmp = shared.with_name(f".{shared.name}.{os.getpid()}.tmp")
+                tmp.write_bytes(data)
+                tmp.replace(shared)
+            _shared_ok.add(shared)
+        with contextlib.suppress(FileNotFoundError):
+            cli.unlink()  # an earlier attempt's, in this directory
+        try:
+            os.link(shared, cli)
+        except OSError as exc:
+            if exc.errno != errno.EMLINK:
+                raise
+            # ext4 allows 65,000 links to one inode: a new copy takes the name (the
+            # old one stays whole for the jobs that link it)
+            tmp = shared.with_name(f".{shared.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(shared)
+            os.link(shared, cli)
+        return True
+    except OSError:
+        _shared_ok.discard(shared)
+        return False
+
+
+_cli_bytes: bytes | None = None
+_python: str | None = None
+_shared_ok: set[Path] = set()  # shared copies known to exist (made by this runner)

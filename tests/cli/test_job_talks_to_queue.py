@@ -83,6 +83,8 @@ def test_a_finished_attempt_has_no_socket_and_refuses(
     assert (sock.parent / ".nvq.sock.ended").exists()  # moved aside: no inode freed per job
     # a process that kept the job's nvq cannot reach the queue through it any more
     shim = sock.parent / ".nvq-bin" / "nvq"
+    # the runner's own user's job links the runner's one copy: no inode of its own
+    assert (shim.parent / "job_cli.py").stat().st_nlink >= 2
     r = subprocess.run(
         [str(shim), "job", "show", str(job["id"]), "--json"],
         env={**os.environ, "NVQ_SOCKET": str(sock)}, capture_output=True, text=True,
