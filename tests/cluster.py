@@ -194,6 +194,7 @@ def make_nvq(tmp: Path, *, gpus: str | None = DEFAULT_GPUS, sample_interval: flo
     env["NVQ_HOME"] = str(home)
     env["NVQ_SAMPLE_INTERVAL"] = str(sample_interval)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["NVQ_CHECK_REPLIES"] = "1"  # a JobRecord in an answer fails it (reply_guard.py)
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     nvq = Nvq(home=home, env=env, cwd=project)

@@ -32,6 +32,7 @@ from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers import HANDLERS, permission
 from nvq.daemon.handlers.logs import open_logs
 from nvq.daemon.handlers.subscribe import FellBehind, subscribe
+from nvq.daemon.reply_guard import CHECKING, holds_record
 from nvq.daemon.visibility import Viewer, event_job_ids, shown_to
 from nvq.domain import permissions
 from nvq.domain.permissions import Rule
@@ -182,6 +183,8 @@ async def _reply(
                 await _send_chunks(stream, events)
             return None
         data, code = await _answer(ctx, request, user)
+        if CHECKING and holds_record(data):
+            raise TypeError(f"the answer to {type(request).__name__} holds a JobRecord")
         data = await shown_to_user(ctx, data, user)
         if plain is not None:
             data = shown_json(json_document(request, data)) if plain.want == "json" else (
