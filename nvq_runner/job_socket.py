@@ -2,8 +2,7 @@
 `nvq` reaches its queue. Every connection is carried, byte for byte, over the runner's
 link to the daemon (protocol.py), which answers as the job's owner while the attempt
 runs. The socket lives exactly as long as the attempt: made before the job starts,
-made again for an attempt adopted after a runner restart, moved out of the way
-(`ENDED_NAME`, below) when it ends.
+made again for an attempt adopted after a runner restart, removed when it ends.
 
 The socket is 0600 and belongs to the job's user; the runner also checks each peer's
 uid (its own or the job's), so no one else's process is carried. The job finds an
@@ -32,12 +31,6 @@ from .protocol import RelayDown, RelayUp, RunnerMsg, Start
 
 log = logging.getLogger(__name__)
 SOCKET_NAME = "nvq.sock"
-# Where an ended attempt's socket is moved (not unlinked). Unlinking freed an inode per
-# job, and on ext4 without a journal every later new inode (the next jobs' files) is
-# searched for past each one freed in the last minutes: the biggest single share of
-# the CPU a `true` job cost its node. A rename frees nothing; the path the job was
-# given is gone all the same, and the next attempt here replaces the moved one.
-ENDED_NAME = ".nvq.sock.ended"
 BIN = ".nvq-bin"
 # sockaddr_un holds 108 bytes: a longer path is bound relative to the runner's home
 # (its cwd), and the job's client reaches it through its directory (job_cli.py).
@@ -112,7 +105,7 @@ class JobSockets:
         else:
             offer.server.add_done_callback(_close_server)
         with contextlib.suppress(OSError):
-            os.rename(offer.path, offer.path.with_name(ENDED_NAME))
+            offer.path.unlink()
         for req in offer.clients:
             writer = self._clients.pop(req, None)
             if writer is not None:

@@ -61,12 +61,27 @@ def _writable(root: Path) -> None:
                          | (stat.S_IXUSR if stat.S_ISDIR(st.st_mode) else 0))
 
 
-def _copy_local(src: str, dst: Path) -> None:
+def copy_local(src: str, dst: Path) -> None:
     if os.path.isdir(src):
-        shutil.copytree(src, dst, symlinks=True)
+        shutil.copytree(src, dst, symlinks=True, ignore=_not_files)
     else:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _not_files(directory: str, names: list[str]) -> set[str]:
+    """What a copy leaves out: sockets, fifos and devices a job left in its directory,
+    which cannot be copied (opening a socket fails, a fifo would block the copy)."""
+    keep = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
+    left = set()
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+        except OSError:
+            continue
+        if not any(kind(mode) for kind in keep):
+            left.add(name)
+    return left
 
 
 async def _copy_sftp(conn: Any, pairs: list[tuple[str, Path]]) -> None:
@@ -153,7 +168,7 @@ async def pull_into_staging(
             for src, dst in pairs:
                 if not os.path.lexists(src):  # noqa: ASYNC240 - one stat, local node
                     raise RequestError(f"job {job.id} has no {src} on {node.name}")
-                await anyio.to_thread.run_sync(_copy_local, src, dst)
+                await anyio.to_thread.run_sync(copy_local, src, dst)
         elif node.runner_step is not None:  # a pilot: the login node cannot see its disk
             for src, dst in pairs:
                 await _copy_packed(node, job, src, dst)
