@@ -63,9 +63,11 @@ test-fast: install
 	@$(COMPILED)
 	NVQ_TEST_FAST=1 $(WITH_BYTECODE) $(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not e2e"
 
+# The benchmarks too: scripts run from bench/, whose `common` is a sibling module there.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	MYPYPATH=bench $(VENV)/bin/mypy --strict bench/*.py
 
 bench: install parts
 	cd bench && ../$(PY) run_all.py

@@ -28,7 +28,7 @@ def timed(nvq: Any, args: list[str]) -> dict[str, Any]:
                               stderr=subprocess.PIPE, text=False)
         wall = time.perf_counter() - t
         size = out.tell()
-    doc = {"s": round(wall, 1), "bytes": size, "exit": proc.returncode}
+    doc: dict[str, object] = {"s": round(wall, 1), "bytes": size, "exit": proc.returncode}
     if proc.returncode:
         doc["stderr"] = proc.stderr.decode(errors="replace")[-300:]
     return doc

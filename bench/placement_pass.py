@@ -36,6 +36,7 @@ from common import emit, machine, summary_ms
 
 from nvq.config import load_config
 from nvq.daemon.artifacts import Artifacts
+from nvq.daemon.held import locked
 from nvq.daemon.ops import Ops
 from nvq.daemon.placing import place_once
 from nvq.daemon.reassign import Machines
@@ -112,9 +113,9 @@ async def submit(state: State, specs: list[JobSpec], copies: int, accounts: int 
             user = "bench" if accounts == 1 else f"user{n % accounts}"
             template = transitions.new_job(spec, user=user, now=now)
             jobs.append(request.asking(template, env={}))
-    async with state.lock:
+    async with locked(state) as held:
         for start in range(0, len(jobs), 20_000):
-            await state.commit(Tx(new_jobs=jobs[start : start + 20_000]))
+            await held.commit(Tx(new_jobs=jobs[start : start + 20_000]))
 
 
 async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
@@ -130,8 +131,8 @@ async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     for _ in range(args.exits):
         running = next(j for j in state.jobs.values() if j.state is JobState.RUNNING)
         ended = msgspec.structs.replace(running, state=JobState.COMPLETED, ended_at=time.time())
-        async with state.lock:
-            await state.commit(Tx(jobs=[ended]))
+        async with locked(state) as held:
+            await held.commit(Tx(jobs=[ended]))
         t0 = time.perf_counter()
         await place_once(state, machines)
         whole.append((time.perf_counter() - t0) * 1000)

@@ -72,7 +72,7 @@ def main() -> None:
 
         def accounted() -> bool:
             got = counts(nvq)
-            return got["completed"] == n // 2 and got["running"] == n - n // 2
+            return bool(got["completed"] == n // 2 and got["running"] == n - n // 2)
 
         until(accounted, 120)
         doc["recovery_s"] = round(time.monotonic() - t0, 2)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine, summary_ms
+from common import emit, machine, summary_ms
+
 from tests.cluster import make_nvq
 from tests.harness.slurm import SlurmCluster, SlurmUnavailable
 from tests.harness.slurm_fixtures import toml_str, write_cluster_queue_config

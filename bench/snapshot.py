@@ -17,13 +17,18 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from common import emit, machine
 
 from nvq.world.blobs import BlobStore
 from nvq.world.snapshot import store_snapshot, take_snapshot
 from nvq_runner.blobcache import BlobCache
+
+T = TypeVar("T")
 
 
 def generate(root: Path, mib: int, small_files: int) -> None:
@@ -53,7 +58,7 @@ def generate(root: Path, mib: int, small_files: int) -> None:
             os.utime(os.path.join(dirpath, name), (1_600_000_000, 1_600_000_000))
 
 
-def timed(fn):  # type: ignore[no-untyped-def]
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
     started = time.perf_counter()
     result = fn()
     return result, round(time.perf_counter() - started, 3)
@@ -82,7 +87,7 @@ def main() -> None:
             while missing := cache.materialise(snap.manifest, dest):
                 for digest in missing:
                     with store.open(digest) as handle:
-                        cache.put_chunks(iter(lambda h=handle: h.read(1 << 20), b""), digest)
+                        cache.put_chunks(iter(partial(handle.read, 1 << 20), b""), digest)
 
         _, cold = timed(lambda: fetch_and_build(tmp / "node" / "jobs" / "1" / "work"))
         _, warm = timed(lambda: fetch_and_build(tmp / "node" / "jobs" / "2" / "work"))

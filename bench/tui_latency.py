@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 
 from common import emit, machine, queue, summary_ms, wait_nodes_up
 
@@ -60,6 +61,14 @@ def row_state(app: QueueApp, id: int) -> str | None:
     return str(table.get_cell(str(id), "STATE"))
 
 
+def _more_rows(app: QueueApp, before: int) -> bool:
+    return len(app.jobs_table.rows) > before
+
+
+def _cancelled(app: QueueApp, id: int) -> bool:
+    return row_state(app, id) == "cancelled"
+
+
 async def measure(home: str, runs: int) -> dict[str, object]:
     client = Client(home)
     app = QueueApp(AsyncClient(home))
@@ -88,7 +97,7 @@ async def measure(home: str, runs: int) -> dict[str, object]:
             task = asyncio.create_task(asyncio.to_thread(submit))
             # the id is not known before the call returns: watch for the new row
             before = set(app.jobs_table.rows)
-            shown = await until(lambda before=before: len(app.jobs_table.rows) > len(before))
+            shown = await until(partial(_more_rows, app, len(before)))
             id = await task
             assert row_state(app, id) is not None
             from_call.append(shown - seen["call"])
@@ -97,7 +106,7 @@ async def measure(home: str, runs: int) -> dict[str, object]:
 
             started = time.perf_counter()
             await asyncio.to_thread(client.cancel, id)
-            ended = await until(lambda id=id: row_state(app, id) == "cancelled")
+            ended = await until(partial(_cancelled, app, id))
             cancel.append(ended - started)
             await pilot.pause()
         watcher.cancel()
