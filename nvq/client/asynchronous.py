@@ -4,7 +4,7 @@ programs: a notebook, a TUI, a web page that must not block its event loop."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
@@ -19,7 +19,7 @@ from nvq.client.autostart import check_socket_path, refused, start_daemon
 from nvq.client.errors import WENT_AWAY, ClientError, DaemonUnavailable
 from nvq.client.inside_job import job_socket
 from nvq.client.methods import Awaiting
-from nvq.client.sync import frame
+from nvq.client.sync import ASK_TIMES, WentAway, frame
 from nvq.home import Home, default_root
 from nvq.model import Event
 from nvq_runner.protocol import FrameError, FrameReader
@@ -64,19 +64,41 @@ class AsyncClient(Awaiting):
             raise DaemonUnavailable(f"cannot reach the daemon at {path}: {exc}") from None
 
     async def exchange(self, request: c.Request) -> AsyncIterator[c.Reply]:
-        """Send `request`; yield every reply frame up to and including the `Done`."""
+        """Send `request`; yield every reply frame up to and including the `Done`. A
+        request the daemon never read is sent again, as `Client.exchange` does it
+        (`WentAway.unread`); one it read and then died on is not."""
+        for attempt in range(ASK_TIMES):
+            replies = self._exchange_once(request)
+            try:
+                first = await replies.__anext__()
+            except WentAway as exc:
+                await replies.aclose()
+                if exc.unread and attempt + 1 < ASK_TIMES:
+                    continue
+                raise
+            try:
+                yield first
+                async for reply in replies:
+                    yield reply
+            finally:
+                await replies.aclose()
+            return
+
+    async def _exchange_once(self, request: c.Request) -> AsyncGenerator[c.Reply, None]:
         payload = frame(request)
         async with await self._connect() as stream:
             try:
                 await stream.send(payload)
             except (anyio.BrokenResourceError, OSError) as exc:
-                raise ClientError(WENT_AWAY.format(exc)) from None
+                raise _went_away(exc) from None
             frames = FrameReader(max_message=None)  # an answer may span frames
             while True:
                 try:
                     data = await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                    raise ClientError(WENT_AWAY.format("it closed the connection")) from None
+                except anyio.EndOfStream:
+                    raise WentAway(WENT_AWAY.format("it closed the connection")) from None
+                except (anyio.BrokenResourceError, OSError) as exc:
+                    raise _went_away(exc) from None
                 try:
                     payloads = frames.feed(data)
                 except FrameError as exc:
@@ -142,3 +164,11 @@ class AsyncClient(Awaiting):
                     answer_of(reply)
                     return
                 since = again
+
+
+def _went_away(exc: Exception) -> WentAway:
+    """anyio wraps the socket's error: a reset (the request never read) is its cause."""
+    reset = isinstance(exc, ConnectionResetError) or isinstance(
+        exc.__cause__, ConnectionResetError)
+    return WentAway(WENT_AWAY.format("it reset the connection" if reset else exc), unread=reset)
+

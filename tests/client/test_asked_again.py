@@ -10,9 +10,11 @@ import struct
 import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from nvq import control as c
+from nvq.client.asynchronous import AsyncClient
 from nvq.client.sync import Client, WentAway
 from nvq.home import Home
 
@@ -100,6 +102,26 @@ def test_a_request_read_and_died_on_is_not_sent_again(root: Path, request_: c.Re
     try:
         with pytest.raises(WentAway, match="closed the connection"):
             Client(root, autostart=False).request(request_)
+    finally:
+        daemon.close()
+    assert daemon.connections == 1
+
+
+def test_the_async_client_sends_a_request_never_read_again(root: Path) -> None:
+    daemon = DyingDaemon(Home(root).socket, deaths=2, read=False)
+    try:
+        done = anyio.run(AsyncClient(root, autostart=False).request, c.Cancel(ids=[1]))
+    finally:
+        daemon.close()
+    assert done.data == "pong"
+    assert daemon.connections == 3
+
+
+def test_the_async_client_does_not_send_again_what_was_read(root: Path) -> None:
+    daemon = DyingDaemon(Home(root).socket, deaths=1, read=True)
+    try:
+        with pytest.raises(WentAway, match="closed the connection"):
+            anyio.run(AsyncClient(root, autostart=False).request, c.Cancel(ids=[1]))
     finally:
         daemon.close()
     assert daemon.connections == 1
