@@ -12,8 +12,8 @@ from nvq.daemon import reserving
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import map_exceptions
-from nvq.daemon.handlers.submit import _into_lane, check_pin
 from nvq.daemon.held import locked
+from nvq.daemon.pinning import check_pin, into_lane
 from nvq.daemon.submit_checks import check_runnable
 from nvq.domain import deps, job_edit, request, transitions
 from nvq.model import Job, JobRecord, JobState, Outcome
@@ -31,7 +31,7 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
         if fields.get("node_request") is not None:
             check_pin(state, fields["node_request"])  # two nodes: refused, as at submit
         if fields.get("lane") is not None:
-            placed = _into_lane(state, request.replaced(job, fields).spec, job)
+            placed = into_lane(state, request.replaced(job, fields).spec, job)
             fields |= {"lane": placed.spec.lane, "lane_pos": placed.lane_pos}
         if job.state is not JobState.RUNNING:
             check_runnable(state, ctx.machines, request.replaced(job, fields))

@@ -9,8 +9,8 @@ from nvq import control as c
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
-from nvq.daemon.handlers.submit import lane_tail
 from nvq.daemon.held import locked
+from nvq.daemon.pinning import lane_tail
 from nvq.daemon.state import State
 from nvq.daemon.submit_checks import check_runnable
 from nvq.domain import move as moving

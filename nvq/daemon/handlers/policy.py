@@ -11,9 +11,9 @@ from nvq import control as c
 from nvq.daemon.apply import apply, check_allowed
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, map_exceptions
-from nvq.daemon.handlers.submit import lane_tail
 from nvq.daemon.held import locked
 from nvq.daemon.later import unless_disk_full
+from nvq.daemon.pinning import lane_tail
 from nvq.daemon.placing import dependency_states
 from nvq.daemon.state import State
 from nvq.domain import deps, ordering, request, transitions

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import time
 
-import msgspec
-
 from nvq import control as c
 from nvq.daemon import reserving
 from nvq.daemon.blobs import blob_store
@@ -15,10 +13,10 @@ from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.handlers.submit_preview import preview
 from nvq.daemon.held import Held, locked
+from nvq.daemon.pinning import check_pin, into_lane
 from nvq.daemon.quotas import check_queued
-from nvq.daemon.state import State
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
-from nvq.domain import arrays, lanes, request, transitions
+from nvq.domain import arrays, request, transitions
 from nvq.domain.validate import SpecError, validate_spec
 from nvq.model import JobRecord, JobSpec, Tx
 from nvq_runner.protocol import is_hash
@@ -82,26 +80,13 @@ async def _rows(
     return new_jobs, check_runnable(ctx.state, ctx.machines, new_jobs[0])
 
 
-def check_pin(state: State, name: str) -> None:
-    """`--node` is a prefix, but one that names two nodes is refused, as `--lane` and
-    `queue drain` refuse it: a pin is meant to choose. A cluster's name (its pilots,
-    `hpc/<id>`) is the one prefix meant for several nodes."""
-    if name in state.nodes or any(
-        name == c.name or name.startswith(f"{c.name}/") for c in state.config.clusters
-    ):
-        return
-    matches = [n for n in state.nodes if n.startswith(name)]
-    if len(matches) > 1:
-        raise BadRequest(f"--node {name!r} matches several nodes: {', '.join(matches)}")
-
-
 async def shape_submission(held: Held, spec: JobSpec, job: JobRecord) -> list[JobRecord]:
     """Turn a submit that passed `validate_spec` into the rows to insert: a lane job at
     its lane's tail, an array's members. Under the lock: array ids are taken from the
     store's sequence."""
     state = held.state
     if spec.lane is not None:
-        job = _into_lane(state, spec, job)
+        job = into_lane(state, spec, job)
     if spec.array is None:
         return [job]
     spec_array = arrays.parse_array(spec.array)  # well formed: validate_spec parsed it
@@ -110,21 +95,3 @@ async def shape_submission(held: Held, spec: JobSpec, job: JobRecord) -> list[Jo
         for n, member in enumerate(members):
             member.lane_pos = job.lane_pos + n
     return members
-
-
-def _into_lane(state: State, spec: JobSpec, job: JobRecord) -> JobRecord:
-    """What only the queue knows: the lane's node and card exist. Its form, and that it
-    comes without --node and with one GPU, validate_spec checked."""
-    prefix, gpu = lanes.parse_lane(spec.lane or "")
-    node = state.find_node(prefix)
-    if node.hello is not None and gpu not in {g.index for g in node.hello.gpus}:
-        have = ", ".join(str(g.index) for g in node.hello.gpus) or "none"
-        raise BadRequest(f"--lane {spec.lane}: node {node.name} has no GPU {gpu} (GPUs: {have})")
-    name = lanes.lane_name(node.name, gpu)
-    return msgspec.structs.replace(request.asking(job, lane=name), lane_pos=lane_tail(state, name))
-
-
-def lane_tail(state: State, lane: str) -> float:
-    """The position after the last queued job of `lane`."""
-    queued = lanes.queued_order([j for j in state.jobs.values() if j.spec.lane == lane])
-    return max((j.lane_pos or 0.0 for j in queued), default=0.0) + 1.0
