@@ -312,6 +312,9 @@ class PilotManager:
             name = f"{self.cluster.name}/{job_id}"
             if status.phase == "running" and job_id not in self.started:
                 self.started.add(job_id)
+                # Its time left is known before its node is: placement reads a pilot
+                # without one as ending (nvq.daemon.pilots.slot_fields).
+                await self.hooks.pilot_status(name, status)
                 await self.hooks.pilot_started(
                     pilot_node(self.cluster, job_id), self._opener(job_id)
                 )

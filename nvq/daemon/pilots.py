@@ -144,8 +144,13 @@ class DaemonPilots:
     def slot_fields(self, node: str) -> dict[str, Any]:
         """Placement's view of a pilot's walltime (nothing for other nodes)."""
         cluster = self.clusters.get(cluster_name(node) or "")
-        if cluster is None or node not in self.status:
+        if cluster is None:
             return {}
+        if node not in self.status:
+            # Ending: `pilot_ended` drops its status first and its node last, and a
+            # pass in between (while it waits for the lock) saw a node with no end and
+            # sent a job to an allocation about to vanish, where it waited for ever.
+            return {"time_left": 0.0, "untimed_ok": False, "time_margin": cluster.vacate_before}
         left = self.time_left(node)
         if node in self.vacated and left is not None:
             # Never above the margin again: squeue's time left, taken a moment before

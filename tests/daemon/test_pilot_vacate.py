@@ -48,3 +48,24 @@ def test_a_vacated_pilot_stays_closed_to_untimed_jobs(tmp_path: Path) -> None:
             assert "hpc/1" not in pilots.vacated
 
     run(main)
+
+
+def test_an_ending_pilot_takes_no_job(tmp_path: Path) -> None:
+    """`pilot_ended` drops the pilot's status before it takes the lock, and its node
+    only at the end: a placement pass in between must find nothing fits there (seen
+    at -n 8: an untimed job sent to a pilot as it was released, then left running on
+    a node that no longer existed)."""
+
+    async def main() -> None:
+        async with running_daemon(tmp_path, {}, CONFIG) as state:
+            ctx = _contexts[id(state)]
+            pilots = DaemonPilots(state, ctx.machines, None)  # type: ignore[arg-type]
+            pilots.status["hpc/1"] = (PilotStatus("1", "RUNNING", None, 115.0, "c1"), time.time())
+            assert time_fits(_slot(pilots.slot_fields("hpc/1")), None)
+            del pilots.status["hpc/1"]  # what pilot_ended does first
+            fields = pilots.slot_fields("hpc/1")
+            assert not time_fits(_slot(fields), None)
+            assert not time_fits(_slot(fields), 5.0)
+            assert pilots.slot_fields("n0") == {}  # not a pilot: no end
+
+    run(main)
