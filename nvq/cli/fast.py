@@ -1,6 +1,7 @@
 """The read commands without typer, when argv has a plain shape: `nvq GROUP COMMAND`,
 then at most the one argument the command takes (a job id of ASCII digits, or a
-name), its on/off flags and `--json`, each once, in any order; nothing else.
+name), its on/off flags, its number options (`-n 200`: the option, then a number
+of ASCII digits) and `--json`, each once, in any order; nothing else.
 
 Importing typer and click and building the command tree costs a CLI call more than
 the interpreter's own start; a read that a script runs in a loop should cost little
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # typing itself costs the calls this module exists to make ch
 class FastCommand:
     __slots__ = ("arg", "body", "flags")
 
-    def __init__(self, body: Callable[..., int], arg: list[Any], flags: dict[str, bool]) -> None:
+    def __init__(self, body: Callable[..., int], arg: list[Any], flags: dict[str, Any]) -> None:
         self.body = body
         self.arg = arg  # the positional argument, when the command takes one
         self.flags = flags
@@ -56,7 +57,10 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
     ("job", "show"): (_reads("job_show"), ID, {}),
     ("job", "ls"): (_reads("job_ls"), NONE, {}),
     ("job", "why"): (_reads("job_why"), ID, {}),
-    ("job", "logs"): (_reads("job_logs"), ID, {}),
+    ("job", "logs"): (_reads("job_logs"), ID, {
+        "-f": "follow", "--follow": "follow", "--stdout": "stdout", "--stderr": "stderr",
+        "--setup": "setup", "--streams": "streams", "--raw": "raw",
+    }),
     ("job", "artifacts"): (_reads("job_artifacts"), ID, {}),
     ("queue", "status"): (_reads("queue_status"), NONE, {}),
     ("queue", "nodes"): (
@@ -71,6 +75,20 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
     ("cluster", "status"): (_reads("cluster_status"), OPTIONAL_NAME, {}),
     ("reserve", "ls"): (_reads("reserve_ls"), NONE, {}),
 }
+
+
+# (group, command) → its options that take a whole number: option → the body's keyword
+NUMBERS: dict[tuple[str, str], dict[str, str]] = {
+    ("job", "logs"): {"-n": "lines", "--lines": "lines", "--attempt": "attempt"},
+}
+
+
+def _plain_int(arg: str) -> int | None:
+    """`7` or `-1`, ASCII digits only (what else click would take is typer's)."""
+    digits = arg[1:] if arg.startswith("-") else arg
+    if digits.isascii() and digits.isdigit():
+        return int(arg)
+    return None
 
 
 def _plain_id(arg: str) -> int | None:
@@ -97,10 +115,25 @@ def fast_command(args: list[str]) -> FastCommand | None:
     if entry is None:
         return None
     body, takes, options = entry
-    rest = args[2:]
+    numbers = NUMBERS.get((args[0], args[1]), {})
+    rest: list[str] = []
+    flags: dict[str, Any] = {}
+    words = iter(args[2:])
+    for word in words:
+        if word in numbers:
+            number = _plain_int(next(words, ""))
+            if number is None or numbers[word] in flags:  # no number, or twice: typer's
+                return None
+            flags[numbers[word]] = number
+        else:
+            rest.append(word)
     if len(set(rest)) != len(rest):  # a repeated flag or argument: typer's
         return None
-    flags = {options[a]: True for a in rest if a in options}
+    for word in rest:
+        if word in options:
+            if options[word] in flags:  # `-f --follow`: typer's
+                return None
+            flags[options[word]] = True
     positional = [a for a in rest if a != JSON and a not in options]
     if takes == NONE:
         return FastCommand(body, [], flags) if not positional else None

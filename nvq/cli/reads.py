@@ -12,7 +12,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing itself costs the calls this module exists to make cheap
-    from typing import Any
+    from typing import Any, Literal
 
 
 def job_show(job_id: int, as_json: bool, *, logs: int = 0, env: bool = False,
@@ -53,12 +53,24 @@ def job_ls(as_json: bool) -> int:
     return job_window({}, as_json)
 
 
-def job_logs(job_id: int, as_json: bool) -> int:
-    """Bare `job logs ID`: its last 50 lines, both streams (a stream: the typed client
-    reads it, nvq.cli.logs_output, the typer command's body too)."""
+def job_logs(
+    job_id: int, as_json: bool, *, lines: int = 50, follow: bool = False, stdout: bool = False,
+    stderr: bool = False, setup: bool = False, streams: bool = False, raw: bool = False,
+    attempt: int | None = None,
+) -> int:
+    """`job logs ID`: its last `lines` (-1: all), stdout and stderr in the order
+    written unless one stream is asked for (nvq.cli.logs_output streams it)."""
+    if stdout + stderr + setup > 1:
+        from nvq.client.errors import ClientError
+
+        raise ClientError("give one of --stdout, --stderr, --setup", 2)
     from nvq.cli.logs_output import print_logs
 
-    print_logs(job_id, lines=50, follow=False, stream="both", attempt=None, as_json=as_json)
+    stream: Literal["stdout", "stderr", "setup", "both"] = (
+        "setup" if setup else "stderr" if stderr else "stdout" if stdout else "both"
+    )
+    print_logs(job_id, lines=lines, follow=follow, stream=stream, attempt=attempt,
+               as_json=as_json, marks=streams, raw=raw)
     return 0
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import typer
 
+from nvq.cli import reads
 from nvq.cli.app import JsonOpt
-from nvq.cli.params import CliError
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -36,16 +34,7 @@ def job_logs(
     The queue host keeps a copy of every attempt's output: it reads while the node
     is down or gone. To a terminal, its control sequences are shown (as ^[), not
     obeyed; --raw passes them."""
-    if stdout + stderr + setup > 1:
-        raise CliError("give one of --stdout, --stderr, --setup", 2)
-    stream: Literal["stdout", "stderr", "setup", "both"] = (
-        "setup" if setup else "stderr" if stderr else "stdout" if stdout else "both"
+    return reads.job_logs(
+        job_id, as_json, lines=lines, follow=follow, stdout=stdout, stderr=stderr, setup=setup,
+        streams=streams, raw=raw, attempt=attempt,
     )
-    from nvq.cli.logs_output import print_logs
-
-    print_logs(
-        job_id, lines=lines, follow=follow, stream=stream, attempt=attempt, as_json=as_json,
-        marks=streams,
-        raw=raw,
-    )
-    return 0
