@@ -55,7 +55,7 @@ NONE, ID, NAME, OPTIONAL_NAME = "none", "id", "name", "name?"
 # (group, command) → (its body, its argument, its flags: option → the body's keyword)
 COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] = {
     ("job", "show"): (_reads("job_show"), ID, {}),
-    ("job", "ls"): (_reads("job_ls"), NONE, {}),
+    ("job", "ls"): (_reads("job_ls"), NONE, {"--all": "every"}),
     ("job", "why"): (_reads("job_why"), ID, {}),
     ("job", "logs"): (_reads("job_logs"), ID, {
         "-f": "follow", "--follow": "follow", "--stdout": "stdout", "--stderr": "stderr",
@@ -80,6 +80,7 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
 # (group, command) → its options that take a whole number: option → the body's keyword
 NUMBERS: dict[tuple[str, str], dict[str, str]] = {
     ("job", "logs"): {"-n": "lines", "--lines": "lines", "--attempt": "attempt"},
+    ("job", "ls"): {"--limit": "limit", "--array": "array"},
 }
 
 

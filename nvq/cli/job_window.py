@@ -1,14 +1,13 @@
-"""`job ls` as a window: the flags → a `JobWindow` request, and the page → what is
+"""`job ls` as a window: the flags → a `JobWindow` request (as the plain wire sends it:
+a dict, so that the fast path builds it without msgspec), and the page → what is
 printed (text with a closing line when jobs were left out; `--json` the list of jobs,
 which becomes `{"jobs": [...], "more": true}` only when the window cut it)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import time
-
-from nvq import control as c
-from nvq.values import parse_duration
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing itself costs the fast path's calls
+    from typing import Any
 
 
 def since_point(text: str | None) -> tuple[int | None, float | None]:
@@ -18,6 +17,11 @@ def since_point(text: str | None) -> tuple[int | None, float | None]:
         return None, None
     if text.isdigit():
         return int(text), None
+    import datetime as dt
+    import time
+
+    from nvq.values import parse_duration
+
     try:
         return None, dt.datetime.fromisoformat(text).timestamp()
     except ValueError:
@@ -25,42 +29,41 @@ def since_point(text: str | None) -> tuple[int | None, float | None]:
     try:
         return None, time.time() - parse_duration(text, allow_zero=True)
     except ValueError:
-        from nvq.cli.params import CliError  # typer-heavy; the fast path never errs here
-
-        raise CliError(
+        raise _bad(
             f"--since {text!r}: expected a job id (1200), a date (2026-11-30), "
-            "a date-time or an age (2h)",
-            2,
+            "a date-time or an age (2h)"
         ) from None
 
 
 def window_request(
     *,
-    states: list[str],
-    user: str | None,
-    tag: str | None,
-    array: int | None,
-    since: str | None,
-    limit: int | None,
-    every: bool,
-) -> c.JobWindow:
+    states: list[str] | None = None,
+    user: str | None = None,
+    tag: str | None = None,
+    array: int | None = None,
+    since: str | None = None,
+    limit: int | None = None,
+    every: bool = False,
+) -> dict[str, Any]:
+    """The `JobWindow` request's fields (`nvq.control.JobWindow`, without its type)."""
     if limit is not None and limit < 1:
-        from nvq.cli.params import CliError
-
-        raise CliError(f"--limit {limit}: expected at least 1", 2)
+        raise _bad(f"--limit {limit}: expected at least 1")
     if every and limit is not None:
-        from nvq.cli.params import CliError
-
-        raise CliError("give --all or --limit, not both", 2)
+        raise _bad("give --all or --limit, not both")
     since_id, since_time = since_point(since)
-    return c.JobWindow(
-        states=states or None,
-        user=user,
-        tag=tag,
-        array=array,
-        since_id=since_id,
-        since_time=since_time,
-        limit=limit,
-        all=every,
-    )
+    return {
+        "states": states or None,
+        "user": user,
+        "tag": tag,
+        "array": array,
+        "since_id": since_id,
+        "since_time": since_time,
+        "limit": limit,
+        "all": every,
+    }
 
+
+def _bad(message: str) -> Exception:
+    from nvq.client.errors import ClientError
+
+    return ClientError(message, 2)

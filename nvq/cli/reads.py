@@ -48,9 +48,12 @@ def job_window(request: dict[str, Any], as_json: bool) -> int:
     return 0
 
 
-def job_ls(as_json: bool) -> int:
-    """Bare `job ls`: every field of the window at its default."""
-    return job_window({}, as_json)
+def job_ls(as_json: bool, *, limit: int | None = None, every: bool = False,
+           array: int | None = None) -> int:
+    """`job ls` with the window's plain options (the rest, typer's command)."""
+    from nvq.cli.job_window import window_request
+
+    return job_window(window_request(limit=limit, every=every, array=array), as_json)
 
 
 def job_logs(

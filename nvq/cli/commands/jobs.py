@@ -48,7 +48,7 @@ def job_ls(
     window = window_request(
         states=states, user=user, tag=tag, array=array, since=since, limit=limit, every=every
     )
-    return reads.job_window(msgspec.to_builtins(window), as_json)
+    return reads.job_window(window, as_json)
 
 
 @on_job.command("show")
