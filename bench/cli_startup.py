@@ -6,7 +6,8 @@ Timed, round-robin so that a drift of the machine's speed touches all alike:
   import_msgspec   `python -c "import msgspec"`: what every typed call needs (the
                    plain-wire reads below do without it)
   one figure per read command, each a fresh `nvq` process (READS below: `job show`
-  bare and `--json`, `job ls`, `job why`, `job logs`, `job artifacts`,
+  bare and `--json`, `job ls` (bare and `--limit 5`), `job why`, `job logs` (bare
+  and `-n 200`), `job artifacts`,
   `queue status|nodes|alerts|lanes|lane|events`, `node status|health`), through whichever path `nvq` takes
   for that argv (the fast path for these shapes)
   job_show_typer   `nvq job show ID --json` through typer (NVQ_CLI_TYPER=1)
@@ -52,6 +53,8 @@ def reads(job: str) -> dict[str, list[str]]:
         "job_ls_json": ["job", "ls", "--json"],
         "job_why_json": ["job", "why", job, "--json"],
         "job_logs": ["job", "logs", job],
+        "job_logs_n": ["job", "logs", job, "-n", "200"],
+        "job_ls_limit_json": ["job", "ls", "--limit", "5", "--json"],
         "job_artifacts_json": ["job", "artifacts", job, "--json"],
         "queue_status": ["queue", "status", "--json"],
         "queue_nodes_json": ["queue", "nodes", "--json"],
