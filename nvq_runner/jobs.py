@@ -57,7 +57,7 @@ class JobManager:
         self._starting: dict[int, tuple[Path, int]] = {}
         self._dirs: dict[int, JobDir] = {}  # job id → directory of its latest Start
         self._boot_id = procfs.boot_id()
-        self._last_port: int | None = None
+        self._last_port: int | None = ports.round_start(*ports.port_range())
         self._loop = asyncio.get_running_loop()
         # Each attempt's $NVQ_SOCKET; relays nothing until the runner gives it its link.
         self.sockets = JobSockets(lambda msg: False)

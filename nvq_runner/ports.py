@@ -5,12 +5,16 @@ right now (a torchrun someone started by hand, a notebook, the previous job's so
 in TIME_WAIT), and the runner already knows every live attempt on its node, adopted
 ones included (the port is kept in attempt.json). Ports are handed out round-robin
 from a fixed range, so a port a job just released is not given straight back while
-its old connections linger.
+its old connections linger. A runner starts the round at a random place in the range:
+runners that share a host (pilots on one compute node, a test suite's many nodes)
+would otherwise all hand out its first port at once, each finding it free, and their
+jobs would race to bind it.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import socket
 from collections.abc import Callable, Collection
 
@@ -28,6 +32,11 @@ def port_range() -> tuple[int, int]:
     if sep and lo.isdigit() and hi.isdigit() and 1024 <= int(lo) <= int(hi) <= 65535:
         return int(lo), int(hi)
     return FIRST, LAST
+
+
+def round_start(lo: int, hi: int) -> int:
+    """Where a new runner's round begins (`pick`'s `after`): anywhere in the range."""
+    return random.randint(lo, hi)
 
 
 def bindable(port: int) -> bool:

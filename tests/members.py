@@ -51,6 +51,9 @@ def second_user() -> Iterator[tuple[str, str]]:
         yield user, group
     finally:
         subprocess.run(["pkill", "-u", user], capture_output=True)
+        workdir = _WORKDIRS.pop(user, None)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
         subprocess.run(["userdel", user], capture_output=True)
         subprocess.run(["groupdel", group], capture_output=True)
 
@@ -87,10 +90,27 @@ def _usable_by(user: str) -> bool:
     return subprocess.run(probe, capture_output=True, cwd="/tmp").returncode == 0
 
 
+_WORKDIRS: dict[str, str] = {}  # user → the directory `as_user` runs the CLI in
+
+
+def _workdir(user: str) -> str:
+    """An empty directory of the user's own to run the CLI in (the users have no home):
+    a submit or `job shell` snapshots its working directory, and /tmp on a machine
+    running the suite holds fresh clones with their venvs, which took a member's
+    refused `job shell` past its 60 s under load, snapshotting before it asked."""
+    if user not in _WORKDIRS:
+        who = pwd.getpwnam(user)
+        path = tempfile.mkdtemp(prefix=f"nvq-{user}-")
+        os.chown(path, who.pw_uid, who.pw_gid)
+        _WORKDIRS[user] = path
+    return _WORKDIRS[user]
+
+
 def as_user(user: str, nvq: Nvq, *args: str) -> Run:
     env = {**nvq.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    cwd = _workdir(user)
     if _usable_by(user):
         argv = ["runuser", "-u", user, "--", sys.executable, "-m", "nvq", *args]
-        p = subprocess.run(argv, env=env, cwd="/tmp", capture_output=True, text=True, timeout=60)
+        p = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
         return Run(p.returncode, p.stdout, p.stderr)
-    return Run(*run_nvq(list(args), env=env, cwd="/tmp", timeout=60, user=_user(user)))
+    return Run(*run_nvq(list(args), env=env, cwd=cwd, timeout=60, user=_user(user)))

@@ -46,3 +46,10 @@ def test_two_live_jobs_get_different_ports(node: Node, tmp_path: Path) -> None: 
     seen = [(node.home / "jobs" / str(i) / "port").read_text().split() for i in (1, 2)]
     assert seen[0] == [str(first.port), str(first.port)]
     assert seen[1] == [str(second.port), "1234"]  # the job's own MASTER_PORT is kept
+
+
+def test_a_new_runner_starts_its_round_anywhere_in_the_range() -> None:
+    """Runners sharing a host must not all hand out the range's first port first."""
+    starts = {ports.round_start(10, 13) for _ in range(200)}
+    assert starts == {10, 11, 12, 13}
+
