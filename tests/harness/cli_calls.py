@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,11 +171,15 @@ def run_nvq(
         answer = conn.makefile("rb")
         pid = int(answer.readline())
         try:
-            out, err = _communicate(in_w, out_r, err_r, input, deadline)
-        except TimeoutError:
+            out, err = _communicate(in_w, out_r, err_r, input, deadline,
+                                    on_timeout=lambda: os.kill(pid, signal.SIGUSR2))
+        except CallTimedOut as exc:
             os.kill(pid, signal.SIGKILL)
             answer.readline()
-            raise subprocess.TimeoutExpired(["nvq", *argv], timeout or 0) from None
+            hung = subprocess.TimeoutExpired(["nvq", *argv], timeout or 0, stderr=exc.err)
+            # where it hung: the call's threads, as faulthandler dumped them on SIGUSR2
+            hung.add_note("its stderr, ending with its stack:\n" + _text(exc.err))
+            raise hung from None
         status = answer.readline()
         assert status, f"the nvq zygote died during `nvq {' '.join(argv)}`"
     return os.waitstatus_to_exitcode(int(status)), _text(out), _text(err)
@@ -188,11 +193,22 @@ def _usable_fd(fd: int) -> bool:
     return True
 
 
+class CallTimedOut(TimeoutError):
+    """The call ran past its deadline; `err`: what it wrote to stderr by then."""
+
+    def __init__(self, err: bytes) -> None:
+        super().__init__("the call timed out")
+        self.err = err
+
+
 def _communicate(
-    in_w: int, out_r: int, err_r: int, input: str | None, deadline: float
+    in_w: int, out_r: int, err_r: int, input: str | None, deadline: float,
+    on_timeout: Callable[[], None] | None = None,
 ) -> tuple[bytes, bytes]:
     """Write `input` and read both outputs to their end, as Popen.communicate does.
-    Closes the three descriptors (each once: another thread's may reuse the number)."""
+    Closes the three descriptors (each once: another thread's may reuse the number).
+    At the deadline `on_timeout` (the call is asked for its stack) and three seconds
+    more to read it, then CallTimedOut."""
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
     pending = input.encode(locale.getpreferredencoding(False)) if input is not None else b""
     sel = selectors.DefaultSelector()
@@ -205,8 +221,12 @@ def _communicate(
     try:
         while sel.get_map():
             ready = sel.select(max(0.0, deadline - time.monotonic()))
+            if not ready and on_timeout is not None:
+                on_timeout()
+                on_timeout, deadline = None, time.monotonic() + 3.0
+                continue
             if not ready:
-                raise TimeoutError
+                raise CallTimedOut(b"".join(chunks[err_r]))
             for key, _ in ready:
                 fd = int(key.fd)
                 if fd == in_w:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import array
 import atexit
+import faulthandler
 import gc
 import importlib
 import importlib.util
@@ -153,6 +154,9 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
         os.setgroups(user["groups"])
         os.setgid(user["gid"])
         os.setuid(user["uid"])
+    # A call that hangs is asked for its stack (tests.harness.cli_calls): every
+    # thread's, on its stderr.
+    faulthandler.register(signal.SIGUSR2, file=sys.stderr, all_threads=True)
     # `python -m` puts the working directory first on the path (this script's own
     # directory is there now)
     sys.path[0] = os.getcwd()
