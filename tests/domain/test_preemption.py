@@ -162,6 +162,19 @@ def clusters(draw: st.DrawFn) -> tuple[list[NodeSlot], list[Candidate], list[Pen
     return slots, cands, jobs
 
 
+def test_a_later_plan_on_a_node_counts_on_the_earlier_ones() -> None:
+    """Hypothesis's counterexample (a -n 8 run of the suite): the 4 GiB job's plan
+    stops the 12 GiB victim, and the 12 GiB job's plan then needs only the 8 GiB one,
+    since the first plan's victim has gone (its own victim alone would not do)."""
+    slots = [node("n0", [20 * GiB, 20 * GiB])]
+    cands = [victim(1, "n0", {0: 8 * GiB}, -1), victim(2, "n0", {0: 12 * GiB}, -1)]
+    jobs = [urgent(100, 4 * GiB, 0), urgent(101, 12 * GiB, 0)]
+    chosen = choose(slots, jobs, cands)
+    assert [(p.job_id, p.victims) for p in chosen] == [(100, (2,)), (101, (1,))]
+    both = place([free(slots[0], cands)], jobs, headroom_mb=HEADROOM, max_cpu_jobs=4)
+    assert len(both.placements) == 2
+
+
 @settings(max_examples=examples(150), deadline=None)
 @given(clusters())
 def test_every_plan_frees_enough_with_lower_priorities_and_no_victim_twice(
@@ -171,12 +184,23 @@ def test_every_plan_frees_enough_with_lower_priorities_and_no_victim_twice(
     by_id = {c.job_id: c for c in cands}
     chosen = choose(slots, jobs, cands)
     seen: list[int] = []
+    # Plans on one node build on each other: a later one counts on the earlier ones'
+    # victims being gone and their jobs being there (a 12 GiB job may need only 8 GiB
+    # more once an earlier plan's 12 GiB victim left for a 4 GiB job).
+    freed: dict[str, list[Candidate]] = {}
+    placed: dict[str, list[PendingJob]] = {}
     for p in chosen:
         job = next(j for j in jobs if j.id == p.job_id)
         victims = [by_id[v] for v in p.victims]
         assert all(v.priority < job.priority and v.node == p.node for v in victims)
         slot = next(s for s in slots if s.name == p.node)
-        assert place([free(slot, victims)], [job], headroom_mb=HEADROOM, max_cpu_jobs=4).placements
+        before, earlier = freed.setdefault(p.node, []), placed.setdefault(p.node, [])
+        together = [*earlier, job]
+        fit = place([free(slot, [*before, *victims])], together, headroom_mb=HEADROOM,
+                    max_cpu_jobs=4)
+        assert len(fit.placements) == len(together)
+        before.extend(victims)
+        earlier.append(job)
         # Fewest: no smaller set of its victims would do (checked for a node's first
         # plan: a later one's node already holds the first urgent job).
         first = p.node not in {q.node for q in chosen[: chosen.index(p)]}
