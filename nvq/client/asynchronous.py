@@ -19,7 +19,7 @@ from nvq.client.autostart import check_socket_path, refused, start_daemon
 from nvq.client.errors import WENT_AWAY, ClientError, DaemonUnavailable
 from nvq.client.inside_job import job_socket
 from nvq.client.methods import Awaiting
-from nvq.client.sync import ASK_TIMES, WentAway, frame
+from nvq.client.sync import ASK_TIMES, WentAway, frame, went_away
 from nvq.home import Home, default_root
 from nvq.model import Event
 from nvq_runner.protocol import FrameError, FrameReader
@@ -90,7 +90,7 @@ class AsyncClient(Awaiting):
             try:
                 await stream.send(payload)
             except (anyio.BrokenResourceError, OSError) as exc:
-                raise _went_away(exc) from None
+                raise went_away(exc) from None
             frames = FrameReader(max_message=None)  # an answer may span frames
             while True:
                 try:
@@ -98,7 +98,7 @@ class AsyncClient(Awaiting):
                 except anyio.EndOfStream:
                     raise WentAway(WENT_AWAY.format("it closed the connection")) from None
                 except (anyio.BrokenResourceError, OSError) as exc:
-                    raise _went_away(exc) from None
+                    raise went_away(exc) from None
                 try:
                     payloads = frames.feed(data)
                 except FrameError as exc:
@@ -164,11 +164,4 @@ class AsyncClient(Awaiting):
                     answer_of(reply)
                     return
                 since = again
-
-
-def _went_away(exc: Exception) -> WentAway:
-    """anyio wraps the socket's error: a reset (the request never read) is its cause."""
-    reset = isinstance(exc, ConnectionResetError) or isinstance(
-        exc.__cause__, ConnectionResetError)
-    return WentAway(WENT_AWAY.format("it reset the connection" if reset else exc), unread=reset)
 

@@ -37,9 +37,12 @@ class WentAway(ClientError):
         self.unread = unread
 
 
-def _went_away(exc: OSError) -> WentAway:
-    return WentAway(WENT_AWAY.format(exc.strerror or exc),
-                    unread=isinstance(exc, ConnectionResetError))
+def went_away(exc: BaseException) -> WentAway:
+    """The socket's error as WentAway; anyio (the async client) wraps it, as the cause
+    of its own error."""
+    cause = exc if isinstance(exc, OSError) else exc.__cause__
+    reason = (cause.strerror if isinstance(cause, OSError) else None) or exc
+    return WentAway(WENT_AWAY.format(reason), unread=isinstance(cause, ConnectionResetError))
 
 
 def frame(request: c.Request) -> bytes:
@@ -112,13 +115,13 @@ class Client(Blocking):
             try:
                 sock.sendall(payload)
             except OSError as exc:
-                raise _went_away(exc) from None
+                raise went_away(exc) from None
             frames = FrameReader(max_message=None)  # an answer may span frames
             while True:
                 try:
                     data = sock.recv(1 << 16)
                 except OSError as exc:  # reset: the daemon died mid-request
-                    raise _went_away(exc) from None
+                    raise went_away(exc) from None
                 if not data:
                     raise WentAway(WENT_AWAY.format("it closed the connection"))
                 try:
