@@ -45,7 +45,7 @@ def test_two_nodes_run_commands(sshd_nodes: SshdNodesFactory) -> None:
         assert await _echo(a) == "hi\n"
         assert await _echo(b) == "hi\n"
         async with await _connect(a) as conn:
-            r = await conn.run(f"{a.node_config('a').python} -c 'print(6*7)'", timeout=10)
+            r = await conn.run(f"{a.node_config('a').python} -c 'print(6*7)'", timeout=60)
             assert r.stdout == "42\n", r.stderr
 
     asyncio.run(main())
@@ -79,9 +79,9 @@ def test_kill_all_drops_open_connections(sshd_nodes: SshdNodesFactory) -> None:
     async def main() -> None:
         conn = await _connect(node)
         try:
-            assert (await conn.run("echo hi", timeout=5)).stdout == "hi\n"
+            assert (await conn.run("echo hi", timeout=60)).stdout == "hi\n"
             node.kill()  # the listener only: the open connection lives on
-            assert (await conn.run("echo still", timeout=5)).stdout == "still\n"
+            assert (await conn.run("echo still", timeout=60)).stdout == "still\n"
             node.kill_all()
             with pytest.raises((asyncssh.Error, OSError)):
                 await conn.run("echo gone", timeout=5)
@@ -111,7 +111,7 @@ def test_every_setenv_reaches_a_session(sshd_nodes: SshdNodesFactory) -> None:
 
     async def main() -> str:
         async with await _connect(node) as conn:
-            r = await conn.run("echo $NVQ_T_ONE$NVQ_T_TWO$NVQ_T_THREE", check=True, timeout=10)
+            r = await conn.run("echo $NVQ_T_ONE$NVQ_T_TWO$NVQ_T_THREE", check=True, timeout=60)
         assert isinstance(r.stdout, str)
         return r.stdout
 

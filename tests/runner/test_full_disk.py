@@ -57,7 +57,7 @@ def test_launch_on_a_full_disk(node: Node, small_disk: Path) -> None:
     # The failure cannot be journaled yet, so it is not sent either.
     assert c.events(1.5) == []
     filler.unlink()
-    failed = c.expect(LaunchFailed, job_id=2, timeout=5)
+    failed = c.expect(LaunchFailed, job_id=2, timeout=60)
     assert failed.seq == 2
     assert failed.error == f"no space left on the node's disk ({node.home / 'jobs' / '2'})"
 

@@ -70,17 +70,17 @@ def test_connect_and_run_command(sshd_nodes: SshdNodesFactory) -> None:
     async def main() -> None:
         conn = await connect_node(node)
         try:
-            code, out, err = await run_command(conn, "echo hi; echo err >&2; exit 3", timeout=10)
+            code, out, err = await run_command(conn, "echo hi; echo err >&2; exit 3", timeout=60)
             assert (code, out, err) == (3, "hi\n", "err\n")
             # a leading ~ expands on the node side, the rest stays quoted
-            _, out, _ = await run_command(conn, f"echo {shell_path('~/a b;c')}", timeout=10)
+            _, out, _ = await run_command(conn, f"echo {shell_path('~/a b;c')}", timeout=60)
             assert out == os.path.expanduser("~/a b;c") + "\n"
-            _, out, _ = await run_command(conn, f"{node.python} -c 'print(6*7)'", timeout=10)
+            _, out, _ = await run_command(conn, f"{node.python} -c 'print(6*7)'", timeout=60)
             assert out == "42\n"
             with pytest.raises(CommandTimeout, match=r"n1.*timed out"):
                 await run_command(conn, "sleep 3", timeout=0.3, node=node)
             # the connection is still fine after a timed-out command
-            assert (await run_command(conn, "true", timeout=10))[0] == 0
+            assert (await run_command(conn, "true", timeout=60))[0] == 0
         finally:
             conn.close()
             await conn.wait_closed()
