@@ -6,9 +6,10 @@ Timed, round-robin so that a drift of the machine's speed touches all alike:
   import_msgspec   `python -c "import msgspec"`: what every typed call needs (the
                    plain-wire reads below do without it)
   one figure per read command, each a fresh `nvq` process (READS below: `job show`
-  bare and `--json`, `job ls` (bare and `--limit 5`), `job why`, `job logs` (bare
-  and `-n 200`), `job artifacts`,
-  `queue status|nodes|alerts|lanes|lane|events`, `node status|health`), through whichever path `nvq` takes
+  bare and `--json`, `job ls` (bare, `--limit 5`, `--state S --since 2h`), `job why`,
+  `job logs` (bare and `-n 200`), `job artifacts`, `job result`,
+  `queue status|nodes|alerts|lanes|lane|events`, `node status|health`, `image ls`),
+  through whichever path `nvq` takes
   for that argv (the fast path for these shapes)
   job_show_typer   `nvq job show ID --json` through typer (NVQ_CLI_TYPER=1)
   queue_nodes_typer  `nvq queue nodes --json` through typer
@@ -56,6 +57,8 @@ def reads(job: str) -> dict[str, list[str]]:
         "job_logs_n": ["job", "logs", job, "-n", "200"],
         "job_ls_limit_json": ["job", "ls", "--limit", "5", "--json"],
         "job_artifacts_json": ["job", "artifacts", job, "--json"],
+        "job_result_json": ["job", "result", job, "--json"],
+        "job_ls_filtered_json": ["job", "ls", "--state", "completed", "--since", "2h", "--json"],
         "queue_status": ["queue", "status", "--json"],
         "queue_nodes_json": ["queue", "nodes", "--json"],
         "queue_alerts_json": ["queue", "alerts", "--json"],
@@ -64,6 +67,7 @@ def reads(job: str) -> dict[str, list[str]]:
         "queue_events_json": ["queue", "events", "--json"],
         "node_status_json": ["node", "status", "local", "--json"],
         "node_health_json": ["node", "health", "--json"],
+        "image_ls_json": ["image", "ls", "--json"],
     }
 
 

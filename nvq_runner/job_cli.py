@@ -193,17 +193,14 @@ def main(argv: list[str]) -> int:
 
 
 def document(request: dict[str, Any], text: str, code: int) -> str:
-    """What the CLI's `--json` prints: the daemon's answer itself, but for `result`
-    (`{"id", "result"}`) and `wait` (`{"jobs", "exit_code", "still_going"}`), which
-    the CLI builds around it."""
-    if request["type"] == "result":
-        doc: Any = {"id": request["id"], "result": json.loads(text)}
-    elif request["type"] == "wait":
-        jobs = json.loads(text)
-        going = [j["id"] for j in jobs if j["state"] not in FINISHED]
-        doc = {"jobs": jobs, "exit_code": code, "still_going": going}
-    else:
+    """What the CLI's `--json` prints: the daemon's answer itself (`result` comes as
+    `{"id", "result"}`, nvq.control.plain.json_document), but for `wait` (`{"jobs",
+    "exit_code", "still_going"}`), which the CLI builds around it."""
+    if request["type"] != "wait":
         return text
+    jobs = json.loads(text)
+    going = [j["id"] for j in jobs if j["state"] not in FINISHED]
+    doc = {"jobs": jobs, "exit_code": code, "still_going": going}
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 

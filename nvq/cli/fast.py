@@ -1,14 +1,15 @@
 """The read commands without typer, when argv has a plain shape: `nvq GROUP COMMAND`,
 then at most the one argument the command takes (a job id of ASCII digits, or a
 name), its on/off flags, its number options (`-n 200`: the option, then a number
-of ASCII digits) and `--json`, each once, in any order; nothing else.
+of ASCII digits), its word options (`--user ana`: a plain word, as a name is) and
+`--json`, each once, in any order; nothing else.
 
 Importing typer and click and building the command tree costs a CLI call more than
 the interpreter's own start; a read that a script runs in a loop should cost little
 more than the socket exchange. Every read command has one body (nvq.cli.reads: its
 request and its one renderer) that its typer command calls too, so this path only
-parses argv. Anything else (an option with a value, `7[3]`, `--help`, `--`, a
-malformed id, a repeated flag) goes to typer, which prints what it always printed.
+parses argv. Anything else (`--opt=value`, `7[3]`, `--help`, `--`, a malformed id,
+a repeated flag or option) goes to typer, which prints what it always printed.
 tests/cli/test_fast_path.py runs both for the same argv and compares every byte.
 NVQ_CLI_TYPER=1 turns this path off (the test uses it to run the typer command)."""
 
@@ -55,7 +56,8 @@ NONE, ID, NAME, OPTIONAL_NAME = "none", "id", "name", "name?"
 # (group, command) → (its body, its argument, its flags: option → the body's keyword)
 COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] = {
     ("job", "show"): (_reads("job_show"), ID, {}),
-    ("job", "ls"): (_reads("job_ls"), NONE, {"--all": "every"}),
+    ("job", "ls"): (_reads("job_ls"), NONE, {"--all": "every", "--held": "held"}),
+    ("job", "result"): (_reads("job_result"), ID, {}),
     ("job", "why"): (_reads("job_why"), ID, {}),
     ("job", "logs"): (_reads("job_logs"), ID, {
         "-f": "follow", "--follow": "follow", "--stdout": "stdout", "--stderr": "stderr",
@@ -74,6 +76,7 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
     ("node", "health"): (_reads("node_health"), OPTIONAL_NAME, {}),
     ("cluster", "status"): (_reads("cluster_status"), OPTIONAL_NAME, {}),
     ("reserve", "ls"): (_reads("reserve_ls"), NONE, {}),
+    ("image", "ls"): (_reads("image_ls"), NONE, {}),
 }
 
 
@@ -81,6 +84,11 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
 NUMBERS: dict[tuple[str, str], dict[str, str]] = {
     ("job", "logs"): {"-n": "lines", "--lines": "lines", "--attempt": "attempt"},
     ("job", "ls"): {"--limit": "limit", "--array": "array"},
+}
+
+# (group, command) → its options that take a word: option → the body's keyword
+WORDS: dict[tuple[str, str], dict[str, str]] = {
+    ("job", "ls"): {"--state": "state", "--user": "user", "--tag": "tag", "--since": "since"},
 }
 
 
@@ -117,6 +125,7 @@ def fast_command(args: list[str]) -> FastCommand | None:
         return None
     body, takes, options = entry
     numbers = NUMBERS.get((args[0], args[1]), {})
+    texts = WORDS.get((args[0], args[1]), {})
     rest: list[str] = []
     flags: dict[str, Any] = {}
     words = iter(args[2:])
@@ -126,6 +135,11 @@ def fast_command(args: list[str]) -> FastCommand | None:
             if number is None or numbers[word] in flags:  # no number, or twice: typer's
                 return None
             flags[numbers[word]] = number
+        elif word in texts:
+            text = _plain_name(next(words, ""))
+            if text is None or texts[word] in flags:  # no word, or twice: typer's
+                return None
+            flags[texts[word]] = text
         else:
             rest.append(word)
     if len(set(rest)) != len(rest):  # a repeated flag or argument: typer's

@@ -49,11 +49,29 @@ def job_window(request: dict[str, Any], as_json: bool) -> int:
 
 
 def job_ls(as_json: bool, *, limit: int | None = None, every: bool = False,
-           array: int | None = None) -> int:
-    """`job ls` with the window's plain options (the rest, typer's command)."""
+           array: int | None = None, state: str | None = None, held: bool = False,
+           user: str | None = None, tag: str | None = None, since: str | None = None) -> int:
+    """`job ls` with the window's options given once each (a repeated --state, and
+    --active, are typer's command)."""
     from nvq.cli.job_window import window_request
 
-    return job_window(window_request(limit=limit, every=every, array=array), as_json)
+    states = [state] if state is not None else []
+    window = window_request(states=[*states, "held"] if held else states, user=user, tag=tag,
+                            array=array, since=since, limit=limit, every=every)
+    return job_window(window, as_json)
+
+
+def job_result(job_id: int, as_json: bool) -> int:
+    """One job's result.json payload (`--set`, `--array` and several ids: typer's)."""
+    from nvq.cli.reading import answer
+
+    def text(value: Any) -> str:
+        from nvq.cli.render.results import result_text
+
+        return result_text(value)
+
+    answer({"type": "result", "id": job_id, "set_json": None}, as_json, text)
+    return 0
 
 
 def job_logs(
@@ -194,6 +212,18 @@ def reserve_ls(as_json: bool) -> int:
         return "\n".join(line(r) for r in found) if found else "no reservations"
 
     answer({"type": "reserve_ls"}, as_json, text)
+    return 0
+
+
+def image_ls(as_json: bool) -> int:
+    from nvq.cli.reading import answer
+
+    def text(doc: Any) -> str:
+        from nvq.cli.render.images import images_text
+
+        return images_text(doc)
+
+    answer({"type": "image_list"}, as_json, text)
     return 0
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from nvq.control.replies import JobPage
-from nvq.control.requests import JobWindow, Request
+from nvq.control.requests import JobWindow, Request, Result
 
 
 class PlainRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -32,7 +32,10 @@ def json_document(request: Request, answer: Any) -> Any:
     """What `--json` prints for `request`'s answer: the answer itself; for a `job ls`
     window always `{"jobs": [...], "more": bool}`, one shape whatever the data (a
     parser written against a short queue keeps working on a long one). The typed CLI
-    and the plain wire both print this."""
+    and the plain wire both print this. `job result ID`: `{"id": ID, "result": ...}`,
+    the job named beside its payload, which may be anything (null: none yet)."""
+    if isinstance(request, Result):
+        return {"id": request.id, "result": answer}
     if not isinstance(request, JobWindow):
         return answer
     # a JobPage where the CLI decoded it; the dict the daemon's handler built

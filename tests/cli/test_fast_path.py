@@ -36,6 +36,7 @@ def queue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Nvq, dict[
         while not nvq.json("job", "artifacts", str(done))["files"]:
             assert time.monotonic() < deadline, "the final sync never came"
             time.sleep(0.05)
+        nvq.ok("job", "result", str(done), "--set", '{"loss": 0.25, "tag": "\u00e9", "n": [1]}')
         running = nvq.submit("--gpus", "2", "--vram", "20GiB", "--", "sleep", "600")["id"]
         nvq.wait_for(running, lambda j: j["state"] == "running")
         pending = nvq.submit("--after", str(running), "--note", "waits", "--", "true")["id"]
@@ -77,6 +78,18 @@ CALLS = [
     ["job", "ls", "--limit", "0"],
     ["job", "ls", "--all", "--limit", "2", "--json"],
     ["job", "ls", "--array", "999"],
+    ["job", "ls", "--state", "failed"],
+    ["job", "ls", "--held", "--json"],
+    ["job", "ls", "--user", "nobody", "--json"],
+    ["job", "ls", "--tag", "none", "--limit", "3"],
+    ["job", "ls", "--since", "{failed}", "--json"],
+    ["job", "ls", "--since", "2h", "--state", "done"],
+    ["job", "ls", "--since", "yesterday"],
+    ["job", "ls", "--state", "sleeping", "--json"],
+    ["job", "result", "{done}"],
+    ["job", "result", "{done}", "--json"],
+    ["job", "result", "{failed}"],
+    ["job", "result", "--json", "999"],
     ["job", "why", "{pending}"],
     ["job", "why", "{running}", "--json"],
     ["job", "why", "999"],
@@ -113,6 +126,8 @@ CALLS = [
     ["cluster", "status", "nowhere", "--json"],
     ["reserve", "ls"],
     ["reserve", "ls", "--json"],
+    ["image", "ls"],
+    ["image", "ls", "--json"],
 ]
 # figures that move every second whatever path prints them
 MOVING = re.compile(r'"(uptime_s|last_seen)": [0-9.]+')
@@ -163,7 +178,9 @@ def test_reads_load_no_typer_and_typer_is_the_other_path(
     for args in (["job", "logs", ids["done"]], ["job", "logs", ids["failed"], "--json"],
                  ["job", "show", ids["done"]], ["job", "why", ids["pending"], "--json"],
                  ["queue", "status"], ["job", "ls", "--json"], ["queue", "nodes"],
-                 ["queue", "alerts", "--json"], ["queue", "events"], ["node", "health"]):
+                 ["queue", "alerts", "--json"], ["queue", "events"], ["node", "health"],
+                 ["job", "ls", "--state", "failed", "--since", "2h"], ["image", "ls"],
+                 ["job", "result", ids["done"], "--json"]):
         loaded = imported(args, nvq.env)
         assert "nvq" in loaded, args
         assert not loaded.intersection({*HEAVY, "msgspec", "typing"}), (args, sorted(loaded))
@@ -187,7 +204,16 @@ def test_reads_load_no_typer_and_typer_is_the_other_path(
         ["job", "show", "7", "--help"],
         ["job", "show", "7", "--logs", "3"],
         ["job", "ls", "--active"],
-        ["job", "ls", "--limit", "1", "--state", "failed"],
+        ["job", "ls", "--state", "failed", "--state", "done"],
+        ["job", "ls", "--user"],
+        ["job", "ls", "--user", "-x"],
+        ["job", "ls", "--user=ana"],
+        ["job", "ls", "--tag", "caf\u00e9"],
+        ["job", "result"],
+        ["job", "result", "7", "8"],
+        ["job", "result", "7", "--set", "{}"],
+        ["job", "result", "--array", "7"],
+        ["image", "ls", "extra"],
         ["job", "ls", "7"],
         ["job", "logs", "7", "-n"],
         ["job", "logs", "7", "-n", "x"],

@@ -67,9 +67,6 @@ def image_push(
 @on_image.command("ls")
 def image_ls(as_json: bool = JsonOpt) -> int:
     """Each node's cached images (id, name, size), as its runner lists them now."""
-    from nvq.cli.render.images import images_text
-    from nvq.client import Client
+    from nvq.cli import reads
 
-    doc = Client().image_list()
-    emit(doc, as_json, images_text(doc))
-    return 0
+    return reads.image_ls(as_json)

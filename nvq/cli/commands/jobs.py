@@ -4,9 +4,7 @@ one request each (submit, the policy commands and artifacts have their own modul
 from __future__ import annotations
 
 import sys
-from typing import Any
 
-import msgspec
 import typer
 
 from nvq.cli import reads
@@ -14,6 +12,7 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration, ended_before
 from nvq.cli.render.jobs import jobs_table, outcome
 from nvq.cli.render.output import emit
+from nvq.cli.render.results import result_text
 from nvq.client import Client
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
@@ -136,23 +135,18 @@ def job_result(
         raise CliError("give a job id, or --array ID", 2)
     if set_json is not None and len(job_ids) > 1:
         raise CliError("--set stores one job's result: give one id", 2)
+    if len(job_ids) == 1 and set_json is None:
+        return reads.job_result(job_ids[0], as_json)
     client = Client()
     if len(job_ids) == 1:
         (job_id,) = job_ids
         value = client.result(job_id, set_json=set_json)
-        if as_json:
-            emit({"id": job_id, "result": value}, True)
-        else:
-            print(_result_text(value))
+        emit({"id": job_id, "result": value}, as_json, result_text(value))
         return 0
     docs = [{"id": job_id, "result": client.result(job_id)} for job_id in job_ids]
-    text = "\n".join(f"{d['id']}\t{_result_text(d['result'])}" for d in docs)
+    text = "\n".join(f"{d['id']}\t{result_text(d['result'])}" for d in docs)
     emit(docs, as_json, text)
     return 0
-
-
-def _result_text(value: Any) -> str:
-    return msgspec.json.encode(value).decode() if value is not None else "(no result)"
 
 
 def _array_results(
@@ -169,9 +163,7 @@ def _array_results(
         print(results_csv(rows))
         return 0
     text = "\n".join(
-        f"{r.id}\t[{r.index}]\t{r.state}\t"
-        + (msgspec.json.encode(r.result).decode() if r.result is not None else "(no result)")
-        for r in rows
+        f"{r.id}\t[{r.index}]\t{r.state}\t{result_text(r.result)}" for r in rows
     )
     emit({"array": array, "members": rows}, as_json, text)
     return 0

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from nvq import control as c
 from nvq.cli.render.table import safe, table
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `image ls` renders here on the fast path, where typing costs
+    from nvq import control as c
 
 
 def mib(size: int) -> str:
