@@ -82,7 +82,12 @@ def install_lines(bundle: RunnerBundle) -> list[str]:
         f"R={home}",
         f"if ! {have}; then",
         '  mkdir -p "$R"',
+        # in a subshell of its own, whose trap removes the unpacked bundle however the
+        # install ends (a failure under `set -e`, a scancel mid-way), and leaves any
+        # trap of the cluster's setup lines alone
+        "  (",
         "  B=$(mktemp -d)",
+        '  trap \'rm -rf "$B"\' EXIT',
         f"  base64 -d > \"$B/runner.tgz\" <<'{BUNDLE_END}'",
         *bundle.data.splitlines(),
         BUNDLE_END,
@@ -90,6 +95,6 @@ def install_lines(bundle: RunnerBundle) -> list[str]:
         f"  X={shlex.quote(bundle.executable)}",
         '  test -x "$X" || X=$(command -v python3)',
         f'  ( flock 9; {have} || {install} >&2 ) 9> "$R/.install"',
-        '  rm -rf "$B"',
+        "  )",
         "fi",
     ]

@@ -4,6 +4,7 @@ not at all where a shared home already holds it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,14 +31,17 @@ def bundle(tmp_path: Path, home: Path) -> RunnerBundle:
     return RunnerBundle(data, "9.9", "b1234", str(home), sys.executable)
 
 
-def run(lines: list[str], installer: str) -> subprocess.CompletedProcess[str]:
+def run(lines: list[str], installer: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """The lines run by bash with `tmp` as its TMPDIR (where the bundle unpacks)."""
     script = "set -e\n" + "\n".join(lines) + "\necho done\n"
     # The packed installer is the real one; swap in the fake after unpacking.
     script = script.replace(
         '  tar -xzf "$B/runner.tgz" -C "$B"\n',
         f'  tar -xzf "$B/runner.tgz" -C "$B"\n  cp {installer} "$B/node_installer.py"\n',
     )
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    tmp.mkdir(exist_ok=True)
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False,
+                          env={**os.environ, "TMPDIR": str(tmp)})
 
 
 def test_installs_once_where_the_home_lacks_the_build(tmp_path: Path) -> None:
@@ -46,8 +50,9 @@ def test_installs_once_where_the_home_lacks_the_build(tmp_path: Path) -> None:
     home = tmp_path / "runner"
     lines = install_lines(bundle(tmp_path, home))
     for _ in range(2):
-        done = run(lines, str(installer))
+        done = run(lines, str(installer), tmp_path / "tmp")
         assert done.returncode == 0 and done.stdout.endswith("done\n"), done.stderr
+        assert not any((tmp_path / "tmp").iterdir())  # the unpacked bundle is gone
     assert (home / "runs").read_text() == "nvq-9.9-py3-none-any.whl\n"
 
 
@@ -57,7 +62,7 @@ def test_a_shared_home_holding_the_build_installs_nothing(tmp_path: Path) -> Non
     home = tmp_path / "runner"
     (home / "venv").mkdir(parents=True)
     (home / "venv" / "nvq-build.json").write_text('{"version": "9.9", "build": "b1234"}')
-    done = run(install_lines(bundle(tmp_path, home)), str(installer))
+    done = run(install_lines(bundle(tmp_path, home)), str(installer), tmp_path / "tmp")
     assert done.returncode == 0, done.stderr
     assert not (home / "runs").exists()
 
@@ -65,6 +70,8 @@ def test_a_shared_home_holding_the_build_installs_nothing(tmp_path: Path) -> Non
 def test_a_failing_install_ends_the_script(tmp_path: Path) -> None:
     installer = tmp_path / "bad_installer.py"
     installer.write_text("import sys; sys.exit('install: no space left')\n")
-    done = run(install_lines(bundle(tmp_path, tmp_path / "runner")), str(installer))
+    done = run(install_lines(bundle(tmp_path, tmp_path / "runner")), str(installer),
+               tmp_path / "tmp")
     assert done.returncode != 0 and "done" not in done.stdout
     assert "no space left" in done.stderr
+    assert not any((tmp_path / "tmp").iterdir())  # nor left in /tmp when it fails
