@@ -56,7 +56,8 @@ NONE, ID, NAME, OPTIONAL_NAME = "none", "id", "name", "name?"
 # (group, command) → (its body, its argument, its flags: option → the body's keyword)
 COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] = {
     ("job", "show"): (_reads("job_show"), ID, {}),
-    ("job", "ls"): (_reads("job_ls"), NONE, {"--all": "every", "--held": "held"}),
+    ("job", "ls"): (_reads("job_ls"), NONE, {
+        "--all": "every", "--held": "held", "--active": "active"}),
     ("job", "result"): (_reads("job_result"), ID, {}),
     ("job", "why"): (_reads("job_why"), ID, {}),
     ("job", "logs"): (_reads("job_logs"), ID, {

@@ -44,6 +44,7 @@ def window_request(
     since: str | None = None,
     limit: int | None = None,
     every: bool = False,
+    active: bool = False,
 ) -> dict[str, Any]:
     """The `JobWindow` request's fields (`nvq.control.JobWindow`, without its type)."""
     if limit is not None and limit < 1:
@@ -53,6 +54,7 @@ def window_request(
     since_id, since_time = since_point(since)
     return {
         "states": states or None,
+        "active": active,
         "user": user,
         "tag": tag,
         "array": array,

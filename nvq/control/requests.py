@@ -299,9 +299,11 @@ class ClusterRetry(msgspec.Struct, tag="cluster_retry", frozen=True):
 class JobWindow(msgspec.Struct, tag="ls_window", frozen=True, kw_only=True):
     """`job ls`: the live jobs and the newest `finished` finished ones (with `limit`:
     the newest `limit` jobs of any state; with `all`: every one), narrowed by the
-    filters. The reply is a `JobPage`."""
+    filters; `active`: the live ones only (pending, held, paused, running). The reply
+    is a `JobPage`."""
 
     states: list[str] | None = None
+    active: bool = False
     user: str | None = None
     tag: str | None = None
     array: int | None = None

@@ -71,6 +71,25 @@ def test_filters_narrow_the_window(nvq: Nvq) -> None:
     assert _ids(nvq.json("job", "ls", "--since", "1h", "--limit", "2")) == [members[-1], last]
 
 
+def test_active_is_the_live_jobs_narrowed_as_any_window(nvq: Nvq) -> None:
+    done = nvq.submit("--gpus", "0", "--tag", "t", "--", "true")["id"]
+    nvq.wait(done)
+    blocker = nvq.submit("--gpus", "0", "--tag", "t", "--", "sleep", "600")["id"]
+    waiting = nvq.submit("--gpus", "0", "--after", str(blocker), "--", "true")["id"]
+    assert nvq.json("job", "ls", "--active") == nvq.json("job", "ls", "--active", "--all")
+    assert _ids(nvq.json("job", "ls", "--active")) == [blocker, waiting]
+    # every filter narrows it (they were once ignored beside --active)
+    assert _ids(nvq.json("job", "ls", "--active", "--tag", "t")) == [blocker]
+    empty = {"jobs": [], "more": False}
+    assert nvq.json("job", "ls", "--active", "--user", "nobody-here") == empty
+    assert nvq.json("job", "ls", "--active", "--state", "completed") == empty
+    assert nvq.json("job", "ls", "--active", "--since", str(waiting)) == {
+        "jobs": nvq.json("job", "ls", "--since", str(waiting))["jobs"], "more": False}
+    doc = nvq.json("job", "ls", "--active", "--limit", "1")
+    assert doc["more"] is True and _ids(doc) == [waiting]
+    nvq.ok("job", "cancel", str(blocker))
+
+
 def test_bad_window_flags_are_one_line_and_change_nothing(nvq: Nvq) -> None:
     job = nvq.submit("--gpus", "0", "--", "true")["id"]
     nvq.wait(job)

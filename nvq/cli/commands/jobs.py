@@ -10,7 +10,7 @@ import typer
 from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError, duration, ended_before
-from nvq.cli.render.jobs import jobs_table, outcome
+from nvq.cli.render.jobs import outcome
 from nvq.cli.render.output import emit
 from nvq.cli.render.results import result_text
 from nvq.client import Client
@@ -40,13 +40,8 @@ def job_ls(
     from nvq.cli.job_window import window_request
 
     states = [*state, "held"] if held else state
-    if active:
-        jobs = Client().jobs(active=True, states=states or None, limit=limit, array=array)
-        emit({"jobs": jobs, "more": False}, as_json, jobs_table(jobs))
-        return 0
-    window = window_request(
-        states=states, user=user, tag=tag, array=array, since=since, limit=limit, every=every
-    )
+    window = window_request(states=states, user=user, tag=tag, array=array, since=since,
+                            limit=limit, every=every, active=active)
     return reads.job_window(window, as_json)
 
 

@@ -176,7 +176,7 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     state = ctx.state
     if req.limit is not None and req.limit < 1:
         raise BadRequest(f"--limit must be at least 1, not {req.limit}")
-    wanted = _states(req.states)
+    wanted = _states(req.states) & LIVE_STATES if req.active else _states(req.states)
     flt = JobFilter(
         user=req.user,
         tag=req.tag,
