@@ -3,6 +3,7 @@ the attempt's output, so it still reads when the node that ran the job is gone."
 
 from __future__ import annotations
 
+import json
 import time
 
 from tests.cluster import Nvq
@@ -26,10 +27,12 @@ def test_logs_of_a_failed_job_show_both_streams_while_its_node_is_down(
 ) -> None:
     nvq, node = remote
     nvq.env["QUEUE_HOME"] = str(nvq.home)
+    silent = nvq.submit("--gpus", "0", "--", "true")
     job = nvq.submit("--gpus", "0", "--", SCRIPT)
     code, (done,) = nvq.wait(job["id"])
     assert code == 1 and done["state"] == "failed", done
     jid = str(job["id"])
+    assert nvq.wait(silent["id"])[0] == 0
 
     assert nvq.ok("job", "logs", jid).out == "out1\nerr1\nout2\nTraceback: boom\n"
     marked = nvq.ok("job", "logs", jid, "--streams").out
@@ -47,6 +50,12 @@ def test_logs_of_a_failed_job_show_both_streams_while_its_node_is_down(
     assert nvq.ok("job", "logs", jid, "--attempt", "1", "--stderr").out == (
         "err1\nTraceback: boom\n"
     )
+    # a job that printed nothing reads as nothing printed, not as its node's absence
+    for args in ([], ["--stderr"], ["--attempt", "1"]):
+        quiet = nvq.run("job", "logs", str(silent["id"]), *args)
+        assert (quiet.code, quiet.out, quiet.err) == (0, "", ""), (args, quiet)
+    quiet = nvq.run("job", "logs", str(silent["id"]), "--json")
+    assert quiet.code == 0 and json.loads(quiet.out)["text"] == "", quiet
 
 
 def _wait_until_unreachable(nvq: Nvq, name: str) -> None:

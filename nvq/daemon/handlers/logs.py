@@ -20,6 +20,7 @@ from nvq.daemon.output_copy import (
     Shown,
     copy_paths,
     last_lines,
+    read_state,
     records,
     whole_records_end,
 )
@@ -76,10 +77,16 @@ async def open_logs(
 
 
 def _has_copy(state: State, job_id: int, attempt: int) -> bool:
+    """Whether the queue host's copy answers: one is being made, holds output, or
+    is complete and empty (a job that printed nothing, whose node may be gone)."""
     copier = state.output_copies
     if copier is not None and copier.copying(job_id, attempt):
         return True
-    return copy_paths(state.home, job_id, attempt)[0].exists()
+    out_path, state_path = copy_paths(state.home, job_id, attempt)
+    if out_path.exists():
+        return True
+    copied = read_state(state_path)
+    return copied is not None and copied.complete
 
 
 async def _both_from_node(
