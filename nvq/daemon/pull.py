@@ -1,7 +1,7 @@
 """`nvq job pull`: copy a job's working directory (or paths in it) and its artifacts
 from its node into a staging directory on the queue host, which the CLI then moves
-where the user asked. The local node's files are copied; an SSH node's come over SFTP
-on the connection its link already holds."""
+where the user asked. The local node's files are copied; an SSH node's (or a pilot's) come as a tar
+stream from `nvq_runner pack` run there."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import shutil
 import stat
 import tarfile
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import anyio
 
@@ -84,20 +83,12 @@ def _not_files(directory: str, names: list[str]) -> set[str]:
     return left
 
 
-async def _copy_sftp(conn: Any, pairs: list[tuple[str, Path]]) -> None:
-    sftp = await conn.start_sftp_client()
-    try:
-        for src, dst in pairs:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            await sftp.get(src, str(dst), recurse=True, preserve=True)
-    finally:
-        sftp.exit()
-
-
 async def _copy_packed(node: NodeRuntime, job: JobRecord, src: str, dst: Path) -> None:
-    """`src` through `nvq_runner pack` run beside the node's runner, as a tar stream
-    unpacked here with the "data" filter (nothing outside `dst`, no device files, no
-    set-id bits)."""
+    """`src` through `nvq_runner pack` run beside the node's runner (over SSH, or in a
+    step of a pilot's allocation), as a tar stream unpacked here with the "data"
+    filter (nothing outside `dst`, no device files, no set-id bits). Not SFTP: its
+    recursive get opened a running job's fifo and waited on it for ever, and failed
+    on its socket; pack leaves both out, as the local copy does."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     packed = dst.parent / f".{dst.name}.tar"
     pipe = await runner_pipe(node, ["pack", "--path", src])
@@ -169,14 +160,9 @@ async def pull_into_staging(
                 if not os.path.lexists(src):  # noqa: ASYNC240 - one stat, local node
                     raise RequestError(f"job {job.id} has no {src} on {node.name}")
                 await anyio.to_thread.run_sync(copy_local, src, dst)
-        elif node.runner_step is not None:  # a pilot: the login node cannot see its disk
+        else:
             for src, dst in pairs:
                 await _copy_packed(node, job, src, dst)
-        else:
-            conn = getattr(node.channel, "connection", None)
-            if conn is None:
-                raise RequestError(f"node {node.name} has no SSH connection now")
-            await _copy_sftp(conn, pairs)
         await anyio.to_thread.run_sync(_writable, staging)
         if for_user is not None:
             await anyio.to_thread.run_sync(_give_to, staging_root(home), staging, for_user)

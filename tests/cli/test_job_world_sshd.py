@@ -4,6 +4,7 @@ connection, and the submitting shell's environment meets the node's login one.""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,37 @@ def test_a_failure_names_the_path_that_did_not_travel(remote: tuple[Nvq, SshdNod
     alerts = nvq.run("queue", "alerts", "--json").json()  # exit 1: there are alerts
     (alert,) = [a for a in alerts if a["job_id"] == job["id"]]
     assert why in alert["message"]
+
+
+# Leaves a socket and a fifo in its working directory, says so, and keeps running.
+SPECIAL_FILES = """\
+mkfifo pipe
+python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("talk.sock")'
+echo kept > kept.txt
+echo ready > ready
+sleep 600
+"""
+
+
+def test_a_running_jobs_pull_leaves_out_its_sockets_and_fifos(
+    remote: tuple[Nvq, SshdNode],
+) -> None:
+    nvq, node = remote
+    assert nvq.cwd is not None
+    make_project(nvq.cwd)
+    job = nvq.submit("--gpus", "0", "--", SPECIAL_FILES)
+    nvq.wait_for(job["id"], lambda j: j["state"] == "running")
+    jobs = node.home / "jobs"
+    ready = [d / "work" / "ready" for d in jobs.iterdir() if f"-{job['id']}-" in d.name]
+    assert len(ready) == 1
+    deadline = time.monotonic() + 120
+    while not ready[0].exists():  # the job's own word that its files are there
+        assert time.monotonic() < deadline, "the job never wrote its files"
+        time.sleep(0.05)
+    back = node.home.parent / "back"
+    pulled = nvq.run("job", "pull", str(job["id"]), "--to", str(back))
+    assert pulled.code == 0, pulled.err
+    assert (back / "work" / "kept.txt").read_text() == "kept\n"
+    assert not (back / "work" / "pipe").exists()
+    assert not (back / "work" / "talk.sock").exists()
+    nvq.ok("job", "cancel", str(job["id"]))
