@@ -142,6 +142,10 @@ def submit(
         WorldOptions(a.no_env, no_snapshot, a.in_place, a.workdir),
         a.from_cwd, a.from_env, a.from_snapshot,
     ))
+    if spec.manifest_id and spec.cwd and a.from_cwd is None:  # a snapshot, taken here
+        from nvq.cli.venv_command import venv_command
+
+        spec = msgspec.structs.replace(spec, command=venv_command(spec.command, spec.cwd))
     if spec.image and not a.dry_run:  # carried to nodes that cannot pull it
         from nvq.cli.submit_world import staged_image
 
