@@ -126,7 +126,7 @@ def build() -> MCPServer:
         tag: str | None = None,
     ) -> str:
         """Jobs: the live ones and the newest 50 finished, as {"jobs": [...], "more":
-        bool}. active: pending and running only; held; state (repeatable); limit: the
+        bool}. active: live jobs only (pending, held, paused, running); held; state (repeatable); limit: the
         newest N; every: all of them; since: a job id, a date or an age (2h)."""
         args = [
             *_opt("--active", active), *_opt("--held", held), *_opt("--state", state or []),

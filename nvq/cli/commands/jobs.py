@@ -20,7 +20,7 @@ on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
 @on_job.command("ls")
 def job_ls(
-    active: bool = typer.Option(False, "--active", help="Pending and running only."),
+    active: bool = typer.Option(False, "--active", help="Live jobs only (pending, held, paused, running)."),
     held: bool = typer.Option(False, "--held", help="Held jobs only."),
     state: list[str] = typer.Option([], "--state", help="Only jobs in this state (repeatable)."),
     limit: int = typer.Option(None, "--limit", help="The newest N jobs."),
