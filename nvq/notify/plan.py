@@ -12,7 +12,7 @@ from typing import Any
 
 from nvq.config import Config, WebhookChannel
 from nvq.domain.notify_on import TIME_LIMIT_80
-from nvq.model import SEVERITIES, JobRecord, NewAlert, NewEvent, OutboxItem
+from nvq.model import SEVERITIES, JobRecord, JobState, NewAlert, NewEvent, OutboxItem
 
 # Event kinds that end a job, and whether that counts as success for e-mail.
 OUTCOMES: dict[str, bool] = {
@@ -72,10 +72,21 @@ def webhook_job_items(
                 OutboxItem(
                     channel=channel,
                     key=f"{channel}:job:{job.id}:{job.attempt}:{what}",
-                    payload={"type": "job", "job": job_doc(job), "moment": what},
+                    payload={"type": "job", "job": moment_doc(job, what), "moment": what},
                 )
             )
     return items
+
+
+def moment_doc(job: JobRecord, what: str) -> dict[str, Any]:
+    """The job as it was at the moment told of. `jobs` holds each job as the whole
+    batch left it, and a short job's start and end are often committed in one batch:
+    its start must still say `running`, not the end it has reached since."""
+    doc = job_doc(job)
+    if what == "started":
+        doc.update(state=str(JobState.RUNNING), exit_code=None, reason=None, ended_at=None,
+                   stderr_tail=None)
+    return doc
 
 
 def alert_channels(config: Config) -> list[str]:
