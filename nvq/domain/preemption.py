@@ -22,7 +22,7 @@ the plan out. No I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations
 
 import msgspec
@@ -105,6 +105,11 @@ def plan(
     pool = {c.job_id: c for c in candidates}
     lowest = min(c.priority for c in candidates)
     by_name = {s.name: s for s in slots}
+    # Per node, what earlier plans stop and the urgent jobs they start there: a later
+    # plan must leave room for those too, as the pass after the stops will place them
+    # (all together, in its own order and on the cards it picks), not as each alone.
+    gone: dict[str, list[Candidate]] = {}
+    coming: dict[str, list[PendingJob]] = {}
     out: list[Preemption] = []
     asked = 0
     failed: set[PendingJob] = set()  # shapes that found nothing: alike jobs would not
@@ -117,7 +122,8 @@ def plan(
         asked += 1
         if asked > MAX_URGENT:
             break
-        if _fits_now(by_name.values(), job, headroom_mb, max_cpu_jobs):
+        if _fits_now(_now(by_name, gone, coming, headroom_mb, max_cpu_jobs), job, headroom_mb,
+                     max_cpu_jobs):
             failed.add(shape)
             continue
         best: tuple[tuple[int, tuple[int, ...], str], str, list[Candidate]] | None = None
@@ -129,7 +135,16 @@ def plan(
                 (c for c in pool.values() if c.node == name and outranks(job, c, caps)),
                 key=lambda c: (c.priority, -c.started_at, c.job_id),
             )
-            chosen = fewest(slot, job, mine, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
+            before, starting = gone.get(name, []), [*coming.get(name, []), job]
+
+            def fits(subset: Sequence[Candidate], slot: NodeSlot = slot,
+                     before: list[Candidate] = before,
+                     starting: list[PendingJob] = starting) -> bool:
+                room = free(slot, [*before, *subset])
+                found = place([room], starting, headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
+                return len(found.placements) == len(starting)
+
+            chosen = fewest(mine, fits)
             if chosen is None:
                 continue
             key = (len(chosen), tuple(sorted((c.priority for c in chosen), reverse=True)), name)
@@ -141,23 +156,33 @@ def plan(
         _, name, chosen = best
         for c in chosen:
             del pool[c.job_id]
-        freed = free(by_name[name], chosen)
-        taken = place([freed], [job], headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
-        by_name[name] = deduct(freed, taken.placements[0], job)
+        gone.setdefault(name, []).extend(chosen)
+        coming.setdefault(name, []).append(job)
         out.append(Preemption(job.id, name, tuple(sorted(c.job_id for c in chosen))))
     return out
 
 
+def _now(
+    by_name: Mapping[str, NodeSlot], gone: Mapping[str, list[Candidate]],
+    coming: Mapping[str, list[PendingJob]], headroom_mb: int, max_cpu_jobs: int,
+) -> list[NodeSlot]:
+    """The nodes with the plans so far made: their victims gone, their jobs placed."""
+    out = []
+    for name, slot in by_name.items():
+        if name in coming:
+            slot = free(slot, gone.get(name, []))
+            for job in coming[name]:
+                taken = place([slot], [job], headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
+                slot = deduct(slot, taken.placements[0], job) if taken.placements else slot
+        out.append(slot)
+    return out
+
+
 def fewest(
-    slot: NodeSlot,
-    job: PendingJob,
-    mine: Sequence[Candidate],
-    *,
-    headroom_mb: int,
-    max_cpu_jobs: int,
+    mine: Sequence[Candidate], fits: Callable[[Sequence[Candidate]], bool]
 ) -> list[Candidate] | None:
-    """The fewest of `mine` (lowest priority first) whose stop lets `job` onto `slot`."""
-    if not mine or not _fits(free(slot, mine), job, headroom_mb, max_cpu_jobs):
+    """The fewest of `mine` (lowest priority first) whose stop `fits` says is enough."""
+    if not mine or not fits(mine):
         return None  # not even all of them would do
     budget = SUBSET_BUDGET
     for k in range(1, len(mine) + 1):
@@ -166,17 +191,17 @@ def fewest(
         for subset in combinations(mine, k):
             budget -= 1
             if budget < 0:
-                return _prefix(slot, job, mine, headroom_mb, max_cpu_jobs)
-            if _fits(free(slot, subset), job, headroom_mb, max_cpu_jobs):
+                return _prefix(mine, fits)
+            if fits(subset):
                 return list(subset)
     return None  # unreachable: all of them fit
 
 
 def _prefix(
-    slot: NodeSlot, job: PendingJob, mine: Sequence[Candidate], headroom_mb: int, max_cpu: int
+    mine: Sequence[Candidate], fits: Callable[[Sequence[Candidate]], bool]
 ) -> list[Candidate]:
     for k in range(1, len(mine) + 1):
-        if _fits(free(slot, mine[:k]), job, headroom_mb, max_cpu):
+        if fits(mine[:k]):
             return list(mine[:k])
     return list(mine)
 

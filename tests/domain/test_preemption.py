@@ -175,6 +175,23 @@ def test_a_later_plan_on_a_node_counts_on_the_earlier_ones() -> None:
     assert len(both.placements) == 2
 
 
+def test_a_later_plan_counts_on_the_cards_the_pass_will_pick() -> None:
+    """Hypothesis's counterexample (a -n 8 run of the suite): with both victims gone,
+    the pass puts the 4 GiB job on the emptier card 1, and the 12 GiB job then fits
+    nowhere. So only the 4 GiB job's victim stops now; the 12 GiB job asks again in
+    a later pass, once the 4 GiB job runs on card 0."""
+    slots = [node("n0", [20 * GiB, 20 * GiB])]
+    cands = [victim(1, "n0", {0: 4 * GiB}, -1), victim(2, "n0", {1: 12 * GiB}, 0)]
+    jobs = [urgent(100, 4 * GiB, 1), urgent(101, 12 * GiB, 1)]
+    assert place([free(slots[0], cands)], jobs, headroom_mb=HEADROOM,
+                 max_cpu_jobs=4).placements[0].gpus == [1]
+    assert [(p.job_id, p.victims) for p in choose(slots, jobs, cands)] == [(100, (1,))]
+    # the next pass: the 4 GiB job on card 0, where its victim was
+    now = [node("n0", [20 * GiB, 20 * GiB])]
+    later = choose(now, jobs[1:], cands[1:])
+    assert [(p.job_id, p.victims) for p in later] == [(101, (2,))]
+
+
 @settings(max_examples=examples(150), deadline=None)
 @given(clusters())
 def test_every_plan_frees_enough_with_lower_priorities_and_no_victim_twice(
