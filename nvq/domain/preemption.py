@@ -16,8 +16,10 @@ the plan out. No I/O, no clock.
 * A job of a reservation whose window is open stops preemptible jobs on its cards
   whatever their priority (they should not have been there).
 * Urgent jobs are served in the order the pass considered them; each victim is
-  stopped for one job only, and what a plan takes is deducted before the next. A
-  job alike another that found nothing asks nothing.
+  stopped for one job only. A later plan on a node must let every urgent job planned
+  there be placed together once all their victims are gone, as the pass after the
+  stops places them (in its order, on the cards it picks); else that job asks again
+  in a later pass. A job alike another that found nothing asks nothing.
 """
 
 from __future__ import annotations
