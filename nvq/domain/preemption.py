@@ -171,11 +171,12 @@ def _now(
     """The nodes with the plans so far made: their victims gone, their jobs placed."""
     out = []
     for name, slot in by_name.items():
-        if name in coming:
+        if name in coming:  # placed together, as `fits` and the pass place them
             slot = free(slot, gone.get(name, []))
-            for job in coming[name]:
-                taken = place([slot], [job], headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
-                slot = deduct(slot, taken.placements[0], job) if taken.placements else slot
+            jobs = {j.id: j for j in coming[name]}
+            found = place([slot], coming[name], headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs)
+            for taken in found.placements:
+                slot = deduct(slot, taken, jobs[taken.job_id])
         out.append(slot)
     return out
 
@@ -206,10 +207,6 @@ def _prefix(
         if fits(mine[:k]):
             return list(mine[:k])
     return list(mine)
-
-
-def _fits(slot: NodeSlot, job: PendingJob, headroom_mb: int, max_cpu_jobs: int) -> bool:
-    return bool(place([slot], [job], headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs).placements)
 
 
 def _fits_now(
