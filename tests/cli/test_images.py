@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -209,14 +210,17 @@ def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_pr
     assert "resumed from step-1" in logs(nvq, job["id"])
 
     # Cancelled: the container and every process in it are gone.
-    job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", "echo up; sleep 6007 & sleep 6011")
+    # lengths of its own (a second suite on this machine runs the same test): the
+    # check below reads every process on the machine
+    a, b = (secrets.randbelow(10**6) + 10**6 for _ in range(2))
+    job = nvq.submit("--image", IMAGE, "--gpus", "0", "--", f"echo up; sleep {a} & sleep {b}")
     nvq.wait_for(job["id"], lambda j: j["started_at"] is not None and "up" in logs(nvq, j["id"]))
     nvq.ok("job", "cancel", str(job["id"]))
     nvq.wait_for(job["id"], lambda j: j["state"] == "cancelled")
     # --rm: the runtime removes the stopped container just after its client returns
     nvq.wait_for(job["id"], lambda j: store.containers() == [])
     assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
-                if _cmdline(p) in ("sleep\x006007\x00", "sleep\x006011\x00")]
+                if _cmdline(p) in (f"sleep\x00{a}\x00", f"sleep\x00{b}\x00")]
 
     # job shell --image: a terminal on the image's own shell, as the submitting user.
     tmux = Tmux(nvq.home.parent / "tmux.sock", nvq.env, session="sh")
