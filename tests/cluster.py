@@ -113,6 +113,18 @@ class Nvq:
                 raise AssertionError(f"job {job_id} never got there: {job}")
             time.sleep(0.1)
 
+    def nodes_up(self, count: int = 1, timeout: float = 60) -> list[dict[str, Any]]:
+        """`queue nodes` once `count` nodes say `up` (their cards reported): a queue
+        just started answers at once, before its runners have said hello."""
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes: list[dict[str, Any]] = self.json("queue", "nodes")
+            if sum(n["state"] == "up" for n in nodes) >= count:
+                return nodes
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{count} node(s) never came up: {nodes}")
+            time.sleep(0.1)
+
     def _show_in_process(self, job_id: int) -> dict[str, Any] | None:
         """`nvq job show ID --json` as its fast path asks for it, the very document the
         daemon formats, but from this process: a poll that spawned an interpreter ten

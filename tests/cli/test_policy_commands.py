@@ -299,7 +299,7 @@ def test_ten_thousand_array_members_are_one_request(nvq: Nvq) -> None:
 def test_lanes_run_in_order_and_can_be_reordered(nvq: Nvq, tmp_path: Path) -> None:
     ledger = tmp_path / "lane"
     nvq.ok("queue", "status")  # daemon up
-    _until(lambda: any(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="node up")
+    nvq.nodes_up()
     nvq.ok("job", "submit", "--lane", "loc:1", "--", "sleep 1")  # resolves the prefix
     lane = nvq.json("queue", "lane", "local:1")
     assert lane["lane"] == "local:1"
@@ -327,7 +327,7 @@ def test_lanes_run_in_order_and_can_be_reordered(nvq: Nvq, tmp_path: Path) -> No
 
 
 def test_lane_stops_at_a_held_head_and_cancel_lets_the_next_start(nvq: Nvq) -> None:
-    _until(lambda: any(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="node up")
+    nvq.nodes_up()
     bad = nvq.submit("--", "exit 1")
     nvq.wait(bad["id"])
     held = nvq.submit("--lane", "local:0", "--after", str(bad["id"]), "--", "true")
@@ -349,7 +349,7 @@ def test_lane_stops_at_a_held_head_and_cancel_lets_the_next_start(nvq: Nvq) -> N
 
 
 def test_lane_jobs_share_the_vram_budget(nvq: Nvq) -> None:
-    _until(lambda: any(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="node up")
+    nvq.nodes_up()
     hog = nvq.submit("--vram", "20GiB", "--node", "local", "--", "sleep 30")
     running = nvq.wait_for(hog["id"], lambda j: j["state"] == "running")
     card = running["gpus"][0]

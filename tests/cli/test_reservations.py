@@ -25,7 +25,7 @@ def test_reserved_cards_run_their_jobs_and_short_ones_before_the_window(nvq: Nvq
     nosuch = nvq.run("job", "submit", "--reservation", "nosuch", "--", "true")
     assert (nosuch.code, nosuch.err) == (2, "nvq: --reservation: no reservation named 'nosuch'\n")
     assert len(nvq.json("reserve", "ls")) == 2
-    (local,) = nvq.json("queue", "nodes")
+    (local,) = nvq.nodes_up()  # its cards are known once its runner has said hello
     assert [g["reservation"] for g in local["gpus"]] == ["night", "lab"]
     assert "local:1 reserved for lab" in nvq.ok("queue", "nodes").out
 

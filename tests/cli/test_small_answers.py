@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.cluster import Nvq
 
 
 def test_a_lane_on_a_missing_card_is_an_error(nvq: Nvq) -> None:
-    deadline = time.monotonic() + 30
-    while not any(n["state"] == "up" for n in nvq.json("queue", "nodes")):
-        assert time.monotonic() < deadline, "the node never came up"
-        time.sleep(0.1)
+    nvq.nodes_up()
     r = nvq.run("queue", "lane", "local:7")
     assert r.code == 2  # bad input (README's exit code table)
     assert r.err == "nvq: lane local:7: node local has no GPU 7 (GPUs: 0, 1)\n"

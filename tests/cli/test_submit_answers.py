@@ -4,8 +4,6 @@ a duration may be spelt out when quoted."""
 
 from __future__ import annotations
 
-import time
-
 from tests.cluster import Nvq
 
 
@@ -43,10 +41,7 @@ def test_mail_without_a_mail_channel_is_an_error(nvq: Nvq) -> None:
 
 
 def _node_up(nvq: Nvq) -> None:
-    deadline = time.monotonic() + 30
-    while not any(n["state"] == "up" for n in nvq.json("queue", "nodes")):
-        assert time.monotonic() < deadline, "the node never came up"
-        time.sleep(0.1)
+    nvq.nodes_up()
 
 
 def test_a_job_no_node_could_ever_run_is_refused_with_the_reason(nvq: Nvq) -> None:

@@ -179,10 +179,7 @@ def test_cancel_kills_a_running_job_and_frees_its_card(nvq: Nvq, tmp_path: Path)
 def test_cancel_pending_job_never_runs(nvq: Nvq) -> None:
     # A request no node could ever hold is refused at submit once the node has reported
     # its cards (3 GPUs: never fits here)...
-    deadline = time.monotonic() + 30
-    while not any(n["state"] == "up" for n in nvq.json("queue", "nodes")):
-        assert time.monotonic() < deadline, "the node never came up"
-        time.sleep(0.1)
+    nvq.nodes_up()
     refused = nvq.run("job", "submit", "--gpus", "3", "--", "true")
     assert refused.code == 2 and "needs 3 GPUs" in refused.err
     assert nvq.json("job", "ls")["jobs"] == []
