@@ -22,7 +22,7 @@ from tests.harness.sshd import SshdNode
 from tests.harness.tmux import Tmux
 from tests.members import as_user, reachable_nvq, second_user
 
-# Each test builds and stages real images on two sshd nodes: 80-120 s alone here.
+# Each test builds and stages real images on sshd nodes: 2-11 s alone here, more loaded.
 pytestmark = pytest.mark.timeout(300)
 
 RUN_SH = """\

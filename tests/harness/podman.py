@@ -7,6 +7,7 @@ default ulimits; the vfs driver needs no overlay mounts."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -46,10 +47,17 @@ class PodmanStore:
             '[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = "cgroupfs"\n'
             'runtime = "runc"\n'
         )
+        # Podman's exit command (`podman container cleanup`, run by conmon when the
+        # container ends) refuses a runroot over 50 characters, and `podman run` then
+        # waits 20 s for the exit it never records: keep it short, outside the test's
+        # tree, and the same for the same store (a test may open its store twice).
+        digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:16]
+        self.runroot = Path("/tmp") / f"nvq-pm-{digest}"  # not $TMPDIR: it may be long
+        self.runroot.mkdir(mode=0o700, exist_ok=True)
         self.storage_conf = directory / "storage.conf"
         self.storage_conf.write_text(
             f'[storage]\ndriver = "vfs"\ngraphroot = "{directory / "graph"}"\n'
-            f'runroot = "{directory / "run"}"\n'
+            f'runroot = "{self.runroot}"\n'
         )
         self.env = {"CONTAINERS_CONF": str(self.conf),
                     "CONTAINERS_STORAGE_CONF": str(self.storage_conf)}
@@ -116,6 +124,7 @@ class PodmanStore:
         self.podman("rm", "-a", "-f", "-t", "0", check=False)
         self.podman("rmi", "-a", "-f", check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.runroot, ignore_errors=True)
 
 
 def _libraries(binary: Path) -> list[Path]:
