@@ -18,16 +18,16 @@ def test_the_signal_comes_before_the_timeout(nvq: Nvq, tmp_path: Path) -> None:
         f"echo \"checkpointed $NVQ_END_TIME\" > {said}' USR1; "
         "while :; do sleep 0.2; done"
     )
-    job = nvq.submit("--gpus", "1", "--timeout", "20s", "--signal", "USR1@15s", "--", body)
-    assert job["checkpoint_signal"] == "USR1@15"
+    job = nvq.submit("--gpus", "1", "--timeout", "8s", "--signal", "USR1@6s", "--", body)
+    assert job["checkpoint_signal"] == "USR1@6"
     running = nvq.wait_for(job["id"], lambda j: j["state"] == "running" and said.exists())
-    assert said.read_text() == f"checkpointed {int(running['started_at'] + 20)}\n"
+    assert said.read_text() == f"checkpointed {int(running['started_at'] + 8)}\n"
     code, (done,) = nvq.wait(job["id"])
     assert code != 0 and done["state"] == "timeout", done
     shown = nvq.show(job["id"])
     (sent,) = [e for e in shown["events"] if e["kind"] == "job_signalled"]
     assert (sent["data"]["signal"], sent["data"]["attempt"]) == ("SIGUSR1", 1)
-    assert sent["data"]["end_at"] == running["started_at"] + 20
+    assert sent["data"]["end_at"] == running["started_at"] + 8
     # the attempt's end syncs $NVQ_ARTIFACTS after the job ends: wait for that sync
     nvq.wait_for(job["id"], lambda j: any(
         s["attempt"] == 1 and s["files"] >= 1 for s in j.get("artifact_syncs") or []))
