@@ -68,6 +68,7 @@ SAME = ("name", "command", "state", "gpus_requested", "vram_mb", "priority", "ta
 
 
 def test_fast_and_typer_submit_alike(nvq: Nvq) -> None:
+    nvq.nodes_up()  # --gpus 9 is refused at submit once the node has said hello
     bad = [
         ["--vram", "1Gx", "--", "true"],
         ["--gpus", "9", "--", "true"],

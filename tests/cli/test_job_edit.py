@@ -8,6 +8,7 @@ from tests.cluster import Nvq
 
 
 def test_a_waiting_job_changes_what_it_asks_for(nvq: Nvq) -> None:
+    nvq.nodes_up()  # "no node could ever hold" is known once the node has said hello
     job = nvq.submit("--gpus", "0", "--name", "old", "--", "sleep 30")
     nvq.ok("job", "pause", str(job["id"]))
     r = nvq.ok("job", "edit", str(job["id"]), "--vram", "2GiB", "--gpus", "1", "--name", "new")

@@ -65,6 +65,7 @@ def eventually(pred: Callable[[], Any], timeout: float = 20, what: str = "") -> 
 
 def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Path) -> None:
     nvq.write_config("[notify.file]\n")
+    nvq.nodes_up()  # --gpus 9 is refused at submit once the node has said hello
     failed = nvq.submit(
         "--gpus", "0", "--", "sh", "-c", "echo out; echo 'Traceback: boom' >&2; exit 3"
     )
