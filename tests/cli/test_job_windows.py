@@ -97,7 +97,7 @@ def test_bad_window_flags_are_one_line_and_change_nothing(nvq: Nvq) -> None:
         (["--since", "last tuesday"], "--since 'last tuesday': expected a job id"),
         (["--limit", "0"], "--limit 0: expected at least 1"),
         (["--all", "--limit", "5"], "give --all or --limit, not both"),
-        (["--state", "bogus"], "'bogus' is not a valid JobState"),
+        (["--state", "bogus"], "--state 'bogus' is not a job state; states are pending, held,"),
         (["--array", "99999"], "no array with id 99999"),
     ]:
         r = nvq.run("job", "ls", *args)

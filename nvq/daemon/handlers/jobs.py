@@ -36,11 +36,7 @@ async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> list[c.JobRow]:
         return rows_of([with_reason(ctx, state.live(m)) for m in members])
     if req.active:
         return rows_of([with_reason(ctx, j) for j in sorted(state.jobs.values(), key=lambda j: j.id)])
-    wanted = None
-    if req.states:
-        template = "{}; states are " + ", ".join(s.value for s in JobState)
-        with map_exceptions({ValueError: BadRequest}, template=template):
-            wanted = [JobState(s) for s in req.states]
+    wanted = _states(req.states) if req.states else None
     limit = req.limit
     jobs = await state.store.jobs(states=wanted, limit=limit, newest_first=limit is not None)
     if limit is not None:
@@ -165,11 +161,15 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
 
 
 def _states(names: list[str] | None) -> frozenset[JobState]:
+    """The states named (every state when none), or one line naming the first word
+    that is not one and the states there are."""
     if not names:
         return frozenset(JobState)
-    template = "{}; states are " + ", ".join(s.value for s in JobState)
-    with map_exceptions({ValueError: BadRequest}, template=template):
-        return frozenset(JobState(s) for s in names)
+    known = {s.value: s for s in JobState}
+    for name in names:
+        if name not in known:
+            raise BadRequest(f"--state {name!r} is not a job state; states are {', '.join(known)}")
+    return frozenset(known[name] for name in names)
 
 
 async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
