@@ -38,6 +38,7 @@ def since_point(text: str | None) -> tuple[int | None, float | None]:
 def window_request(
     *,
     states: list[str] | None = None,
+    held: bool = False,
     user: str | None = None,
     tag: str | None = None,
     array: int | None = None,
@@ -46,14 +47,15 @@ def window_request(
     every: bool = False,
     active: bool = False,
 ) -> dict[str, Any]:
-    """The `JobWindow` request's fields (`nvq.control.JobWindow`, without its type)."""
+    """The `JobWindow` request's fields (`nvq.control.JobWindow`, without its type);
+    `held` is one more state asked for."""
     if limit is not None and limit < 1:
         raise _bad(f"--limit {limit}: expected at least 1")
     if every and limit is not None:
         raise _bad("give --all or --limit, not both")
     since_id, since_time = since_point(since)
     return {
-        "states": states or None,
+        "states": [*(states or []), "held"] if held else states or None,
         "active": active,
         "user": user,
         "tag": tag,

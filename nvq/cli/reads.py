@@ -56,9 +56,9 @@ def job_ls(as_json: bool, *, limit: int | None = None, every: bool = False,
     typer's command)."""
     from nvq.cli.job_window import window_request
 
-    states = [state] if state is not None else []
-    window = window_request(states=[*states, "held"] if held else states, user=user, tag=tag,
-                            array=array, since=since, limit=limit, every=every, active=active)
+    window = window_request(states=[state] if state is not None else None, held=held, user=user,
+                            tag=tag, array=array, since=since, limit=limit, every=every,
+                            active=active)
     return job_window(window, as_json)
 
 

@@ -39,9 +39,8 @@ def job_ls(
     When jobs were left out the list says so. --json: always {"jobs": [...], "more": bool}."""
     from nvq.cli.job_window import window_request
 
-    states = [*state, "held"] if held else state
-    window = window_request(states=states, user=user, tag=tag, array=array, since=since,
-                            limit=limit, every=every, active=active)
+    window = window_request(states=state, held=held, user=user, tag=tag, array=array,
+                            since=since, limit=limit, every=every, active=active)
     return reads.job_window(window, as_json)
 
 
