@@ -235,10 +235,11 @@ def unchecked_note(job: Job) -> str:
     if not isinstance(unreported, list) or not unreported:
         return ""
     nodes = ", ".join(unreported)
-    has = "has" if len(unreported) == 1 else "have"
+    one = len(unreported) == 1
     return (
-        f"; accepted while node{'s' if len(unreported) > 1 else ''} {nodes} {has} not "
-        "reported (whether any node can run it is checked when they do)"
+        f"; accepted while node{'' if one else 's'} {nodes} {'has' if one else 'have'} "
+        f"not reported (whether any node can run it is checked when "
+        f"{'it does' if one else 'they do'})"
     )
 
 

@@ -9,20 +9,25 @@ import msgspec
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.state import State
 from nvq.domain import lanes, request
+from nvq.domain.placement import name_list
 from nvq.model import JobRecord, JobSpec
 
 
 def check_pin(state: State, name: str) -> None:
     """`--node` is a prefix, but one that names two nodes is refused, as `--lane` and
     `queue drain` refuse it: a pin is meant to choose. A cluster's name (its pilots,
-    `hpc/<id>`) is the one prefix meant for several nodes."""
-    if name in state.nodes or any(
-        name == c.name or name.startswith(f"{c.name}/") for c in state.config.clusters
-    ):
+    `hpc/<id>`) is the one prefix meant for several nodes. One that names no configured
+    node is refused from the config alone, not only once the nodes have reported: a
+    daemon whose nodes are still connecting would otherwise take a job it can never run."""
+    clusters = [c.name for c in state.config.clusters]
+    if name in state.nodes or any(n == name or name.startswith(f"{n}/") for n in clusters):
         return
     matches = [n for n in state.nodes if n.startswith(name)]
     if len(matches) > 1:
         raise BadRequest(f"--node {name!r} matches several nodes: {', '.join(matches)}")
+    if not matches and not any(n.startswith(name) for n in clusters):
+        names = name_list([*state.nodes, *clusters]) or "none"
+        raise BadRequest(f"--node {name!r} matches no node (nodes: {names})")
 
 
 def into_lane(state: State, spec: JobSpec, job: JobRecord) -> JobRecord:

@@ -30,6 +30,11 @@ def check_mail(state: State, spec: JobSpec) -> None:
 REPORT_WAIT = 3.0  # seconds a submit waits for connecting nodes to report their cards
 
 
+def _pinned_to(spec: JobSpec) -> str:
+    """The prefix of the nodes a job may go to: its `--node`, its lane's node, or all."""
+    return spec.node or (spec.lane or "").partition(":")[0]
+
+
 def _unreported(state: State, prefix: str) -> list[NodeRuntime]:
     return [
         n
@@ -47,7 +52,7 @@ async def await_reports(state: State, spec: JobSpec) -> None:
     """Give nodes still connecting (a daemon just started, often by this very submit)
     a moment to report, so that the check of `check_runnable` can run; a node whose
     connection failed already, or that is down, is not waited for."""
-    prefix = spec.node or (spec.lane or "").partition(":")[0]
+    prefix = _pinned_to(spec)
     with anyio.move_on_after(REPORT_WAIT):
         while any(_first_connect(n) for n in _unreported(state, prefix)):
             changed = state.changed  # set once a node is reconciled, among others
@@ -60,7 +65,7 @@ def check_runnable(state: State, machines: Machines, job: JobRecord) -> list[str
     could go to has reported its cards: one that has not might hold anything, and the
     job is then accepted (placement marks it unschedulable later if need be). Returns
     the nodes that have not reported (the check did not run), for the reply to say."""
-    prefix = job.spec.node or ""
+    prefix = _pinned_to(job.spec)
     unreported = [n.name for n in _unreported(state, prefix)]
     if unreported:
         return unreported

@@ -629,5 +629,9 @@ def _version(cuda: tuple[int, int] | None) -> str:
 
 
 def _names(slots: Sequence[NodeSlot]) -> str:
-    names = [slot.name for slot in slots]
+    return name_list([slot.name for slot in slots])
+
+
+def name_list(names: Sequence[str]) -> str:
+    """Node names for a reason in words: the first six, then an ellipsis."""
     return ", ".join(names) if len(names) <= 6 else ", ".join(names[:6]) + ", …"

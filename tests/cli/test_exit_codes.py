@@ -95,3 +95,22 @@ def test_wait_never_hides_a_failure_behind_its_timeout(queue: Nvq) -> None:
     r = queue.run("job", "wait", str(slow), "--timeout", "1", "--json")
     assert (r.code, r.json()["still_going"]) == (2, [slow])
     queue.ok("job", "cancel", str(slow))
+
+
+def test_a_pin_to_no_configured_node_is_refused_before_any_node_reports(
+    tmp_path: Path,
+) -> None:
+    """No node here ever reports its cards, so no placement check can run; a name that
+    no configured node bears is refused from the config alone, at submit and at edit."""
+    q = make_nvq(tmp_path)
+    q.write_config("[queue]\nlocal_node = false\n" + TWO_NODES)
+    try:
+        r = q.run("job", "submit", "--node", "nowhere", "--", "true")
+        assert (r.code, r.err.strip()) == (
+            2, "nvq: --node 'nowhere' matches no node (nodes: bx1, bx2)"
+        )
+        held = q.submit("--node", "bx1", "--", "true")["id"]  # waits for bx1: never
+        assert code_of(q, "job", "edit", str(held), "--node", "nowhere") == (2, 2)
+        assert q.show(held)["node_request"] == "bx1"
+    finally:
+        q.shutdown()

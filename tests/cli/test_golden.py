@@ -230,6 +230,7 @@ def test_json_document_shapes(nvq: Nvq) -> None:
     nvq.env = {k: v for k, v in nvq.env.items() if k.startswith("NVQ_") or k in STABLE_ENV}
     nvq.env["LANG"] = "C.UTF-8"  # else Python may add LC_CTYPE to a C locale
     runs: dict[str, Run] = {}
+    nvq.nodes_up()  # else a submit may be accepted unchecked, and say so: another shape
     runs["job_submit"] = nvq.run("job", "submit", "--json", "--", "true")
     done_id = runs["job_submit"].json()["id"]
     failed_id = nvq.submit("--name", "bad", "--", "sh", "-c", "echo oops >&2; exit 3")["id"]
