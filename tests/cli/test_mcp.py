@@ -18,6 +18,7 @@ RESULT = 'echo "{\\"loss\\": 0.25}" > "$NVQ_JOB_DIR/result.json"'
 
 
 def test_an_agent_runs_a_job_through_mcp(nvq: Nvq) -> None:
+    nvq.nodes_up()  # else the dry run rightly says the job waits for the node
     anyio.run(_session, nvq, backend="asyncio")
 
 

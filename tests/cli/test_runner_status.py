@@ -38,7 +38,7 @@ def test_a_restarted_runner_adopts_the_job_it_did_not_start(nvq: Nvq, tmp_path: 
 
 
 def test_a_lane_says_its_node_is_why_it_waits(nvq: Nvq) -> None:
-    nvq.ok("queue", "status")
+    nvq.nodes_up()  # a node still connecting is that, before it is draining
     nvq.ok("queue", "drain", "local")
     job = nvq.submit("--lane", "local:0", "--", "true")["id"]
     (lane,) = [d for d in nvq.json("queue", "lanes") if d["lane"] == "local:0"]

@@ -10,6 +10,7 @@ SWEEP = 'echo "lr {}"; echo "{\\"loss\\": {}, \\"ok\\": true}" > "$NVQ_JOB_DIR/r
 
 
 def test_a_sweep_from_submit_to_its_results_table(nvq: Nvq) -> None:
+    nvq.nodes_up()  # else the submit may be accepted unchecked, and its line says so
     r = nvq.ok("job", "submit", "--gpus", "0", "--array", "0-3", "--", SWEEP)
     first = nvq.json("job", "ls")["jobs"][0]["id"]
     ids = list(range(first, first + 4))

@@ -46,7 +46,8 @@ def test_every_job_crosses_in_many_frames(tmp_path: Path, monkeypatch: pytest.Mo
     async def main() -> None:
         async with fake.running_daemon(root, {}) as state:
             for i in range(300):
-                await fake.submit(state, name=f"job-{i}", gpus=0, note="n" * 200, node="nowhere")
+                # local never connects here (no runner): every job stays pending
+                await fake.submit(state, name=f"job-{i}", gpus=0, note="n" * 200, node="local")
             ctx = fake._contexts[id(state)]
             async with anyio.create_task_group() as tg:
                 await tg.start(control_server.serve_control, ctx, Home(root).socket)
