@@ -61,7 +61,7 @@ class Nvq:
 
     def write_gpus(self, text: str) -> None:
         tmp = self.gpus_file.with_suffix(".tmp")
-        tmp.write_text(text)
+        tmp.write_text(slow_init(text))
         tmp.replace(self.gpus_file)
 
     def write_config(self, text: str) -> None:
@@ -219,6 +219,15 @@ def make_nvq(tmp: Path, *, gpus: str | None = DEFAULT_GPUS, sample_interval: flo
     return nvq
 
 
+def slow_init(gpus: str) -> str:
+    """`gpus` with the fake driver's first read made slow, when the suite runs with
+    NVQ_TEST_SLOW_INIT=seconds (`make test-late-nodes`): every runner's hello then comes
+    after a submit stops waiting for it, and a test that asks what only a reported
+    node answers, before waiting for one, fails."""
+    late = os.environ.get("NVQ_TEST_SLOW_INIT")
+    return f"slow_init = {float(late)}\n{gpus}" if late else gpus
+
+
 def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
@@ -250,7 +259,7 @@ def write_mesh_config(
     for i, node in enumerate(nodes):
         text = gpus[i] if isinstance(gpus, list) else gpus
         gpu_file = nvq.home.parent / f"gpus-n{i}.toml"
-        gpu_file.write_text(text)
+        gpu_file.write_text(slow_init(text))
         files.append(gpu_file)
         lines += [
             "[[nodes]]",

@@ -20,7 +20,9 @@ order), named `MIG-fake-<unit>` in CUDA_VISIBLE_DEVICES; the card's health is th
 Card health, injected per [[gpu]] (gpu/health.py judges it): `xid = 79` (or a list),
 `ecc_dbe = 1`, `retired_pending = true`, `lost = true`, and `nvml_hang = true`, which
 makes the card's health read hang for real (it returns once the line is gone), as a
-wedged driver's call would.
+wedged driver's call would. `slow_init = 4` (top level, seconds) makes the first read
+of the cards take that long, as a slow driver's first `nvmlInit` does: the runner's
+hello comes that much later (`make test-late-nodes` runs the suite so).
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class FakeBackend:
     def __init__(self, path: str) -> None:
         self.path = Path(path)
         self._read()  # fail at start-up, not at the first sample, on a bad file
+        self._first = True
 
     def _read(self) -> dict[str, Any]:
         with open(self.path, "rb") as f:
@@ -112,6 +115,10 @@ class FakeBackend:
 
     def facts(self) -> GpuFacts:
         doc = self._read()
+        if self._first:
+            self._first = False
+            # A slow driver's first nvmlInit blocks the runner as long, hello included.
+            time.sleep(float(doc.get("slow_init", 0)))
         gpus = [
             GpuInfo(
                 index=i,

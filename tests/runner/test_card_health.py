@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nvq_runner.gpu.fake import FakeBackend
 from nvq_runner.gpu.health import CardEvidence, faults, xid_fatal
 from nvq_runner.gpu.watch import HUNG, Watched, faults_during
@@ -120,3 +122,20 @@ def test_a_card_is_alerted_when_its_evidence_is_new() -> None:
     assert alert.message == (
         "card gpu1:1 is unhealthy (xid 79; the card vanished); it takes no new job"
     )
+
+
+def test_the_fake_backend_is_slow_to_start_only_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`slow_init` (make test-late-nodes) delays the first read of the cards, the one
+    the runner's hello waits for, and no later one."""
+    path = tmp_path / "gpus.toml"
+    path.write_text('slow_init = 4.5\n[[gpu]]\nname = "Fake"\nmemory = "24GiB"\n')
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    backend = FakeBackend(str(path))
+    assert slept == []  # not at start-up: the runner is up, only its facts come late
+    first = backend.facts()
+    assert [g.total_mb for g in first.gpus] == [24 * 1024]
+    assert backend.facts() == first
+    assert slept == [4.5]
