@@ -100,6 +100,7 @@ def _node_slot(
             out=v.index in out,
             # the card's utilisation counts as foreign while foreign work is on it
             foreign_util=(v.util_percent or 0) if v.external_procs or v.external_mem_mb else 0,
+            queue_jobs=len(v.jobs),
         )
         for v in views
     ]

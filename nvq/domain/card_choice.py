@@ -14,7 +14,7 @@ T = TypeVar("T")
 # compositor must not reorder cards that are, in effect, idle.
 QUIET_BELOW = 20
 
-Card = tuple[int, int]  # (−free MiB, index): placement's order, most free first
+Card = tuple[int, int]  # (−free MiB, index), in placement's order: most free first
 
 
 def busyness(util: int) -> int:
@@ -23,9 +23,10 @@ def busyness(util: int) -> int:
 
 
 def pick(cards: Sequence[Card], gpus: int, vram_mb: int, busy: Mapping[int, int]) -> list[Card]:
-    """The `gpus` cards to take among `cards` (most free first), each with free ≥
-    `vram_mb`: quiet ones first (most free, then lower index, as by memory alone),
-    then the least busy. `busy`: card index → utilisation of its busy cards only."""
+    """The `gpus` cards to take among `cards` (in placement's order: most free, then
+    fewest queue jobs, then lower index), each with free ≥ `vram_mb`: quiet ones first,
+    in that order, then the least busy. `busy`: card index → utilisation of its busy
+    cards only."""
     quiet_ones: list[Card] = []
     busy_ones: list[Card] = []
     for card in cards:  # most free first: the fitting cards are a prefix

@@ -15,7 +15,8 @@ with anything. The rules (see DESIGN.md, "Placement"):
   then most free GPU memory, then name — but an idle node always before a busy one
   (its owner is at the keyboard). On a busy node only its owner's own jobs are placed,
   and not those of an owner who forbade it (`forbid_busy`). On that node, the fitting cards with the most
-  free memory are taken (ties: lower index), quiet ones first (card_choice.py).
+  free memory are taken (ties: fewer queue jobs, then lower index, so that jobs with no
+  `--vram` spread over the cards), quiet ones first (card_choice.py).
 * Every decision is deducted from the snapshot before the next job, so a pass never
   oversubscribes. A job that does not fit now is skipped, and smaller ones behind it
   may still start.
@@ -36,7 +37,7 @@ limit, in-place nodes) can use, why it could never fit, and what already failed.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -63,6 +64,10 @@ class GpuSlot(msgspec.Struct, frozen=True):
     # Utilisation (%) of the card while processes the queue did not start run there
     # (0: none do, or unknown): among cards that fit, quiet ones are taken first.
     foreign_util: int = 0
+    # Queue jobs running there: among cards equally free, the one with fewest is taken,
+    # so jobs that reserve no memory (`--gpus 1` without `--vram`) spread over the cards
+    # instead of all landing on the first.
+    queue_jobs: int = 0
 
 
 class NodeSlot(msgspec.Struct, frozen=True):
@@ -176,6 +181,7 @@ class _Node:
         "cards",
         "cpu_jobs",
         "cuda",
+        "jobs_on",
         "key",
         "memory_free",
         "name",
@@ -191,9 +197,10 @@ class _Node:
         self.cuda = slot.cuda
         self.cpu_jobs = slot.cpu_jobs
         self.memory_free = slot.memory_free_mb
-        # (−free, index) sorts by free descending, then index ascending: the order in
-        # which cards are taken, and cards[n−1] is the n-th most free card.
-        self.cards = sorted(
+        # (−free, index), kept in the order in which cards are taken: free descending,
+        # then fewest queue jobs, then index ascending; cards[n−1] is the n-th most free.
+        self.jobs_on = {g.index: g.queue_jobs for g in slot.gpus}
+        self.cards = self._order(
             (g.foreign_mb + g.queue_mb + headroom_mb - g.total_mb, g.index)
             for g in slot.gpus
             if g.schedulable and not g.out
@@ -203,6 +210,19 @@ class _Node:
         self._capacity = max(1, len(self.cards))
         self.total_free = sum(-neg for neg, _ in self.cards if neg < 0)  # overdrawn cards: 0
         self.key = self._key(slot.running_jobs, position)
+
+    def _order(self, cards: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        jobs = self.jobs_on
+        return sorted(cards, key=lambda c: (c[0], jobs[c[1]], c[1]))
+
+    def _count(self, picked: Iterable[int]) -> None:
+        """One more job on each of `picked`, the cards then put back in order."""
+        counted = False
+        for index in picked:
+            self.jobs_on[index] += 1
+            counted = True
+        if counted:
+            self.cards = self._order(self.cards)
 
     def _key(self, running: int, position: int) -> tuple[bool, float, int, str, int, int]:
         # Idle before busy, then least loaded. Equal ratios of small ints give identical floats (IEEE
@@ -237,11 +257,12 @@ class _Node:
     def take_cards(self, picked: list[int], vram_mb: int, memory_mb: int) -> list[int]:
         """Deduct a job given these cards (each had free ≥ vram); [] for a CPU job."""
         if vram_mb:
-            self.cards = sorted(
+            self.cards = [
                 (neg + vram_mb, index) if index in picked else (neg, index)
                 for neg, index in self.cards
-            )
+            ]
             self.total_free -= vram_mb * len(picked)
+        self._count(picked)
         if not picked:
             self.cpu_jobs += 1
         if memory_mb and self.memory_free is not None:
@@ -258,18 +279,18 @@ class _Node:
         chosen = self.cards[:gpus] if pin is None else [c for c in self.cards if c[1] == pin]
         if pin is not None and vram_mb:
             # Deduct the pinned card only (the general path below rewrites cards[:gpus]).
-            self.cards = sorted(
+            self.cards = [
                 (neg + vram_mb, index) if index == pin else (neg, index)
                 for neg, index in self.cards
-            )
+            ]
             self.total_free -= vram_mb
             vram_mb = 0
         if vram_mb:
             self.cards[:gpus] = [(neg + vram_mb, index) for neg, index in chosen]
-            self.cards.sort()
             # Chosen cards had free ≥ vram, so none goes below 0: the clamped sum drops
             # by exactly vram per card.
             self.total_free -= vram_mb * gpus
+        self._count(index for _, index in chosen)
         if gpus == 0:
             self.cpu_jobs += 1
         if memory_mb and self.memory_free is not None:

@@ -64,3 +64,15 @@ def test_a_job_avoids_the_busy_card_and_says_when_it_cannot(nvq: Nvq, tmp_path: 
     assert nvq.ok("job", "why", str(big)).out.strip() == f"job {big} is running: {note}"
     go.touch()
     assert nvq.wait(big)[0] == 0
+
+
+def test_jobs_without_vram_take_turns_over_equally_free_cards(nvq: Nvq) -> None:
+    """`--gpus 1` with no `--vram` reserves nothing, so both cards stay equally free;
+    the one running fewer queue jobs is taken, not card 0 every time."""
+    nvq.nodes_up()
+    ids = nvq.submit("--gpus", "1", "--array", "1-4", "--", "sleep", "600")["ids"]
+    cards = [
+        nvq.wait_for(i, lambda j: j["state"] == "running")["gpus"] for i in ids
+    ]
+    assert sorted(cards) == [[0], [0], [1], [1]], cards
+    nvq.ok("job", "cancel", *map(str, ids))

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -96,6 +97,26 @@ def test_cards_are_distinct_and_most_free_first_ties_lower_index() -> None:
     )
     assert placed(run([node], [job(1, gpus=3, vram=GiB)])) == {1: ("a", [1, 3, 4])}
     assert placed(run([node], [job(1, gpus=4, vram=GiB)])) == {1: ("a", [1, 2, 3, 4])}
+
+
+def test_jobs_that_reserve_no_memory_spread_over_equally_free_cards() -> None:
+    """`--gpus 1` without `--vram` deducts nothing, so every card stays equally free:
+    the card with fewest queue jobs is taken, in one pass and across passes."""
+    node = gpu_node("a", cards=4)
+    assert placed(run([node], [job(i) for i in range(1, 6)])) == {
+        1: ("a", [0]), 2: ("a", [1]), 3: ("a", [2]), 4: ("a", [3]), 5: ("a", [0]),
+    }
+    # jobs already there count as much as jobs placed in this pass
+    cards = [msgspec.structs.replace(card(i), queue_jobs=n) for i, n in enumerate([2, 0, 1])]
+    busy = NodeSlot("a", True, cards, 0, 3)
+    assert placed(run([busy], [job(1), job(2, gpus=2)])) == {1: ("a", [1]), 2: ("a", [1, 2])}
+    # free memory still comes first: a reserving job leaves its card less free
+    assert placed(run([gpu_node("a")], [job(1, vram=GiB), job(2, vram=GiB)])) == {
+        1: ("a", [0]), 2: ("a", [1]),
+    }
+    assert placed(run([gpu_node("a")], [job(1, vram=GiB), job(2), job(3)])) == {
+        1: ("a", [0]), 2: ("a", [1]), 3: ("a", [1]),
+    }
 
 
 def test_decisions_are_deducted_within_a_pass() -> None:
@@ -309,6 +330,7 @@ def reference(
         for g in n.gpus
         if g.schedulable
     }
+    on_card = {(n.name, g.index): g.queue_jobs for n in nodes for g in n.gpus}
     cpu = {n.name: n.cpu_jobs for n in nodes}
     running = {n.name: n.running_jobs for n in nodes}
     memory = {n.name: n.memory_free_mb for n in nodes}
@@ -350,11 +372,11 @@ def reference(
             if j.gpus == 0:
                 return [] if cpu[n.name] < max_cpu else None
             fitting = sorted(
-                (-free[n.name, g.index], g.index)
+                (-free[n.name, g.index], on_card[n.name, g.index], g.index)
                 for g in n.gpus
                 if g.schedulable and free[n.name, g.index] >= j.vram_mb
             )
-            return [index for _, index in fitting[: j.gpus]] if len(fitting) >= j.gpus else None
+            return [index for *_, index in fitting[: j.gpus]] if len(fitting) >= j.gpus else None
 
         def load(n: NodeSlot) -> tuple[Fraction, int, str]:
             cards = [g for g in n.gpus if g.schedulable]
@@ -369,6 +391,7 @@ def reference(
         assert chosen is not None
         for index in chosen:
             free[best.name, index] -= j.vram_mb
+            on_card[best.name, index] += 1
         if j.gpus == 0:
             cpu[best.name] += 1
         running[best.name] += 1
@@ -397,7 +420,8 @@ def clusters(draw: st.DrawFn) -> list[NodeSlot]:
             total = draw(st.sampled_from([8, 16, 24, 80])) * GiB
             foreign = draw(st.integers(0, total // GiB)) * GiB
             queue = draw(st.sampled_from([0, 0, 2 * GiB, 10 * GiB]))
-            cards.append(GpuSlot(index, total, foreign, queue, draw(st.booleans() | st.just(True))))
+            cards.append(GpuSlot(index, total, foreign, queue, draw(st.booleans() | st.just(True)),
+                                 queue_jobs=draw(st.integers(0, 2))))
         total_mem = draw(st.none() | st.sampled_from([32, 256]).map(lambda g: g * GiB))
         free_mem = None if total_mem is None else draw(st.integers(0, total_mem // GiB)) * GiB
         nodes.append(
