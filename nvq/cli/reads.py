@@ -140,6 +140,10 @@ def queue_nodes(as_json: bool, *, procs: bool = False, include_ignored: bool = F
     def text(nodes: Any) -> str:
         from nvq.cli.render.queue import nodes_table
 
+        if not nodes and not include_ignored:
+            # An empty table would read as "no nodes at all".
+            return ("no nodes to show: none is configured, or each is stopped or ignored "
+                    "(`--include-ignored` shows those)")
         return nodes_table(nodes, procs)
 
     answer({"type": "nodes", "procs": procs, "include_ignored": include_ignored}, as_json, text)

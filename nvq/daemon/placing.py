@@ -377,14 +377,14 @@ def pass_facts(
         nodes=[
             node_facts(
                 n.name,
-                n.state,
+                # a stopped or ignored node is named as such (not "no node matches")
+                n.shown_state if n.ignored else n.state,
                 ready=n.reconciled and n.sample is not None,
                 drained=n.drained,
                 fenced=machines.fenced(n.name),
                 slot=by_name.get(n.name),
             )
             for n in state.nodes.values()
-            if not n.ignored
         ],
         considered={p.id for p in pending},
         placed=placed,

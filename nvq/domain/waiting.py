@@ -109,7 +109,7 @@ def analyze(
     checks: list[Check] = []
     if job.node is not None:
         checks.append(Check("pin", True, f"matches {name}"))
-    checks.append(Check("state", facts.state == "up", f"node is {facts.state}"))
+    checks.append(Check("state", facts.state == "up", f"node is {facts.state}{_undo(facts)}"))
     if facts.drained:
         checks.append(Check("drained", False, "drained: it takes no new jobs"))
     if facts.fenced:
@@ -267,6 +267,15 @@ def summarize(
     if kinds <= {"walltime", "untimed"}:
         return Waiting(WALLTIME, _nodes_say(candidates, blocking))
     return Waiting(RESOURCES, _best_candidate(candidates))
+
+
+def _undo(facts: NodeFacts) -> str:
+    """The command that brings a node someone took out back into the queue."""
+    if facts.state == "stopped":
+        return f" (`nvq node start {facts.name}`)"
+    if facts.state == "ignored":
+        return f" (`nvq queue unignore {facts.name}`)"
+    return ""
 
 
 def _elsewhere(fit: NodeFit) -> bool:

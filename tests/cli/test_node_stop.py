@@ -36,8 +36,14 @@ def test_a_node_with_running_jobs_is_stopped_only_with_kill_jobs(
     again = nvq.run("node", "stop", "local")
     assert again.code == 1 and again.err == "nvq: node local is stopped already\n"
     assert nvq.run("node", "stop").code == 2
+    # the plain table does not just come out empty, and a job says what it waits for
+    assert nvq.ok("queue", "nodes").out.startswith("no nodes to show: ")
+    waits = nvq.submit("--gpus", "0", "--", "true")["id"]
+    shown = nvq.wait_for(waits, lambda j: "node start" in (j["reason_detail"] or ""))
+    assert shown["reason_detail"] == "local: node is stopped (`nvq node start local`)"
     started = nvq.json("node", "start", "local")
     assert started["name"] == "local"
+    assert nvq.wait(waits)[0] == 0
     nvq.wait_for(job["id"], lambda _: runner_pid(runner_home) is not None)
     second = nvq.submit("--gpus", "0", "--", "echo back")
     code, (done,) = nvq.wait(second["id"])

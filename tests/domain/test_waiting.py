@@ -99,6 +99,8 @@ def test_pin_to_another_node_is_the_only_check() -> None:
     [
         ({"state": "down"}, "state", "node is down"),
         ({"state": "connecting"}, "state", "node is connecting"),
+        ({"state": "stopped"}, "state", "node is stopped (`nvq node start gpu1`)"),
+        ({"state": "ignored"}, "state", "node is ignored (`nvq queue unignore gpu1`)"),
         ({"drained": True}, "drained", "drained: it takes no new jobs"),
         ({"fenced": True}, "fenced", "a pending kill: an old attempt may still hold its cards"),
     ],
