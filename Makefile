@@ -67,9 +67,8 @@ test-fast: install
 # nvmlInit), so that each runner's hello comes after a submit has stopped waiting for it
 # (submit_checks.REPORT_WAIT, 3 s): a test that asks what only a reported node answers
 # before waiting for one fails here. 2026-12-02: 1,671 passed in 11 min 37 s.
-test-late-nodes: install parts
-	@$(COMPILED)
-	NVQ_TEST_SLOW_INIT=4 $(WITH_BYTECODE) $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS)
+test-late-nodes:
+	NVQ_TEST_SLOW_INIT=4 $(MAKE) test
 
 # The benchmarks too: scripts run from bench/, whose `common` is a sibling module there.
 lint: install

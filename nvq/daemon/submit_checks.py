@@ -12,6 +12,7 @@ from nvq.daemon.pending_view import to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
+from nvq.domain import lanes
 from nvq.domain.placement import place
 from nvq.model import JobRecord, JobSpec
 
@@ -32,7 +33,7 @@ REPORT_WAIT = 3.0  # seconds a submit waits for connecting nodes to report their
 
 def _pinned_to(spec: JobSpec) -> str:
     """The prefix of the nodes a job may go to: its `--node`, its lane's node, or all."""
-    return spec.node or (spec.lane or "").partition(":")[0]
+    return lanes.parse_lane(spec.lane)[0] if spec.lane else spec.node or ""
 
 
 def _unreported(state: State, prefix: str) -> list[NodeRuntime]:

@@ -215,13 +215,11 @@ class _Node:
         jobs = self.jobs_on
         return sorted(cards, key=lambda c: (c[0], jobs[c[1]], c[1]))
 
-    def _count(self, picked: Iterable[int]) -> None:
+    def _count(self, picked: Sequence[int]) -> None:
         """One more job on each of `picked`, the cards then put back in order."""
-        counted = False
         for index in picked:
             self.jobs_on[index] += 1
-            counted = True
-        if counted:
+        if picked:
             self.cards = self._order(self.cards)
 
     def _key(self, running: int, position: int) -> tuple[bool, float, int, str, int, int]:
@@ -290,7 +288,7 @@ class _Node:
             # Chosen cards had free ≥ vram, so none goes below 0: the clamped sum drops
             # by exactly vram per card.
             self.total_free -= vram_mb * gpus
-        self._count(index for _, index in chosen)
+        self._count([index for _, index in chosen])
         if gpus == 0:
             self.cpu_jobs += 1
         if memory_mb and self.memory_free is not None:
