@@ -109,6 +109,8 @@ def test_a_pin_to_no_configured_node_is_refused_before_any_node_reports(
         assert (r.code, r.err.strip()) == (
             2, "nvq: --node 'nowhere' matches no node (nodes: bx1, bx2)"
         )
+        # a lane job waits to hear from its lane's node only, and names it
+        assert q.submit("--lane", "bx1:0", "--", "true")["unreported"] == ["bx1"]
         held = q.submit("--node", "bx1", "--", "true")["id"]  # waits for bx1: never
         assert code_of(q, "job", "edit", str(held), "--node", "nowhere") == (2, 2)
         assert q.show(held)["node_request"] == "bx1"
