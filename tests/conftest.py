@@ -30,7 +30,9 @@ def nvq(tmp_path: Path) -> Iterator[Nvq]:
 # CLI as a process (tests.cluster's Nvq) or starts sshd or Slurm. Read from the fixtures a
 # test asks for and from the harness objects its module imports, so no list of files
 # has to be kept.
-_E2E_FIXTURES = frozenset({"nvq", "sshd_nodes", "slurm_cluster", "slurm_login"})
+_E2E_FIXTURES = frozenset(
+    {"nvq", "sshd_nodes", "slurm_cluster", "slurm_login", "site_slurm", "site_login"}
+)
 _E2E_MODULES = frozenset(
     {"tests.cluster", "tests.harness.cli_calls", "tests.harness.sshd", "tests.harness.slurm"}
 )
@@ -68,7 +70,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # a Slurm or sshd test handed out near the end ran on alone while the other workers
 # had finished; quick ones at the end fill the gaps instead. A module's tests stay
 # together (its module-scoped fixtures are set up once per worker).
-_SLURM_FIXTURES = frozenset({"slurm_cluster", "slurm_login", "cluster_queue"})
+_SLURM_FIXTURES = frozenset(
+    {"slurm_cluster", "slurm_login", "cluster_queue", "site_slurm", "site_login", "site_queue"}
+)
 
 
 def _weight(item: pytest.Item) -> int:

@@ -6,6 +6,13 @@ directory, nothing under /etc touched.
     cluster.run("sbatch", "--parsable", "--wrap", "sleep 60")
     cluster.close()                     # cancels every job, stops the daemons
 
+`SlurmCluster.start(private_compute=True)` runs slurmd in a mount namespace of its
+own in which `cluster.shared` (the login node's side of a directory a site would
+share, or not) is another, empty directory: batch scripts and `srun` steps do not see
+what the login node keeps there, as on a site whose compute nodes do not mount the
+login node's home. `sbatch_calls()` and `job_steps()` count what the cluster was
+asked (from slurmctld's and slurmd's logs), the figures a site's admins watch.
+
 The scratch directory is short and under /tmp on purpose: munge's Unix socket path
 must fit in sockaddr_un (108 bytes), which a pytest tmp_path can exceed.
 
@@ -19,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -94,9 +102,13 @@ PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP
 class SlurmCluster:
     """One controller and one compute node on 127.0.0.1 with ports of their own."""
 
-    def __init__(self, directory: Path, gpus: int = 0) -> None:
+    def __init__(self, directory: Path, gpus: int = 0, private_compute: bool = False) -> None:
         self.dir = directory
         self.gpus = gpus  # fake GRES gpus of the node (`--gres=gpu:N` works up to it)
+        self.private_compute = private_compute
+        # Seen by the login node (and tests); the compute node sees `compute_view` here.
+        self.shared = directory / "cluster"
+        self.compute_view = directory / "compute-view"
         self.conf = directory / "slurm.conf"
         self.host = socket.gethostname().split(".")[0]
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -109,17 +121,27 @@ class SlurmCluster:
     # ---------------------------------------------------------- lifecycle
 
     @classmethod
-    def start(cls, *, cpus: int = 2, gpus: int = 0, timeout: float = 30.0) -> SlurmCluster:
+    def start(
+        cls,
+        *,
+        cpus: int = 2,
+        gpus: int = 0,
+        private_compute: bool = False,
+        timeout: float = 30.0,
+    ) -> SlurmCluster:
         """Start a cluster whose node has `cpus` CPUs and `gpus` fake GRES GPUs: device
         nodes that are /dev/null underneath, enough for Slurm to count and hand out
-        (the runner's cards come from NVQ_FAKE_GPUS, not from these)."""
+        (the runner's cards come from NVQ_FAKE_GPUS, not from these). With
+        `private_compute`, slurmd does not see what the login node keeps in `shared`."""
         missing = missing_programs()
         if missing:
             raise SlurmUnavailable(
                 f"Slurm is not installed ({', '.join(missing)} missing; "
                 "`make parts` installs slurmctld slurmd slurm-client munge)"
             )
-        cluster = cls(Path(tempfile.mkdtemp(prefix="nvqslurm-", dir="/tmp")), gpus)
+        cluster = cls(
+            Path(tempfile.mkdtemp(prefix="nvqslurm-", dir="/tmp")), gpus, private_compute
+        )
         try:
             cluster._start(cpus, timeout)
         except BaseException:
@@ -129,8 +151,10 @@ class SlurmCluster:
 
     def _start(self, cpus: int, timeout: float) -> None:
         w = self.dir
-        for sub in ("state", "spool", "log", "munge"):
+        for sub in ("state", "spool", "log", "munge", "cluster", "compute-view"):
             (w / sub).mkdir()
+        self.shared.chmod(0o755)
+        self.compute_view.chmod(0o777 | stat.S_ISVTX)  # like /tmp: anyone's pilots
         key = w / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
@@ -152,8 +176,27 @@ class SlurmCluster:
         )
         self._wait_for(lambda: (w / "munge" / "munge.socket").exists(), "munged", timeout)
         self._spawn("slurmctld", [SLURMCTLD, "-D", "-f", str(self.conf)])
-        self._spawn("slurmd", [SLURMD, "-D", "-f", str(self.conf)])
+        slurmd = [SLURMD, "-D", "-f", str(self.conf)]
+        if self.private_compute:
+            self._check_unshare()
+            # The bind mount lives only in slurmd's namespace (and its jobs' and
+            # steps'): the login node, an sshd outside it, keeps the host's view.
+            slurmd = [
+                "unshare", "-m", "--propagation", "private", "sh", "-c",
+                f"mount --bind {self.compute_view} {self.shared} && exec {shlex.join(slurmd)}",
+            ]
+        self._spawn("slurmd", slurmd)
         self._wait_for(self._node_idle, "the node to be idle in sinfo", timeout)
+
+    def _check_unshare(self) -> None:
+        probe = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "true"],
+            capture_output=True, text=True, check=False,
+        )
+        if probe.returncode != 0:
+            raise SlurmUnavailable(
+                f"no mount namespace for a private compute node: {probe.stderr.strip()}"
+            )
 
     def _fake_gpus(self) -> None:
         lines = ["AutoDetect=off"]
@@ -279,6 +322,32 @@ class SlurmCluster:
                     f"job {job_id} is {now or 'gone'}, not {state}:\n" + self.logs()
                 )
             time.sleep(0.1)
+
+    def _log_lines(self, name: str, needle: str) -> int:
+        try:
+            text = (self.dir / "log" / name).read_text(errors="replace")
+        except FileNotFoundError:
+            return 0
+        return sum(1 for line in text.splitlines() if needle in line)
+
+    def sbatch_calls(self) -> int:
+        """Batch jobs submitted so far (accepted or refused), from slurmctld's log."""
+        return self._log_lines("slurmctld.log", "_slurm_rpc_submit_batch_job")
+
+    def job_steps(self) -> int:
+        """Job steps (`srun` into an allocation) launched so far, from slurmd's log."""
+        return self._log_lines("slurmd.log", "launch task StepId=")
+
+    def reset_jobs(self, timeout: float = 30.0) -> None:
+        """Cancel every job and wait until the node is idle again: a cluster shared by
+        tests is handed to the next one empty."""
+        self.run("scancel", "--user", getpass.getuser(), check=False)
+        self._wait_for(
+            lambda: not self.run("squeue", "-h", "-o", "%i", check=False).stdout.strip()
+            and self._node_idle(),
+            "every job to leave the queue",
+            timeout,
+        )
 
     def login_node_env(self, node: SshdNode) -> None:
         """Make SSH sessions on `node` see this cluster, as a real login node's shell

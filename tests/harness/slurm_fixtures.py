@@ -8,6 +8,12 @@
   over SSH there reach `slurm_cluster`.
 * `cluster_queue`: makes the test's queue, whose only capacity is `slurm_cluster`
   (cluster "hpc" through `slurm_login`), and shuts it down after the test.
+* `site_slurm`: one cluster shared by the tests that ask for it (started once per
+  worker, emptied between tests) shaped like a site that does not share the login
+  node's disk: four fake GRES GPUs, slurmd in a mount namespace of its own
+  (`private_compute`), `site_queue` the queue over it, whose pilots' `home` is a
+  directory the compute node does not see. Counting `sbatch_calls()` and
+  `job_steps()` before and after a test gives what it asked of Slurm.
 """
 
 from __future__ import annotations
@@ -163,6 +169,73 @@ def cluster_queue(
     finally:
         for nvq in made:
             nvq.shutdown()
+
+
+@pytest.fixture(scope="session")
+def _site_slurm_once() -> Iterator[SlurmCluster]:
+    try:
+        cluster = SlurmCluster.start(gpus=4, private_compute=True)
+    except SlurmUnavailable as exc:
+        print(f"skipping: Slurm cannot start here: {exc}")
+        pytest.skip(f"Slurm cannot start here: {str(exc).splitlines()[0]}")
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def site_slurm(_site_slurm_once: SlurmCluster) -> Iterator[SlurmCluster]:
+    _site_slurm_once.reset_jobs()
+    try:
+        yield _site_slurm_once
+    finally:
+        _site_slurm_once.reset_jobs()
+
+
+@pytest.fixture
+def site_login(
+    tmp_path: Path, sshd_client_key: ClientKey, site_slurm: SlurmCluster
+) -> Iterator[SshdNode]:
+    if not sshd_available():
+        pytest.skip("OpenSSH sshd is not installed (`make parts` installs openssh-server)")
+    node = SshdNode(tmp_path / "login", sshd_client_key)
+    try:
+        site_slurm.login_node_env(node)
+        node.start()
+        yield node
+    finally:
+        node.close()
+
+
+@pytest.fixture
+def site_queue(
+    site_slurm: SlurmCluster, site_login: SshdNode, tmp_path: Path
+) -> Iterator[ClusterQueue]:
+    """Like `cluster_queue` over `site_slurm`; the pilots' home is in the directory
+    only the login node sees (`site_home(tmp_path)`)."""
+    made: list[Nvq] = []
+    home = site_home(site_slurm, tmp_path)
+
+    def make(**settings: str) -> Nvq:
+        nvq = make_nvq(tmp_path)
+        made.append(nvq)
+        settings = {"home": toml_str(home), **settings}
+        write_cluster_queue_config(nvq, site_slurm, site_login, tmp_path, **settings)
+        return nvq
+
+    try:
+        yield make
+    finally:
+        for nvq in made:
+            nvq.shutdown()
+
+
+def site_home(slurm: SlurmCluster, tmp_path: Path) -> Path:
+    """The test's pilots' home on the login node's side of `slurm.shared`."""
+    home = slurm.shared / tmp_path.name / "pilots"
+    home.mkdir(parents=True, exist_ok=True)
+    return home
 
 
 def pilot_gpus(slurm: SlurmCluster) -> str:
