@@ -189,6 +189,12 @@ class SlurmLogin:
         if code != 0 and "Invalid job id" not in err:
             raise SlurmError(f"scancel failed: {_one_line(err) or f'exit status {code}'}")
 
+    async def end_reason(self, job_id: str) -> str | None:
+        """Slurm's record of how an ended pilot ended (`FAILED, exit code 1:0 …`), or
+        None when it has none."""
+        code, out, _ = await self._run(slurm.end_command(job_id))
+        return slurm.parse_end(out) if code == 0 else None
+
     async def sees_pilot_home(self, job_id: str) -> bool:
         """Does the login node see the files a running pilot wrote in its home on the
         compute node (its `attach` script)? Only where the two share a file system."""

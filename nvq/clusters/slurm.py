@@ -38,6 +38,7 @@ RUNNING_STATES = frozenset({"RUNNING"})
 # `squeue -o`: the reason goes last, the one field that could hold our separator.
 SQUEUE_FORMAT = "%i|%T|%L|%N|%r"
 ATTACH_NOT_READY = 75  # the attach script's exit status while the runner is not up yet
+PILOT_LOG = "pilot.log"  # the batch script's output, in the pilot's home on the compute node
 
 
 class PilotStatus(msgspec.Struct, frozen=True):
@@ -72,13 +73,6 @@ def _path(path: str) -> str:
 
 
 shell_path = _path
-
-
-def _home_word(path: str) -> str:
-    """Like `_path`, for a word where `~` would not expand (after `--opt=`)."""
-    if path.startswith("~/"):
-        return '"$HOME"/' + shlex.quote(path[2:])
-    return shlex.quote(path)
 
 
 def pilot_home(cluster: ClusterConfig, job_id: str) -> str:
@@ -131,16 +125,21 @@ def sbatch_options(cluster: ClusterConfig) -> list[str]:
 def pilot_script(
     cluster: ClusterConfig, python: str | None = None, install: Sequence[str] = ()
 ) -> str:
-    """The batch script: set up, write the attach script, run the runner in the
-    foreground (the allocation lasts as long as it does). `python`: the interpreter
-    nvq installed the runner for (see `runner_install_node`); else `cluster.python`.
-    `install`: lines that install that runner where the compute node lacks it."""
+    """The batch script: log to the pilot's home on the compute node, set up, write the
+    attach script, run the runner in the foreground (the allocation lasts as long as
+    it does). `python`: the interpreter nvq installed the runner for (see
+    `runner_install_node`); else `cluster.python`. `install`: lines that install that
+    runner where the compute node lacks it."""
     lines = [
         "#!/bin/bash -l",
         f"# nvq pilot for cluster {cluster.name}",
         "set -e",
         f'H={_path(cluster.home.rstrip("/"))}/"$SLURM_JOB_ID"',
         'mkdir -p "$H"',
+        # Slurm's own output is /dev/null (see `sbatch_command`): the script's goes
+        # here, on the compute node, and the waiting attach step relays it to the
+        # daemon, which names it when the pilot ends before its runner answers.
+        f'exec >>"$H/{PILOT_LOG}" 2>&1',
         *cluster.setup,
         *(f"export {key}={shlex.quote(value)}" for key, value in cluster.env.items()),
         *install,
@@ -162,13 +161,11 @@ def pilot_script(
 def sbatch_command(cluster: ClusterConfig) -> str:
     """`sbatch --parsable <options>`, which reads the pilot script (`pilot_script`) on
     stdin: the script carries the runner where compute nodes do not share the login
-    node's home, too big for a command line."""
-    home = cluster.home.rstrip("/")
+    node's home, too big for a command line. Slurm's own output goes to /dev/null, a
+    path every compute node has: a path in `home` that a compute node lacks would end
+    the pilot before its script ran (the script keeps its own log, `PILOT_LOG`)."""
     opts = " ".join(shlex.quote(o) for o in sbatch_options(cluster))
-    # Slurm's own output goes next to the runners' homes, not into the login cwd;
-    # sbatch does not expand `~`, so the login shell does it here.
-    output = f"--output={_home_word(home + '/slurm-%j.out')}"
-    return f"mkdir -p {_path(home)} && sbatch --parsable {output} {opts}"
+    return f"sbatch --parsable --output=/dev/null {opts}"
 
 
 def squeue_command(cluster: ClusterConfig) -> str:
@@ -178,23 +175,55 @@ def squeue_command(cluster: ClusterConfig) -> str:
     )
 
 
+def end_command(job_id: str) -> str:
+    """What Slurm recorded of an ended job: sacct where the site keeps accounting,
+    else scontrol, which remembers a job for `MinJobAge` (300 s by default)."""
+    j = shlex.quote(job_id)
+    return (
+        f"sacct --noheader --parsable2 --allocations --jobs={j} "
+        f"--format=State,ExitCode,Reason 2>/dev/null | grep . || scontrol show job --oneliner {j}"
+    )
+
+
 def scancel_command(job_ids: list[str]) -> str:
     return "scancel " + " ".join(shlex.quote(j) for j in job_ids)
 
 
 def attach_command(cluster: ClusterConfig, job_id: str) -> str:
-    """A step inside the pilot's allocation that splices to its runner."""
-    return step_command(job_id, pilot_home(cluster, job_id), "attach")
+    """A step inside the pilot's allocation that waits for its runner, relaying the
+    batch script's log on stderr meanwhile, then splices to it: one step per start,
+    however long the site's setup takes (its `sleep` is on the compute node, not an
+    `srun` each time)."""
+    home = pilot_home(cluster, job_id)
+    return (
+        f"{_srun(job_id)} /bin/sh -c {shlex.quote(ATTACH_WAIT)} nvq-attach {_path(home)}"
+    )
+
+
+# $1: the pilot's home. Waits for the runner's socket (the batch script may not even
+# have made the home yet), relaying the script's log to stderr meanwhile.
+ATTACH_WAIT = (
+    'h="$1"; t=""; n=0; '
+    f'until test -S "$h/runner.sock" && test -x "$h/attach"; do '
+    f'if test -z "$t" && test -f "$h/{PILOT_LOG}"; then '
+    f'tail -n +1 -f "$h/{PILOT_LOG}" >&2 & t=$!; fi; '
+    "n=$((n+1)); if test $n -lt 50; then sleep 0.1; else sleep 0.5; fi; done; "
+    'test -z "$t" || kill "$t" 2>/dev/null; exec "$h/attach"'
+)
+
+
+def _srun(job_id: str) -> str:
+    # `--overlap` shares the allocation's resources with the runner; `--unbuffered`
+    # because frames are binary and srun would otherwise hold output until a newline.
+    return (
+        f"srun --jobid={shlex.quote(job_id)} --overlap --nodes=1 --ntasks=1 --unbuffered "
+        "--quiet"
+    )
 
 
 def step_command(job_id: str, home: str, script: str) -> str:
-    """Run the pilot's `script` (attach, run) in a step of its allocation. `--overlap`
-    shares the allocation's resources with the runner; `--unbuffered` because frames
-    are binary and srun would otherwise hold output until a newline."""
-    return (
-        f"srun --jobid={shlex.quote(job_id)} --overlap --nodes=1 --ntasks=1 --unbuffered "
-        f"--quiet {_path(home)}/{script}"
-    )
+    """Run the pilot's `script` (`run`) in a step of its allocation."""
+    return f"{_srun(job_id)} {_path(home)}/{script}"
 
 
 # ------------------------------------------------------------------ parsing
@@ -222,8 +251,11 @@ def sbatch_error(stderr: str, code: int) -> str:
 
 
 def parse_time_left(text: str) -> float | None:
-    """squeue's `%L` (`[D-][[HH:]MM:]SS`) → seconds; None for UNLIMITED and the like."""
+    """squeue's `%L` (`[D-][[HH:]MM:]SS`) → seconds; None for UNLIMITED and the like.
+    `INVALID` is a job past its limit (Slurm is ending it, KillWait): no time left."""
     text = text.strip()
+    if text == "INVALID":
+        return 0.0
     match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
     if not match:
         return None
@@ -301,3 +333,35 @@ def parse_squeue_json(text: str, name: str, now: float | None = None) -> list[Pi
             )
         )
     return out
+
+
+def parse_end(stdout: str) -> str | None:
+    """`end_command`'s answer → `FAILED, exit code 1:0 (NonZeroExitCode)`; None when
+    Slurm no longer knows the job."""
+    text = stdout.strip()
+    if not text:
+        return None
+    if "JobState=" in text:  # scontrol: KEY=VALUE words
+        fields = dict(w.split("=", 1) for w in text.split() if "=" in w)
+        state, code, reason = (
+            fields.get("JobState", ""), fields.get("ExitCode", ""), fields.get("Reason", "")
+        )
+    else:  # sacct: State|ExitCode|Reason
+        state, code, reason, *_ = [*text.splitlines()[0].split("|"), "", "", ""]
+    out = state or "ended"
+    if code and code != "0:0":
+        out += f", exit code {code}"
+    if _reason(reason):
+        out += f" ({reason})"
+    return out
+
+
+def output_tail(text: str, lines: int = 3) -> str:
+    """The last lines of a pilot's batch output that say something (srun's and
+    slurmstepd's own notes about the step being ended left out), on one line."""
+    said = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith(("srun:", "slurmstepd"))
+    ]
+    return " / ".join(said[-lines:])[:400]

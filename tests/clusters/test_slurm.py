@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -79,11 +80,13 @@ def test_walltime_format(seconds: float, text: str) -> None:
 
 
 def test_sbatch_reads_the_script_on_stdin_which_installs_the_runner_only_when_given() -> None:
+    # Slurm's output goes where every compute node can write; the script keeps its
+    # own log in the pilot's home on the compute node.
     assert slurm.sbatch_command(HPC) == (
-        "mkdir -p ~/.nvq/pilots && sbatch --parsable "
-        '--output="$HOME"/.nvq/pilots/slurm-%j.out --job-name=nvq-hpc --nodes=1 --ntasks=1 '
+        "sbatch --parsable --output=/dev/null --job-name=nvq-hpc --nodes=1 --ntasks=1 "
         "--gres=gpu:1"
     )
+    assert 'exec >>"$H/pilot.log" 2>&1' in slurm.pilot_script(HPC)
     plain = slurm.pilot_script(HPC, "/r/venv/bin/python")
     with_install = slurm.pilot_script(HPC, "/r/venv/bin/python", ["R=/r", "echo install"])
     assert with_install.replace("R=/r\necho install\n", "") == plain
@@ -95,12 +98,16 @@ def test_commands_for_listing_cancelling_and_attaching() -> None:
         "squeue --me --noheader --name=nvq-hpc --format='%i|%T|%L|%N|%r'"
     )
     assert slurm.scancel_command(["12", "13"]) == "scancel 12 13"
+    # One step that waits for the runner on the compute node.
     assert slurm.attach_command(HPC, "81234") == (
         "srun --jobid=81234 --overlap --nodes=1 --ntasks=1 --unbuffered --quiet "
-        "~/.nvq/pilots/81234/attach"
+        f"/bin/sh -c {shlex.quote(slurm.ATTACH_WAIT)} nvq-attach ~/.nvq/pilots/81234"
     )
     spaced = ClusterConfig(name="hpc", host="login", home="/scratch/my nvq/")
-    assert slurm.attach_command(spaced, "7").endswith(" '/scratch/my nvq/7'/attach")
+    assert slurm.attach_command(spaced, "7").endswith(" nvq-attach '/scratch/my nvq/7'")
+    assert slurm.step_command("7", "/scratch/my nvq/7", "run").endswith(
+        "--quiet '/scratch/my nvq/7'/run"
+    )
     assert slurm.pilot_home(spaced, "7") == "/scratch/my nvq/7"
 
 
@@ -191,7 +198,7 @@ def test_sbatch_error_is_slurms_message_on_one_line() -> None:
         ("3-5", 3 * 86400 + 5 * 3600.0),
         ("UNLIMITED", None),
         ("NOT_SET", None),
-        ("INVALID", None),
+        ("INVALID", 0.0),  # past its limit, being ended: not unlimited
         ("", None),
     ],
 )
@@ -278,3 +285,25 @@ def test_parse_squeue_json_of_two_slurm_versions() -> None:
         PilotStatus("8", "RUNNING", None, 30.0, "n2"),
         PilotStatus("9", "PENDING", "Priority", None, None),
     ]
+
+
+def test_how_an_ended_pilot_ended_from_sacct_or_scontrol() -> None:
+    assert slurm.parse_end("FAILED|3:0|NonZeroExitCode\n") == (
+        "FAILED, exit code 3:0 (NonZeroExitCode)"
+    )
+    scontrol = (
+        "JobId=4 JobName=nvq-hpc JobState=FAILED Reason=NonZeroExitCode Dependency=(null) "
+        "ExitCode=3:0 RunTime=00:00:04"
+    )
+    assert slurm.parse_end(scontrol) == "FAILED, exit code 3:0 (NonZeroExitCode)"
+    assert slurm.parse_end("JobId=5 JobState=CANCELLED Reason=None ExitCode=0:15") == (
+        "CANCELLED, exit code 0:15"
+    )
+    assert slurm.parse_end("") is None
+    assert "scontrol show job --oneliner 4" in slurm.end_command("4")
+
+
+def test_output_tail_leaves_out_sruns_own_notes() -> None:
+    text = "setting up\nmodule: cuda/99 not found\nsrun: error: vm: task 0: Terminated\n"
+    assert slurm.output_tail(text) == "setting up / module: cuda/99 not found"
+    assert slurm.output_tail("srun: error: Unable to create step\n") == ""

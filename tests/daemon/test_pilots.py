@@ -374,7 +374,7 @@ def test_nvq_installs_the_pilots_runner_itself_with_no_home_shared_with_the_logi
     # The compute node installed it from the copy in its batch script.
     installed = json.loads((tmp_path / "pilots" / "runner" / "venv" / "nvq-build.json").read_text())
     assert installed["version"] == nvq_version
-    out = next((tmp_path / "pilots").glob("slurm-*.out")).read_text()
+    out = next((tmp_path / "pilots").glob("*/pilot.log")).read_text()
     assert "NVQ-INSTALLED" in out, out
     # Its artifacts came back all the same, and the log says job pull cannot reach it.
     dest = tmp_path / "got"
