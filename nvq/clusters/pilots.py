@@ -14,6 +14,14 @@ start) lists the cluster's pilots with squeue and then:
 * `scaling.decide` says how many to submit and which to scancel. A submission Slurm
   refuses raises one alert and blocks further requests until `retry()` (or a new
   config, which makes a new manager).
+* a pilot that ends before its runner ever answered failed to start: the next
+  request waits `start_backoff` (doubling, capped), and after `MAX_START_FAILURES` in
+  a row one alert names the last reason (its batch output, relayed by the waiting
+  attach step, else sacct or scontrol) and requests stop until `retry()`: a site's
+  admins see a polite user, never an sbatch loop.
+* a running pilot is reached with one `srun` step that waits on the compute node for
+  the runner (`slurm.attach_command`); a step that ends anyway is opened again
+  after a backoff, never on a fixed short poll.
 
 A login node that cannot be reached is retried with backoff. The pilots' links run
 over it, so they drop and their nodes go down the ordinary way (with the queue's
@@ -30,6 +38,7 @@ from typing import Any, Protocol
 import anyio
 import asyncssh
 
+from nvq.clusters import slurm
 from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import (
     SlurmError,
@@ -51,12 +60,26 @@ log = logging.getLogger("nvq.clusters")
 POLL_STEADY = 10.0  # seconds between squeue passes while nothing is about to change
 POLL_STARTING = 1.0  # while a pilot waits to start: its first job waits for it
 BACKOFF_MAX = 60.0
+START_BACKOFF_FIRST = 5.0  # seconds before the request after a pilot failed to start
+START_BACKOFF_MAX = 300.0
+MAX_START_FAILURES = 3  # failed starts in a row that stop requests until retry
+OPEN_BACKOFF_MAX = 30.0  # between attach steps of a pilot whose step keeps ending
 # Said of a pilot that left squeue or stopped running (scancel, walltime, preemption).
 ENDED = "the Slurm allocation ended"
 RELEASED = "released: no job needed it"
 DRAINED = "released: the cluster is drained"
 
 PilotOpener = Callable[[], Awaitable[RunnerChannel]]
+
+
+def released_why(target: int | None) -> str:
+    """Why the pilots a decision gives back go: a drain or a person's count, else no
+    job needed them (said of pending ones too: jobs may wait, for a drained cluster)."""
+    if target == 0:
+        return DRAINED
+    if target is not None:
+        return f"released: the cluster is scaled to {target}"
+    return RELEASED
 
 
 class PilotHooks(Protocol):
@@ -126,6 +149,16 @@ class PilotManager:
         self._idle: dict[str, float] = {}  # running pilots' idle_since, last pass
         self.waiting: list[WaitingJob] = []  # jobs only a pilot could take, last pass
         self.unshared: str | None = None  # why the pilots' home is not shared, once seen
+        self.up: set[str] = set()  # pilots whose runner answered (a Hello) at least once
+        self.released: set[str] = set()  # pilots this queue cancelled
+        self.start_failures = 0  # pilots in a row that ended before their runner answered
+        self.hold_until = 0.0  # no request before this (after a failed start)
+        self._opens: dict[str, int] = {}  # attach steps opened since the runner last answered
+        self._channels: dict[str, RunnerChannel] = {}  # each pilot's last attach step
+        self._said: dict[str, str] = {}  # the batch output an earlier attach step relayed
+        self._begun = 0  # passes begun and done, so a view can wait for a fresh one
+        self._done = 0
+        self._passed = anyio.Event()
 
     # ---------------------------------------------------------- commands
 
@@ -142,9 +175,18 @@ class PilotManager:
         self.scale(0)
 
     def retry(self) -> None:
-        """Lift the block a refused submission set."""
+        """Lift the block a refused submission or failed starts set."""
         self.refused = None
+        self.start_failures = 0
+        self.hold_until = 0.0
         self.kick()
+
+    def runner_up(self, job_id: str) -> None:
+        """The pilot's runner answered: it started, and counts as a node from now on."""
+        self.up.add(job_id)
+        self._opens.pop(job_id, None)
+        self.start_failures = 0
+        self.hold_until = 0.0
 
     def view(self) -> dict[str, Any]:
         """`nvq cluster status NAME` as a document."""
@@ -202,8 +244,24 @@ class PilotManager:
         self.login = login
         self.error = None
         while True:
-            await self.step()
+            self._begun += 1
+            try:
+                await self.step()
+            finally:
+                self._done += 1
+                self._passed.set()
+                self._passed = anyio.Event()
             await self._sleep(self._next_pass())
+
+    async def refreshed(self, timeout: float) -> None:
+        """Return after a pass that began now or later (squeue read after this call:
+        `cluster status` right after an `scancel` shows it), or after `timeout`, or at
+        once while the login node is not connected (the last view is all there is)."""
+        want = self._begun + 1
+        self.kick()
+        with anyio.move_on_after(timeout):
+            while self.login is not None and self._done < want:
+                await self._passed.wait()
 
     def _next_pass(self) -> float:
         """Seconds to the next pass: sooner while a pilot waits to start, and no later
@@ -223,6 +281,8 @@ class PilotManager:
             for since in self._idle.values():
                 due = since + self.cluster.idle_release - now
                 wait = min(wait, max(self._poll_starting, due))
+            if self.hold_until > now and self.waiting:
+                wait = min(wait, self.hold_until - now)
         return wait
 
     async def _sleep(self, seconds: float) -> None:
@@ -270,9 +330,67 @@ class PilotManager:
 
     async def _ended(self, job_id: str, why: str) -> None:
         self.started.discard(job_id)
-        if job_id not in self.ended:
-            self.ended.add(job_id)
-            await self.hooks.pilot_ended(f"{self.cluster.name}/{job_id}", why)
+        if why.startswith("released"):
+            self.released.add(job_id)
+        if job_id in self.ended:
+            return
+        self.ended.add(job_id)
+        if job_id not in self.up and job_id not in self.released:
+            why = await self._start_failed(job_id)
+        self._channels.pop(job_id, None)
+        self._said.pop(job_id, None)
+        self._opens.pop(job_id, None)
+        await self.hooks.pilot_ended(f"{self.cluster.name}/{job_id}", why)
+
+    async def _start_failed(self, job_id: str) -> str:
+        """A pilot ended before its runner answered: back off, and stop asking after
+        `MAX_START_FAILURES` in a row, with one alert naming the reason. Returns what
+        its end event says."""
+        reason = await self._failure_reason(job_id)
+        why = f"ended before its runner answered: {reason}"
+        self.start_failures += 1
+        delay = min(START_BACKOFF_MAX, START_BACKOFF_FIRST * 2 ** (self.start_failures - 1))
+        self.hold_until = self._clock() + delay
+        log.warning(
+            "cluster %s: pilot %s %s (%d in a row)",
+            self.cluster.name, job_id, why, self.start_failures,
+        )
+        if self.start_failures >= MAX_START_FAILURES and self.refused is None:
+            self.refused = (
+                f"{self.start_failures} pilots in a row ended before their runner answered; "
+                f"the last, {job_id}: {reason}"
+            )
+            await self.hooks.alert(
+                self.cluster,
+                f"cluster {self.cluster.name}: {self.refused} (no more requests until "
+                f"the config changes or `nvq cluster retry {self.cluster.name}`)",
+            )
+        return why
+
+    def _keep_said(self, job_id: str) -> None:
+        """Keep what the pilot's last attach step relayed of its batch output: a step
+        opened after the allocation ended says only srun's refusal."""
+        channel = self._channels.get(job_id)
+        said = slurm.output_tail(channel.stderr_tail) if channel is not None else ""
+        if said:
+            self._said[job_id] = said
+
+    async def _failure_reason(self, job_id: str) -> str:
+        """The batch script's last words, relayed by the attach step, else Slurm's
+        record of the job."""
+        self._keep_said(job_id)
+        said = self._said.pop(job_id, "")
+        if said:
+            return said
+        login = self.login
+        if login is not None:
+            try:
+                recorded = await login.end_reason(job_id)
+            except (SlurmError, NodeUnreachable, asyncssh.Error, OSError):
+                recorded = None
+            if recorded:
+                return f"Slurm says {recorded}"
+        return "Slurm keeps no record of why"
 
     # ---------------------------------------------------------- one pass
 
@@ -288,8 +406,8 @@ class PilotManager:
         mine = {s.job_id: s for s in listed if s.job_id in self.known}
         for job_id in sorted(self.known - set(mine)):
             await self._ended(job_id, ENDED)
-            self.known.discard(job_id)
-            self.ended.discard(job_id)
+            for seen in (self.known, self.ended, self.up, self.released):
+                seen.discard(job_id)
         if self.target == 0:
             # Drained: a pilot whose sbatch was in flight when the drain came starts
             # after it. It is given back before it is handed a job.
@@ -328,6 +446,7 @@ class PilotManager:
             PilotView(
                 job_id=s.job_id,
                 phase=s.phase,
+                starting=s.phase == "running" and s.job_id not in self.up,
                 time_left=s.time_left,
                 idle_since=self.hooks.idle_since(f"{self.cluster.name}/{s.job_id}")
                 if s.phase == "running"
@@ -343,7 +462,7 @@ class PilotManager:
             self.cluster,
             now,
             target=self.target,
-            blocked=self.refused is not None,
+            blocked=self.refused is not None or now < self.hold_until,
         )
         self.last = decision
         if decision.release:
@@ -351,9 +470,10 @@ class PilotManager:
                 "cluster %s: releasing pilots %s", self.cluster.name, ", ".join(decision.release)
             )
             await login.cancel(decision.release)
+            why = released_why(self.target)
             # Gone for the daemon now, before Slurm ends its runner under a live link.
             for job_id in decision.release:
-                await self._ended(job_id, RELEASED)
+                await self._ended(job_id, why)
         target = self.target
         for _ in range(decision.request):
             # A drain or scale that came while an sbatch was in flight stops the rest.
@@ -384,10 +504,20 @@ class PilotManager:
 
     def _opener(self, job_id: str) -> PilotOpener:
         async def open_channel() -> RunnerChannel:
+            # The step waits for the runner itself; one that ended anyway (the runner
+            # died, Slurm refused the step) is not opened again at once: each is a
+            # job step in the site's logs.
+            opened = self._opens.get(job_id, 0)
+            if opened:
+                await anyio.sleep(min(OPEN_BACKOFF_MAX, 2.0 ** (opened - 1)))
+            self._opens[job_id] = opened + 1
             # The connection of the moment: the login node may have been reconnected.
             login = self.login
             if login is None:
                 raise NodeUnreachable(login_node(self.cluster), self.error or "not connected")
-            return await login.open_pilot(job_id)
+            channel = await login.open_pilot(job_id)
+            self._keep_said(job_id)
+            self._channels[job_id] = channel
+            return channel
 
         return open_channel

@@ -7,10 +7,12 @@ ones to cancel:
 
 * a job counts towards a new pilot once it would fit one (GPUs, memory, walltime)
   and has waited `scale_after`;
-* pilots still pending in Slurm, and running ones that sit idle with room for a job
-  (one that started this moment and has not been given its job yet), absorb that
-  demand before new ones are requested, and pending ones beyond it are cancelled
-  (their jobs found room elsewhere);
+* pilots still pending in Slurm, running ones whose runner has not answered yet
+  (`starting`: capacity from the moment Slurm grants the allocation, not from the
+  runner's hello), and running ones that sit idle with room for a job (one that
+  started this moment and has not been given its job yet), absorb that demand before
+  new ones are requested, and pending ones beyond it are cancelled (their jobs found
+  room elsewhere);
 * the total stays within `max_pilots`, and `min_pilots` are kept and requested;
 * a running pilot idle for `idle_release` is released, oldest idle first, while
   more than `min_pilots` remain;
@@ -33,6 +35,7 @@ CPU_JOBS_PER_PILOT = 4  # CPU-only jobs one pilot is counted to take (the runner
 class PilotView(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
     phase: str  # "requested" | "running" | "ending" (PilotStatus.phase)
+    starting: bool = False  # running, its runner not connected yet: all its cards free
     time_left: float | None = None  # seconds; None when unlimited or unknown
     idle_since: float | None = None  # when it last became idle; None while it runs jobs
 
@@ -106,7 +109,11 @@ def absorb(
 ) -> tuple[list[WaitingJob], set[str]]:
     """Pack jobs onto the idle running pilots they fit (cards and walltime), largest
     first; answer the jobs left over and the pilots that take some."""
-    free = {p.job_id: cluster.gpus_per_pilot for p in running if p.idle_since is not None}
+    free = {
+        p.job_id: cluster.gpus_per_pilot
+        for p in running
+        if p.idle_since is not None or p.starting
+    }
     left = {p.job_id: p.time_left for p in running}
     unplaced: list[WaitingJob] = []
     taking: set[str] = set()
@@ -171,6 +178,7 @@ def decide(
             p
             for p in alive
             if p.phase == "running"
+            and not p.starting
             and p.idle_since is not None
             and now - p.idle_since >= idle_for
             and (target is not None or p.job_id not in taking)

@@ -1,7 +1,15 @@
-"""A pilot's link events, as any node's, except that a pilot whose runner is not this
-queue's version is refused before the daemon acts on its Hello: nvq installs the
-pilots' runner itself, so a different one is a site-managed `python` left behind by
-an upgrade, and running jobs on it would mix versions silently."""
+"""A pilot's link events, as any node's, except:
+
+* a pilot whose runner is not this queue's version is refused before the daemon acts
+  on its Hello: nvq installs the pilots' runner itself, so a different one is a
+  site-managed `python` left behind by an upgrade, and running jobs on it would mix
+  versions silently;
+* until its runner first answers, a pilot is `starting`, never down: its allocation
+  is alive (Slurm says when it ends, `DaemonPilots.pilot_ended`) and a site's setup
+  may take minutes, so `node_grace` counts from the runner's first connection;
+* its attach step opens through the login node even while the runner is away, so an
+  open step is not news: a pilot reported down stays down until its runner answers
+  again (one `node_down` per outage)."""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from nvq.daemon.link import NodeEvents
 from nvq.daemon.nodes import NodeRuntime, Sender
 from nvq_runner import protocol as p
 
+STARTING = "starting"  # a pilot whose runner has not answered yet
 Refuse = Callable[[NodeRuntime, str], Awaitable[None]]
 Accepted = Callable[[NodeRuntime], None]
 
@@ -44,7 +53,12 @@ class PilotLinkEvents:
         return why is not None
 
     async def on_connected(self, node: NodeRuntime, send: Sender) -> None:
+        was = node.state
         await self.inner.on_connected(node, send)
+        if node.hello is None:
+            node.state = STARTING
+        elif was == "down":
+            node.state = "down"
 
     async def on_message(self, node: NodeRuntime, msg: p.RunnerMsg) -> None:
         if not await self._refused(node, msg):
@@ -62,6 +76,8 @@ class PilotLinkEvents:
         await self.inner.on_disconnected(node, error)
 
     async def check_down(self, node: NodeRuntime) -> None:
+        if node.hello is None:
+            return  # starting: its grace begins once its runner has answered
         await self.inner.check_down(node)
 
     async def wait_unignored(self, node: NodeRuntime) -> None:

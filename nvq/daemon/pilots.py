@@ -38,7 +38,7 @@ from nvq.daemon.link import NodeEvents, run_link
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.pending_view import time_limit
 from nvq.daemon.pilot_ids import PilotIds
-from nvq.daemon.pilot_link import PilotLinkEvents
+from nvq.daemon.pilot_link import STARTING, PilotLinkEvents
 from nvq.daemon.reassign import Machines
 from nvq.daemon.state import State
 from nvq.domain import card_marks, reassign
@@ -180,6 +180,9 @@ class DaemonPilots:
             if seen is not None:
                 view = msgspec.structs.replace(
                     view,
+                    # A starting pilot's attach step waits for its runner: nothing
+                    # about it is an error yet.
+                    error=None if view.state == STARTING else view.error,
                     host=seen[0].host or view.host,
                     cluster=cluster_name(view.name) or msgspec.UNSET,
                     time_left=self.time_left(view.name),
@@ -236,6 +239,7 @@ class DaemonPilots:
             runner_step=slurm.step_command(pilot_job_id(node.name), node.home, "run"),
         )
         runtime.card_marks = card_marks.of_node(self.state.cards, node.name)
+        runtime.state = STARTING
         # An adopted pilot resumes where its journal was applied (exactly once).
         record = (await self.state.store.nodes()).get(node.name)
         if record is not None:
@@ -256,9 +260,13 @@ class DaemonPilots:
                 )
 
         self._tg.start_soon(link)
+        # The compute node Slurm chose (its status comes before its node), not the
+        # login node every pilot is reached through.
+        seen = self.status.get(node.name)
+        host = (seen[0].host if seen else None) or node.host
         async with locked(self.state) as held:
             await held.commit(
-                Tx(events=[NewEvent("pilot_started", None, node.name, {"host": node.host})])
+                Tx(events=[NewEvent("pilot_started", None, node.name, {"host": host})])
             )
         log.info("pilot %s is running: attaching", node.name)
 
@@ -273,6 +281,8 @@ class DaemonPilots:
     def _runner_up(self, node: NodeRuntime) -> None:
         cluster, _, job_id = node.name.partition("/")
         manager = self.managers.get(cluster)
+        if manager is not None:
+            manager.runner_up(job_id)
         if manager is not None and self._tg is not None:
             self._tg.start_soon(manager.check_home_shared, job_id)
 

@@ -206,3 +206,22 @@ def test_an_idle_pilot_about_to_take_a_job_is_not_released() -> None:
 def test_a_job_within_scale_after_asks_for_nothing() -> None:
     assert decide([], [job(1, waited=29.0)], HPC, NOW) == ScaleDecision(0, [], 0)
     assert decide([], [job(1, waited=30.0)], HPC, NOW) == ScaleDecision(1, [], 1)
+
+
+def starting(job_id: str, left: float = 7200.0) -> PilotView:
+    return PilotView(job_id=job_id, phase="running", starting=True, time_left=left)
+
+
+def test_a_pilot_whose_runner_has_not_answered_is_capacity_already() -> None:
+    # The pass that sees the allocation granted still sees its job waiting (the
+    # runner is being set up): the allocation counts, no spare sbatch.
+    assert decide([starting("1")], [job(1)], HPC, NOW) == ScaleDecision(0, [], 0)
+    # It takes as many jobs as it has cards; beyond that another pilot is asked for.
+    five = [job(i) for i in range(5)]
+    assert decide([starting("1")], five, HPC, NOW) == ScaleDecision(1, [], 1)
+    # A job too long for its time left still needs a pilot of its own.
+    assert decide([starting("1", left=600.0)], [job(1)], HPC, NOW).request == 1
+
+
+def test_a_starting_pilot_is_not_released_as_idle() -> None:
+    assert decide([starting("1")], [], HPC, NOW + 10 * HPC.idle_release).release == []

@@ -26,11 +26,18 @@ def _pilots(ctx: Context) -> DaemonPilots:
     return ctx.state.pilots
 
 
+FRESH_WAIT = 10.0  # at most this long for a fresh squeue before the last one is shown
+
+
 async def cluster_status(ctx: Context, req: c.ClusterStatus, user: str) -> list[c.ClusterView]:
     pilots = _pilots(ctx)
-    if req.name is not None:
-        return [_view(pilots.manager(req.name))]
-    return [_view(pilots.manager(name)) for name in sorted(pilots.managers)]
+    names = [req.name] if req.name is not None else sorted(pilots.managers)
+    managers = [pilots.manager(name) for name in names]
+    # Slurm's word as of now, not the last periodic pass (up to `poll` old: a pilot
+    # scancelled a moment ago would still show running).
+    for manager in managers:
+        await manager.refreshed(FRESH_WAIT)
+    return [_view(manager) for manager in managers]
 
 
 def _view(manager: Any) -> c.ClusterView:

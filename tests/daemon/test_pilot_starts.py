@@ -1,0 +1,146 @@
+"""How a pilot starts, as a site's admins would see it: on a cluster whose compute node
+does not see the login node's disk (`site_slurm`), with a site setup that takes a
+while, counting the `sbatch` calls and job steps the queue caused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import Nvq
+from tests.daemon.test_pilots import wait_until
+from tests.harness.slurm import SlurmCluster
+from tests.harness.slurm_fixtures import ClusterQueue, site_home
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def kinds(nvq: Nvq, kind: str) -> list[dict[str, object]]:
+    return [e for e in nvq.events() if e["kind"] == kind]
+
+
+def pilot_states(nvq: Nvq) -> dict[str, str]:
+    return {n["name"]: n["state"] for n in nvq.json("queue", "nodes")}
+
+
+def test_a_pilot_runs_on_a_compute_node_that_does_not_see_the_login_nodes_home(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    # `home` exists only on the login node: Slurm's output may not point there (a
+    # compute node cannot open it and ends the pilot before its script runs).
+    nvq = site_queue()
+    sbatch = site_slurm.sbatch_calls()
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "echo", "on a private node")
+    code, [done] = nvq.wait(job["id"], timeout=150)
+    assert (code, done["state"]) == (0, "completed"), (done, site_slurm.logs())
+    assert nvq.ok("job", "logs", str(job["id"])).out == "on a private node\n"
+    pilot = done["node"].removeprefix("hpc/")
+    # The batch script's own log is on the compute node, in its view of `home`.
+    login_side = site_home(site_slurm, tmp_path)
+    compute_side = site_slurm.compute_view / login_side.relative_to(site_slurm.shared)
+    assert (compute_side / pilot / "pilot.log").exists()
+    assert not (login_side / pilot).exists()
+    assert site_slurm.sbatch_calls() - sbatch == 1
+
+
+def test_a_pilot_that_dies_at_start_is_retried_with_backoff_then_stops_with_one_alert(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster
+) -> None:
+    # The site's setup fails after a few seconds, every time (a module that is gone).
+    setup = ["sleep 4", "echo 'module: cuda/99.9 not found' >&2", "exit 3"]
+    nvq = site_queue(setup=json.dumps(setup))
+    sbatch = site_slurm.sbatch_calls()
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "true")
+    wait_until("the cluster to stop asking", lambda: kinds(nvq, "cluster_refused"), 150)
+    [alert] = kinds(nvq, "cluster_refused")
+    message = str(alert["data"]["message"])  # type: ignore[index]
+    assert "3 pilots in a row ended before their runner answered" in message, message
+    assert "module: cuda/99.9 not found" in message, message
+    assert "nvq cluster retry hpc" in message
+    ended = kinds(nvq, "pilot_ended")
+    assert len(ended) == 3, ended
+    assert site_slurm.sbatch_calls() - sbatch == 3
+    [view] = nvq.json("cluster", "status", "hpc")
+    assert view["refused"] and "cuda/99.9" in view["refused"]
+    # Stopped: the job still waits and more passes ask for nothing.
+    nvq.ok("cluster", "status", "hpc")
+    assert nvq.show(job["id"])["state"] == "pending"
+    assert site_slurm.sbatch_calls() - sbatch == 3
+    assert len(kinds(nvq, "cluster_refused")) == 1
+
+    nvq.ok("cluster", "retry", "hpc")
+    wait_until("a pilot after the retry", lambda: site_slurm.sbatch_calls() - sbatch == 4, 60)
+
+
+def test_a_slow_start_costs_one_sbatch_one_step_and_no_node_down(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster
+) -> None:
+    # A setup longer than node_grace (2s here): the pilot is starting, not down.
+    nvq = site_queue(setup=json.dumps(["sleep 8"]))
+    sbatch, steps = site_slurm.sbatch_calls(), site_slurm.job_steps()
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "echo", "done")
+
+    def starting() -> bool:
+        return any(
+            name.startswith("hpc/") and state == "starting"
+            for name, state in pilot_states(nvq).items()
+        )
+
+    wait_until("a starting pilot", starting, 120)
+    text = nvq.ok("queue", "nodes").out
+    assert "starting" in text and "unreachable" not in text, text
+    code, [done] = nvq.wait(job["id"], timeout=150)
+    assert (code, done["state"]) == (0, "completed"), (done, site_slurm.logs())
+    assert site_slurm.sbatch_calls() - sbatch == 1
+    assert site_slurm.job_steps() - steps <= 2, site_slurm.job_steps() - steps
+    assert kinds(nvq, "node_down") == []
+    [started] = kinds(nvq, "pilot_started")
+    assert started["data"] == {"host": site_slurm.host}
+
+
+def test_drain_scancel_and_a_job_back_in_the_queue_read_as_they_are(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster
+) -> None:
+    # Two CPUs: two pilots run, the third waits in Slurm (Resources).
+    nvq = site_queue(max_pilots="3")
+    ids = [
+        nvq.submit("--gpus", "1", "--vram", "60GiB", "--timeout", "5m", "--", "sleep", "300")["id"]
+        for _ in range(3)
+    ]
+
+    def pilots() -> list[tuple[str, str]]:
+        [view] = nvq.json("cluster", "status", "hpc")
+        return [(p["node"], p["state"]) for p in view["pilots"]]
+
+    def two_running_one_pending() -> bool:
+        states = sorted(state for _, state in pilots())
+        running = [j for j in ids if nvq.show(j)["state"] == "running"]
+        return states == ["PENDING", "RUNNING", "RUNNING"] and len(running) == 2
+
+    wait_until("two pilots running and one pending", two_running_one_pending, 150)
+    [waiting] = [node for node, state in pilots() if state == "PENDING"]
+
+    # Drained while a job waits: the pending pilot goes because of the drain.
+    nvq.ok("cluster", "drain", "hpc")
+    wait_until("the pending pilot released", lambda: kinds(nvq, "pilot_released"), 60)
+    [released] = kinds(nvq, "pilot_released")
+    assert (released["node"], released["data"]) == (
+        waiting, {"reason": "released: the cluster is drained"}
+    )
+
+    # `cluster status` right after an scancel shows Slurm's word of now.
+    [(victim, _), *_] = [(n, s) for n, s in pilots() if s == "RUNNING"]
+    [moved] = [j for j in ids if nvq.show(j).get("node") == victim]
+    site_slurm.run("scancel", victim.removeprefix("hpc/"))
+    assert (victim, "RUNNING") not in pilots()
+
+    # Its job is back in the queue (the drained cluster asks for no pilot): its old
+    # attempt's runtime does not grow in `job ls`.
+    wait_until("the job back in the queue", lambda: nvq.show(moved)["state"] == "pending", 90)
+    row = next(
+        line.split() for line in nvq.ok("job", "ls").out.splitlines()
+        if line.split() and line.split()[0] == str(moved)
+    )
+    assert "pending" in row and "-" in row, row
