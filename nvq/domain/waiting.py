@@ -266,7 +266,17 @@ def summarize(
         return Waiting(UNTIMED, blocking[0].detail)
     if kinds <= {"walltime", "untimed"}:
         return Waiting(WALLTIME, _nodes_say(candidates, blocking))
+    # A pilot with room that only its time left keeps the job from: that, not another
+    # node's lack of room, is what would let it start (a longer allocation).
+    short = [f for f in candidates if _only_time(f)]
+    if short:
+        return Waiting(WALLTIME, _nodes_say(short, [_first_failure(f) for f in short]))
     return Waiting(RESOURCES, _best_candidate(candidates))
+
+
+def _only_time(fit: NodeFit) -> bool:
+    failed = {c.constraint for c in fit.checks if not c.ok}
+    return bool(failed) and failed <= {"walltime", "untimed"}
 
 
 def _undo(facts: NodeFacts) -> str:

@@ -106,8 +106,8 @@ def duration(seconds: float | None) -> str:
 
 
 def runtime(job: Job, now: float) -> str:
-    if job.started_at is None:
-        return ""
+    if job.started_at is None or job.state in ("pending", "held", "paused"):
+        return ""  # back in the queue: its old attempt's clock has stopped
     end = job.ended_at if job.ended_at is not None else now
     return duration(end - job.started_at)
 

@@ -280,6 +280,15 @@ def test_a_pilot_too_short_for_the_job_is_walltime_not_priority() -> None:
     assert fit(job(time_limit=400.0), facts(pilot(488.0))).fits
 
 
+def test_a_job_only_a_pilots_time_left_keeps_out_is_walltime_beside_a_full_node() -> None:
+    # The lab's node is full, the pilot has room but too little time: the pilot's
+    # walltime is what holds the job, not Resources.
+    full = fit(job(time_limit=465.0, vram_mb=20 * GIB), facts(slot("gpu1", (1, 1))))
+    short = fit(job(time_limit=465.0, vram_mb=20 * GIB), facts(pilot(488.0)))
+    got = w.summarize(job(time_limit=465.0), [full, short])
+    assert got == w.Waiting(w.WALLTIME, "hpc/4: " + failing(short)["walltime"])
+
+
 def test_an_untimed_job_on_pilots_that_take_only_timed_ones_is_untimed() -> None:
     untimed = fit(job(), facts(pilot(3600.0)))
     assert w.summarize(job(), [untimed]) == w.Waiting(

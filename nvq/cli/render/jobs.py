@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields
 
 
 def runtime(job: Job, now: float | None = None) -> str:
-    if job.started_at is None:
+    # A job back in the queue (reassigned, preempted) keeps its first start, but its
+    # old attempt is not running: no clock ticks for it (`job show` lists attempts).
+    if job.started_at is None or job.state in WAITING:
         return "-"
     end = job.ended_at or (now or time.time())
     return format_duration(max(0.0, end - job.started_at))
