@@ -159,6 +159,8 @@ class PilotManager:
         self._begun = 0  # passes begun and done, so a view can wait for a fresh one
         self._done = 0
         self._passed = anyio.Event()
+        self._connection: anyio.CancelScope | None = None  # the login connection's task
+        self._reinstall = False  # `python` or `home` changed: install the runner again
 
     # ---------------------------------------------------------- commands
 
@@ -180,6 +182,22 @@ class PilotManager:
         self.start_failures = 0
         self.hold_until = 0.0
         self.kick()
+
+    def reconfigure(self, cluster: ClusterConfig) -> None:
+        """A changed `[[clusters]]` table (`daemon reload`): its next pilots use it and
+        the block on requests is lifted, as the refusal promised. A new way to reach
+        the login node reconnects; a new `python` or `home` installs the runner again."""
+        old, self.cluster = self.cluster, cluster
+        reach = ("host", "port", "user", "identity", "known_hosts")
+        if any(getattr(old, k) != getattr(cluster, k) for k in reach):
+            if self._connection is not None:
+                self._connection.cancel()
+        elif (old.python, old.home) != (cluster.python, cluster.home):
+            self._reinstall = True
+        if self.login is not None:
+            self.login.cluster = cluster
+            self.login.node = login_node(cluster)
+        self.retry()
 
     def runner_up(self, job_id: str) -> None:
         """The pilot's runner answered: it started, and counts as a node from now on."""
@@ -228,13 +246,18 @@ class PilotManager:
                 await self._unreachable(str(exc))
             else:
                 failures = 0
+                scope = self._connection = anyio.CancelScope()
                 try:
-                    await self._serve(conn)
+                    with scope:
+                        await self._serve(conn)
                 except (NodeUnreachable, asyncssh.Error, OSError) as exc:
                     await self._unreachable(str(exc))
                 finally:
+                    self._connection = None
                     self.login = None
                     conn.close()
+                if scope.cancelled_caught:
+                    continue  # reconfigured: reach the login node the new way now
             await self._sleep(min(BACKOFF_MAX, 0.5 * 2**failures))
             failures += 1
 
@@ -398,6 +421,9 @@ class PilotManager:
         """List the pilots, follow their changes, apply one scaling decision."""
         login = self.login
         assert login is not None
+        if self._reinstall:
+            self._reinstall = False
+            login.runner = await install_pilot_runner(login.conn, self.cluster)
         try:
             listed = await login.pilots()
         except SlurmError as exc:

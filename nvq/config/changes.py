@@ -3,7 +3,9 @@ SIGHUP). Pure: the old and new configs in, the plan out.
 
 Nodes added are connected; nodes removed are drained (their running jobs finish) and
 forgotten once idle; a node whose connection changed is reconnected; its other fields
-(cards, owner, setup, ...) apply at once. Everything else in the file applies at once
+(cards, owner, setup, ...) apply at once. A `[[clusters]]` table that changed applies
+to its next pilots and lifts a block on requests (as `nvq cluster retry` does);
+adding or removing a cluster needs a restart. Everything else in the file applies at once
 too (limits, users, notify, submit, most of [queue]), except what the daemon set up
 at start: those are refused, one line each, and the running value is kept."""
 
@@ -18,8 +20,8 @@ from nvq.config.types import Config, NodeConfig, QueueConfig
 # [queue] keys the daemon acts on only at start (the local node, the control socket).
 RESTART_QUEUE = ("local_node", "local_node_name", "local_home", "local_gpus", "local_env",
                  "members_group")
-# Whole sections set up at start: pilot managers, the remote CLI, backups.
-RESTART_SECTIONS = ("clusters", "remote", "backup")
+# Whole sections set up at start: the remote CLI, backups.
+RESTART_SECTIONS = ("remote", "backup")
 # A node's fields that change how it is reached (or which runner it is).
 RECONNECT = ("host", "port", "user", "identity", "known_hosts", "home", "python", "jump",
              "hops")
@@ -64,6 +66,9 @@ def diff(old: Config, new: Config) -> ConfigChanges:
         if getattr(old, section) != getattr(new, section):
             kept[section] = getattr(old, section)
             out.refused.append(f"[{section}] changed: needs a daemon restart (kept as it was)")
+    clusters = _clusters(old, new, out)
+    if clusters is not None:
+        kept["clusters"] = clusters
     for section in ("users", "limits", "notify", "submit"):
         if getattr(old, section) != getattr(new, section):
             out.applied.append(f"[{section}] changed: applied")
@@ -98,3 +103,25 @@ def diff(old: Config, new: Config) -> ConfigChanges:
     if kept:
         out.config = msgspec.structs.replace(new, **kept)
     return out
+
+
+def _clusters(old: Config, new: Config, out: ConfigChanges) -> list[Any] | None:
+    """Changed `[[clusters]]` tables apply (the pilot managers take them); a cluster
+    added or removed needs a restart: the list kept then, else None."""
+    before = {c.name: c for c in old.clusters}
+    after = {c.name: c for c in new.clusters}
+    if before.keys() != after.keys():
+        out.refused.append(
+            "[clusters] a cluster added or removed: needs a daemon restart (kept as it was)"
+        )
+        return list(old.clusters)
+    for name, cluster in after.items():
+        prev = before[name]
+        if prev != cluster:
+            keys = [k for k in type(cluster).__struct_fields__
+                    if getattr(prev, k) != getattr(cluster, k)]
+            out.applied.append(
+                f"cluster {name} {', '.join(keys)} changed: applied to its next pilots "
+                "(requests resume)"
+            )
+    return None

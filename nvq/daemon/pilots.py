@@ -97,6 +97,15 @@ class DaemonPilots:
                 tg.start_soon(manager.run)
             tg.start_soon(self._vacate_loop)
 
+    def reconfigure(self, clusters: list[ClusterConfig]) -> None:
+        """`daemon reload` with changed `[[clusters]]` tables (the same names: adding or
+        removing one needs a restart, `nvq.config.changes`)."""
+        for cluster in clusters:
+            manager = self.managers.get(cluster.name)
+            if manager is not None and cluster != manager.cluster:
+                self.clusters[cluster.name] = cluster
+                manager.reconfigure(cluster)
+
     def manager(self, name: str) -> PilotManager:
         manager = self.managers.get(name)
         if manager is None:

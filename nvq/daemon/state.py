@@ -21,6 +21,7 @@ import anyio
 import msgspec
 
 from nvq.config import Config
+from nvq.config.types import ClusterConfig
 from nvq.daemon.effects import Actions, Effects
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.frames import kill_msg, start_msg, stop_signal
@@ -51,6 +52,7 @@ class PilotNodes(Protocol):
     def slot_fields(self, node: str) -> dict[str, Any]: ...
     def may_fit(self, job: JobRecord) -> bool: ...
     def node_views(self, views: list[NodeView]) -> list[NodeView]: ...
+    def reconfigure(self, clusters: list[ClusterConfig]) -> None: ...
 
 # States whose jobs live in memory (the rest are history, read from the database).
 LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.HELD, JobState.PAUSED})

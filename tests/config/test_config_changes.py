@@ -61,6 +61,30 @@ def test_what_needs_a_restart_is_refused_and_kept() -> None:
     assert diff(_config(BASE), _config(BASE)).applied == []
 
 
+CLUSTER = """
+[[clusters]]
+name = "hpc"
+host = "login.hpc"
+partition = "nosuch"
+"""
+
+
+def test_a_changed_cluster_applies_and_one_added_or_removed_needs_a_restart() -> None:
+    old = _config(BASE + CLUSTER)
+    fixed = _config(BASE + CLUSTER.replace("nosuch", "gpu"))
+    ch = diff(old, fixed)
+    assert ch.applied == [
+        "cluster hpc partition changed: applied to its next pilots (requests resume)"
+    ]
+    assert ch.refused == [] and ch.config.clusters == fixed.clusters
+    more = _config(BASE + CLUSTER + CLUSTER.replace('"hpc"', '"hpc2"'))
+    added = diff(old, more)
+    assert added.refused == [
+        "[clusters] a cluster added or removed: needs a daemon restart (kept as it was)"
+    ]
+    assert added.config.clusters == old.clusters
+
+
 def test_node_add_appends_a_checked_table(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("# keep me\n" + BASE)

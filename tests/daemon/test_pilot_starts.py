@@ -12,7 +12,13 @@ import pytest
 from tests.cluster import Nvq
 from tests.daemon.test_pilots import wait_until
 from tests.harness.slurm import SlurmCluster
-from tests.harness.slurm_fixtures import ClusterQueue, site_home
+from tests.harness.slurm_fixtures import (
+    ClusterQueue,
+    site_home,
+    toml_str,
+    write_cluster_queue_config,
+)
+from tests.harness.sshd import SshdNode
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -144,3 +150,20 @@ def test_drain_scancel_and_a_job_back_in_the_queue_read_as_they_are(
         if line.split() and line.split()[0] == str(moved)
     )
     assert "pending" in row and "-" in row, row
+
+
+def test_a_clusters_change_applies_on_reload_and_lifts_the_refusal(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster, site_login: SshdNode, tmp_path: Path
+) -> None:
+    nvq = site_queue(partition=toml_str("nosuch"))
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "echo", "fixed")
+    wait_until("Slurm's refusal", lambda: kinds(nvq, "cluster_refused"), 90)
+    # The refusal says a config change lifts it: the partition is put right.
+    home = toml_str(site_home(site_slurm, tmp_path))
+    write_cluster_queue_config(nvq, site_slurm, site_login, tmp_path, home=home)
+    out = nvq.ok("daemon", "reload").out
+    assert "cluster hpc partition changed: applied" in out, out
+    code, [done] = nvq.wait(job["id"], timeout=150)
+    assert (code, done["state"]) == (0, "completed"), (done, site_slurm.logs())
+    [reloaded] = kinds(nvq, "config_reloaded")
+    assert reloaded["data"]["refused"] == []  # type: ignore[index]
