@@ -119,6 +119,7 @@ def test_waiting_job_brings_a_pilot_that_is_released_when_idle(
             _, name = await hooks.until("submitted")
             assert await hooks.until("started") == ("started", name)
             hello = await hello_through(hooks.openers[name])
+            pilots.runner_up(name.removeprefix("hpc/"))  # what the daemon says on a Hello
             assert [g.name for g in hello.gpus] == ["A100"]
             assert hooks.statuses[name].phase == "running"
             assert pilots.view()["pilots"][0]["node"] == name
@@ -197,6 +198,7 @@ def test_restarted_daemon_adopts_its_running_pilot_and_sees_scancel(
             tg.start_soon(pilots.run)
             assert await hooks.until("started") == ("started", name)
             hello = await hello_through(hooks.openers[name])
+            pilots.runner_up(job_id)
             assert hello.backend == "fake"
 
             slurm_cluster.run("scancel", job_id)

@@ -331,7 +331,7 @@ def test_a_pilot_offers_only_the_cards_slurm_granted_and_its_jobs_see_the_alloca
         "sbatch", "--parsable", "--gres=gpu:1", "--wrap", "sleep 300"
     ).stdout.strip()
     slurm_cluster.wait_state(other, "RUNNING")
-    nvq = cluster_queue()
+    nvq = cluster_queue(idle_release=toml_str("10m"))  # still there for `queue nodes`
     (tmp_path / "pilot-gpus.toml").write_text(
         'cuda = "12.4"\n[[gpu]]\nname = "A100"\nmemory = "80GiB"\n'
         '[[gpu]]\nname = "A100"\nmemory = "80GiB"\n'
@@ -344,6 +344,10 @@ def test_a_pilot_offers_only_the_cards_slurm_granted_and_its_jobs_see_the_alloca
     assert code == 0, done
     pilot_id = done["node"].removeprefix("hpc/")
     assert nvq.ok("job", "logs", str(job["id"])).out == f"1 {pilot_id} 1\n"
+    # Card 0 is not off for a reason of the queue's: `queue nodes` says whose it is.
+    shown = nvq.ok("queue", "nodes").out
+    assert f"  {done['node']}:0 outside its Slurm allocation" in shown, shown
+    assert "(not allocated)" in shown and "(off)" not in shown, shown
     slurm_cluster.run("scancel", other)
 
 

@@ -12,7 +12,7 @@ from nvq.values import format_duration, format_mib
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
     from nvq.control import ArraySummary, QueueStatus
-    from nvq.model import Event, NodeView
+    from nvq.model import Event, GpuView, NodeView
 
 
 def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
@@ -32,7 +32,7 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
                     clip(g.name, 22),
                     f"{format_mib(g.mem_used_mb)}/{format_mib(g.mem_total_mb)}",
                     f"{g.util_percent}%" if g.util_percent is not None else "-",
-                    format_mib(max(0, g.free_mb)) + ("" if g.schedulable else " (off)"),
+                    format_mib(max(0, g.free_mb)) + _off(n, g),
                     ",".join(map(str, g.jobs)) or "-",
                 ]
             )
@@ -56,6 +56,12 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
         if getattr(g, "faults", None)
     ]
     errors += [
+        f"  {n.name}:{','.join(str(g.index) for g in outside)} outside its Slurm allocation "
+        "(the compute node's other cards are other jobs')"
+        for n in nodes
+        if (outside := [g for g in n.gpus if _outside_allocation(n, g)])
+    ]
+    errors += [
         f"  {n.name}:{g.index} reserved for {g.reservation} (nvq reserve ls)"
         for n in nodes
         for g in n.gpus
@@ -66,6 +72,23 @@ def nodes_table(nodes: list[NodeView], procs: bool = False) -> str:
     if procs:
         out += "\n\n" + table(["GPU", "PID", "USER", "MEM", "OWNER"], proc_rows)
     return out
+
+
+def _outside_allocation(n: NodeView, g: GpuView) -> bool:
+    """A pilot's card that NVML shows but Slurm did not grant its allocation (a site
+    without ConstrainDevices): never placed on, and not the queue's to explain as off."""
+    return (
+        isinstance(n.cluster, str)
+        and not g.schedulable
+        and not getattr(g, "faults", None)
+        and not getattr(g, "reservation", None)
+    )
+
+
+def _off(n: NodeView, g: GpuView) -> str:
+    if g.schedulable:
+        return ""
+    return " (not allocated)" if _outside_allocation(n, g) else " (off)"
 
 
 def unreachable_label(n: NodeView, now: float | None = None) -> str | None:
