@@ -1,20 +1,32 @@
 """A queue whose only capacity is a one-host Slurm cluster on loopback (the test
-harness's): how long a job waits for a pilot, cold, with `scale_after = 0`.
+harness's, four fake GRES GPUs, two CPUs): what a job waits for a pilot, and what the
+queue asks of Slurm for it, the figures a site's admins would look at.
 
-Per run, one job is submitted while no pilot exists; the daemon asks for one, Slurm
-starts it, the daemon attaches through `srun --overlap` and starts the job there.
-Then the pilot is released (`idle_release = 1s`) and gone from Slurm before the
-next run. Figures:
+By default the compute node does not see the login node's disk (slurmd in a mount
+namespace of its own, `private_compute`); `--shared-home` lets it see it, which is
+how code from before pilots wrote their output there can be measured at all.
 
-* `submit_to_running`: `nvq job submit` returned → the job's start (its `started_at`).
-* `pilot_start_to_first_job`: the allocation's StartTime in Slurm (whole seconds) →
-  the job's start: the runner's start-up, the attach and the dispatch.
-* `attach_to_first_job`: the pilot node's `node_up` event → the job's start.
+* **cold starts** (`--runs`): one job submitted while no pilot exists (`scale_after =
+  0`); the daemon asks for one, Slurm starts it, the daemon attaches and starts the
+  job. The pilot is released (`idle_release = 1s`) and gone before the next run.
+  `submit_to_running` (submit returned → the job's start), `pilot_start_to_first_job`
+  (the allocation's StartTime in Slurm, whole seconds → the job's start),
+  `attach_to_first_job` (the pilot node's `node_up` → the job's start).
+  `sbatch_per_start`: sbatch calls per run (one job: goal 1).
+* **sbatch per 100 jobs** (`--jobs`, scaled to 100): that many one-card jobs of a
+  second each, needing a card to themselves, wait at once; `max_pilots = 2`, so the
+  demand rule asks for exactly 2 pilots. `sbatch_calls` (slurmctld's log),
+  `pilots_needed` (2, or fewer jobs), `spare_sbatch` (the difference: goal 0),
+  `pilots_used` (pilots that ran a job).
+* **a slow start** (`--setup-seconds`, default 40): one pilot whose site `setup`
+  takes that long, with `node_grace = 2s`. `job_steps_per_start` (slurmd's log: goal
+  ≤ 2), `node_down_per_start` (goal 0), `sbatch_calls`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import sys
@@ -27,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import emit, machine, summary_ms
 
-from tests.cluster import make_nvq
-from tests.harness.slurm import SlurmCluster, SlurmUnavailable
+from tests.cluster import Nvq, make_nvq
+from tests.harness.slurm import SlurmCluster
 from tests.harness.slurm_fixtures import toml_str, write_cluster_queue_config
-from tests.harness.sshd import SshdNode, make_client_key
+from tests.harness.sshd import ClientKey, SshdNode, make_client_key
 
 
 def start_time(cluster: SlurmCluster, job_id: str) -> float:
@@ -40,31 +52,46 @@ def start_time(cluster: SlurmCluster, job_id: str) -> float:
     return datetime.fromisoformat(match.group(1)).timestamp()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="nvq-bench-slurm-"))
-    try:
-        cluster = SlurmCluster.start(gpus=2)
-    except SlurmUnavailable:
-        cluster = SlurmCluster.start()
-    login = SshdNode(tmp / "login", make_client_key(tmp / "client"))
-    nvq = make_nvq(tmp)
+class Site:
+    """The cluster and one login node; a fresh queue per figure."""
+
+    def __init__(self, tmp: Path, cluster: SlurmCluster, key: ClientKey) -> None:
+        self.tmp = tmp
+        self.cluster = cluster
+        self.login = SshdNode(tmp / "login", key)
+        cluster.login_node_env(self.login)
+        self.login.start()
+        self.made = 0
+
+    def queue(self, **settings: str) -> Nvq:
+        self.made += 1
+        where = self.tmp / f"q{self.made}"
+        where.mkdir()
+        nvq = make_nvq(where)
+        home = self.cluster.shared / f"q{self.made}" / "pilots"
+        home.mkdir(parents=True)
+        settings = {"home": toml_str(home), **settings}
+        write_cluster_queue_config(nvq, self.cluster, self.login, where, **settings)
+        nvq.ok("queue", "status")
+        return nvq
+
+    def close(self) -> None:
+        self.login.close()
+
+
+def cold_starts(site: Site, runs: int) -> dict[str, object]:
+    cluster = site.cluster
+    nvq = site.queue(idle_release=toml_str("1s"))
+    sbatch = cluster.sbatch_calls()
     waits: list[float] = []
     from_start: list[float] = []
     from_attach: list[float] = []
     try:
-        cluster.login_node_env(login)
-        login.start()
-        write_cluster_queue_config(nvq, cluster, login, tmp, idle_release=toml_str("1s"))
-        nvq.ok("queue", "status")
-        gpus = "1" if cluster.gpus else "0"
-        for _ in range(args.runs):
+        for _ in range(runs):
             since = max((e["id"] for e in nvq.events()), default=0)
-            job = nvq.submit("--gpus", gpus, "--timeout", "1m", "--", "true")
+            job = nvq.submit("--gpus", "1", "--timeout", "1m", "--", "true")
             returned = time.time()
-            _, [done] = nvq.wait(job["id"], timeout=120)
+            _, [done] = nvq.wait(job["id"], timeout=300)
             assert done["state"] == "completed", done
             node = done["node"]
             pilot = node.removeprefix("hpc/")
@@ -74,19 +101,96 @@ def main() -> None:
             from_start.append(done["started_at"] - start_time(cluster, pilot))
             from_attach.append(done["started_at"] - up)
             cluster.wait_state(pilot, "", timeout=60)
-        emit(
-            {
-                "bench": "slurm_pilot",
-                "machine": machine(),
-                "gres_gpus": cluster.gpus,
-                "submit_to_running": summary_ms(waits),
-                "pilot_start_to_first_job": summary_ms(from_start),
-                "attach_to_first_job": summary_ms(from_attach),
-            }
-        )
+        calls = cluster.sbatch_calls() - sbatch
     finally:
         nvq.shutdown()
-        login.close()
+        cluster.reset_jobs()
+    return {
+        "sbatch_per_start": round(calls / runs, 2),
+        "submit_to_running": summary_ms(waits),
+        "pilot_start_to_first_job": summary_ms(from_start),
+        "attach_to_first_job": summary_ms(from_attach),
+    }
+
+
+def sbatch_per_jobs(site: Site, jobs: int) -> dict[str, object]:
+    cluster = site.cluster
+    nvq = site.queue(max_pilots="2", idle_release=toml_str("10s"))
+    before = cluster.sbatch_calls()
+    try:
+        ids = [
+            nvq.submit("--gpus", "1", "--vram", "60GiB", "--timeout", "1m", "--", "sleep", "1")[
+                "id"
+            ]
+            for _ in range(jobs)
+        ]
+        _, done = nvq.wait(*ids, timeout=600)
+        assert all(d["state"] == "completed" for d in done), done
+        calls = cluster.sbatch_calls() - before
+        used = len({d["node"] for d in done})
+        needed = min(2, jobs)
+    finally:
+        nvq.shutdown()
+        cluster.reset_jobs()
+    return {
+        "jobs": jobs,
+        "sbatch_calls": calls,
+        "pilots_needed": needed,
+        "spare_sbatch": calls - needed,
+        "pilots_used": used,
+        "sbatch_per_100_jobs": round(calls * 100 / jobs, 2),
+    }
+
+
+def slow_start(site: Site, setup_seconds: float) -> dict[str, object]:
+    cluster = site.cluster
+    nvq = site.queue(setup=json.dumps([f"sleep {setup_seconds:g}"]))
+    sbatch, steps = cluster.sbatch_calls(), cluster.job_steps()
+    try:
+        asked = time.time()
+        job = nvq.submit("--gpus", "1", "--timeout", "1m", "--", "true")
+        _, [done] = nvq.wait(job["id"], timeout=setup_seconds + 300)
+        assert done["state"] == "completed", done
+        downs = sum(1 for e in nvq.events() if e["kind"] == "node_down")
+        figures = {
+            "setup_seconds": setup_seconds,
+            "sbatch_calls": cluster.sbatch_calls() - sbatch,
+            "job_steps_per_start": cluster.job_steps() - steps,
+            "node_down_per_start": downs,
+            "submit_to_start_s": round(done["started_at"] - asked, 1),
+        }
+    finally:
+        nvq.shutdown()
+        cluster.reset_jobs()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3, help="cold starts timed")
+    parser.add_argument("--jobs", type=int, default=100, help="jobs for the sbatch count")
+    parser.add_argument("--setup-seconds", type=float, default=40.0)
+    parser.add_argument("--shared-home", action="store_true",
+                        help="the compute node sees the login node's disk")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="nvq-bench-slurm-"))
+    cluster = SlurmCluster.start(gpus=4, private_compute=not args.shared_home)
+    site = Site(tmp, cluster, make_client_key(tmp / "client"))
+    try:
+        doc: dict[str, object] = {
+            "bench": "slurm_pilot",
+            "machine": machine(),
+            "private_compute": not args.shared_home,
+        }
+        if args.runs:
+            doc.update(cold_starts(site, args.runs))
+        if args.jobs:
+            doc["sbatch"] = sbatch_per_jobs(site, args.jobs)
+        if args.setup_seconds:
+            doc["slow_start"] = slow_start(site, args.setup_seconds)
+        emit(doc)
+    finally:
+        site.close()
         cluster.close()
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -72,6 +72,11 @@ DRAINED = "released: the cluster is drained"
 PilotOpener = Callable[[], Awaitable[RunnerChannel]]
 
 
+def start_backoff(failures: int) -> float:
+    """Seconds before the next request after `failures` failed starts in a row."""
+    return min(START_BACKOFF_MAX, START_BACKOFF_FIRST * 2 ** max(0, failures - 1))
+
+
 def released_why(target: int | None) -> str:
     """Why the pilots a decision gives back go: a drain or a person's count, else no
     job needed them (said of pending ones too: jobs may wait, for a drained cluster)."""
@@ -372,8 +377,7 @@ class PilotManager:
         reason = await self._failure_reason(job_id)
         why = f"ended before its runner answered: {reason}"
         self.start_failures += 1
-        delay = min(START_BACKOFF_MAX, START_BACKOFF_FIRST * 2 ** (self.start_failures - 1))
-        self.hold_until = self._clock() + delay
+        self.hold_until = self._clock() + start_backoff(self.start_failures)
         log.warning(
             "cluster %s: pilot %s %s (%d in a row)",
             self.cluster.name, job_id, why, self.start_failures,

@@ -14,7 +14,7 @@ import pytest
 
 from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import SlurmLogin, connect_login
-from nvq.clusters.pilots import PilotManager, PilotOpener
+from nvq.clusters.pilots import MAX_START_FAILURES, PilotManager, PilotOpener, start_backoff
 from nvq.clusters.scaling import WaitingJob
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
@@ -271,3 +271,9 @@ def test_a_pilot_home_the_login_node_cannot_see_is_noted_without_an_alert(tmp_pa
         assert "installs the runner from its batch script" in pilots.unshared
 
     run(main)
+
+
+def test_failed_starts_back_off_doubling_to_a_cap() -> None:
+    assert [start_backoff(n) for n in (1, 2, 3, 4)] == [5.0, 10.0, 20.0, 40.0]
+    assert start_backoff(30) == 300.0
+    assert MAX_START_FAILURES == 3

@@ -67,6 +67,9 @@ def test_a_pilot_that_dies_at_start_is_retried_with_backoff_then_stops_with_one_
     assert "nvq cluster retry hpc" in message
     ended = kinds(nvq, "pilot_ended")
     assert len(ended) == 3, ended
+    for event in ended:
+        reason = str(event["data"]["reason"])  # type: ignore[index]
+        assert reason.startswith("ended before its runner answered: "), reason
     assert site_slurm.sbatch_calls() - sbatch == 3
     [view] = nvq.json("cluster", "status", "hpc")
     assert view["refused"] and "cuda/99.9" in view["refused"]
