@@ -32,6 +32,7 @@ BENCHES: list[list[str]] = [
     ["blob_cache.py"],
     ["lazy_artifacts.py", "--files", "10", "--mib", "50"],
     ["pilot_scaling.py"],
+    ["slurm_pilot.py", "--runs", "3", "--jobs", "100", "--setup-seconds", "40"],
     ["image_staging.py", "--mib", "200"],
 ]
 

@@ -74,7 +74,7 @@ PilotOpener = Callable[[], Awaitable[RunnerChannel]]
 
 def start_backoff(failures: int) -> float:
     """Seconds before the next request after `failures` failed starts in a row."""
-    return min(START_BACKOFF_MAX, START_BACKOFF_FIRST * 2 ** max(0, failures - 1))
+    return float(min(START_BACKOFF_MAX, START_BACKOFF_FIRST * 2.0 ** max(0, failures - 1)))
 
 
 def released_why(target: int | None) -> str:
