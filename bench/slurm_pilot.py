@@ -18,9 +18,10 @@ how code from before pilots wrote their output there can be measured at all.
   demand rule asks for exactly 2 pilots. `sbatch_calls` (slurmctld's log),
   `pilots_needed` (2, or fewer jobs), `spare_sbatch` (the difference: goal 0),
   `pilots_used` (pilots that ran a job).
-* **a slow start** (`--setup-seconds`, default 40): one pilot whose site `setup`
-  takes that long, with `node_grace = 2s`. `job_steps_per_start` (slurmd's log: goal
-  ≤ 2), `node_down_per_start` (goal 0), `sbatch_calls`.
+* **a slow start** (`--setup-seconds`, default 40): one job, one pilot whose site
+  `setup` takes that long, `node_grace = 2s`, `max_pilots = 2`. `sbatch_calls` (goal
+  1: no spare), `job_steps_per_start` (slurmd's log: goal ≤ 2), `node_down_per_start`
+  (goal 0).
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def sbatch_per_jobs(site: Site, jobs: int) -> dict[str, object]:
 
 def slow_start(site: Site, setup_seconds: float) -> dict[str, object]:
     cluster = site.cluster
-    nvq = site.queue(setup=json.dumps([f"sleep {setup_seconds:g}"]))
+    # Room for a second pilot: one the rule did not ask for would show.
+    nvq = site.queue(setup=json.dumps([f"sleep {setup_seconds:g}"]), max_pilots="2")
     sbatch, steps = cluster.sbatch_calls(), cluster.job_steps()
     try:
         asked = time.time()

@@ -50,19 +50,23 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         cluster.close()
 
 
-@pytest.fixture
-def slurm_login(
-    tmp_path: Path, sshd_client_key: ClientKey, slurm_cluster: SlurmCluster
-) -> Iterator[SshdNode]:
+def _login_node(tmp_path: Path, key: ClientKey, cluster: SlurmCluster) -> Iterator[SshdNode]:
     if not sshd_available():
         pytest.skip("OpenSSH sshd is not installed (`make parts` installs openssh-server)")
-    node = SshdNode(tmp_path / "login", sshd_client_key)
+    node = SshdNode(tmp_path / "login", key)
     try:
-        slurm_cluster.login_node_env(node)
+        cluster.login_node_env(node)
         node.start()
         yield node
     finally:
         node.close()
+
+
+@pytest.fixture
+def slurm_login(
+    tmp_path: Path, sshd_client_key: ClientKey, slurm_cluster: SlurmCluster
+) -> Iterator[SshdNode]:
+    yield from _login_node(tmp_path, sshd_client_key, slurm_cluster)
 
 
 # The pilot runner's cards (the fake backend), whatever Slurm hands out.
@@ -152,16 +156,15 @@ def write_cluster_queue_config(
 ClusterQueue = Callable[..., Nvq]
 
 
-@pytest.fixture
-def cluster_queue(
-    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+def _queues(
+    slurm: SlurmCluster, login: SshdNode, tmp_path: Path, **defaults: str
 ) -> Iterator[ClusterQueue]:
     made: list[Nvq] = []
 
     def make(**settings: str) -> Nvq:
         nvq = make_nvq(tmp_path)
         made.append(nvq)  # shut down even when its config is refused
-        write_cluster_queue_config(nvq, slurm_cluster, slurm_login, tmp_path, **settings)
+        write_cluster_queue_config(nvq, slurm, login, tmp_path, **{**defaults, **settings})
         return nvq
 
     try:
@@ -169,6 +172,13 @@ def cluster_queue(
     finally:
         for nvq in made:
             nvq.shutdown()
+
+
+@pytest.fixture
+def cluster_queue(
+    slurm_cluster: SlurmCluster, slurm_login: SshdNode, tmp_path: Path
+) -> Iterator[ClusterQueue]:
+    yield from _queues(slurm_cluster, slurm_login, tmp_path)
 
 
 @pytest.fixture(scope="session")
@@ -197,15 +207,7 @@ def site_slurm(_site_slurm_once: SlurmCluster) -> Iterator[SlurmCluster]:
 def site_login(
     tmp_path: Path, sshd_client_key: ClientKey, site_slurm: SlurmCluster
 ) -> Iterator[SshdNode]:
-    if not sshd_available():
-        pytest.skip("OpenSSH sshd is not installed (`make parts` installs openssh-server)")
-    node = SshdNode(tmp_path / "login", sshd_client_key)
-    try:
-        site_slurm.login_node_env(node)
-        node.start()
-        yield node
-    finally:
-        node.close()
+    yield from _login_node(tmp_path, sshd_client_key, site_slurm)
 
 
 @pytest.fixture
@@ -214,21 +216,8 @@ def site_queue(
 ) -> Iterator[ClusterQueue]:
     """Like `cluster_queue` over `site_slurm`; the pilots' home is in the directory
     only the login node sees (`site_home(tmp_path)`)."""
-    made: list[Nvq] = []
-    home = site_home(site_slurm, tmp_path)
-
-    def make(**settings: str) -> Nvq:
-        nvq = make_nvq(tmp_path)
-        made.append(nvq)
-        settings = {"home": toml_str(home), **settings}
-        write_cluster_queue_config(nvq, site_slurm, site_login, tmp_path, **settings)
-        return nvq
-
-    try:
-        yield make
-    finally:
-        for nvq in made:
-            nvq.shutdown()
+    home = toml_str(site_home(site_slurm, tmp_path))
+    yield from _queues(site_slurm, site_login, tmp_path, home=home)
 
 
 def site_home(slurm: SlurmCluster, tmp_path: Path) -> Path:
