@@ -20,7 +20,13 @@ from nvq.clusters.config import ClusterConfig
 from nvq.clusters.runner_bundle import RunnerBundle, install_lines, runner_bundle
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
-from nvq.daemon.ssh import RunnerChannel, connect_node, open_runner_channel, run_command
+from nvq.daemon.ssh import (
+    NodeUnreachable,
+    RunnerChannel,
+    connect_node,
+    open_runner_channel,
+    run_command,
+)
 from nvq.daemon.ssh.bootstrap import bootstrap_node
 
 log = logging.getLogger("nvq.clusters")
@@ -201,6 +207,17 @@ class SlurmLogin:
         home = slurm.pilot_home(self.cluster, job_id)
         code, _, _ = await self._run(f"test -e {slurm.shell_path(home + '/attach')}")
         return code == 0
+
+    async def unshared_note(self, job_id: str) -> str | None:
+        """Once a pilot's runner answers: what the log says where the login node does
+        not see the pilot's home (nothing needs it to, files travel over the pilot's
+        link, but compute nodes then install the runner themselves); None where it
+        does, or where the login node could not be asked."""
+        try:
+            shared = await self.sees_pilot_home(job_id)
+        except (NodeUnreachable, asyncssh.Error, OSError):
+            return None
+        return None if shared else unshared_home(self.cluster, job_id)
 
     async def open_pilot(self, job_id: str) -> RunnerChannel:
         """A channel to the pilot's runner (what a link's opener returns). It ends at

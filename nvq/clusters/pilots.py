@@ -12,16 +12,12 @@ start) lists the cluster's pilots with squeue and then:
   (`hooks.pilot_ended`): its jobs are reassigned like any other down node's;
 * every pilot's state, pending reason and time left go to `hooks.pilot_status`;
 * `scaling.decide` says how many to submit and which to scancel. A submission Slurm
-  refuses raises one alert and blocks further requests until `retry()` (or a new
-  config, which makes a new manager).
-* a pilot that ends before its runner ever answered failed to start: the next
-  request waits `start_backoff` (doubling, capped), and after `MAX_START_FAILURES` in
-  a row one alert names the last reason (its batch output, relayed by the waiting
-  attach step, else sacct or scontrol) and requests stop until `retry()`: a site's
-  admins see a polite user, never an sbatch loop.
-* a running pilot is reached with one `srun` step that waits on the compute node for
-  the runner (`slurm.attach_command`); a step that ends anyway is opened again
-  after a backoff, never on a fixed short poll.
+  refuses raises one alert and blocks further requests until `retry()` or a changed
+  table (`reconfigure()`, on `daemon reload`).
+* a pilot that ends before its runner ever answered failed to start (`pilot_starts`,
+  which also opens each pilot's one waiting attach step):
+  requests back off, and after a few in a row one alert names the reason and they
+  stop until `retry()`: a site's admins see a polite user, never an sbatch loop.
 
 A login node that cannot be reached is retried with backoff. The pilots' links run
 over it, so they drop and their nodes go down the ordinary way (with the queue's
@@ -32,13 +28,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 import asyncssh
 
-from nvq.clusters import slurm
+from nvq.clusters.cluster_view import cluster_view
 from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import (
     SlurmError,
@@ -48,77 +44,19 @@ from nvq.clusters.login import (
     install_pilot_runner,
     login_node,
     pilot_node,
-    unshared_home,
 )
-from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, request_in
+from nvq.clusters.pilot_ends import DRAINED, ENDED, released_why
+from nvq.clusters.pilot_hooks import PilotHooks, PilotOpener
+from nvq.clusters.pilot_starts import PilotStarts
+from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, next_pass_in
 from nvq.clusters.slurm import PilotStatus
-from nvq.config import NodeConfig
-from nvq.daemon.ssh import NodeUnreachable, RunnerChannel
+from nvq.daemon.ssh import NodeUnreachable
 
 log = logging.getLogger("nvq.clusters")
 
 POLL_STEADY = 10.0  # seconds between squeue passes while nothing is about to change
 POLL_STARTING = 1.0  # while a pilot waits to start: its first job waits for it
 BACKOFF_MAX = 60.0
-START_BACKOFF_FIRST = 5.0  # seconds before the request after a pilot failed to start
-START_BACKOFF_MAX = 300.0
-MAX_START_FAILURES = 3  # failed starts in a row that stop requests until retry
-OPEN_BACKOFF_MAX = 30.0  # between attach steps of a pilot whose step keeps ending
-# Said of a pilot that left squeue or stopped running (scancel, walltime, preemption).
-ENDED = "the Slurm allocation ended"
-RELEASED = "released: no job needed it"
-DRAINED = "released: the cluster is drained"
-
-PilotOpener = Callable[[], Awaitable[RunnerChannel]]
-
-
-def start_backoff(failures: int) -> float:
-    """Seconds before the next request after `failures` failed starts in a row."""
-    return float(min(START_BACKOFF_MAX, START_BACKOFF_FIRST * 2.0 ** max(0, failures - 1)))
-
-
-def released_why(target: int | None) -> str:
-    """Why the pilots a decision gives back go: a drain or a person's count, else no
-    job needed them (said of pending ones too: jobs may wait, for a drained cluster)."""
-    if target == 0:
-        return DRAINED
-    if target is not None:
-        return f"released: the cluster is scaled to {target}"
-    return RELEASED
-
-
-class PilotHooks(Protocol):
-    """What the manager needs from the daemon. Names are pilot node names, `hpc/81234`."""
-
-    def waiting_jobs(self, cluster: ClusterConfig) -> list[WaitingJob]:
-        """Pending jobs that no existing node (pilots included) can take now."""
-        ...
-
-    def idle_since(self, name: str) -> float | None:
-        """When the pilot's node last ran nothing (since it came up, if it never ran a
-        job); None while it runs jobs or is not connected yet."""
-        ...
-
-    async def pilot_started(self, node: NodeConfig, open_channel: PilotOpener) -> None:
-        """Add the node and start its link with `open_channel`."""
-        ...
-
-    async def pilot_status(self, name: str, status: PilotStatus) -> None:
-        """Slurm's view of the pilot: requested with its reason, or the time it has left."""
-        ...
-
-    async def pilot_ended(self, name: str, why: str) -> None:
-        """The allocation is gone (or going): stop the link and treat the node as down
-        now. Also said of a pilot that never started (cancelled while pending)."""
-        ...
-
-    async def submitted(self, cluster: ClusterConfig, job_id: str) -> None:
-        """Record the id (durably) so a restarted daemon adopts the pilot."""
-        ...
-
-    async def alert(self, cluster: ClusterConfig, message: str) -> None:
-        """One alert: Slurm refused a pilot (its message)."""
-        ...
 
 
 class PilotManager:
@@ -154,13 +92,7 @@ class PilotManager:
         self._idle: dict[str, float] = {}  # running pilots' idle_since, last pass
         self.waiting: list[WaitingJob] = []  # jobs only a pilot could take, last pass
         self.unshared: str | None = None  # why the pilots' home is not shared, once seen
-        self.up: set[str] = set()  # pilots whose runner answered (a Hello) at least once
-        self.released: set[str] = set()  # pilots this queue cancelled
-        self.start_failures = 0  # pilots in a row that ended before their runner answered
-        self.hold_until = 0.0  # no request before this (after a failed start)
-        self._opens: dict[str, int] = {}  # attach steps opened since the runner last answered
-        self._channels: dict[str, RunnerChannel] = {}  # each pilot's last attach step
-        self._said: dict[str, str] = {}  # the batch output an earlier attach step relayed
+        self.starts = PilotStarts()
         self._begun = 0  # passes begun and done, so a view can wait for a fresh one
         self._done = 0
         self._passed = anyio.Event()
@@ -184,8 +116,7 @@ class PilotManager:
     def retry(self) -> None:
         """Lift the block a refused submission or failed starts set."""
         self.refused = None
-        self.start_failures = 0
-        self.hold_until = 0.0
+        self.starts.reset()
         self.kick()
 
     def reconfigure(self, cluster: ClusterConfig) -> None:
@@ -206,35 +137,11 @@ class PilotManager:
 
     def runner_up(self, job_id: str) -> None:
         """The pilot's runner answered: it started, and counts as a node from now on."""
-        self.up.add(job_id)
-        self._opens.pop(job_id, None)
-        self.start_failures = 0
-        self.hold_until = 0.0
+        self.starts.answered(job_id)
 
     def view(self) -> dict[str, Any]:
         """`nvq cluster status NAME` as a document."""
-        return {
-            "name": self.cluster.name,
-            "login": f"{self.cluster.host}:{self.cluster.port}",
-            "connected": self.login is not None,
-            "error": self.error,
-            "target": self.target,
-            "refused": self.refused,
-            "demand": self.last.demand if self.last else 0,
-            "waiting": len(self.waiting),
-            "request_in": request_in(self.waiting, self.cluster, self._clock()),
-            "pilots": [
-                {
-                    "node": f"{self.cluster.name}/{s.job_id}",
-                    "job_id": s.job_id,
-                    "state": s.state,
-                    "reason": s.reason,
-                    "time_left": s.time_left,
-                    "host": s.host,
-                }
-                for s in self.statuses.values()
-            ],
-        }
+        return cluster_view(self, self._clock())
 
     # ---------------------------------------------------------- the task
 
@@ -292,26 +199,19 @@ class PilotManager:
                 await self._passed.wait()
 
     def _next_pass(self) -> float:
-        """Seconds to the next pass: sooner while a pilot waits to start, and no later
-        than the moment an idle pilot is due for release."""
         # A pilot submitted in this pass is not in `statuses` yet: it is starting too.
         starting = bool(self.known - self.statuses.keys()) or any(
             s.phase == "requested" for s in self.statuses.values()
         )
-        wait = self._poll_starting if starting else self._poll
-        if self.target is None:
-            now = self._clock()
-            # No later than the moment a waiting job has waited `scale_after`.
-            for job in self.hooks.waiting_jobs(self.cluster):
-                due = job.waiting_since + self.cluster.scale_after - now
-                if due > 0:
-                    wait = min(wait, max(self._poll_starting, due))
-            for since in self._idle.values():
-                due = since + self.cluster.idle_release - now
-                wait = min(wait, max(self._poll_starting, due))
-            if self.hold_until > now and self.waiting:
-                wait = min(wait, self.hold_until - now)
-        return wait
+        quick, steady = self._poll_starting, self._poll
+        if self.target is not None:
+            return quick if starting else steady
+        waiting = self.hooks.waiting_jobs(self.cluster)
+        hold = self.starts.hold_until if self.waiting else 0.0
+        return next_pass_in(
+            self.cluster, self._clock(), waiting, list(self._idle.values()), hold,
+            quick if starting else steady, quick,
+        )
 
     async def _sleep(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):
@@ -327,16 +227,10 @@ class PilotManager:
         """Once a pilot's runner answers: does the login node see the pilot's home?
         Nothing needs it to (files travel over the pilot's link), but where it does not,
         compute nodes install the runner themselves: the log says so once per cluster."""
-        login = self.login
-        if login is None or self.unshared is not None:
-            return
-        try:
-            shared = await login.sees_pilot_home(job_id)
-        except (NodeUnreachable, asyncssh.Error, OSError):
-            return
-        if not shared:
-            self.unshared = unshared_home(self.cluster, job_id)
-            log.warning("%s", self.unshared)
+        if self.login is not None and self.unshared is None:
+            self.unshared = await self.login.unshared_note(job_id)
+            if self.unshared is not None:
+                log.warning("%s", self.unshared)
 
     async def refuse_pilot(self, job_id: str, why: str) -> None:
         """A pilot the daemon will not use (its runner is another version): give it
@@ -359,65 +253,28 @@ class PilotManager:
     async def _ended(self, job_id: str, why: str) -> None:
         self.started.discard(job_id)
         if why.startswith("released"):
-            self.released.add(job_id)
+            self.starts.released.add(job_id)
         if job_id in self.ended:
             return
         self.ended.add(job_id)
-        if job_id not in self.up and job_id not in self.released:
+        if self.starts.failed_start(job_id):
             why = await self._start_failed(job_id)
-        self._channels.pop(job_id, None)
-        self._said.pop(job_id, None)
-        self._opens.pop(job_id, None)
+        self.starts.ended(job_id)
         await self.hooks.pilot_ended(f"{self.cluster.name}/{job_id}", why)
 
     async def _start_failed(self, job_id: str) -> str:
-        """A pilot ended before its runner answered: back off, and stop asking after
-        `MAX_START_FAILURES` in a row, with one alert naming the reason. Returns what
-        its end event says."""
-        reason = await self._failure_reason(job_id)
-        why = f"ended before its runner answered: {reason}"
-        self.start_failures += 1
-        self.hold_until = self._clock() + start_backoff(self.start_failures)
-        log.warning(
-            "cluster %s: pilot %s %s (%d in a row)",
-            self.cluster.name, job_id, why, self.start_failures,
-        )
-        if self.start_failures >= MAX_START_FAILURES and self.refused is None:
-            self.refused = (
-                f"{self.start_failures} pilots in a row ended before their runner answered; "
-                f"the last, {job_id}: {reason}"
-            )
+        """A pilot ended before its runner answered: back off, and after a few in a row
+        stop asking, with one alert naming the reason. Returns what its end says."""
+        why, stop = await self.starts.failure(job_id, self.login, self._clock())
+        log.warning("cluster %s: pilot %s %s", self.cluster.name, job_id, why)
+        if stop is not None and self.refused is None:
+            self.refused = stop
             await self.hooks.alert(
                 self.cluster,
-                f"cluster {self.cluster.name}: {self.refused} (no more requests until "
-                f"the config changes or `nvq cluster retry {self.cluster.name}`)",
+                f"cluster {self.cluster.name}: {stop} (no more requests until the config "
+                f"changes or `nvq cluster retry {self.cluster.name}`)",
             )
         return why
-
-    def _keep_said(self, job_id: str) -> None:
-        """Keep what the pilot's last attach step relayed of its batch output: a step
-        opened after the allocation ended says only srun's refusal."""
-        channel = self._channels.get(job_id)
-        said = slurm.output_tail(channel.stderr_tail) if channel is not None else ""
-        if said:
-            self._said[job_id] = said
-
-    async def _failure_reason(self, job_id: str) -> str:
-        """The batch script's last words, relayed by the attach step, else Slurm's
-        record of the job."""
-        self._keep_said(job_id)
-        said = self._said.pop(job_id, "")
-        if said:
-            return said
-        login = self.login
-        if login is not None:
-            try:
-                recorded = await login.end_reason(job_id)
-            except (SlurmError, NodeUnreachable, asyncssh.Error, OSError):
-                recorded = None
-            if recorded:
-                return f"Slurm says {recorded}"
-        return "Slurm keeps no record of why"
 
     # ---------------------------------------------------------- one pass
 
@@ -436,8 +293,9 @@ class PilotManager:
         mine = {s.job_id: s for s in listed if s.job_id in self.known}
         for job_id in sorted(self.known - set(mine)):
             await self._ended(job_id, ENDED)
-            for seen in (self.known, self.ended, self.up, self.released):
-                seen.discard(job_id)
+            self.known.discard(job_id)
+            self.ended.discard(job_id)
+            self.starts.forget(job_id)
         if self.target == 0:
             # Drained: a pilot whose sbatch was in flight when the drain came starts
             # after it. It is given back before it is handed a job.
@@ -476,7 +334,7 @@ class PilotManager:
             PilotView(
                 job_id=s.job_id,
                 phase=s.phase,
-                starting=s.phase == "running" and s.job_id not in self.up,
+                starting=s.phase == "running" and self.starts.starting(s.job_id),
                 time_left=s.time_left,
                 idle_since=self.hooks.idle_since(f"{self.cluster.name}/{s.job_id}")
                 if s.phase == "running"
@@ -492,7 +350,7 @@ class PilotManager:
             self.cluster,
             now,
             target=self.target,
-            blocked=self.refused is not None or now < self.hold_until,
+            blocked=self.refused is not None or now < self.starts.hold_until,
         )
         self.last = decision
         if decision.release:
@@ -533,21 +391,10 @@ class PilotManager:
         return True
 
     def _opener(self, job_id: str) -> PilotOpener:
-        async def open_channel() -> RunnerChannel:
-            # The step waits for the runner itself; one that ended anyway (the runner
-            # died, Slurm refused the step) is not opened again at once: each is a
-            # job step in the site's logs.
-            opened = self._opens.get(job_id, 0)
-            if opened:
-                await anyio.sleep(min(OPEN_BACKOFF_MAX, 2.0 ** (opened - 1)))
-            self._opens[job_id] = opened + 1
-            # The connection of the moment: the login node may have been reconnected.
-            login = self.login
-            if login is None:
-                raise NodeUnreachable(login_node(self.cluster), self.error or "not connected")
-            channel = await login.open_pilot(job_id)
-            self._keep_said(job_id)
-            self._channels[job_id] = channel
-            return channel
+        return self.starts.opener(job_id, self._login_now)
 
-        return open_channel
+    def _login_now(self) -> SlurmLogin:
+        """The connection of the moment: the login node may have been reconnected."""
+        if self.login is None:
+            raise NodeUnreachable(login_node(self.cluster), self.error or "not connected")
+        return self.login

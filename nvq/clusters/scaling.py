@@ -202,3 +202,27 @@ def request_in(waiting: list[WaitingJob], cluster: ClusterConfig, now: float) ->
         if fits_shape(j, cluster) and (left := j.waiting_since + cluster.scale_after - now) > 0
     ]
     return min(due, default=None)
+
+
+def next_pass_in(
+    cluster: ClusterConfig,
+    now: float,
+    waiting: list[WaitingJob],
+    idle_since: list[float],
+    hold_until: float,
+    poll: float,
+    soonest: float,
+) -> float:
+    """Seconds to a manager's next pass: `poll` at most, and no later than the moment a
+    waiting job has waited `scale_after`, an idle pilot is due for release, or a hold
+    after a failed start ends (never sooner than `soonest`, but for the hold)."""
+    wait = poll
+    for job in waiting:
+        due = job.waiting_since + cluster.scale_after - now
+        if due > 0:
+            wait = min(wait, max(soonest, due))
+    for since in idle_since:
+        wait = min(wait, max(soonest, since + cluster.idle_release - now))
+    if hold_until > now:
+        wait = min(wait, hold_until - now)
+    return wait

@@ -27,7 +27,8 @@ import msgspec
 from nvq.clusters import slurm
 from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import pilot_job_id
-from nvq.clusters.pilots import PilotManager, PilotOpener
+from nvq.clusters.pilot_hooks import PilotOpener
+from nvq.clusters.pilots import PilotManager
 from nvq.clusters.scaling import WaitingJob, fits_shape, vacate_due
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig

@@ -14,7 +14,9 @@ import pytest
 
 from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import SlurmLogin, connect_login
-from nvq.clusters.pilots import MAX_START_FAILURES, PilotManager, PilotOpener, start_backoff
+from nvq.clusters.pilot_hooks import PilotOpener
+from nvq.clusters.pilot_starts import MAX_START_FAILURES, start_backoff
+from nvq.clusters.pilots import PilotManager
 from nvq.clusters.scaling import WaitingJob
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
@@ -246,8 +248,11 @@ def test_a_pilot_whose_sbatch_was_in_flight_at_a_drain_is_never_given_a_job(
     run(main)
 
 
-class UnsharedLogin:
+class UnsharedLogin(SlurmLogin):
     """A login node that does not see what pilots write in their home."""
+
+    def __init__(self, cluster: ClusterConfig) -> None:
+        self.cluster = cluster
 
     async def sees_pilot_home(self, job_id: str) -> bool:
         return False
@@ -261,7 +266,7 @@ def test_a_pilot_home_the_login_node_cannot_see_is_noted_without_an_alert(tmp_pa
 
     async def main() -> None:
         pilots = manager(config, hooks)
-        pilots.login = UnsharedLogin()  # type: ignore[assignment]
+        pilots.login = UnsharedLogin(config)
         await pilots.check_home_shared("81234")
         assert hooks.events == []
         assert pilots.unshared is not None
