@@ -12,6 +12,7 @@ from nvq.clusters.scaling import (
     decide,
     fits_shape,
     fits_walltime,
+    next_pass_in,
     pilots_needed,
     vacate_due,
 )
@@ -225,3 +226,12 @@ def test_a_pilot_whose_runner_has_not_answered_is_capacity_already() -> None:
 
 def test_a_starting_pilot_is_not_released_as_idle() -> None:
     assert decide([starting("1")], [], HPC, NOW + 10 * HPC.idle_release).release == []
+
+
+def test_the_next_pass_comes_when_something_is_due() -> None:
+    # Nothing due: the poll. A job reaching scale_after, an idle pilot reaching
+    # idle_release, or the end of a hold after a failed start bring it forward.
+    assert next_pass_in(HPC, NOW, [], [], 0.0, 10.0, 1.0) == 10.0
+    assert next_pass_in(HPC, NOW, [job(1, waited=27.0)], [], 0.0, 10.0, 1.0) == 3.0
+    assert next_pass_in(HPC, NOW, [], [NOW - 595.0], 0.0, 10.0, 1.0) == 5.0
+    assert next_pass_in(HPC, NOW, [], [], NOW + 4.0, 10.0, 1.0) == 4.0

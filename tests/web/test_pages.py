@@ -97,6 +97,13 @@ def test_sizes_and_runtimes_read_as_people_read_them() -> None:
     assert (each, total) == (["1m30s", "1m00s", ""], "2m30s")
 
 
+def test_a_job_back_in_the_queue_shows_no_growing_runtime() -> None:
+    started = msgspec.structs.replace(_job(7, JobState.RUNNING), started_at=NOW - 60)
+    assert pages.runtime(started, NOW) == "1m00s"
+    back = msgspec.structs.replace(started, state=JobState.PENDING)  # its node went away
+    assert pages.runtime(back, NOW + 600) == ""
+
+
 def test_a_paused_or_waiting_job_is_nowhere() -> None:
     paused = msgspec.structs.replace(_job(3, JobState.PAUSED), node="ws2", gpus=[0])
     assert pages.where(paused) == ""
