@@ -1,5 +1,6 @@
 """The Slurm test cluster itself: a batch job runs, a step overlaps into it, scancel
-ends it, and the login node's SSH sessions reach the same cluster."""
+ends it, and the login node's SSH sessions reach the same cluster; the shared site
+cluster's compute node has a view of its own and its calls are counted."""
 
 from __future__ import annotations
 
@@ -67,3 +68,22 @@ def test_login_node_sessions_see_the_cluster(
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [f"{PARTITION}*", "idle"]
+
+
+def test_the_site_clusters_compute_node_does_not_see_the_login_nodes_files(
+    site_slurm: SlurmCluster,
+) -> None:
+    (site_slurm.shared / "marker").write_text("login side\n")
+    sbatch, steps = site_slurm.sbatch_calls(), site_slurm.job_steps()
+    job_id = site_slurm.run(
+        "sbatch", "--parsable", "--output=/dev/null", "--gres=gpu:2", "--wrap", "sleep 120"
+    ).stdout.strip()
+    site_slurm.wait_state(job_id, "RUNNING")
+    inside = site_slurm.run(
+        "srun", f"--jobid={job_id}", "--overlap", "-n1", "sh", "-c",
+        f"ls -A {site_slurm.shared}; echo gpus=$SLURM_STEP_GPUS",
+    )
+    # An empty directory of its own where the login node keeps the marker.
+    assert inside.stdout.split() == ["gpus=0,1"], inside.stdout
+    assert site_slurm.run("sinfo", "-h", "-o", "%G").stdout.strip() == "gpu:4"
+    assert (site_slurm.sbatch_calls() - sbatch, site_slurm.job_steps() - steps) == (1, 1)
