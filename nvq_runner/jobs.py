@@ -164,6 +164,8 @@ class JobManager:
                      phase: str = "") -> None:
         log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
         self.sockets.close(msg.job_id)
+        if self._world is not None:
+            self._world.attempt_ended(msg.job_id)  # no artifacts mount left behind
         self._dirs[msg.job_id] = d
         self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
                                             error=error, at=time.time(), phase=phase))
