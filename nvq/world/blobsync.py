@@ -59,8 +59,11 @@ def _read_exact(stream: IO[bytes], size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes]) -> int:
-    """The queue host's side: store the blobs it lacks; returns how many came."""
+def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes],
+            max_bytes: int | None = None) -> int:
+    """The queue host's side: store the blobs it lacks; returns how many came.
+    `max_bytes`: the most one exchange may bring (`[submit] max_snapshot`, for a
+    sender the queue does not trust with its disk)."""
     try:
         wanted = msgspec.json.decode(_line(inp, MAX_LIST_LINE, "the list"), type=list[str])
     except msgspec.DecodeError:
@@ -76,6 +79,10 @@ def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes]) -> int:
         name, _, size = _line(inp, MAX_HEADER, "a file").decode().strip().partition(" ")
         if name != digest or not size.isdigit():
             raise SyncError(f"expected blob {digest[:12]}, got {name[:80]!r}")
+        if max_bytes is not None:
+            max_bytes -= int(size)
+            if max_bytes < 0:
+                raise SyncError("the snapshot is larger than [submit] max_snapshot")
         try:
             store.put_chunks(_read_exact(inp, int(size)), expected=digest)
         except ObjectMismatch:

@@ -10,6 +10,7 @@ import functools
 import anyio
 
 from nvq import control as c
+from nvq.config import SubmitConfig
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.chunk_sync import TreeLog
 from nvq.daemon.context import Context
@@ -57,3 +58,8 @@ async def pull(ctx: Context, req: c.Pull, user: str) -> c.Pulled:
         state.home, node, job, listing.root, req.paths, for_user=None if mine else user
     )
     return c.Pulled(path=str(staging), node=node.name)
+
+
+async def submit_settings(ctx: Context, req: c.SubmitSettings, user: str) -> SubmitConfig:
+    """`[submit]` as the daemon read it: a member cannot read the owner's config."""
+    return ctx.state.config.submit
