@@ -252,7 +252,13 @@ class JobWorld:
         base = env if env is not None else {**os.environ, **msg.env}
         patterns = tuple(msg.setup_files) or DEFAULT_SETUP_FILES
         files = setup_files(manifest, msg.subdir, patterns) if manifest is not None else {}
-        key = setup_key(msg.setup, files)
+        owner = job_owner(msg.user)
+        key = setup_key(msg.setup, files, msg.user if owner is not None else "")
+        if owner is not None:  # as the job itself will see them (spawn.job_env)
+            import pwd
+
+            who = pwd.getpwuid(owner[0])
+            base = {**base, "HOME": who.pw_dir, "USER": who.pw_name, "LOGNAME": who.pw_name}
         # While it runs, the job's setup.log is the build's own log, so `job logs
         # --setup` follows it; once done, a copy (or nothing, when it was cached).
         live = d.path / SETUP_LOG
@@ -262,7 +268,7 @@ class JobWorld:
             live.symlink_to(EnvPaths(self.home, key).log)
         result = ensure_env(
             self.home, key, msg.setup, cwd=cwd, env=base,
-            should_stop=lambda: d.read_tombstone() >= msg.attempt,
+            should_stop=lambda: d.read_tombstone() >= msg.attempt, owner=owner,
         )
         if live.is_symlink():
             live.unlink()
