@@ -1,0 +1,244 @@
+"""A member's job is the owner's job: the same scenarios, through the real CLI, for the
+queue's owner (root) and for a real `useradd` member of `members_group`, on an sshd
+node. One queue serves every cell (module-scoped): two sshd nodes of two cards each,
+and each cell waits for its own jobs to end before the next one starts. A job that
+runs again on another node finds its checkpoint through the on-demand (FUSE) mount."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nvq_runner.fusemount import clean_stale, fuse_mounts, unavailable
+from tests.cluster import Nvq, Run, kill_processes_under, make_nvq, write_mesh_config
+from tests.harness.sshd import SshdNode, make_client_key, sshd_available, start_sshd_nodes
+from tests.members import _workdir, as_user, second_user
+
+ROLES = ["owner", "member"]
+
+# Checkpoints on its --signal and says which signal came; a later attempt resumes from
+# the checkpoint. `ready` tells the test the handler is in place.
+TRAIN = """\
+import os, signal, sys, time
+ck = os.path.join(os.environ["NVQ_ARTIFACTS"], "step")
+if os.path.exists(ck):
+    print("resumed at", open(ck).read().strip(), "as", os.getuid(), flush=True)
+    sys.exit(0)
+def on_signal(sig, frame):
+    with open(ck, "w") as f:
+        f.write("5\\n")
+    print("checkpointed on", signal.Signals(sig).name, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGUSR1, on_signal)
+open(os.path.join(os.environ["NVQ_JOB_DIR"], "ready"), "w").close()
+while True:
+    time.sleep(0.2)
+"""
+
+
+@dataclass
+class Lab:
+    nvq: Nvq
+    user: str  # the member
+    nodes: list[SshdNode]
+
+    def cwd(self, role: str) -> Path:
+        return Path(_workdir(self.user)) if role == "member" else self.nvq.cwd or Path("/")
+
+    def uid(self, role: str) -> int:
+        return pwd.getpwnam(self.user).pw_uid if role == "member" else os.getuid()
+
+    def run(self, role: str, *args: str) -> Run:
+        return as_user(self.user, self.nvq, *args) if role == "member" else self.nvq.run(*args)
+
+    def submit(self, role: str, *args: str) -> dict[str, Any]:
+        r = self.run(role, "job", "submit", "--json", *args)
+        assert r.code == 0, r.err
+        return r.json()  # type: ignore[no-any-return]
+
+    def put(self, role: str, name: str, text: str) -> None:
+        """A file in the directory the role types `nvq` in, theirs."""
+        path = self.cwd(role) / name
+        path.write_text(text)
+        who = pwd.getpwnam(self.user) if role == "member" else pwd.getpwuid(os.getuid())
+        os.chown(path, who.pw_uid, who.pw_gid)
+
+    def ready(self, job_id: int) -> Callable[[dict[str, Any]], bool]:
+        """The job runs and its program has put its signal handler in place."""
+        def pred(job: dict[str, Any]) -> bool:
+            return job["state"] == "running" and any(
+                any(Path(n.home).glob(f"jobs/*-{job_id}-*/ready")) for n in self.nodes)
+        return pred
+
+    def logs(self, role: str, job_id: int) -> str:
+        r = self.run(role, "job", "logs", str(job_id))
+        assert r.code == 0, r.err
+        return r.out
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    if not sshd_available():
+        pytest.skip("OpenSSH sshd is not installed (`make parts` installs openssh-server)")
+    with second_user() as (user, group):
+        top = Path(tempfile.mkdtemp(prefix="nvq-members-jobs-", dir="/tmp"))
+        top.chmod(0o755)
+        nodes: list[SshdNode] = []
+        try:
+            nvq = make_nvq(top)
+            nodes = start_sshd_nodes(top / "sshd", 2, client_key=make_client_key(top / "client"))
+            write_mesh_config(nvq, nodes, queue_extra=f'members_group = "{group}"')
+            nvq.nodes_up(2)
+            yield Lab(nvq, user, nodes)
+        finally:
+            for node in nodes:
+                node.close()
+            try:
+                nvq.shutdown()
+            finally:
+                clean_stale(top)
+                kill_processes_under(top)
+                shutil.rmtree(top, ignore_errors=True)
+
+
+needs_fuse = pytest.mark.skipif(unavailable() is not None, reason=f"FUSE: {unavailable()}")
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_signal_before_the_timeout_reaches_the_program(lab: Lab, role: str) -> None:
+    # No bash between the wrapper and python: a bash there dies of the USR1 the
+    # program handles, and the job ends "killed by signal 10".
+    lab.put(role, "train.py", TRAIN)
+    job = lab.submit(role, "--gpus", "1", "--timeout", "40s", "--signal", "USR1@37s",
+                     "--", "python3", "train.py")
+    code, (done,) = lab.nvq.wait(job["id"], timeout=120)
+    assert (code, done["state"]) == (0, "completed"), done
+    assert lab.logs(role, job["id"]) == "checkpointed on SIGUSR1\n"
+
+
+@needs_fuse
+@pytest.mark.parametrize("role", ROLES)
+def test_a_moved_job_resumes_from_its_checkpoint_with_lazy_artifacts(lab: Lab, role: str) -> None:
+    lab.put(role, "train.py", TRAIN)
+    job = lab.submit(role, "--gpus", "1", "--signal", "USR1", "--", "python3", "train.py")
+    running = lab.nvq.wait_for(job["id"], lab.ready(job["id"]), timeout=90)
+    other = "n1" if running["node"] == "n0" else "n0"
+    r = lab.run(role, "job", "move", str(job["id"]), other)
+    assert r.code == 0, r.err
+    code, (done,) = lab.nvq.wait(job["id"], timeout=120)
+    assert (code, done["state"], done["attempt"], done["node"]) == (0, "completed", 2, other)
+    assert lab.logs(role, job["id"]) == f"resumed at 5 as {lab.uid(role)}\n"
+    _second_attempt_mounted(lab, job["id"])
+
+
+@needs_fuse
+@pytest.mark.parametrize("role", ROLES)
+def test_a_preempted_job_resumes_from_its_checkpoint_with_lazy_artifacts(
+    lab: Lab, role: str
+) -> None:
+    # n1 is taken, the job runs on n0, an urgent job takes n0 from it; once n1 frees,
+    # the job runs there from its checkpoint.
+    # --vram: a job without it would share the cards (issue 37, item 9)
+    blocker = lab.submit("owner", "--gpus", "2", "--vram", "20GiB", "--node", "n1", "--no-snapshot", "--",
+                         "sleep", "600")
+    lab.nvq.wait_for(blocker["id"], lambda j: j["state"] == "running")
+    lab.put(role, "train.py", TRAIN)
+    job = lab.submit(role, "--gpus", "2", "--vram", "20GiB", "--preemptible", "--signal", "USR1",
+                     "--", "python3", "train.py")
+    lab.nvq.wait_for(job["id"], lab.ready(job["id"]), timeout=90)
+    urgent = lab.submit(role, "--gpus", "2", "--vram", "20GiB", "--priority", "10",
+                        "--no-snapshot", "--",
+                        "sleep", "600")
+    lab.nvq.wait_for(urgent["id"], lambda j: j["state"] == "running", timeout=90)
+    lab.nvq.ok("job", "cancel", str(blocker["id"]))
+    code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    lab.nvq.ok("job", "cancel", str(urgent["id"]))
+    assert (code, done["state"], done["node"]) == (0, "completed", "n1"), done
+    shown = lab.nvq.show(job["id"])
+    assert [a["outcome"] for a in shown["attempts"]] == ["preempted", "completed"]
+    assert lab.logs(role, job["id"]) == f"resumed at 5 as {lab.uid(role)}\n"
+    _second_attempt_mounted(lab, job["id"])
+
+
+def _second_attempt_mounted(lab: Lab, job_id: int) -> None:
+    """Attempt 2 found its checkpoint through the on-demand mount, and it is gone."""
+    lab.nvq.wait_for(job_id, lambda j: any(
+        s["attempt"] == 2 for s in j.get("artifact_syncs") or []), timeout=60)
+    syncs = [s for s in lab.nvq.show(job_id)["artifact_syncs"] if s["attempt"] == 2]
+    assert syncs[-1]["mode"] == "mounted", syncs
+    for node in lab.nodes:
+        assert fuse_mounts(Path(node.home)) == []
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_relative_script_runs_from_the_snapshot(lab: Lab, role: str) -> None:
+    lab.put(role, "hello.py", "import os\nprint('in', os.path.basename(os.getcwd()), os.getuid())\n")
+    job = lab.submit(role, "--gpus", "0", "--", "python3", "hello.py")
+    assert job["manifest_id"], job  # a snapshot, never silently none
+    code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"]) == (0, "completed"), done
+    assert lab.logs(role, job["id"]) == f"in work {lab.uid(role)}\n"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_setup_is_built_as_the_jobs_user(lab: Lab, role: str) -> None:
+    # A member's setup ran as root on the node: their command, the runner's rights.
+    job = lab.submit(role, "--gpus", "0", "--no-snapshot", "--setup",
+                     f"id -u > $NVQ_ENV_DIR/built-by; echo {role}",
+                     "--", "cat $NVQ_ENV_DIR/built-by")
+    code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"]) == (0, "completed"), done
+    assert lab.logs(role, job["id"]) == f"{lab.uid(role)}\n"
+
+
+# A requeued job: the first attempt leaves a mark in $NVQ_ARTIFACTS and fails; the
+# next one finds it.
+AGAIN = """\
+import os
+marks = os.path.join(os.environ["NVQ_ARTIFACTS"], "attempts")
+seen = open(marks).read().split() if os.path.exists(marks) else []
+with open(marks, "a") as f:
+    f.write(os.environ["NVQ_ATTEMPT"] + "\\n")
+if seen:
+    print("attempts", " ".join(seen + [os.environ["NVQ_ATTEMPT"]]), flush=True)
+    raise SystemExit(0)
+raise SystemExit(3)
+"""
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_requeued_job_runs_again_with_its_artifacts(lab: Lab, role: str) -> None:
+    lab.put(role, "again.py", AGAIN)
+    job = lab.submit(role, "--gpus", "1", "--", "python3", "again.py")
+    code, (failed,) = lab.nvq.wait(job["id"], timeout=90)
+    assert failed["state"] == "failed", failed
+    lab.nvq.wait_for(job["id"], lambda j: any(  # its artifacts are on the queue host
+        s["attempt"] == 1 for s in j.get("artifact_syncs") or []), timeout=60)
+    r = lab.run(role, "job", "requeue", str(job["id"]))
+    assert r.code == 0, r.err
+    code, (done,) = lab.nvq.wait(job["id"], timeout=120)
+    assert (code, done["state"], done["attempt"]) == (0, "completed", 2), done
+    assert lab.logs(role, job["id"]) == "attempts 1 2\n"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_pull_and_result_give_the_user_their_jobs_files(lab: Lab, role: str) -> None:
+    job = lab.submit(role, "--gpus", "0", "--",
+                     'echo made > out.txt; echo \'{"acc": 7}\' > "$NVQ_JOB_DIR/result.json"')
+    code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"]) == (0, "completed"), done
+    r = lab.run(role, "job", "result", str(job["id"]), "--json")
+    assert r.code == 0 and r.json()["result"] == {"acc": 7}, (r.out, r.err)
+    dest = lab.cwd(role) / f"pulled-{job['id']}"
+    r = lab.run(role, "job", "pull", str(job["id"]), "out.txt", "--to", str(dest))
+    assert r.code == 0, r.err
+    (got,) = dest.rglob("out.txt")
+    assert got.read_text() == "made\n" and got.stat().st_uid == lab.uid(role)
