@@ -215,6 +215,10 @@ async def serve_relayed(ctx: Context, stream: ByteStream, user: str) -> None:
     if isinstance(request, c.Shell | c.Exec | c.Forward):
         await refuse_relayed(stream, "a job cannot open a terminal session from inside itself")
         return
+    if isinstance(request, c.ReceiveSnapshot):
+        await refuse_relayed(stream, "a job submits without a snapshot of its own: "
+                                     "pass --no-snapshot or --workdir")
+        return
     reply = await _reply(ctx, stream, request, plain, user)
     if reply is not None:
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):

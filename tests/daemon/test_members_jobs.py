@@ -6,6 +6,7 @@ runs again on another node finds its checkpoint through the on-demand (FUSE) mou
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -19,10 +20,14 @@ import pytest
 
 from nvq_runner.fusemount import clean_stale, fuse_mounts, unavailable
 from tests.cluster import Nvq, Run, kill_processes_under, make_nvq, write_mesh_config
+from tests.harness.cli_calls import run_nvq
 from tests.harness.sshd import SshdNode, make_client_key, sshd_available, start_sshd_nodes
-from tests.members import _workdir, as_user, second_user
+from tests.members import _user, _workdir, as_user, second_user
 
 ROLES = ["owner", "member"]
+# The queue's [submit]: the owner's config, which a member cannot read; the daemon
+# gives it to their submit.
+SUBMIT = '\n[submit]\nmax_snapshot = "1MiB"\nenv_exclude = ["LAB_SECRET*"]\n'
 
 # Checkpoints on its --signal and says which signal came; a later attempt resumes from
 # the checkpoint. `ready` tells the test the handler is in place.
@@ -96,6 +101,8 @@ def lab() -> Iterator[Lab]:
             nvq = make_nvq(top)
             nodes = start_sshd_nodes(top / "sshd", 2, client_key=make_client_key(top / "client"))
             write_mesh_config(nvq, nodes, queue_extra=f'members_group = "{group}"')
+            config = nvq.home / "config.toml"
+            config.write_text(config.read_text() + SUBMIT)
             nvq.nodes_up(2)
             yield Lab(nvq, user, nodes)
         finally:
@@ -242,3 +249,40 @@ def test_pull_and_result_give_the_user_their_jobs_files(lab: Lab, role: str) -> 
     assert r.code == 0, r.err
     (got,) = dest.rglob("out.txt")
     assert got.read_text() == "made\n" and got.stat().st_uid == lab.uid(role)
+
+
+def test_a_member_needs_only_nvq_and_nvq_home(lab: Lab) -> None:
+    """The README's "Sharing a lab": from their own directory, with nothing of the
+    queue's but NVQ_HOME, a member submits a relative script that runs on an sshd node
+    from its snapshot, with the queue's [submit] settings."""
+    lab.put("member", "train.py", "import os\nprint(os.environ.get('LAB_SECRET_KEY'))\n")
+    env = {"PATH": os.environ["PATH"], "NVQ_HOME": str(lab.nvq.home), "LAB_SECRET_KEY": "k"}
+    code, out, err = run_nvq(["job", "submit", "--gpus", "0", "--json", "--", "python3",
+                              "train.py"], env=env, cwd=str(lab.cwd("member")), timeout=60,
+                             user=_user(lab.user))
+    assert code == 0, err
+    job = json.loads(out)
+    assert job["manifest_id"] and job["user"] == lab.user, job
+    code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"]) == (0, "completed") and done["node"] in ("n0", "n1"), done
+    assert lab.logs("member", job["id"]) == "None\n"  # env_exclude held for them too
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_snapshot_over_max_snapshot_is_one_line_and_nothing_is_submitted(
+    lab: Lab, role: str
+) -> None:
+    big = lab.cwd(role) / "big"
+    big.mkdir(exist_ok=True)
+    (big / "data.bin").write_bytes(b"x" * (2 * 1024 * 1024))
+    os.chown(big, lab.uid(role), -1)
+    before = lab.nvq.json("job", "ls", "--all")["jobs"]
+    try:
+        r = lab.run(role, "job", "submit", "--gpus", "0", "--", "true")
+    finally:
+        shutil.rmtree(big)
+    assert r.code == 2 and len(r.err.splitlines()) == 1, r.err
+    # refused at the queue's max_snapshot (1MiB; by default it would have gone)
+    assert r.err.startswith("nvq: the snapshot of ") and "is 2.0 MiB" in r.err, r.err
+    assert "big/" in r.err, r.err
+    assert lab.nvq.json("job", "ls", "--all")["jobs"] == before
