@@ -185,14 +185,25 @@ def _second_attempt_mounted(lab: Lab, job_id: int) -> None:
         assert fuse_mounts(Path(node.home)) == []
 
 
+# Where it runs, as whom, whose copy that is, and whether .nvqignore held.
+HELLO = """\
+import os
+print("in", os.path.basename(os.getcwd()), os.getuid(), end=", ")
+print(f"a copy of {os.stat('hello.py').st_uid}'s, ignored: {os.path.exists('ignored.txt')}")
+"""
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_a_relative_script_runs_from_the_snapshot(lab: Lab, role: str) -> None:
-    lab.put(role, "hello.py", "import os\nprint('in', os.path.basename(os.getcwd()), os.getuid())\n")
+    lab.put(role, "hello.py", HELLO)
+    lab.put(role, ".nvqignore", "ignored.txt\n")
+    lab.put(role, "ignored.txt", "not taken\n")
     job = lab.submit(role, "--gpus", "0", "--", "python3", "hello.py")
     assert job["manifest_id"], job  # a snapshot, never silently none
     code, (done,) = lab.nvq.wait(job["id"], timeout=90)
     assert (code, done["state"]) == (0, "completed"), done
-    assert lab.logs(role, job["id"]) == f"in work {lab.uid(role)}\n"
+    uid = lab.uid(role)
+    assert lab.logs(role, job["id"]) == f"in work {uid}, a copy of {uid}'s, ignored: False\n"
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -266,6 +277,9 @@ def test_a_member_needs_only_nvq_and_nvq_home(lab: Lab) -> None:
     code, (done,) = lab.nvq.wait(job["id"], timeout=90)
     assert (code, done["state"]) == (0, "completed") and done["node"] in ("n0", "n1"), done
     assert lab.logs("member", job["id"]) == "None\n"  # env_exclude held for them too
+    member = lab.uid("member")
+    theirs = [p for p in lab.nvq.home.rglob("*") if p.lstat().st_uid == member]
+    assert theirs == []  # nothing written into the owner's home with their rights
 
 
 @pytest.mark.parametrize("role", ROLES)
