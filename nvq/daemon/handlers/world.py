@@ -1,7 +1,8 @@
 """`nvq queue gc`, and the blob release that follows `job purge`: the queue host's blob
 store keeps what jobs still in the queue (in any state) reference, and frees the rest.
 Objects younger than the store's grace period stay, so a submit that has stored its
-snapshot but not yet its job is never robbed."""
+snapshot but not yet its job is never robbed. Also the `[submit]` settings a member's
+submit asks for (their snapshot's blobs come in by nvq.daemon.snapshot_intake)."""
 
 from __future__ import annotations
 
