@@ -21,6 +21,7 @@ import pytest
 from nvq_runner.fusemount import clean_stale, fuse_mounts, unavailable
 from tests.cluster import Nvq, Run, kill_processes_under, make_nvq, write_mesh_config
 from tests.harness.cli_calls import run_nvq
+from tests.harness.podman import IMAGE, PodmanStore, podman_missing
 from tests.harness.sshd import SshdNode, make_client_key, sshd_available, start_sshd_nodes
 from tests.members import _user, _workdir, as_user, second_user
 
@@ -97,12 +98,21 @@ def lab() -> Iterator[Lab]:
         top = Path(tempfile.mkdtemp(prefix="nvq-members-jobs-", dir="/tmp"))
         top.chmod(0o755)
         nodes: list[SshdNode] = []
+        # The nodes' container store holds the image: no staging from the queue host
+        # (a member may not stage into the owner's store; their job's node pulls or has it).
+        store = PodmanStore(top / "podman") if podman_missing() is None else None
         try:
             nvq = make_nvq(top)
             nodes = start_sshd_nodes(top / "sshd", 2, client_key=make_client_key(top / "client"))
             write_mesh_config(nvq, nodes, queue_extra=f'members_group = "{group}"')
             config = nvq.home / "config.toml"
-            config.write_text(config.read_text() + SUBMIT)
+            text = config.read_text() + SUBMIT
+            if store is not None:
+                store.build_busybox()
+                runner_env = "".join(f'{k} = "{v}"\n' for k, v in store.env.items())
+                text = text.replace('NVQ_GPU_BACKEND = "fake"\n',
+                                    'NVQ_GPU_BACKEND = "fake"\n' + runner_env)
+            config.write_text(text)
             nvq.nodes_up(2)
             yield Lab(nvq, user, nodes)
         finally:
@@ -111,6 +121,8 @@ def lab() -> Iterator[Lab]:
             try:
                 nvq.shutdown()
             finally:
+                if store is not None:
+                    store.close()
                 clean_stale(top)
                 kill_processes_under(top)
                 shutil.rmtree(top, ignore_errors=True)
@@ -300,3 +312,17 @@ def test_a_snapshot_over_max_snapshot_is_one_line_and_nothing_is_submitted(
     assert r.err.startswith("nvq: the snapshot of ") and "is 2.0 MiB" in r.err, r.err
     assert "big/" in r.err, r.err
     assert lab.nvq.json("job", "ls", "--all")["jobs"] == before
+
+
+@pytest.mark.skipif(podman_missing() is not None, reason=f"Podman: {podman_missing()}")
+@pytest.mark.parametrize("role", ROLES)
+def test_an_image_job_runs_its_snapshot_as_the_user(lab: Lab, role: str) -> None:
+    lab.put(role, "data.txt", f"{role}'s data\n")
+    job = lab.submit(role, "--image", IMAGE, "--gpus", "0", "--",
+                     "id -u; cat data.txt; echo 1 > /artifacts/ckpt")
+    code, (done,) = lab.nvq.wait(job["id"], timeout=180)
+    assert (code, done["state"]) == (0, "completed"), done
+    assert lab.logs(role, job["id"]) == f"{lab.uid(role)}\n{role}'s data\n"
+    node = next(n for n in lab.nodes if n.home and done["node"] == f"n{lab.nodes.index(n)}")
+    (ckpt,) = Path(node.home).glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
+    assert ckpt.stat().st_uid == lab.uid(role)
