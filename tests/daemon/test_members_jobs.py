@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import pwd
+import select
 import shutil
+import signal
 import tempfile
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +23,9 @@ from typing import Any
 import pytest
 
 from nvq_runner.fusemount import clean_stale, fuse_mounts, unavailable
+from tests.cli.test_job_reach import first_json
 from tests.cluster import Nvq, Run, kill_processes_under, make_nvq, write_mesh_config
-from tests.harness.cli_calls import run_nvq
+from tests.harness.cli_calls import Started, User, run_nvq, start_nvq
 from tests.harness.podman import IMAGE, PodmanStore, podman_missing
 from tests.harness.sshd import SshdNode, make_client_key, sshd_available, start_sshd_nodes
 from tests.members import _user, _workdir, as_user, second_user
@@ -326,3 +331,58 @@ def test_an_image_job_runs_its_snapshot_as_the_user(lab: Lab, role: str) -> None
     node = next(n for n in lab.nodes if n.home and done["node"] == f"n{lab.nodes.index(n)}")
     (ckpt,) = Path(node.home).glob(f"jobs/*-{job['id']}-*/artifacts/ckpt")
     assert ckpt.stat().st_uid == lab.uid(role)
+
+
+def _start(lab: Lab, role: str, args: list[str], stdio: tuple[int, int, int]) -> Started:
+    """`nvq ARGS` left running as the role (the member through the CLI zygote: they
+    cannot run this interpreter), on the given descriptors."""
+    if role == "member":
+        env = {**lab.nvq.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        return start_nvq(args, env=env, cwd=lab.cwd(role), user=_user(lab.user), stdio=stdio)
+    who = pwd.getpwuid(os.getuid())
+    me = User(who.pw_name, who.pw_uid, who.pw_gid, tuple(os.getgroups()), who.pw_dir)
+    return start_nvq(args, env=lab.nvq.env, cwd=lab.cwd(role), user=me, stdio=stdio)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_forward_reaches_the_users_server(lab: Lab, role: str) -> None:
+    lab.put(role, "page.txt", f"{role}'s page\n")
+    job = lab.submit(role, "--gpus", "0", "--",
+                     "python3 -u -m http.server --bind 127.0.0.1 $NVQ_PORT")
+    lab.nvq.wait_for(job["id"], lambda j: j["state"] == "running" and "Serving HTTP" in
+                     lab.nvq.run("job", "logs", str(j["id"])).out, timeout=90)
+    out_r, out_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR)
+    call = _start(lab, role, ["job", "forward", str(job["id"]), "--json"], (null, out_w, null))
+    os.close(out_w)
+    os.close(null)
+    try:
+        with os.fdopen(out_r) as out:
+            doc = first_json(out)
+            with urllib.request.urlopen(doc["url"] + "page.txt", timeout=30) as resp:
+                assert resp.read() == f"{role}'s page\n".encode()
+            os.kill(call.pid, signal.SIGINT)
+            assert call.wait() == 0
+    finally:
+        lab.nvq.ok("job", "cancel", str(job["id"]))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_shell_is_a_terminal_on_the_node_as_the_user(lab: Lab, role: str) -> None:
+    master, slave = pty.openpty()
+    call = _start(lab, role, ["job", "shell", "--gpus", "0"], (slave, slave, slave))
+    os.close(slave)
+    seen = b""
+    try:
+        os.write(master, b"echo who''=$(id -u) at''=$NVQ_NODE; exit 3\n")
+        while b"who=" not in seen or b"at=" not in seen:
+            ready, _, _ = select.select([master], [], [], 60)
+            assert ready, seen
+            try:
+                seen += os.read(master, 4096)
+            except OSError:  # the terminal's other end closed: the call ended
+                break
+        assert call.wait() == 3, seen
+    finally:
+        os.close(master)
+    assert f"who={lab.uid(role)} at=n".encode() in seen, seen
