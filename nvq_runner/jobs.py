@@ -6,6 +6,7 @@ process ends; the status comes from waitpid (the runner's own children) or the e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -170,11 +171,9 @@ class JobManager:
         self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
                                             error=error, at=time.time(), phase=phase))
         rec.done = True
-        try:
+        with contextlib.suppress(OSError):
             d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
             d.write_record(rec)
-        except OSError:
-            pass
 
     def _next_port(self) -> int | None:
         """A port free here that no live attempt holds (None: run without one)."""
@@ -297,10 +296,8 @@ class JobManager:
             container.signal(run.rec.runtime, run.rec.container, sig)
         if not run.rec.pid:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(run.rec.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def terminate(self, run: Running, reason: str, grace: float, sig: int = 0) -> None:
         rec = run.rec

@@ -70,11 +70,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         self._lock = threading.RLock()
         self._readers: dict[int, _Reader] = {}
         self._next = _LOWER
-        # Whose the files look: the job's user. The runner (root, for another user's
-        # job) makes the upper layer's files; the kernel checks the job's access
-        # (default_permissions) against what getattr says.
-        self.owner = owner
-        self.uid, self.gid = owner or (os.getuid(), os.getgid())
+        self.uid, self.gid = owner or (os.getuid(), os.getgid())  # every file is theirs
 
     # --------------------------------------------------------------- layers
 
@@ -138,12 +134,10 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
                 except FileNotFoundError:
                     st = None
                 if st is not None:
-                    keys = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_blocks",
+                    keys = ("st_mode", "st_nlink", "st_size", "st_blocks",
                             "st_atime_ns", "st_mtime_ns", "st_ctime_ns")
-                    out = {k.removesuffix("_ns"): getattr(st, k) for k in keys}
-                    if self.owner is not None:
-                        out["st_uid"], out["st_gid"] = self.owner
-                    return out
+                    return {"st_uid": self.uid, "st_gid": self.gid,  # the kernel checks these
+                            **{k.removesuffix("_ns"): getattr(st, k) for k in keys}}
             if entry is None:
                 raise _fail(errno.ENOENT)
         kind = stat.S_IFDIR if entry.kind == DIR else stat.S_IFREG
@@ -182,10 +176,8 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def chown(self, path: str, uid: int, gid: int) -> int:
-        # Everything here is the job's user's already: giving it to them again is
-        # the no-op it would be on a disk (the runner does, for every job directory).
-        if uid in (-1, self.uid, 0xFFFFFFFF) and gid in (-1, self.gid, 0xFFFFFFFF):
-            return 0
+        if uid in (-1, self.uid) and gid in (-1, self.gid):
+            return 0  # theirs already: a no-op, as on a disk (the runner gives it them)
         raise _fail(errno.EPERM)
 
     def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:

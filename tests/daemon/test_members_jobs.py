@@ -386,3 +386,33 @@ def test_shell_is_a_terminal_on_the_node_as_the_user(lab: Lab, role: str) -> Non
     finally:
         os.close(master)
     assert f"who={lab.uid(role)} at=n".encode() in seen, seen
+
+
+@needs_fuse
+@pytest.mark.parametrize("role", ROLES)
+def test_a_launch_that_fails_after_the_mount_leaves_no_mount(lab: Lab, role: str) -> None:
+    # Attempt 1 leaves a checkpoint and fails; its --workdir goes away; requeued with
+    # its node drained, attempt 2 gets its artifacts mounted on the other node, then
+    # cannot start there.
+    workdir = lab.cwd(role) / "gone"
+    workdir.mkdir()
+    os.chown(workdir, lab.uid(role), -1)
+    job = lab.submit(role, "--gpus", "0", "--workdir", str(workdir), "--",
+                     'echo 5 > "$NVQ_ARTIFACTS/step"; exit 3')
+    code, (failed,) = lab.nvq.wait(job["id"], timeout=90)
+    assert failed["state"] == "failed", failed
+    lab.nvq.wait_for(job["id"], lambda j: any(
+        s["attempt"] == 1 for s in j.get("artifact_syncs") or []), timeout=60)
+    workdir.rmdir()
+    first = failed["node"]
+    lab.nvq.ok("queue", "drain", first)
+    try:
+        assert lab.run(role, "job", "requeue", str(job["id"])).code == 0
+        code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    finally:
+        lab.nvq.ok("queue", "resume", first)
+    assert (done["state"], done["attempt"]) == ("failed", 2) and done["node"] != first, done
+    shown = lab.nvq.ok("job", "show", str(job["id"])).out
+    assert "is not a directory" in shown, shown
+    for node in lab.nodes:
+        assert fuse_mounts(Path(node.home)) == []
