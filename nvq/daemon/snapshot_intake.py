@@ -16,12 +16,36 @@ from anyio.abc import SocketAttribute, SocketStream
 
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
+from nvq.daemon.errors import RequestError
 from nvq.world.blobsync import SyncError, receive
 
 log = logging.getLogger("nvq.snapshots")
 
-# A client that stops half way does not hold a thread for ever.
+# A client that stops half way does not hold a thread for ever, and stalled clients
+# hold a few threads of their own, not the daemon's shared pool.
 IDLE_LIMIT = 300.0
+EXCHANGES = 4
+
+
+def check_sent(ctx: Context, user: str, manifest_id: str) -> None:
+    """A member submits only a snapshot they sent (its manifest's bytes came from them,
+    since this daemon started): another member's manifest id, read off `job show`,
+    names their code but is not theirs to run."""
+    if manifest_id not in ctx.snapshots.get(user, {}):
+        raise RequestError(
+            f"the snapshot {manifest_id[:12]} was not sent by {user}: submit from your own "
+            "directory (or pass --no-snapshot)")
+
+
+def _granted(ctx: Context, user: str, manifest_id: str) -> None:
+    sent = ctx.snapshots.setdefault(user, {})
+    sent.pop(manifest_id, None)
+    sent[manifest_id] = None  # the newest last: the oldest go first past the bound
+    while len(sent) > KEPT_PER_USER:
+        del sent[next(iter(sent))]
+
+
+KEPT_PER_USER = 1000
 
 
 async def receive_snapshot(ctx: Context, stream: SocketStream, go: bytes, user: str) -> None:
@@ -33,15 +57,23 @@ async def receive_snapshot(ctx: Context, stream: SocketStream, go: bytes, user: 
     store = blob_store(ctx.state.home)
     limit = ctx.state.config.submit.max_snapshot
 
+    def proved(manifest_id: str) -> None:  # in the exchange's thread, before the receipt
+        anyio.from_thread.run_sync(_granted, ctx, user, manifest_id)
+
     def exchange() -> int:
         with socket.socket(fileno=fd) as conn:
             conn.settimeout(IDLE_LIMIT)
             with conn.makefile("rb") as inp, conn.makefile("wb") as out:
-                return receive(store, inp, out, max_bytes=limit)
+                return receive(store, inp, out, max_bytes=limit, proved=proved)
 
+    global _limiter
+    _limiter = _limiter or anyio.CapacityLimiter(EXCHANGES)
     try:
-        count = await anyio.to_thread.run_sync(exchange)
+        count = await anyio.to_thread.run_sync(exchange, limiter=_limiter)
     except (SyncError, OSError) as exc:  # the client sees the exchange break off
         log.warning("a snapshot from %s was not stored: %s", user, exc)
         return
     log.debug("stored %d blob(s) of a snapshot from %s", count, user)
+
+
+_limiter: anyio.CapacityLimiter | None = None

@@ -399,7 +399,7 @@ def test_a_launch_that_fails_after_the_mount_leaves_no_mount(lab: Lab, role: str
     os.chown(workdir, lab.uid(role), -1)
     job = lab.submit(role, "--gpus", "0", "--workdir", str(workdir), "--",
                      'echo 5 > "$NVQ_ARTIFACTS/step"; exit 3')
-    code, (failed,) = lab.nvq.wait(job["id"], timeout=90)
+    _, (failed,) = lab.nvq.wait(job["id"], timeout=90)
     assert failed["state"] == "failed", failed
     lab.nvq.wait_for(job["id"], lambda j: any(
         s["attempt"] == 1 for s in j.get("artifact_syncs") or []), timeout=60)
@@ -408,7 +408,7 @@ def test_a_launch_that_fails_after_the_mount_leaves_no_mount(lab: Lab, role: str
     lab.nvq.ok("queue", "drain", first)
     try:
         assert lab.run(role, "job", "requeue", str(job["id"])).code == 0
-        code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+        _, (done,) = lab.nvq.wait(job["id"], timeout=90)
     finally:
         lab.nvq.ok("queue", "resume", first)
     assert (done["state"], done["attempt"]) == ("failed", 2) and done["node"] != first, done
@@ -416,3 +416,18 @@ def test_a_launch_that_fails_after_the_mount_leaves_no_mount(lab: Lab, role: str
     assert "is not a directory" in shown, shown
     for node in lab.nodes:
         assert fuse_mounts(Path(node.home)) == []
+
+
+def test_a_member_cannot_run_a_snapshot_someone_else_sent(lab: Lab) -> None:
+    # The owner's job shows its snapshot's id to every member (metadata); naming it is
+    # not having it: the code in it is the owner's.
+    lab.put("owner", "secret.py", "print('the owner code')\n")
+    theirs = lab.submit("owner", "--gpus", "0", "--", "python3", "secret.py")
+    before = [j["id"] for j in lab.nvq.json("job", "ls", "--all")["jobs"]]
+    r = lab.run("member", "job", "submit", "--gpus", "0", f"--from-cwd={lab.cwd('member')}",
+                f"--from-snapshot={theirs['manifest_id']}", "--", "python3", "secret.py")
+    assert r.code == 1 and len(r.err.splitlines()) == 1, (r.code, r.err)
+    assert r.err == (f"nvq: the snapshot {theirs['manifest_id'][:12]} was not sent by "
+                     f"{lab.user}: submit from your own directory (or pass --no-snapshot)\n")
+    assert [j["id"] for j in lab.nvq.json("job", "ls", "--all")["jobs"]] == before
+    lab.nvq.wait(theirs["id"], timeout=90)
