@@ -18,5 +18,5 @@ class Context:
     machines: Machines  # reassignment, busy nodes, artifact syncs
     ops: Ops  # alerts, notifier, backups
     reload: Callable[[], Awaitable[c.Reloaded]] | None = None  # `daemon reload` (reload.py)
-    # user → the snapshots (manifest ids) they sent through the daemon (snapshot_intake)
-    snapshots: dict[str, dict[str, None]] = field(default_factory=dict)
+    # user → the blobs (files, manifests) they sent through the daemon (snapshot_intake)
+    snapshots: dict[str, set[str]] = field(default_factory=dict)

@@ -31,21 +31,20 @@ def check_sent(ctx: Context, user: str, manifest_id: str) -> None:
     """A member submits only a snapshot they sent (its manifest's bytes came from them,
     since this daemon started): another member's manifest id, read off `job show`,
     names their code but is not theirs to run."""
-    if manifest_id not in ctx.snapshots.get(user, {}):
+    if manifest_id not in ctx.snapshots.get(user, ()):
         raise RequestError(
             f"the snapshot {manifest_id[:12]} was not sent by {user}: submit from your own "
             "directory (or pass --no-snapshot)")
 
 
-def _granted(ctx: Context, user: str, manifest_id: str) -> None:
-    sent = ctx.snapshots.setdefault(user, {})
-    sent.pop(manifest_id, None)
-    sent[manifest_id] = None  # the newest last: the oldest go first past the bound
-    while len(sent) > KEPT_PER_USER:
-        del sent[next(iter(sent))]
+def _proved(ctx: Context, user: str, names: list[str]) -> None:
+    sent = ctx.snapshots.setdefault(user, set())
+    if len(sent) + len(names) > KEPT_PER_USER:
+        sent.clear()  # memory stays bounded; their next submits send everything again
+    sent.update(names)
 
 
-KEPT_PER_USER = 1000
+KEPT_PER_USER = 200_000  # blob names (files and manifests) remembered per member
 
 
 async def receive_snapshot(ctx: Context, stream: SocketStream, go: bytes, user: str) -> None:
@@ -57,14 +56,16 @@ async def receive_snapshot(ctx: Context, stream: SocketStream, go: bytes, user: 
     store = blob_store(ctx.state.home)
     limit = ctx.state.config.submit.max_snapshot
 
-    def proved(manifest_id: str) -> None:  # in the exchange's thread, before the receipt
-        anyio.from_thread.run_sync(_granted, ctx, user, manifest_id)
+    known = ctx.snapshots.get(user, set())
+
+    def proved(names: list[str]) -> None:  # in the exchange's thread, before the receipt
+        anyio.from_thread.run_sync(_proved, ctx, user, names)
 
     def exchange() -> int:
         with socket.socket(fileno=fd) as conn:
             conn.settimeout(IDLE_LIMIT)
             with conn.makefile("rb") as inp, conn.makefile("wb") as out:
-                return receive(store, inp, out, max_bytes=limit, proved=proved)
+                return receive(store, inp, out, max_bytes=limit, known=known, proved=proved)
 
     global _limiter
     _limiter = _limiter or anyio.CapacityLimiter(EXCHANGES)

@@ -18,7 +18,7 @@ submit handler checks) even when a transfer dies half way.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -60,13 +60,16 @@ def _read_exact(stream: IO[bytes], size: int) -> Iterator[bytes]:
 
 
 def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes],
-            max_bytes: int | None = None,
-            proved: Callable[[str], None] | None = None) -> int:
-    """The queue host's side: store the blobs it lacks; returns how many came. For a
-    sender the queue does not trust (a member): `max_bytes` is the most one exchange
-    may bring (`[submit] max_snapshot`), and with `proved` the last blob (the
-    manifest) is asked for even when the store has it, so that naming another user's
-    snapshot is not having it; `proved(name)` is called once it came, before the
+            max_bytes: int | None = None, known: Container[str] | None = None,
+            proved: Callable[[list[str]], None] | None = None) -> int:
+    """The queue host's side: store the blobs it lacks; returns how many came.
+
+    For a sender the queue does not trust (a member): `max_bytes` is the most one
+    exchange may bring (`[submit] max_snapshot`), and `known` holds the blobs this
+    sender has sent before: every other one is asked for even when the store has it,
+    so that the answer says nothing of what other users stored, and naming a blob
+    (another user's snapshot, whose id `job show` lists) is not having it.
+    `proved(names)` is told every blob of the exchange once all came, before the
     receipt (after which the sender submits)."""
     try:
         wanted = msgspec.json.decode(_line(inp, MAX_LIST_LINE, "the list"), type=list[str])
@@ -77,8 +80,9 @@ def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes],
         raise SyncError(f"not a blob name: {bad[0][:80]!r}")
     store.ensure()
     missing = store.missing(wanted)
-    if proved is not None and wanted and wanted[-1] not in missing:
-        missing.append(wanted[-1])
+    if known is not None:
+        lacking = set(missing)
+        missing = [name for name in dict.fromkeys(wanted) if name in lacking or name not in known]
     out.write(msgspec.json.encode(missing) + b"\n")
     out.flush()
     for digest in missing:
@@ -93,8 +97,8 @@ def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes],
             store.put_chunks(_read_exact(inp, int(size)), expected=digest)
         except ObjectMismatch:
             raise SyncError(f"blob {digest[:12]} arrived with other content") from None
-    if proved is not None and wanted:
-        proved(wanted[-1])
+    if proved is not None:
+        proved(wanted)
     out.write(msgspec.json.encode({"stored": len(missing)}) + b"\n")
     out.flush()
     return len(missing)
