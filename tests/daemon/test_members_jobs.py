@@ -171,8 +171,8 @@ def test_a_preempted_job_resumes_from_its_checkpoint_with_lazy_artifacts(
     # n1 is taken, the job runs on n0, an urgent job takes n0 from it; once n1 frees,
     # the job runs there from its checkpoint.
     # --vram: a job without it would share the cards (issue 37, item 9)
-    blocker = lab.submit("owner", "--gpus", "2", "--vram", "20GiB", "--node", "n1", "--no-snapshot", "--",
-                         "sleep", "600")
+    blocker = lab.submit("owner", "--gpus", "2", "--vram", "20GiB", "--node", "n1",
+                         "--no-snapshot", "--", "sleep", "600")
     lab.nvq.wait_for(blocker["id"], lambda j: j["state"] == "running")
     lab.put(role, "train.py", TRAIN)
     job = lab.submit(role, "--gpus", "2", "--vram", "20GiB", "--preemptible", "--signal", "USR1",
