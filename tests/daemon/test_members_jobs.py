@@ -2,7 +2,10 @@
 queue's owner (root) and for a real `useradd` member of `members_group`, on an sshd
 node. One queue serves every cell (module-scoped): two sshd nodes of two cards each,
 and each cell waits for its own jobs to end before the next one starts. A job that
-runs again on another node finds its checkpoint through the on-demand (FUSE) mount."""
+runs again on another node finds its checkpoint through the on-demand (FUSE) mount.
+
+`job logs --attempt` while a preempted job waits is not a cell yet (it fails for
+everyone until its own fix lands), and the exec cell checks only who and where."""
 
 from __future__ import annotations
 
@@ -431,3 +434,18 @@ def test_a_member_cannot_run_a_snapshot_someone_else_sent(lab: Lab) -> None:
                      f"{lab.user}: submit from your own directory (or pass --no-snapshot)\n")
     assert [j["id"] for j in lab.nvq.json("job", "ls", "--all")["jobs"]] == before
     lab.nvq.wait(theirs["id"], timeout=90)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_exec_runs_beside_the_job_as_its_user(lab: Lab, role: str) -> None:
+    # Only who and where: how exec's output is framed (pty or not) is another change's.
+    job = lab.submit(role, "--gpus", "0", "--no-snapshot", "--", "sleep", "600")
+    try:
+        # started on its node (a pid), not only placed
+        lab.nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["pid"], timeout=90)
+        r = lab.run(role, "job", "exec", str(job["id"]), "--", "sh", "-c",
+                    "echo who=$(id -u) job=$NVQ_JOB_ID; exit 4")
+        assert r.code == 4, (r.out, r.err)
+        assert f"who={lab.uid(role)} job={job['id']}" in r.out, r.out
+    finally:
+        lab.nvq.ok("job", "cancel", str(job["id"]))
