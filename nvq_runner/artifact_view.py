@@ -102,8 +102,10 @@ class LinkChunks:
         return self.cache.path(digest)
 
 
-def restore(tree: ArtifactTree, dest: Path, chunks: LinkChunks) -> None:
-    """Assemble every file of `tree` under `dest` (blocking; run it in a thread)."""
+def restore(tree: ArtifactTree, dest: Path, chunks: LinkChunks,
+            owner: tuple[int, int] | None = None) -> None:
+    """Assemble every file of `tree` under `dest` (blocking; run it in a thread), as
+    `owner`'s (uid, gid) when the job runs as another user than the runner."""
     files = tree.files()
     wanted = list(dict.fromkeys(c.sha256 for e in files for c in e.chunks))
     for at in range(0, len(wanted), BATCH):
@@ -113,6 +115,8 @@ def restore(tree: ArtifactTree, dest: Path, chunks: LinkChunks) -> None:
         target = dest / entry.path
         if entry.kind != FILE:
             target.mkdir(mode=0o700, exist_ok=True)
+            if owner is not None:
+                os.chown(target, *owner)
             continue
         temp = target.with_name(f".{target.name}.nvq-restore")
         with open(temp, "wb") as out:
@@ -120,7 +124,11 @@ def restore(tree: ArtifactTree, dest: Path, chunks: LinkChunks) -> None:
                 out.write(_read_chunk(chunks, chunk.sha256))
         os.chmod(temp, entry.mode)
         os.utime(temp, ns=(entry.mtime_ns, entry.mtime_ns))
+        if owner is not None:
+            os.chown(temp, *owner)
         os.replace(temp, target)
+    if owner is not None:
+        os.chown(dest, *owner)
     for entry in reversed(tree.entries):
         if entry.kind != FILE:
             os.chmod(dest / entry.path, entry.mode)
@@ -135,8 +143,11 @@ def _read_chunk(chunks: LinkChunks, digest: str) -> bytes:
 
 
 class ArtifactView:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, owner: tuple[int, int] | None = None) -> None:
         self.directory = directory  # $NVQ_ARTIFACTS
+        # (uid, gid) of the job's user when that is not the runner's: the view is
+        # theirs from the start, so nothing needs chowning once it is mounted.
+        self.owner = owner
         self.upper = directory.with_name("artifacts.upper")
         self.lower_file = directory.with_name("artifacts.lower")
         self.mode = "plain"
@@ -172,7 +183,7 @@ class ArtifactView:
             except OSError as exc:
                 why = str(exc)
         self.note = f"artifacts restored in full: FUSE not available on {node} ({why})"
-        restore(tree, self.directory, chunks)
+        restore(tree, self.directory, chunks, self.owner)
         self.mode = "restored"
 
     def _mount_tree(self, tree: ArtifactTree, chunks: LinkChunks,
@@ -183,8 +194,8 @@ class ArtifactView:
         self.upper.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.directory.is_dir() and any(self.directory.iterdir()):
             raise OSError(f"{self.directory} is not empty")
-        fs = LazyFS(tree, self.upper, chunks, on_control=on_sync)
-        mount = Mount(fs, self.directory)
+        fs = LazyFS(tree, self.upper, chunks, on_control=on_sync, owner=self.owner)
+        mount = Mount(fs, self.directory, allow_other=self.owner is not None)
         mount.start()
         self._fs, self._mount = fs, mount
         self.mode = "mounted"

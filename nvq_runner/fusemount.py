@@ -74,9 +74,13 @@ def clean_stale(under: Path) -> list[str]:
 class Mount:
     """A LazyFS served at `point` by a thread of this process."""
 
-    def __init__(self, operations: Any, point: Path, *, readonly: bool = False) -> None:
+    def __init__(self, operations: Any, point: Path, *, readonly: bool = False,
+                 allow_other: bool = False) -> None:
         self.operations = operations
         self.readonly = readonly  # the kernel refuses every write (EROFS)
+        # Another user's job (the runner is root) may enter it; the kernel still checks
+        # each access against the owner and modes the filesystem reports.
+        self.allow_other = allow_other
         self.point = point
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name=f"fuse {point}", daemon=True)
@@ -85,9 +89,10 @@ class Mount:
         import mfusepy
 
         try:
+            options: dict[str, bool] = {"allow_other": True} if self.allow_other else {}
             mfusepy.FUSE(self.operations, str(self.point), foreground=True,
                          fsname="nvq-artifacts", default_permissions=True,
-                         ro=self.readonly)
+                         ro=self.readonly, **options)
         except BaseException as exc:  # reported by start()
             self.error = exc
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from pathlib import Path
 
 from .artifact_tree import ArtifactTree, TreeError, decode_tree, encode_tree
@@ -53,9 +54,10 @@ class JobArtifacts:
         return decode_tree(cache.path(tree_id).read_bytes())
 
     async def prepare(self, job_id: int, tree_id: str, directory: Path, *, lazy: bool,
-                      node: str) -> ArtifactView:
-        """Blocks the attempt's start only as long as the mount (or the full restore)."""
-        view = ArtifactView(directory)
+                      node: str, owner: tuple[int, int] | None = None) -> ArtifactView:
+        """Blocks the attempt's start only as long as the mount (or the full restore).
+        `owner`: the job's (uid, gid) when it runs as another user than the runner."""
+        view = ArtifactView(directory, owner)
         try:
             tree = await self._tree(job_id, tree_id)
             chunks = LinkChunks(self.fetcher, asyncio.get_running_loop(), job_id, tree.sizes())
@@ -72,7 +74,7 @@ class JobArtifacts:
     async def remount(self, job_id: int, directory: Path) -> None:
         """A job that outlived its runner: mount its artifacts again (the tree's part as
         of its last sync, over everything it wrote)."""
-        view = ArtifactView(directory)
+        view = ArtifactView(directory, _owner_of(directory.parent))
         loop = asyncio.get_running_loop()
 
         def chunks_for(tree: ArtifactTree) -> LinkChunks:
@@ -129,3 +131,13 @@ class JobArtifacts:
         except OSError:
             return False
         return True
+
+
+def _owner_of(job_dir: Path) -> tuple[int, int] | None:
+    """The job's user, as its directory says (the runner gave it to them at launch);
+    None when that is the runner's own."""
+    try:
+        st = job_dir.stat()
+    except OSError:
+        return None
+    return None if st.st_uid == os.geteuid() else (st.st_uid, st.st_gid)

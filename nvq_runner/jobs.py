@@ -6,6 +6,7 @@ process ends; the status comes from waitpid (the runner's own children) or the e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -164,15 +165,15 @@ class JobManager:
                      phase: str = "") -> None:
         log.warning("job %s attempt %s: launch failed: %s", msg.job_id, msg.attempt, error)
         self.sockets.close(msg.job_id)
+        if self._world is not None:
+            self._world.attempt_ended(msg.job_id)  # no artifacts mount left behind
         self._dirs[msg.job_id] = d
         self._emit(lambda seq: LaunchFailed(seq=seq, job_id=msg.job_id, attempt=msg.attempt,
                                             error=error, at=time.time(), phase=phase))
         rec.done = True
-        try:
+        with contextlib.suppress(OSError):
             d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
             d.write_record(rec)
-        except OSError:
-            pass
 
     def _next_port(self) -> int | None:
         """A port free here that no live attempt holds (None: run without one)."""
@@ -295,10 +296,8 @@ class JobManager:
             container.signal(run.rec.runtime, run.rec.container, sig)
         if not run.rec.pid:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(run.rec.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def terminate(self, run: Running, reason: str, grace: float, sig: int = 0) -> None:
         rec = run.rec

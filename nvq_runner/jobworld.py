@@ -77,6 +77,28 @@ class Prepared:
     dropped: list[str] = field(default_factory=list)
 
 
+def job_owner(user: str) -> tuple[int, int] | None:
+    """(uid, gid) of the user a job runs as when that is not the runner's; None for the
+    runner's own job, or a user this node lacks (the launch says so)."""
+    if not user:
+        return None
+    import pwd
+
+    try:
+        who = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    return None if who.pw_uid == os.geteuid() else (who.pw_uid, who.pw_gid)
+
+
+def give_tree(top: Path, owner: tuple[int, int]) -> None:
+    """Make everything under `top` (and `top`) `owner`'s, links themselves included."""
+    os.lchown(top, *owner)
+    for folder, dirs, files in os.walk(top):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(folder, name), *owner)
+
+
 def work_dir(d: JobDir) -> Path:
     return d.path / "work"
 
@@ -131,7 +153,8 @@ class JobWorld:
             # last: a job that fails to prepare must not leave a mount behind
             try:
                 await self.artifacts.prepare(msg.job_id, msg.artifacts_tree, d.artifacts,
-                                             lazy=msg.lazy_artifacts, node=msg.node)
+                                             lazy=msg.lazy_artifacts, node=msg.node,
+                                             owner=job_owner(msg.user))
             except ArtifactsError as exc:
                 raise PrepareError(str(exc)) from None
         if msg.inputs:
@@ -168,11 +191,12 @@ class JobWorld:
             if top.is_dir():
                 return manifest  # an earlier attempt's copy, with its outputs
             d.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            missing = await asyncio.to_thread(self._build, manifest, top, d)
+            owner = job_owner(msg.user)
+            missing = await asyncio.to_thread(self._build, manifest, top, d, owner)
             if missing:
                 sizes = {e.sha256: e.size for e in manifest.files()}
                 await self.fetcher.fetch(msg.job_id, missing, sizes)
-                missing = await asyncio.to_thread(self._build, manifest, top, d)
+                missing = await asyncio.to_thread(self._build, manifest, top, d, owner)
                 if missing:
                     raise PrepareError(
                         f"{len(missing)} snapshot file(s) left the node's cache before "
@@ -183,10 +207,15 @@ class JobWorld:
             raise PrepareError(f"cannot build the job's working copy: {exc}") from None
         return manifest
 
-    def _build(self, manifest: Manifest, top: Path, d: JobDir) -> list[str]:
+    def _build(self, manifest: Manifest, top: Path, d: JobDir,
+               owner: tuple[int, int] | None = None) -> list[str]:
         """The working copy from the cache (one trip to a thread, not two): the hashes
-        missing from the cache, or [] once it is built and recorded."""
-        missing = self.cache.materialise(manifest, top)
+        missing from the cache, or [] once it is built and recorded. Another user's
+        copy is copied, not linked (a link shares the cache's inode: chowning it would
+        give them the cache's file), and made theirs."""
+        missing = self.cache.materialise(manifest, top, link=owner is None)
+        if not missing and owner is not None:
+            give_tree(top, owner)
         if not missing:
             # what the copy was built with: the job's own files are told from these
             workfiles.record(d.path)
@@ -223,7 +252,13 @@ class JobWorld:
         base = env if env is not None else {**os.environ, **msg.env}
         patterns = tuple(msg.setup_files) or DEFAULT_SETUP_FILES
         files = setup_files(manifest, msg.subdir, patterns) if manifest is not None else {}
-        key = setup_key(msg.setup, files)
+        owner = job_owner(msg.user)
+        key = setup_key(msg.setup, files, msg.user if owner is not None else "")
+        if owner is not None:  # as the job itself will see them (spawn.job_env)
+            import pwd
+
+            who = pwd.getpwuid(owner[0])
+            base = {**base, "HOME": who.pw_dir, "USER": who.pw_name, "LOGNAME": who.pw_name}
         # While it runs, the job's setup.log is the build's own log, so `job logs
         # --setup` follows it; once done, a copy (or nothing, when it was cached).
         live = d.path / SETUP_LOG
@@ -233,7 +268,7 @@ class JobWorld:
             live.symlink_to(EnvPaths(self.home, key).log)
         result = ensure_env(
             self.home, key, msg.setup, cwd=cwd, env=base,
-            should_stop=lambda: d.read_tombstone() >= msg.attempt,
+            should_stop=lambda: d.read_tombstone() >= msg.attempt, owner=owner,
         )
         if live.is_symlink():
             live.unlink()

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import os
 import shlex
+import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 # bash 5's builtins and reserved words: `exec` would run a program of the same name
 # (/usr/bin/printf, /usr/bin/test) or fail, where bash runs its own.
@@ -36,7 +38,15 @@ BASH_WORDS = frozenset(
 )
 
 
-def exec_form(command: str, env: Mapping[str, str], workdir: Path) -> str:
+class Who(NamedTuple):
+    """The user a job runs as, for the permission checks the kernel will make."""
+
+    uid: int
+    gids: frozenset[int]
+
+
+def exec_form(command: str, env: Mapping[str, str], workdir: Path,
+              who: Optional[Who] = None) -> str:
     """`command` (ending in a newline) as the script to write: `exec …` where that is
     the same program run with the same words, else unchanged."""
     text = command.strip()
@@ -51,19 +61,20 @@ def exec_form(command: str, env: Mapping[str, str], workdir: Path) -> str:
     first = words[0]
     if first in BASH_WORDS or "=" in first or f"BASH_FUNC_{first}%%" in env:
         return command
-    if not _runnable(first, env, workdir):
+    if _found(first, env, workdir, who) is None:
         return command
     return f"exec {text}\n"
 
 
-def direct_argv(script: str, env: Mapping[str, str], workdir: Path) -> list[str] | None:
+def direct_argv(script: str, env: Mapping[str, str], workdir: Path,
+                who: Optional[Who] = None) -> list[str] | None:
     """The words of `script` (as `exec_form` wrote it) when the wrapper may run them
     itself: an `exec` of a program the kernel starts on its own (an ELF binary, or a
     file that names its interpreter with `#!`). None: the wrapper runs the script."""
     if not script.startswith("exec "):
         return None
     words = shlex.split(script[len("exec "):])
-    program = _found(words[0], env, workdir)
+    program = _found(words[0], env, workdir, who)
     if program is None:
         return None
     try:
@@ -74,22 +85,37 @@ def direct_argv(script: str, env: Mapping[str, str], workdir: Path) -> list[str]
     return words if head == b"\x7fELF" or head.startswith(b"#!") else None
 
 
-def _runnable(name: str, env: Mapping[str, str], workdir: Path) -> bool:
-    return _found(name, env, workdir) is not None
-
-
-def _found(name: str, env: Mapping[str, str], workdir: Path) -> Path | None:
+def _found(name: str, env: Mapping[str, str], workdir: Path,
+           who: Optional[Who]) -> Path | None:
     """The file bash would run for `name`, when that is certain."""
     if "/" in name:
         path = workdir / name
-        return path if _executable(path) else None
+        return path if _executable(path, who) else None
     for entry in env.get("PATH", os.defpath).split(":"):
         if not entry.startswith("/"):
             return None  # "" or a relative entry: bash looks in the cwd; leave it to bash
-        if _executable(Path(entry) / name):
+        if _executable(Path(entry) / name, who):
             return Path(entry) / name
     return None
 
 
-def _executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
+def _executable(path: Path, who: Optional[Who]) -> bool:
+    if who is None:
+        return path.is_file() and os.access(path, os.X_OK)
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and may_execute(st.st_mode, st.st_uid, st.st_gid, who)
+
+
+def may_execute(mode: int, owner: int, group: int, who: Who) -> bool:
+    """The kernel's rule for a non-root user: the owner's bits, else the group's, else
+    everyone's (the first class that matches decides, even when it says no)."""
+    if who.uid == 0:
+        return bool(mode & 0o111)
+    if owner == who.uid:
+        return bool(mode & stat.S_IXUSR)
+    if group in who.gids:
+        return bool(mode & stat.S_IXGRP)
+    return bool(mode & stat.S_IXOTH)

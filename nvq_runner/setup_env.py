@@ -45,9 +45,13 @@ class SetupResult:
     reason: str = ""  # why it failed, in words ("exit 1", "timed out after 600 s")
 
 
-def setup_key(command: str, file_hashes: Mapping[str, str]) -> str:
-    """sha256 over the command and each named file's path and content hash."""
+def setup_key(command: str, file_hashes: Mapping[str, str], user: str = "") -> str:
+    """sha256 over the command and each named file's path and content hash; and the
+    user it is built as, when that is not the runner's: one user's environment is code
+    another user's job would run, so users never share one."""
     digest = hashlib.sha256()
+    if user:
+        digest.update(b"user\0" + user.encode() + b"\0")
     digest.update(b"setup\0" + command.encode() + b"\0")
     for path in sorted(file_hashes):
         digest.update(f"{path}\0{file_hashes[path]}\0".encode())
@@ -109,9 +113,14 @@ def _locked(path: Path, should_stop: Callable[[], bool]) -> Iterator[bool]:
 def _run(
     command: str, cwd: Path, env: dict[str, str], log: IO[bytes],
     timeout: float | None, should_stop: Callable[[], bool],
+    owner: Optional[tuple[int, int]] = None,
 ) -> tuple[int | None, str]:
+    argv = ["bash", "-c", command]
+    if owner is not None:  # the job's user's command: never run it as the runner (root)
+        argv = ["setpriv", f"--reuid={owner[0]}", f"--regid={owner[1]}", "--init-groups",
+                "--", *argv]
     proc = subprocess.Popen(
-        ["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -143,12 +152,20 @@ def ensure_env(
     env: Mapping[str, str],
     timeout: float | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    owner: Optional[tuple[int, int]] = None,
 ) -> SetupResult:
     """Make sure the environment for `key` exists on this node, building it with
     `command` (run by bash in `cwd`, the job's working copy, with `env` plus
-    NVQ_ENV_DIR) unless an earlier job did. Blocks while another builds the same key."""
+    NVQ_ENV_DIR) unless an earlier job did. Blocks while another builds the same key.
+    `owner`: the (uid, gid) it is built as and belongs to, when that is not the
+    runner's (a member's job; its key names the user, see `setup_key`)."""
     paths = EnvPaths(home, key)
     paths.envs.mkdir(parents=True, exist_ok=True)
+    if owner is not None:  # the member reaches their environment through these
+        for folder in (paths.envs, paths.envs.parent):
+            mode = folder.stat().st_mode
+            if mode & 0o011 != 0o011:
+                folder.chmod((mode & 0o7777) | 0o011)
     with _locked(paths.lock, should_stop) as held:
         if not held:
             return SetupResult(key, paths.dir, False, paths.log, False, None, "stopped")
@@ -158,11 +175,13 @@ def ensure_env(
         if os.path.lexists(paths.dir):
             shutil.rmtree(paths.dir, ignore_errors=True)
         paths.dir.mkdir()
+        if owner is not None:
+            os.chown(paths.dir, *owner)
         run_env = {**env, "NVQ_ENV_DIR": str(paths.dir)}
         with open(paths.log, "wb") as log:
             log.write(f"$ {command}\n".encode())
             log.flush()
-            code, reason = _run(command, cwd, run_env, log, timeout, should_stop)
+            code, reason = _run(command, cwd, run_env, log, timeout, should_stop, owner)
         if code != 0:
             return SetupResult(key, paths.dir, False, paths.log, True, code, reason)
         paths.ok.write_text(f"{command}\n")

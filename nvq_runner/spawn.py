@@ -22,7 +22,7 @@ from .job_socket import BIN, SOCKET_NAME
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
 from .protocol import Start
-from .script_exec import direct_argv, exec_form
+from .script_exec import Who, direct_argv, exec_form
 
 WRAPPER = Path(__file__).with_name("wrapper.sh")
 # A job run as another user runs this copy of the wrapper, in its job directory.
@@ -101,9 +101,11 @@ def spawn(
     command = msg.command if msg.command.endswith("\n") else msg.command + "\n"
     env = job_env(msg, d, prepared.env if prepared else None, rec.port, rec.deadline)
     words: list[str] = []
-    if not (msg.image or msg.interactive or msg.user):
-        command = exec_form(command, env, workdir)
-        words = direct_argv(command, env, workdir) or []
+    if not (msg.image or msg.interactive):
+        # A member's job gets the owner's process tree: judged as the member (who).
+        judge = job_user(msg.user) if msg.user else None
+        command = exec_form(command, env, workdir, judge)
+        words = direct_argv(command, env, workdir, judge) or []
     if msg.image:
         # The wrapper runs the runtime (as the runner's user: rootful), which runs the
         # job's own script in the image as the job's user.
@@ -225,6 +227,17 @@ def in_container(msg: Start, d: JobDir, rec: AttemptRecord, workdir: Path,
         env_file=str(d.container_env), gpus=msg.gpus,
         memory_mb=msg.memory_mb, cdi=container.has_cdi_gpus(), tty=msg.interactive)
     return "exec " + shlex.join(argv) + "\n"
+
+
+def job_user(user: str) -> Who | None:
+    """The uid and groups `user`'s job runs with; None for the runner's own user."""
+    try:
+        who = pwd.getpwnam(user)
+    except KeyError:
+        raise LaunchError(f"no user {user!r} on this node") from None
+    if who.pw_uid == os.geteuid():
+        return None
+    return Who(who.pw_uid, frozenset(os.getgrouplist(who.pw_name, who.pw_gid)))
 
 
 def as_user(user: str, d: JobDir) -> list[str]:

@@ -39,16 +39,18 @@ def submit_world(
     from_snapshot: str | None = None,
 ) -> dict[str, Any]:
     root = default_root()
-    try:
-        config = load_config(root).submit
-    except ConfigError as exc:
-        if os.access(root / "config.toml", os.R_OK) or not (root / "config.toml").exists():
+    member = not _owns(root)
+    if member:
+        # A member of a shared queue reads neither the owner's config nor their blob
+        # store: the daemon answers with `[submit]`, and stores the snapshot.
+        from nvq.client import Client
+
+        config = Client().submit_settings()
+    else:
+        try:
+            config = load_config(root).submit
+        except ConfigError as exc:
             raise CliError(str(exc), 2) from None
-        # A member of a shared queue cannot read the owner's config, nor write the
-        # owner's blob store: their job runs without a snapshot, with the defaults.
-        config = SubmitConfig()
-        if not options.in_place:
-            options = WorldOptions(options.no_env, True, options.in_place, options.workdir)
     if from_cwd is not None:
         # forwarded: what was taken where the command was typed
         forwarded = options if options.no_snapshot or options.in_place else WorldOptions(
@@ -65,11 +67,42 @@ def submit_world(
     except OSError as exc:
         raise CliError(f"cannot read the current directory: {exc.strerror}", 2) from None
     try:
+        if member:
+            return _through_daemon(cwd, config, options, root)
         return submission_world(
             cwd=cwd, environ=os.environ, config=config, options=options, home=root,
         )
     except SnapshotError as exc:
         raise CliError(str(exc), 2) from None
+
+
+def _owns(root: Path) -> bool:
+    """Whether this user owns the queue's home (a home not made yet will be theirs)."""
+    try:
+        return root.stat().st_uid == os.geteuid()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _through_daemon(
+    cwd: Path, config: SubmitConfig, options: WorldOptions, root: Path,
+) -> dict[str, Any]:
+    """A member's world: the same fields as the owner's, the snapshot stored by the
+    daemon (nvq.world.through_daemon)."""
+    from nvq.client import Client
+    from nvq.world.through_daemon import send_snapshot
+
+    fields = submission_world(
+        cwd=cwd, environ=os.environ, config=config,
+        options=WorldOptions(options.no_env, True, options.in_place, options.workdir),
+        home=root,
+    )
+    wanted = not (fields["in_place"] or options.no_snapshot or options.workdir is not None)
+    if wanted:
+        fields["manifest_id"] = send_snapshot(Client(), cwd, root, config)
+    return fields
 
 
 def staged_image(ref: str) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from nvq import control as c
 from nvq.client.calls import Requesting, returns
+from nvq.config.types import SubmitConfig
 from nvq.domain.reservations import CardReservation
 from nvq.model import Event, NodeView
 
@@ -81,6 +82,11 @@ class QueueRequests(Requesting):
         """Copy job `id`'s working directory (or `paths` in it) and artifacts into a
         staging directory on the queue host (`Pulled.path`), to be moved by the caller."""
         return c.Pull(id=id, paths=list(paths))
+
+    @returns(c.SubmitSettings, SubmitConfig)
+    def submit_settings(self) -> c.Request:
+        """The queue's `[submit]` settings (a member cannot read the owner's config)."""
+        return c.SubmitSettings()
 
     @returns(c.Gc, c.GcDone)
     def gc(self) -> c.Request:

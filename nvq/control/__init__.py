@@ -118,6 +118,7 @@ from nvq.control.requests import (
     Wait,
     Why,
 )
+from nvq.control.snapshot_requests import ReceiveSnapshot, SubmitSettings
 from nvq.control.terminal import (
     Exec,
     Forward,
@@ -209,6 +210,7 @@ __all__ = [
     "Purge",
     "Purged",
     "QueueStatus",
+    "ReceiveSnapshot",
     "Release",
     "Reload",
     "Reloaded",
@@ -231,6 +233,7 @@ __all__ = [
     "Submit",
     "SubmitDry",
     "SubmitPreview",
+    "SubmitSettings",
     "Submitted",
     "Subscribe",
     "TermInput",

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from nvq.config.types import SubmitConfig
 from nvq.control import image_requests as qi
 from nvq.control import replies as r
 from nvq.control import requests as q
+from nvq.control import snapshot_requests as qs
 from nvq.domain.report import UsageReport
 from nvq.domain.reservations import CardReservation
 from nvq.model import Alert, Event, Job, NodeView
@@ -63,6 +65,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Ack: list[Alert],
     q.Pull: r.Pulled,
     q.Gc: r.GcDone,
+    qs.SubmitSettings: SubmitConfig,
     q.Backup: r.BackupMade,
     q.Check: r.StoreCheck,
     q.Lanes: list[r.LaneStatus],

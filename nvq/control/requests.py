@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.snapshot_requests import ReceiveSnapshot, SubmitSettings
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
@@ -390,6 +391,8 @@ Request = (
     | NodeRestart
     | ImagePush
     | ImageList
+    | SubmitSettings
+    | ReceiveSnapshot
     | Shell
     | Exec
     | Forward

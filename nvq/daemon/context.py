@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nvq import control as c
 from nvq.daemon.ops import Ops
@@ -18,3 +18,5 @@ class Context:
     machines: Machines  # reassignment, busy nodes, artifact syncs
     ops: Ops  # alerts, notifier, backups
     reload: Callable[[], Awaitable[c.Reloaded]] | None = None  # `daemon reload` (reload.py)
+    # user → the blobs (files, manifests) they sent through the daemon (snapshot_intake)
+    snapshots: dict[str, set[str]] = field(default_factory=dict)

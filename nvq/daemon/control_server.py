@@ -148,6 +148,12 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
         if isinstance(request, c.Shell | c.Exec | c.Forward) and plain is None:
             await _serve_session(ctx, stream, request, user, (frames, early))
             return
+        if isinstance(request, c.ReceiveSnapshot) and plain is None:
+            from nvq.daemon.snapshot_intake import receive_snapshot
+
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await receive_snapshot(ctx, stream, _frame(c.Done()), user)
+            return
         reply = await _reply(ctx, stream, request, plain, user)
         if reply is None:
             return  # a stream, answered as it went
@@ -166,7 +172,7 @@ async def _reply(
     come). On the plain wire the answer is hidden of secrets, as data or as the text
     `--json` prints, and streams are refused."""
     try:
-        if isinstance(request, c.Shell | c.Exec | c.Forward):
+        if isinstance(request, c.Shell | c.Exec | c.Forward | c.ReceiveSnapshot):
             raise BadRequest("streams are not answered on the plain wire")
         if isinstance(request, c.Logs | c.Subscribe):
             # `job logs` may stream on the plain wire when asked to (want="stream"):
@@ -208,6 +214,10 @@ async def serve_relayed(ctx: Context, stream: ByteStream, user: str) -> None:
         return
     if isinstance(request, c.Shell | c.Exec | c.Forward):
         await refuse_relayed(stream, "a job cannot open a terminal session from inside itself")
+        return
+    if isinstance(request, c.ReceiveSnapshot):
+        await refuse_relayed(stream, "a job submits without a snapshot of its own: "
+                                     "pass --no-snapshot or --workdir")
         return
     reply = await _reply(ctx, stream, request, plain, user)
     if reply is not None:

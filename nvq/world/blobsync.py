@@ -18,7 +18,7 @@ submit handler checks) even when a transfer dies half way.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -59,8 +59,18 @@ def _read_exact(stream: IO[bytes], size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes]) -> int:
-    """The queue host's side: store the blobs it lacks; returns how many came."""
+def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes],
+            max_bytes: int | None = None, known: Container[str] | None = None,
+            proved: Callable[[list[str]], None] | None = None) -> int:
+    """The queue host's side: store the blobs it lacks; returns how many came.
+
+    For a sender the queue does not trust (a member): `max_bytes` is the most one
+    exchange may bring (`[submit] max_snapshot`), and `known` holds the blobs this
+    sender has sent before: every other one is asked for even when the store has it,
+    so that the answer says nothing of what other users stored, and naming a blob
+    (another user's snapshot, whose id `job show` lists) is not having it.
+    `proved(names)` is told every blob of the exchange once all came, before the
+    receipt (after which the sender submits)."""
     try:
         wanted = msgspec.json.decode(_line(inp, MAX_LIST_LINE, "the list"), type=list[str])
     except msgspec.DecodeError:
@@ -70,16 +80,25 @@ def receive(store: BlobStore, inp: IO[bytes], out: IO[bytes]) -> int:
         raise SyncError(f"not a blob name: {bad[0][:80]!r}")
     store.ensure()
     missing = store.missing(wanted)
+    if known is not None:
+        lacking = set(missing)
+        missing = [name for name in dict.fromkeys(wanted) if name in lacking or name not in known]
     out.write(msgspec.json.encode(missing) + b"\n")
     out.flush()
     for digest in missing:
         name, _, size = _line(inp, MAX_HEADER, "a file").decode().strip().partition(" ")
         if name != digest or not size.isdigit():
             raise SyncError(f"expected blob {digest[:12]}, got {name[:80]!r}")
+        if max_bytes is not None:
+            max_bytes -= int(size)
+            if max_bytes < 0:
+                raise SyncError("the snapshot is larger than [submit] max_snapshot")
         try:
             store.put_chunks(_read_exact(inp, int(size)), expected=digest)
         except ObjectMismatch:
             raise SyncError(f"blob {digest[:12]} arrived with other content") from None
+    if proved is not None:
+        proved(wanted)
     out.write(msgspec.json.encode({"stored": len(missing)}) + b"\n")
     out.flush()
     return len(missing)

@@ -86,6 +86,8 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Shell(spec=JobSpec(command="bash")), "anyone"),
     (c.Exec(id=1), "owner"),
     (c.Forward(id=1), "owner"),
+    (c.SubmitSettings(), "anyone"),  # a member's submit reads [submit] through the daemon
+    (c.ReceiveSnapshot(), "anyone"),  # ... and stores its snapshot through it
     (c.Report(since=0.0, until=1.0), "anyone"),  # who used what, as sreport shows
     (c.ReserveAdd(name="r", cards=["local:0"], start=0.0, end=1.0), "admin"),
     (c.ReserveList(), "anyone"),
@@ -96,7 +98,7 @@ CASES: list[tuple[c.Request, str]] = [
 def test_every_request_has_a_rule_and_a_case() -> None:
     every = set(typing.get_args(c.Request))
     assert every == set(PERMISSIONS)
-    streams = {c.Logs, c.Subscribe, c.Shell, c.Exec, c.Forward}
+    streams = {c.Logs, c.Subscribe, c.Shell, c.Exec, c.Forward, c.ReceiveSnapshot}
     assert set(HANDLERS) | streams == every
     assert {type(req) for req, _ in CASES} == every
 

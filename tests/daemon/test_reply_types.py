@@ -10,8 +10,8 @@ from nvq import control as c
 from nvq.client.methods import Call, Requests
 from nvq.daemon.handlers import HANDLERS, PERMISSIONS
 
-# answered in chunks or as a terminal session, not with one reply
-STREAMS = {c.Logs, c.Subscribe, c.Shell, c.Exec, c.Forward}
+# answered in chunks, as a terminal session or a blob exchange, not with one reply
+STREAMS = {c.Logs, c.Subscribe, c.Shell, c.Exec, c.Forward, c.ReceiveSnapshot}
 
 
 def test_every_request_has_a_handler_a_permission_and_a_reply() -> None:

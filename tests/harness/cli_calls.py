@@ -188,6 +188,39 @@ def run_nvq(
     return os.waitstatus_to_exitcode(int(status)), _text(out), _text(err)
 
 
+class Started:
+    """An `nvq` call left running (`start_nvq`): its pid, and its exit code once it ends."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self._conn = conn
+        self._answer = conn.makefile("rb")
+        self.pid = int(self._answer.readline())
+
+    def wait(self) -> int:
+        status = self._answer.readline()
+        self._answer.close()
+        self._conn.close()
+        assert status, "the nvq zygote died during the call"
+        return os.waitstatus_to_exitcode(int(status))
+
+
+def start_nvq(
+    argv: list[str], *, env: dict[str, str], cwd: str | Path, user: User,
+    stdio: tuple[int, int, int],
+) -> Started:
+    """`nvq ARGV` as `user`, on the descriptors `stdio` (a pty's, a pipe's), left running:
+    for a call that lasts (`job forward`, `job shell`) as a user who cannot run this
+    interpreter (tests.members)."""
+    zygote = _zygote(env, everything=True)
+    request = {"argv": argv, "env": {**env, "HOME": user.home}, "cwd": str(cwd),
+               "user": {"uid": user.uid, "gid": user.gid, "groups": list(user.groups)}}
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(zygote.path)
+    conn.sendmsg([json.dumps(request).encode() + b"\n"],
+                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", stdio))])
+    return Started(conn)
+
+
 def _usable_fd(fd: int) -> bool:
     try:
         os.fstat(fd)

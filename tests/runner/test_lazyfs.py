@@ -177,3 +177,37 @@ def test_mounting_leaves_the_process_in_its_directory(tmp_path: Path) -> None:
             mount.stop()
     finally:
         os.chdir(here)
+
+
+def test_another_users_view_is_theirs_from_the_start(tmp_path: Path) -> None:
+    # The runner mounts a member's artifacts: every file reads as theirs (the kernel
+    # checks their access against that), and giving it to them again is a no-op, as
+    # the runner does for every job directory; giving it to anyone else is refused.
+    import errno
+
+    from nvq_runner.lazyfs import LazyFS
+
+    before = tmp_path / "before"
+    before.mkdir()
+    (before / "step").write_text("5\n")
+    store = Store(tmp_path / "cache")
+    upper = tmp_path / "upper"
+    upper.mkdir()
+    point = tmp_path / "artifacts"
+    member = (54321, 54321)
+    mount = Mount(LazyFS(store.add_tree(before), upper, store, owner=member), point,
+                  allow_other=True)
+    mount.start()
+    try:
+        (point / "new").write_text("mine\n")  # made by the runner in the upper layer
+        for path in (point, point / "step", point / "new"):
+            st = path.stat()
+            assert (st.st_uid, st.st_gid) == member, path
+        os.chown(point, *member)
+        os.chown(point / "step", *member)
+        with pytest.raises(PermissionError) as refused:
+            os.chown(point / "step", 0, 0)
+        assert refused.value.errno == errno.EPERM
+    finally:
+        mount.stop()
+    assert fuse_mounts(tmp_path) == []

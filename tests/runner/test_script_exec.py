@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nvq_runner.jobfiles import JobDir
-from nvq_runner.script_exec import direct_argv, exec_form
+from nvq_runner.script_exec import Who, direct_argv, exec_form, may_execute
 from nvq_runner.spawn import WRAPPER
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
@@ -119,3 +119,22 @@ def test_only_a_binary_or_a_hashbang_file_skips_bash(tmp_path: Path) -> None:
     out = subprocess.run(["/bin/sh", str(WRAPPER), str(d.path), "0022"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 5, out.stderr
+
+
+def test_another_users_program_is_judged_with_their_uid_and_groups(tmp_path: Path) -> None:
+    # The runner is root, for whom any execute bit will do; the member is not.
+    member = Who(uid=5001, gids=frozenset({5001, 7000}))
+    assert may_execute(0o700, 5001, 0, member)
+    assert not may_execute(0o700, 0, 0, member)  # root's own: no
+    assert may_execute(0o710, 0, 7000, member)  # through a group they are in
+    assert not may_execute(0o601, 5001, 0, member)  # the owner's bits decide, even no
+    assert not may_execute(0o601, 0, 7000, member)  # the group's bits decide, even no
+    assert may_execute(0o701, 0, 0, member)
+    tool = tmp_path / "run.sh"
+    tool.write_text("#!/bin/sh\nexit 4\n")
+    tool.chmod(0o700)  # root's, as tmp_path is
+    env = {"PATH": os.environ["PATH"]}
+    assert exec_form("./run.sh\n", env, tmp_path, member) == "./run.sh\n"  # bash says why
+    assert exec_form("./run.sh\n", env, tmp_path) == "exec ./run.sh\n"
+    assert exec_form("sleep 1\n", env, tmp_path, member) == "exec sleep 1\n"
+    assert direct_argv("exec sleep 1\n", env, tmp_path, member) == ["sleep", "1"]

@@ -19,14 +19,16 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def exchange(store: BlobStore, sources: dict[str, Path | bytes]) -> tuple[int, int]:
+def exchange(store: BlobStore, sources: dict[str, Path | bytes],
+             known: set[str] | None = None) -> tuple[int, int]:
     here, there = socket.socketpair()
     errors: list[BaseException] = []
 
     def host() -> None:
         with there, there.makefile("rb") as inp, there.makefile("wb") as out:
             try:
-                receive(store, inp, out)
+                receive(store, inp, out, known=known, proved=known.update if known is not None
+                        else None)
             except BaseException as exc:
                 errors.append(exc)
 
@@ -71,3 +73,18 @@ def test_names_that_are_no_hashes_are_refused(tmp_path: Path) -> None:
         with pytest.raises(SyncError, match="not a blob name"):
             receive(store, inp, out)
     here.close()
+
+
+def test_a_member_sends_what_they_have_not_sent_before_whatever_the_store_holds(
+    tmp_path: Path,
+) -> None:
+    # The answer to a member's list says nothing of what others stored, and naming a
+    # blob someone else sent is not having it: they send it, and only then know it.
+    store = BlobStore(tmp_path / "blobs")
+    theirs: dict[str, Path | bytes] = {sha(b"the owner's file"): b"the owner's file"}
+    assert exchange(store, theirs) == (1, 16)
+    member: set[str] = set()
+    mine: dict[str, Path | bytes] = {**theirs, sha(b"manifest"): b"manifest"}
+    assert exchange(store, mine, member) == (2, 24)
+    assert member == set(mine)
+    assert exchange(store, mine, member) == (0, 0)  # their own, from now on

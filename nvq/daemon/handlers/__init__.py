@@ -88,6 +88,7 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.ClusterRetry: cluster.cluster_retry,
     c.EditJob: edit.edit_job,
     c.Gc: world.gc,
+    c.SubmitSettings: world.submit_settings,
     c.Pull: world.pull,
     c.JobWindow: jobs.job_window,
     c.Move: move.move,
@@ -172,6 +173,9 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.EditJob: owner("edit"),
     c.Check: admin("check the queue's store"),
     c.Gc: admin("free the blob store"),
+    c.SubmitSettings: ANYONE,
+    # a session-like exchange (nvq.daemon.snapshot_intake): any member may store blobs
+    c.ReceiveSnapshot: ANYONE,
     c.Pull: private("pull the files of"),
     c.JobWindow: ANYONE,
     c.Move: owner("move"),

@@ -15,9 +15,11 @@ from nvq.daemon.handlers.submit_preview import preview
 from nvq.daemon.held import Held, locked
 from nvq.daemon.pinning import check_pin, into_lane
 from nvq.daemon.quotas import check_queued
+from nvq.daemon.snapshot_intake import check_sent
 from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, request, transitions
 from nvq.domain.validate import SpecError, validate_spec
+from nvq.home import queue_owner
 from nvq.model import JobRecord, JobSpec, Tx
 from nvq_runner.protocol import is_hash
 
@@ -63,6 +65,8 @@ async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, Job
             f"the snapshot {spec.manifest_id[:12]} is not in the queue host's blob store "
             "(submit from the queue host, or pass --no-snapshot)"
         )
+    if spec.manifest_id and user != queue_owner():  # the owner stores their own
+        check_sent(ctx, user, spec.manifest_id)
     job = transitions.new_job(spec, user=user, now=time.time())
     await await_reports(state, spec)
     return spec, job

@@ -1,7 +1,8 @@
 """`nvq queue gc`, and the blob release that follows `job purge`: the queue host's blob
 store keeps what jobs still in the queue (in any state) reference, and frees the rest.
 Objects younger than the store's grace period stay, so a submit that has stored its
-snapshot but not yet its job is never robbed."""
+snapshot but not yet its job is never robbed. Also the `[submit]` settings a member's
+submit asks for (their snapshot's blobs come in by nvq.daemon.snapshot_intake)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import functools
 import anyio
 
 from nvq import control as c
+from nvq.config import SubmitConfig
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.chunk_sync import TreeLog
 from nvq.daemon.context import Context
@@ -57,3 +59,8 @@ async def pull(ctx: Context, req: c.Pull, user: str) -> c.Pulled:
         state.home, node, job, listing.root, req.paths, for_user=None if mine else user
     )
     return c.Pulled(path=str(staging), node=node.name)
+
+
+async def submit_settings(ctx: Context, req: c.SubmitSettings, user: str) -> SubmitConfig:
+    """`[submit]` as the daemon read it: a member cannot read the owner's config."""
+    return ctx.state.config.submit
