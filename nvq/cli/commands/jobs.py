@@ -83,7 +83,8 @@ def job_wait(
     text = "\n".join(outcome(j) for j in done.jobs)
     if done.still_going:
         going = ", ".join(map(str, done.still_going))
-        text += f"\n(still going: {going}; --timeout ran out)"
+        why = "" if done.exit_code == 1 else "; --timeout ran out"
+        text += f"\n(still going: {going}{why})"
     emit(done, as_json, text)
     return done.exit_code
 
