@@ -118,7 +118,7 @@ class Nvq:
         just started answers at once, before its runners have said hello."""
         deadline = time.monotonic() + timeout
         while True:
-            nodes: list[dict[str, Any]] = self.json("queue", "nodes")
+            nodes: list[dict[str, Any]] = self.json("queue", "nodes")["nodes"]
             if sum(n["state"] == "up" for n in nodes) >= count:
                 return nodes
             if time.monotonic() > deadline:
@@ -141,7 +141,7 @@ class Nvq:
         return json.loads(data)  # type: ignore[no-any-return]
 
     def events(self, since: int = 0) -> list[dict[str, Any]]:
-        return self.json("queue", "events", "--since", str(since))  # type: ignore[no-any-return]
+        return self.json("queue", "events", "--since", str(since))["events"]  # type: ignore[no-any-return]
 
     def shutdown(self) -> None:
         """Stop the daemon and the local runner, and kill every job process left.

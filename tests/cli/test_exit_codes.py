@@ -5,8 +5,8 @@ still run, and 2 only when none did and its timeout ran out."""
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
