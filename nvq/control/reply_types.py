@@ -25,6 +25,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Ping: r.Pong,
     q.Submit: r.Submitted,
     q.SubmitDry: r.SubmitPreview,
+    q.SubmitFromJob: JsonValue,  # Submitted, ArraySubmitted or SubmitPreview
     q.ListJobs: list[r.JobRow],
     q.JobWindow: r.JobPage,
     q.ShowJob: r.JobDetail,

@@ -23,6 +23,19 @@ class SubmitDry(msgspec.Struct, tag="submit_dry_run", frozen=True):
     spec: JobSpec
 
 
+class SubmitFromJob(msgspec.Struct, tag="submit_from_job", frozen=True):
+    """`nvq job submit ARGV` typed inside job `job` (over its `$NVQ_SOCKET`): the queue
+    parses `argv` with the CLI's own parser (nvq.cli.submit_argv). `cwd`: where it was
+    typed, on the job's node; `subdir`: the same place inside the job's working copy
+    ("" its top; None: outside it). Answered with the document `job submit --json`
+    prints: the job, the array, or (--dry-run) the preview."""
+
+    argv: list[str]
+    job: int
+    cwd: str
+    subdir: str | None = None
+
+
 class ListJobs(msgspec.Struct, tag="ls", frozen=True):
     active: bool = False
     states: list[str] | None = None
@@ -337,6 +350,7 @@ class ReserveRemove(msgspec.Struct, tag="reserve_rm", frozen=True):
 
 Request = (
     Submit
+    | SubmitFromJob
     | ReserveAdd
     | ReserveList
     | ReserveRemove
