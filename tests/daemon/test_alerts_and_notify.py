@@ -89,7 +89,7 @@ def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Pat
     assert alerts[held["id"]]["kind"] == "job_held"
     assert alerts[bad_dir["id"]]["kind"] == "launch_failed"
     assert ok["id"] not in alerts
-    assert len(r.json()) == 4
+    assert len(r.json()["alerts"]) == 4
 
     detail = nvq.run("queue", "alerts", "--detail")
     assert detail.code == 1 and "Traceback: boom" in detail.out
