@@ -241,7 +241,7 @@ def schema(command: str) -> dict[str, Any]:
     shape = SHAPES[command]
     kinds = [shape.kind, *shape.variants, ErrorDocument]
     shapes, defs = msgspec.json.schema_components(kinds)
-    doc: dict[str, Any] = {"anyOf": shapes, "$defs": defs}
+    doc: dict[str, Any] = {"anyOf": list(shapes), "$defs": defs}
     if shape.note:
         doc["description"] = f"nvq {command} --json; {shape.note}"
     else:
