@@ -154,11 +154,14 @@ class Shape:
 SHAPES: dict[str, Shape] = {
     "job submit": Shape(
         c.REPLIES[c.Submit],
-        "--array: ArraySubmitted; --wait: the job as it ended (an array's: WaitResult, as "
-        "`job wait`); --dry-run: SubmitPreview",
+        "`env_captured` is null (`job show ID --json` has it); --array: ArraySubmitted; "
+        "--wait: the job as it ended (an array's: WaitResult, as `job wait`); --dry-run: "
+        "SubmitPreview",
         (c.ArraySubmitted, c.WaitResult, c.SubmitPreview),
     ),
-    "job ls": Shape(c.JobPage, "`more`: the window left jobs out; `env_captured` is null"),
+    "job ls": Shape(
+        c.JobPage, "`more`: the window left jobs out; `env_captured` is null (`job show`)"
+    ),
     "job show": Shape(c.REPLIES[c.ShowJob]),
     "job why": Shape(c.REPLIES[c.Why]),
     "job wait": Shape(c.WaitResult),

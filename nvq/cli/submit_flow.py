@@ -129,7 +129,7 @@ def submit(
         return _submitted_array(client, job, spec.array, wait=a.wait, as_json=a.as_json)
     said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}{held_note(client, job)}"
     if not a.wait:
-        emit(job, a.as_json, said)
+        emit(without_env(job), a.as_json, said)
         return 0
     if not a.as_json:
         print(f"{said}; waiting", file=sys.stderr)
@@ -137,7 +137,7 @@ def submit(
 
     done = client.wait(job.id)
     (final,) = done.jobs
-    emit(final, a.as_json, outcome(final))
+    emit(without_env(final), a.as_json, outcome(final))
     return done.exit_code
 
 
@@ -207,6 +207,13 @@ def spec_of(a: SubmitArgs, shell: bool = False) -> JobSpec:
         setup=a.setup,
         setup_files=a.setup_files,
     )
+
+
+def without_env(job: Job) -> Job:
+    """The job as a submit prints it: without the captured environment (`env_captured`
+    null, as in lists): it is the submitting shell's, kilobytes an agent does not need
+    back; `job show ID --json` has it."""
+    return msgspec.structs.replace(job, env_captured=None)
 
 
 def held_note(client: Client, job: Job) -> str:

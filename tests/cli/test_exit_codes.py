@@ -63,6 +63,8 @@ def test_the_same_mistake_is_exit_2_in_every_command(queue: Nvq) -> None:
         ("queue", "drain", "nowhere"),
         ("queue", "drain", "bx"),
         ("queue", "lane", "bx:0"),
+        ("queue", "lane", "local:0", "frobnicate"),  # an action the command does not know
+        ("queue", "lane", "local:0", "swap", "1"),
         ("job", "submit", "--vram", "20GB", "--", "true"),
         ("job", "ls", "--state", "sleeping"),
     ]

@@ -54,7 +54,9 @@ async def submit_from_job(ctx: Context, req: c.SubmitFromJob, user: str) -> c.Js
         return await submit.submit_dry_run(ctx, c.SubmitDry(spec), user)
     first = await submit.submit(ctx, c.Submit(spec), user)
     if spec.array is None:
-        return first
+        from nvq.cli.submit_flow import without_env
+
+        return without_env(first)
     ids = list(range(first.id, first.id + len(parse_array(spec.array).indices())))
     return c.ArraySubmitted(id=first.id, ids=ids, count=len(ids))
 
