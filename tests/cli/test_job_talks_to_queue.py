@@ -80,7 +80,8 @@ def test_the_skills_sweep_driver_runs_as_written(remote: tuple[Nvq, SshdNode]) -
 
 def test_the_in_job_nvq_takes_the_clis_words(remote: tuple[Nvq, SshdNode]) -> None:
     """Options the small shim refused, argv with spaces and quotes passed as typed, the
-    commands it lacked, and `--in-place` in the caller's own directory."""
+    commands it lacked, `--in-place` in the caller's own directory, and a wait that
+    answers at the first bad end."""
     nvq, _node = remote
     script = r"""
 set -e
@@ -96,6 +97,13 @@ nvq job why $NVQ_JOB_ID --json > why.json && echo why-ok
 nvq queue status --json > status.json && echo status-ok
 nvq job show $NVQ_JOB_ID --reveal || echo "reveal rc=$?"
 cat bad.json argv.json
+id() { python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+failing=$(nvq job submit --json --gpus 0 -- false | id)
+slow=$(nvq job submit --json --gpus 0 -- sleep 600 | id)
+nvq job wait $failing $slow --json > waited.json || echo "wait rc=$?"
+python3 -c "import json; assert json.load(open('waited.json'))['still_going'] == [$slow]" && echo going-ok
+nvq job cancel $slow --json > cancelled.json
+python3 -c "import json; assert json.load(open('cancelled.json'))['jobs'][0]['state'] == 'cancelled'" && echo cancel-ok
 """
     job = nvq.submit("--gpus", "0", "--", script)
     code, _ = nvq.wait(job["id"], timeout=120)
@@ -104,6 +112,8 @@ cat bad.json argv.json
     assert "two words|it's|" in out and "\nhere\n" in out
     assert "bad rc=2" in out and "No such option" in out and "--frobnicate" in out
     assert "why-ok" in out and "status-ok" in out and "reveal rc=2" in out
+    # `job wait` answers at the first bad end inside a job too, with what still goes
+    assert "wait rc=1" in out and "going-ok" in out and "cancel-ok" in out
     (argv_job,) = [j for j in nvq.json("job", "ls")["jobs"] if j["note"] == "a note"]
     shown = nvq.show(argv_job["id"])
     assert (shown["timeout"], shown["retries"]) == (3600.0, 1)

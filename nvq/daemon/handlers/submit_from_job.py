@@ -5,8 +5,8 @@ gives the new job the world a submit from that place has.
 A job's directory lives on its node, out of the queue host's reach, so nothing is
 snapshotted afresh: where the caller runs in a snapshot, the new job runs in that same
 snapshot, at the directory the submit was typed in (what the caller started with, not
-what it wrote since); `--in-place`, or a caller with no snapshot, runs it in that
-directory itself, on the caller's node. `--workdir` and `--no-snapshot` mean what they
+what it wrote since); `--in-place`, a caller with no snapshot, or a directory the
+snapshot lacks (made since) runs it in that directory itself, on the caller's node. `--workdir` and `--no-snapshot` mean what they
 mean outside. The new job takes the caller's captured environment (not the job's own,
 which holds the caller's NVQ_* variables) and names it as its submitter."""
 
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 import msgspec
 
 from nvq import control as c
+from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest, RequestError
 from nvq.daemon.handlers import submit
@@ -45,8 +47,9 @@ async def submit_from_job(ctx: Context, req: c.SubmitFromJob, user: str) -> c.Js
         for field, flag in HOST_ONLY.items():
             if getattr(args, field) is not None:
                 raise CliError(f"{flag} is not taken inside a job (it reads the queue host)", 2)
+        known = await in_snapshot(ctx, caller.spec.manifest_id, req.subdir)
         spec = msgspec.structs.replace(
-            spec_of(args), **world_of(args, ctx.state.live(caller), req.cwd, req.subdir))
+            spec_of(args), **world_of(args, ctx.state.live(caller), req.cwd, known))
         checked(spec)
     except CliError as exc:
         raise BadRequest(str(exc)) from None
@@ -61,10 +64,28 @@ async def submit_from_job(ctx: Context, req: c.SubmitFromJob, user: str) -> c.Js
     return c.ArraySubmitted(id=first.id, ids=ids, count=len(ids))
 
 
+async def in_snapshot(ctx: Context, manifest_id: str | None, subdir: str | None) -> str | None:
+    """`subdir` when the caller's snapshot holds that directory (one it made after it
+    started is only on its node); else None."""
+    if not manifest_id or subdir is None:
+        return None
+    if subdir == "":
+        return subdir
+    try:
+        manifest = await anyio.to_thread.run_sync(
+            blob_store(ctx.state.home).get_manifest, manifest_id)
+    except (OSError, ValueError, msgspec.DecodeError):
+        return None
+    inside = subdir + "/"
+    return subdir if any(e.path == subdir or e.path.startswith(inside)
+                         for e in manifest.entries) else None
+
+
 def world_of(
     args: SubmitArgs, caller: JobRecord, cwd: str, subdir: str | None
 ) -> dict[str, Any]:
-    """The JobSpec fields of the new job's world (see the module's doc)."""
+    """The JobSpec fields of the new job's world (see the module's doc). `subdir`:
+    where the submit was typed inside the caller's snapshot (None: not in it)."""
     own: JobSpec = caller.spec
     fields: dict[str, Any] = {
         "submitter": f"job {caller.id}",
