@@ -10,6 +10,9 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import jsonschema
+
+from nvq.cli.json_shapes import schema
 from tests.cli.test_job_world import logs
 from tests.cluster import Nvq
 from tests.harness.sshd import SshdNode
@@ -78,7 +81,9 @@ def test_the_skills_sweep_driver_runs_as_written(remote: tuple[Nvq, SshdNode]) -
     assert {nvq.show(t["id"])["manifest_id"] for t in trials} == {nvq.show(driver["id"])["manifest_id"]}
 
 
-def test_the_in_job_nvq_takes_the_clis_words(remote: tuple[Nvq, SshdNode]) -> None:
+def test_the_in_job_nvq_takes_the_clis_words(
+    remote: tuple[Nvq, SshdNode], tmp_path: Path
+) -> None:
     """Options the small shim refused, argv with spaces and quotes passed as typed, the
     commands it lacked, `--in-place` in the caller's own directory, and a wait that
     answers at the first bad end."""
@@ -104,11 +109,24 @@ nvq job wait $failing $slow --json > waited.json || echo "wait rc=$?"
 python3 -c "import json; assert json.load(open('waited.json'))['still_going'] == [$slow]" && echo going-ok
 nvq job cancel $slow --json > cancelled.json
 python3 -c "import json; assert json.load(open('cancelled.json'))['jobs'][0]['state'] == 'cancelled'" && echo cancel-ok
+nvq job result $failing $slow --json > results.json
+nvq job logs $failing --json > logs.json
+nvq job ls --json --limit 2 > ls.json
+cp argv.json bad.json waited.json cancelled.json why.json status.json results.json logs.json ls.json "$DOCS"
 """
-    job = nvq.submit("--gpus", "0", "--", script)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    job = nvq.submit("--gpus", "0", "--env", f"DOCS={docs}", "--", script)
     code, _ = nvq.wait(job["id"], timeout=120)
     out = logs(nvq, job["id"])
     assert code == 0, out
+    # every document it printed is what `nvq schema` says its command prints
+    for name, command in [("argv", "job submit"), ("bad", "job submit"), ("waited", "job wait"),
+                          ("cancelled", "job cancel"), ("why", "job why"),
+                          ("status", "queue status"), ("results", "job result"),
+                          ("logs", "job logs"), ("ls", "job ls")]:
+        doc = json.loads((docs / f"{name}.json").read_text())
+        jsonschema.validate(doc, schema(command), cls=jsonschema.Draft202012Validator)
     assert "two words|it's|" in out and "\nhere\n" in out
     assert "bad rc=2" in out and "No such option" in out and "--frobnicate" in out
     assert "why-ok" in out and "status-ok" in out and "reveal rc=2" in out
