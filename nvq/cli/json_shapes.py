@@ -187,7 +187,7 @@ SHAPES: dict[str, Shape] = {
     "queue resume": Shape(c.REPLIES[c.NodeFlag]),
     "queue ignore": Shape(c.REPLIES[c.NodeFlag]),
     "queue unignore": Shape(c.REPLIES[c.NodeFlag]),
-    "queue events": Shape(listing(c.Events)),
+    "queue events": Shape(listing(c.Events), "--follow: one Event a line, as each happens"),
     "queue lanes": Shape(listing(c.Lanes)),
     "queue lane": Shape(c.REPLIES[c.Lane]),
     "queue busy": Shape(c.REPLIES[c.BusyMode]),
