@@ -322,7 +322,7 @@ def submit(argv: list[str]) -> tuple[Any, int]:
     top = os.path.join(os.environ.get("NVQ_JOB_DIR", ""), "work")
     rel = os.path.relpath(cwd, top) if os.environ.get("NVQ_JOB_DIR") else ".."
     subdir = None if rel == ".." or rel.startswith("../") else ("" if rel == "." else rel)
-    request = {"type": "submit_from_job", "argv": argv, "job": int(job_id), "cwd": cwd,
+    request = {"type": "submit_from_job", "argv": argv, "id": int(job_id), "cwd": cwd,
                "subdir": subdir}
     head = argv[: argv.index("--")] if "--" in argv else argv
     if "--wait" not in head or "--dry-run" in head:

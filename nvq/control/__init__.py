@@ -14,6 +14,7 @@ from nvq.control.frames import (
     request_decoder,
 )
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.job_submits import SubmitFromJob
 from nvq.control.replies import (
     UNSET,
     ArraySubmitted,
@@ -114,7 +115,6 @@ from nvq.control.requests import (
     StopDaemon,
     Submit,
     SubmitDry,
-    SubmitFromJob,
     Subscribe,
     Wait,
     Why,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from nvq.control import image_requests as qi
+from nvq.control import job_submits as qj
 from nvq.control import replies as r
 from nvq.control import requests as q
 from nvq.domain.report import UsageReport
@@ -25,7 +26,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Ping: r.Pong,
     q.Submit: r.Submitted,
     q.SubmitDry: r.SubmitPreview,
-    q.SubmitFromJob: JsonValue,  # Submitted, ArraySubmitted or SubmitPreview
+    qj.SubmitFromJob: JsonValue,  # Submitted, ArraySubmitted or SubmitPreview
     q.ListJobs: list[r.JobRow],
     q.JobWindow: r.JobPage,
     q.ShowJob: r.JobDetail,

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.job_submits import SubmitFromJob
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
@@ -21,19 +22,6 @@ class SubmitDry(msgspec.Struct, tag="submit_dry_run", frozen=True):
     start now or why it would wait; nothing is stored."""
 
     spec: JobSpec
-
-
-class SubmitFromJob(msgspec.Struct, tag="submit_from_job", frozen=True):
-    """`nvq job submit ARGV` typed inside job `job` (over its `$NVQ_SOCKET`): the queue
-    parses `argv` with the CLI's own parser (nvq.cli.submit_argv). `cwd`: where it was
-    typed, on the job's node; `subdir`: the same place inside the job's working copy
-    ("" its top; None: outside it). Answered with the document `job submit --json`
-    prints: the job, the array, or (--dry-run) the preview."""
-
-    argv: list[str]
-    job: int
-    cwd: str
-    subdir: str | None = None
 
 
 class ListJobs(msgspec.Struct, tag="ls", frozen=True):

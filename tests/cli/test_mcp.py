@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from pydantic import FileUrl
 
 from nvq import __version__ as nvq_version
-from nvq.agents.mcp_server import COMMANDS, output_schema
+from nvq.agents.mcp_contract import COMMANDS, output_schema
 from tests.cluster import Nvq
 
 RESULT = 'echo "{\\"loss\\": 0.25}" > "$NVQ_JOB_DIR/result.json"'

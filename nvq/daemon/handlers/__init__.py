@@ -114,7 +114,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Ping: ANYONE,
     c.Submit: ANYONE,
     c.SubmitDry: ANYONE,
-    c.SubmitFromJob: ANYONE,  # the handler checks the job named is the sender's
+    c.SubmitFromJob: owner("submit from"),  # a job's own `nvq`: its owner's rights
     c.ListJobs: ANYONE,
     # Reading a job: its metadata is anyone's, what it holds (logs, result, files) its
     # owner's (nvq.daemon.visibility blanks the rest of other users' jobs in replies).
