@@ -19,7 +19,6 @@ their lists to the CLI's), but those in NOT_INSIDE."""
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import re
@@ -96,6 +95,9 @@ def ask(request: dict[str, Any], want: str = "json") -> tuple[Any, int]:
 
 def stream(request: dict[str, Any]) -> Iterator[bytes]:
     """A streamed answer's chunks (`job logs`)."""
+    # here, not at the top: binascii needs libz, which a minimal image's python lacks
+    import base64
+
     with _open(request, "stream") as sock:
         while True:
             frame = json.loads(_frame(sock))
