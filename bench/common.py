@@ -51,7 +51,7 @@ def wait_nodes_up(nvq: Nvq, timeout: float = 60) -> None:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        nodes = nvq.json("queue", "nodes")
+        nodes = nvq.json("queue", "nodes")["nodes"]
         if nodes and all(n["state"] == "up" and n["gpus"] for n in nodes):
             return
         time.sleep(0.1)

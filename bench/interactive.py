@@ -120,7 +120,7 @@ def main() -> None:
         placed, submitted, started = [], [], []
         for _ in range(args.sessions):
             job_id, sent, first = one_shell(client, args.command)
-            events = nvq.json("queue", "events", "--job", str(job_id))
+            events = nvq.json("queue", "events", "--job", str(job_id))["events"]
             dispatched = next(e["time"] for e in events if e["kind"] == "job_dispatched")
             began = next(e["time"] for e in events if e["kind"] == "job_started")
             placed.append(first - dispatched)

@@ -36,7 +36,7 @@ def exit_to_start(kind: str, pairs: int, lane: bool = False) -> dict[str, float]
         # A blocker holds the card while the chain is queued behind it, so every gap
         # is a real exit → start hand-over, not the submit rate.
         gate = nvq.home.parent / "gate"
-        node = "local" if kind == "local" else nvq.json("queue", "nodes")[0]["name"]
+        node = "local" if kind == "local" else nvq.json("queue", "nodes")["nodes"][0]["name"]
         where = ["--lane", f"{node}:0"] if lane else []
         blocker = nvq.submit("--vram", "20GiB", *where, "--",
                              f"while [ ! -e {gate} ]; do sleep 0.01; done")

@@ -92,7 +92,7 @@ def main() -> None:
 
 
 def _started(nvq: object) -> int:
-    events = nvq.json("queue", "events", "--since", "0")  # type: ignore[attr-defined]
+    events = nvq.json("queue", "events", "--since", "0")["events"]  # type: ignore[attr-defined]
     return sum(1 for e in events if e["kind"] == "job_started")
 
 

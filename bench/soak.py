@@ -408,7 +408,7 @@ class Soak:
         if r.returncode != 0:
             return [f"queue events: {_error(r)[:200]}"]
         endings: Counter[int] = Counter()
-        for ev in json.loads(r.stdout):
+        for ev in json.loads(r.stdout)["events"]:
             if ev["kind"] in TOLD:
                 self.told[ev["kind"]] += 1
             data = ev.get("data") or {}

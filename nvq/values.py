@@ -183,8 +183,12 @@ def duration_value(value: Any, *, allow_zero: bool = False) -> float:
 
 def parse_begin(text: str, now: float) -> float:
     """`--begin`: a moment (`2026-12-02T22:00`, `2026-12-02 22:00`, local time unless
-    it names its zone) or a delay from `now` (`2h`, `"1 hour 30 min"`) → Unix seconds."""
+    it names its zone) or a delay from `now` (`2h`, `"1 hour 30 min"`, `"after 2h"`,
+    `"in 2h"`, as the help says it) → Unix seconds."""
     stripped = text.strip()
+    word, _, rest = stripped.partition(" ")
+    if word.lower() in ("after", "in") and rest.strip():
+        stripped = rest.strip()
     try:
         return now + parse_duration(stripped, allow_zero=True)
     except ValueError:

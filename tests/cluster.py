@@ -5,6 +5,7 @@ GPUs (the runner's fake backend)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -92,12 +93,26 @@ class Nvq:
         return self.json("job", "show", str(job_id))  # type: ignore[no-any-return]
 
     def wait(self, *ids: int, timeout: float = 60) -> tuple[int, list[dict[str, Any]]]:
-        r = self.run(
-            "job", "wait", *map(str, ids), "--timeout", str(timeout), "--json", timeout=timeout + 30
-        )
-        doc = r.json()
-        assert "jobs" in doc, f"job wait answered {doc} (exit {r.code}; stderr {r.err!r})"
-        return r.code, doc["jobs"]
+        """Until every job has ended (or `timeout` runs out): `job wait`'s exit code
+        and the jobs as they stand. `job wait` answers at the first job that ends
+        badly, so the ones still going are waited for again; the code is 1 when any
+        ended badly, else `job wait`'s last (0 all completed, 2 the timeout ran out)."""
+        deadline = time.monotonic() + timeout
+        seen: dict[int, dict[str, Any]] = {}
+        left, bad = list(ids), False
+        while True:
+            give = max(1, math.ceil(deadline - time.monotonic()))
+            r = self.run(
+                "job", "wait", *map(str, left), "--timeout", str(give), "--json",
+                timeout=give + 30,
+            )
+            doc = r.json()
+            assert "jobs" in doc, f"job wait answered {doc} (exit {r.code}; stderr {r.err!r})"
+            seen.update((j["id"], j) for j in doc["jobs"])
+            bad = bad or r.code == 1
+            left = doc["still_going"]
+            if r.code != 1 or not left:
+                return (1 if bad else r.code), [seen[i] for i in ids]
 
     def wait_for(self, job_id: int, pred: Any, timeout: float = 60) -> dict[str, Any]:
         """Re-read a job until `pred(job)` holds (for states `job wait` does not end on).
@@ -118,7 +133,7 @@ class Nvq:
         just started answers at once, before its runners have said hello."""
         deadline = time.monotonic() + timeout
         while True:
-            nodes: list[dict[str, Any]] = self.json("queue", "nodes")
+            nodes: list[dict[str, Any]] = self.json("queue", "nodes")["nodes"]
             if sum(n["state"] == "up" for n in nodes) >= count:
                 return nodes
             if time.monotonic() > deadline:
@@ -141,7 +156,7 @@ class Nvq:
         return json.loads(data)  # type: ignore[no-any-return]
 
     def events(self, since: int = 0) -> list[dict[str, Any]]:
-        return self.json("queue", "events", "--since", str(since))  # type: ignore[no-any-return]
+        return self.json("queue", "events", "--since", str(since))["events"]  # type: ignore[no-any-return]
 
     def shutdown(self) -> None:
         """Stop the daemon and the local runner, and kill every job process left.

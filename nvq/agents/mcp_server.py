@@ -1,10 +1,15 @@
 """`nvq mcp`: nvq as a Model Context Protocol server over stdio, on the official SDK.
 
-Each tool runs the `nvq` command line with `--json` and returns its document as is:
-the same document, the same checks, the same exit status rules as the CLI, and the
-caller's rights (the CLI talks to the daemon's socket as the OS user who started this
-server; with `[remote]` it forwards to the queue host). A document with `error` comes
-back as a tool error. Tools are kept apart by what they do, with MCP's annotations:
+Each tool runs the `nvq` command line with `--json` and returns its document as is,
+as text and as `structuredContent`, its tool's `outputSchema` being that command's
+`nvq schema`: the same document, the same checks, the same exit status rules as the
+CLI, and the caller's rights (the CLI talks to the daemon's socket as the OS user who
+started this server; with `[remote]` it forwards to the queue host). A document with
+`error` comes back as a tool error, and so do arguments a tool does not take or of the
+wrong type, in one line naming the argument, before anything runs. `job_submit`
+snapshots the directory the client names (`directory`), else the client's first root
+when it offers roots, else this server's own directory, and says which it took. Tools
+are kept apart by what they do, with MCP's annotations:
 read-only ones (status, lists, a job, why, logs, results, alerts, events, `wait`), a
 preview (`job_submit_dry_run`), and the ones that change the queue.
 
@@ -16,14 +21,19 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
+import nvq
 from nvq.agents import skill
+from nvq.agents.mcp_contract import NvqServer, refusal
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDS = ToolAnnotations(
@@ -45,11 +55,12 @@ INSTRUCTIONS = (
 )
 
 
-async def nvq_json(*args: str) -> str:
-    """`nvq ARGS --json`'s document; a tool error when it is an error document."""
+async def nvq_json(*args: str, cwd: Path | None = None, said: str = "") -> CallToolResult:
+    """`nvq ARGS --json`'s document, as text and as structured content (run in `cwd`;
+    `said`: a line to add); a tool error when it is an error document."""
     head, sep, tail = _split(list(args))
     done = await anyio.run_process(
-        [sys.executable, "-m", "nvq", *head, "--json", *sep, *tail], check=False
+        [sys.executable, "-m", "nvq", *head, "--json", *sep, *tail], check=False, cwd=cwd
     )
     out = done.stdout.decode(errors="replace").strip()
     try:
@@ -61,7 +72,10 @@ async def nvq_json(*args: str) -> str:
         raise ToolError(err or f"nvq {' '.join(args)} exited {done.returncode}")
     if isinstance(doc, dict) and "error" in doc:
         raise ToolError(out)
-    return out
+    content: list[Any] = [TextContent(type="text", text=out)]
+    if said:
+        content.append(TextContent(type="text", text=said))
+    return CallToolResult(content=content, structured_content=doc)
 
 
 def _split(args: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -86,30 +100,31 @@ def _ids(ids: list[int]) -> list[str]:
     return [str(i) for i in ids]
 
 
-def build() -> MCPServer:
-    server = MCPServer("nvq", instructions=INSTRUCTIONS, log_level="WARNING")
+def build() -> NvqServer:
+    server = NvqServer(
+        "nvq", version=nvq.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     tool = server.tool
 
     # ---------------------------------------------------------------- read-only
 
     @tool(annotations=READ, structured_output=False)
-    async def queue_status() -> str:
+    async def queue_status() -> CallToolResult:
         """Nodes, GPUs, job counts, active jobs and open alerts (`nvq queue status`)."""
         return await nvq_json("queue", "status")
 
     @tool(annotations=READ, structured_output=False)
-    async def queue_nodes(include_ignored: bool = False) -> str:
+    async def queue_nodes(include_ignored: bool = False) -> CallToolResult:
         """Every GPU of every node: memory, utilisation and every process on it, the
         queue's or not. Read this before saying a card is free."""
         return await nvq_json("queue", "nodes", *_opt("--include-ignored", include_ignored))
 
     @tool(annotations=READ, structured_output=False)
-    async def queue_lanes() -> str:
+    async def queue_lanes() -> CallToolResult:
         """Every GPU's lane: the job it runs, what is next, paused or blocked (and why)."""
         return await nvq_json("queue", "lanes")
 
     @tool(annotations=READ, structured_output=False)
-    async def queue_lane(lane: str) -> str:
+    async def queue_lane(lane: str) -> CallToolResult:
         """One lane (NODE:GPU, node by prefix): its queue in running order."""
         return await nvq_json("queue", "lane", lane)
 
@@ -124,7 +139,7 @@ def build() -> MCPServer:
         since: str | None = None,
         user: str | None = None,
         tag: str | None = None,
-    ) -> str:
+    ) -> CallToolResult:
         """Jobs: the live ones and the newest 50 finished, as {"jobs": [...], "more":
         bool}. active: live jobs only (pending, held, paused, running); held; state (repeatable); limit: the
         newest N; every: all of them; since: a job id, a date or an age (2h)."""
@@ -136,41 +151,41 @@ def build() -> MCPServer:
         return await nvq_json("job", "ls", *args)
 
     @tool(annotations=READ, structured_output=False)
-    async def job_show(job_id: int) -> str:
+    async def job_show(job_id: int) -> CallToolResult:
         """One job in full: request, attempts, events, reason, the tail of its output.
         Diagnose a failure from this first."""
         return await nvq_json("job", "show", str(job_id))
 
     @tool(annotations=READ, structured_output=False)
-    async def job_why(job_id: int) -> str:
+    async def job_why(job_id: int) -> CallToolResult:
         """Why a job waits, node by node, each constraint checked with its numbers."""
         return await nvq_json("job", "why", str(job_id))
 
     @tool(annotations=READ, structured_output=False)
     async def job_logs(
         job_id: int, lines: int = 100, stderr: bool = False, attempt: int | None = None
-    ) -> str:
+    ) -> CallToolResult:
         """The last lines of a job's stdout (or stderr)."""
         args = ["-n", str(lines), *_opt("--stderr", stderr), *_opt("--attempt", attempt)]
         return await nvq_json("job", "logs", str(job_id), *args)
 
     @tool(annotations=READ, structured_output=False)
-    async def job_result(job_id: int | None = None, array: int | None = None) -> str:
+    async def job_result(job_id: int | None = None, array: int | None = None) -> CallToolResult:
         """A job's result.json payload; with array, every member's index, state and
         result (a sweep's table)."""
         if array is not None:
             return await nvq_json("job", "result", "--array", str(array))
         if job_id is None:
-            raise ToolError('{"error": "give job_id or array", "exit_code": 2}')
+            raise refusal("give job_id or array")
         return await nvq_json("job", "result", str(job_id))
 
     @tool(annotations=READ, structured_output=False)
-    async def queue_alerts(include_acknowledged: bool = False) -> str:
+    async def queue_alerts(include_acknowledged: bool = False) -> CallToolResult:
         """What needs attention: failures, lost jobs, nodes down."""
         return await nvq_json("queue", "alerts", *_opt("--all", include_acknowledged))
 
     @tool(annotations=READ, structured_output=False)
-    async def queue_events(since: int = 0, limit: int | None = None, job: int | None = None) -> str:
+    async def queue_events(since: int = 0, limit: int | None = None, job: int | None = None) -> CallToolResult:
         """The event log after event id `since`: what happened while you were away."""
         args = ["--since", str(since), *_opt("--limit", limit), *_opt("--job", job)]
         return await nvq_json("queue", "events", *args)
@@ -178,7 +193,7 @@ def build() -> MCPServer:
     @tool(annotations=READ, structured_output=False)
     async def job_wait(
         job_ids: list[int] | None = None, array: int | None = None, timeout_seconds: float = 60
-    ) -> str:
+    ) -> CallToolResult:
         """Wait until the jobs end, at most timeout_seconds (up to 600). The `job wait`
         document: exit_code 0 all completed, 1 one ended badly (still_going lists
         those still running), 2 the timeout ran out first (not a failure: wait again)."""
@@ -187,17 +202,22 @@ def build() -> MCPServer:
         return await nvq_json("job", "wait", *args)
 
     @tool(annotations=READ, structured_output=False)
-    async def nvq_skill() -> str:
+    async def nvq_skill() -> CallToolResult:
         """nvq's guide for agents (Markdown): when to submit, how, and what to avoid."""
-        return skill.text()
+        text = skill.text()
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content={"text": text})
 
     # ---------------------------------------------------------------- submit
 
-    async def submit(dry_run: bool, command: list[str], options: dict[str, Any]) -> str:
+    async def submit(
+        dry_run: bool, command: list[str], options: dict[str, Any], cwd: Path | None = None,
+        said: str = "",
+    ) -> CallToolResult:
         flags = [x for name, value in options.items() for x in _opt(f"--{name}", value)]
         if dry_run:
             flags.append("--dry-run")
-        return await nvq_json("job", "submit", *flags, "--", *command)
+        return await nvq_json("job", "submit", *flags, "--", *command, cwd=cwd, said=said)
 
     @tool(annotations=READ, structured_output=False)
     async def job_submit_dry_run(
@@ -209,7 +229,7 @@ def build() -> MCPServer:
         after: str | None = None,
         memory: str | None = None,
         array: str | None = None,
-    ) -> str:
+    ) -> CallToolResult:
         """Check a job as job_submit would and say where it would start now, or why
         it would wait. Nothing is stored."""
         options = {"vram": vram, "gpus": gpus, "node": node, "lane": lane, "after": after,
@@ -235,30 +255,37 @@ def build() -> MCPServer:
         env: list[str] | None = None,
         tag: list[str] | None = None,
         workdir: str | None = None,
-    ) -> str:
+        directory: str | None = None,
+        ctx: Context[Any, Any] | None = None,
+    ) -> CallToolResult:
         """Queue a job: command as an argv (["python", "train.py"]). vram: memory to
         reserve per GPU (20GiB), always give it honestly; gpus: 0 for CPU work; note:
         what it is for; after: "12,13" run after those completed; lane: NODE:GPU to
         run in that card's order; array: "0-9" one job per index ({} in the command).
-        The job runs in a snapshot of the server's working directory."""
+        The job runs in a snapshot of `directory` (an absolute path: your project),
+        else of your first root when you offer roots, else of this server's working
+        directory; the answer says which it took."""
+        where, why = await submit_directory(directory, ctx)
         options = {
             "vram": vram, "gpus": gpus, "name": name, "note": note, "node": node,
             "lane": lane, "after": after, "after-any": after_any, "timeout": timeout,
             "memory": memory, "retries": retries, "priority": priority, "array": array,
             "env": env or [], "tag": tag or [], "workdir": workdir,
         }
-        return await submit(False, command, options)
+        said = f"snapshot of {where} ({why})" if where is not None else (
+            "snapshot of the server's working directory (no directory given, no roots offered)")
+        return await submit(False, command, options, cwd=where, said=said)
 
     # ---------------------------------------------------------------- changing jobs
 
     @tool(annotations=ENDS, structured_output=False)
-    async def job_cancel(job_ids: list[int]) -> str:
+    async def job_cancel(job_ids: list[int]) -> CallToolResult:
         """Cancel jobs; a running one's process group is killed and its work lost.
         Confirm with the user before cancelling a job you did not submit."""
         return await nvq_json("job", "cancel", *_ids(job_ids))
 
     @tool(annotations=ADDS, structured_output=False)
-    async def job_requeue(job_ids: list[int], artifacts: str | None = None) -> str:
+    async def job_requeue(job_ids: list[int], artifacts: str | None = None) -> CallToolResult:
         """Run finished jobs again, same id and note (artifacts: keep or fresh)."""
         return await nvq_json("job", "requeue", *_ids(job_ids), *_opt("--artifacts", artifacts))
 
@@ -274,7 +301,7 @@ def build() -> MCPServer:
         priority: int | None = None,
         name: str | None = None,
         note: str | None = None,
-    ) -> str:
+    ) -> CallToolResult:
         """Change a waiting job (a running one: priority, name, note only); it keeps
         its id, note, place and submitter. Prefer this to resubmitting."""
         options = {"drop-after": drop_after, "add-after": add_after, "vram": vram,
@@ -284,18 +311,18 @@ def build() -> MCPServer:
         return await nvq_json("job", "edit", str(job_id), *flags)
 
     @tool(annotations=SETS, structured_output=False)
-    async def job_release(job_ids: list[int]) -> str:
+    async def job_release(job_ids: list[int]) -> CallToolResult:
         """Run held jobs without the prerequisites that ended badly. Never when the
         prerequisite produced the input the job reads."""
         return await nvq_json("job", "release", *_ids(job_ids))
 
     @tool(annotations=ADDS, structured_output=False)
-    async def job_note(job_id: int, append: str) -> str:
+    async def job_note(job_id: int, append: str) -> CallToolResult:
         """Add a line to a job's note (what was learned, what to do next)."""
         return await nvq_json("job", "note", str(job_id), "--append", append)
 
     @tool(annotations=SETS, structured_output=False)
-    async def queue_ack(alert_ids: list[int]) -> str:
+    async def queue_ack(alert_ids: list[int]) -> CallToolResult:
         """Acknowledge alerts. Only when the user has seen them or the cause is fixed."""
         return await nvq_json("queue", "ack", *_ids(alert_ids))
 
@@ -307,7 +334,7 @@ def build() -> MCPServer:
         to: str | None = None,
         before: int | None = None,
         at: str | None = None,
-    ) -> str:
+    ) -> CallToolResult:
         """Reorder a lane (NODE:GPU): action move (job_ids, to head|N or before),
         swap (two job_ids), skip, assign (job_ids, at head|N), pause or resume."""
         args = [lane, action, *_ids(job_ids or []), *_opt("--to", to),
@@ -315,6 +342,31 @@ def build() -> MCPServer:
         return await nvq_json("queue", "lane", *args)
 
     return server
+
+
+async def submit_directory(
+    directory: str | None, ctx: Context[Any, Any] | None
+) -> tuple[Path | None, str]:
+    """The directory a submit snapshots, and why that one: `directory` when given,
+    else the client's first root (a file:// URI) when it offers roots; (None, ""):
+    this server's own working directory."""
+    if directory is not None:
+        path = Path(directory)
+        if not path.is_absolute() or not await anyio.Path(path).is_dir():
+            raise refusal(f"job_submit: argument 'directory': {directory!r} is not an "
+                          "absolute path to a directory")
+        return path, "the directory given"
+    caps = ctx.client_capabilities if ctx is not None else None
+    if ctx is None or caps is None or caps.roots is None:
+        return None, ""
+    with warnings.catch_warnings():  # roots are deprecated in MCP's next revision
+        warnings.simplefilter("ignore")
+        roots = (await ctx.session.list_roots()).roots
+    for root in roots:
+        uri = urlparse(str(root.uri))
+        if uri.scheme == "file" and await anyio.Path(unquote(uri.path)).is_dir():
+            return Path(unquote(uri.path)), "the client's first root"
+    return None, ""
 
 
 def serve() -> None:

@@ -3,8 +3,8 @@ page printed as it comes, so catching up on a million events never holds them al
 
 The output is what it always was: a short log is one table (the first page is the
 whole log); a longer one prints each event as one line, as `--follow` does, since a
-table's column widths would need every row first. `--json` writes the same list
-document, one element at a time. Each page is asked as every read is
+table's column widths would need every row first. `--json` writes the same
+document (`{"events": [...]}`), one element at a time. Each page is asked as every read is
 (nvq.cli.reading), so the typer command and the fast path print through here."""
 
 from __future__ import annotations
@@ -53,14 +53,16 @@ def print_events(since: int, limit: int | None, job: int | None, as_json: bool) 
 
 
 def _print_json(stream: Iterator[list[Event]]) -> None:
-    """`[` … `]` around each event formatted as `emit` formats the whole list (two-space
-    indents, UTF-8 as it is: msgspec's format, written by the standard library)."""
+    """`{"events": [` … `]}` around each event formatted as `emit` formats the whole
+    document (two-space indents, UTF-8 as it is: msgspec's format, written by the
+    standard library)."""
     import json
 
     opened = False
     for page in stream:
         for event in page:
             text = json.dumps(event, indent=2, ensure_ascii=False)
-            print(("[\n" if not opened else ",\n") + "  " + text.replace("\n", "\n  "), end="")
+            head = '{\n  "events": [\n' if not opened else ",\n"
+            print(head + "    " + text.replace("\n", "\n    "), end="")
             opened = True
-    print("\n]" if opened else "[]", flush=True)
+    print("\n  ]\n}" if opened else '{\n  "events": []\n}', flush=True)

@@ -5,10 +5,14 @@ of commands and their JSON shapes is made from here (`readme_table`; a test hold
 README to it).
 
 A command's variants (`job submit --array`, `job purge --dry-run`) print other
-documents: the shape here is the plain call's, and `note` says what differs."""
+documents: the shape here is the plain call's, `variants` the others' and `note` says
+which prints which. Any command that cannot go on prints an `ErrorDocument` instead;
+every command's schema is `anyOf` its shapes and that one error shape."""
 
 from __future__ import annotations
 
+import functools
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +20,17 @@ from typing import Any
 import msgspec
 
 from nvq import control as c
+from nvq.cli.sweeps import MemberResult
+from nvq.control.plain import LISTED
 from nvq.model import Job
+
+
+class ErrorDocument(msgspec.Struct, kw_only=True):
+    """Any command's --json document when it cannot go on: the line `nvq` would print
+    on stderr, and the exit code (2 bad input, 1 a refusal on the merits)."""
+
+    error: str
+    exit_code: int
 
 
 class JobResult(msgspec.Struct, kw_only=True):
@@ -24,6 +38,26 @@ class JobResult(msgspec.Struct, kw_only=True):
 
     id: int
     result: Any
+
+
+class JobResults(msgspec.Struct, kw_only=True):
+    """`job result ID ID... --json`: each job's result.json payload."""
+
+    results: list[JobResult]
+
+
+class ArrayResults(msgspec.Struct, kw_only=True):
+    """`job result --array ID --json`: every member's index, parameters, state and result."""
+
+    array: int
+    members: list[MemberResult]
+
+
+class PurgePreview(msgspec.Struct, kw_only=True):
+    """`job purge --dry-run --json`: how many finished jobs it would forget, and which."""
+
+    would_purge: int
+    ids: list[int]
 
 
 class DaemonStopped(msgspec.Struct, kw_only=True):
@@ -61,10 +95,33 @@ class SkillInstalled(msgspec.Struct, kw_only=True):
     changed: bool
 
 
+class SkillText(msgspec.Struct, kw_only=True):
+    """`skill --json`: the skill (SKILL.md), as Markdown."""
+
+    text: str
+
+
+class CompletionScript(msgspec.Struct, kw_only=True):
+    """`completion SHELL --json`: the shell's completion script."""
+
+    shell: str
+    script: str
+
+
 class KeeperLog(msgspec.Struct, kw_only=True):
     """`queue keeper logs --json`: the keeper's log, as text."""
 
     text: str
+
+
+@functools.cache
+def listing(request: type[c.Request]) -> Any:
+    """The document of a request answered with a list (nvq.control.plain.LISTED): an
+    object with one field, the list, named there (`JobList` is `{"jobs": [Job]}`)."""
+    (item,) = typing.get_args(c.REPLIES[request])
+    name = "Job" if item is Job else item.__name__
+    items = types.GenericAlias(list, (item,))
+    return msgspec.defstruct(f"{name}List", [(LISTED[request], items)], kw_only=True)
 
 
 class CardHealth(msgspec.Struct, kw_only=True):
@@ -81,50 +138,63 @@ class CardHealth(msgspec.Struct, kw_only=True):
     schedulable: bool
 
 
+class CardHealthList(msgspec.Struct, kw_only=True):
+    """`node health --json`: every card's health."""
+
+    cards: list[CardHealth]
+
+
 @dataclass(frozen=True)
 class Shape:
-    kind: Any  # the type the document decodes into
+    kind: Any  # the type the plain call's document decodes into
     note: str = ""
+    variants: tuple[Any, ...] = ()  # the types its variants (`note`) print instead
 
 
 SHAPES: dict[str, Shape] = {
     "job submit": Shape(
         c.REPLIES[c.Submit],
-        "--array: ArraySubmitted; --wait: the job (or array) as it ended, as `job wait`; "
-        "--dry-run: SubmitPreview",
+        "`env_captured` is null (`job show ID --json` has it); --array: ArraySubmitted; "
+        "--wait: the job as it ended (an array's: WaitResult, as `job wait`); --dry-run: "
+        "SubmitPreview",
+        (c.ArraySubmitted, c.WaitResult, c.SubmitPreview),
     ),
-    "job ls": Shape(c.JobPage, "`more`: the window left jobs out; `env_captured` is null"),
+    "job ls": Shape(
+        c.JobPage, "`more`: the window left jobs out; `env_captured` is null (`job show`)"
+    ),
     "job show": Shape(c.REPLIES[c.ShowJob]),
     "job why": Shape(c.REPLIES[c.Why]),
     "job wait": Shape(c.WaitResult),
-    "job cancel": Shape(c.REPLIES[c.Cancel]),
-    "job release": Shape(c.REPLIES[c.Release]),
+    "job cancel": Shape(listing(c.Cancel)),
+    "job release": Shape(listing(c.Release)),
     "job note": Shape(c.REPLIES[c.Note]),
-    "job result": Shape(JobResult, "--array: every member's index, parameters and result"),
-    "job requeue": Shape(c.REPLIES[c.Requeue]),
-    "job purge": Shape(c.REPLIES[c.Purge], "--dry-run: `would_purge` and `ids`"),
+    "job result": Shape(
+        JobResult, "several ids: JobResults; --array: ArrayResults", (JobResults, ArrayResults)
+    ),
+    "job requeue": Shape(listing(c.Requeue)),
+    "job purge": Shape(c.REPLIES[c.Purge], "--dry-run: PurgePreview", (PurgePreview,)),
     "job edit": Shape(c.REPLIES[c.EditJob]),
     "job move": Shape(c.REPLIES[c.Move]),
-    "job priority": Shape(c.REPLIES[c.Priority]),
-    "job pause": Shape(c.REPLIES[c.Pause]),
-    "job resume": Shape(c.REPLIES[c.Resume]),
+    "job priority": Shape(listing(c.Priority)),
+    "job pause": Shape(listing(c.Pause)),
+    "job resume": Shape(listing(c.Resume)),
     "job artifacts": Shape(c.REPLIES[c.JobArtifacts], "--get: the files copied"),
     "job logs": Shape(JobLogs),
     "job pull": Shape(JobPulled),
     "queue status": Shape(c.REPLIES[c.Status]),
-    "queue nodes": Shape(c.REPLIES[c.Nodes]),
+    "queue nodes": Shape(listing(c.Nodes)),
     "queue drain": Shape(c.REPLIES[c.NodeFlag]),
     "queue resume": Shape(c.REPLIES[c.NodeFlag]),
     "queue ignore": Shape(c.REPLIES[c.NodeFlag]),
     "queue unignore": Shape(c.REPLIES[c.NodeFlag]),
-    "queue events": Shape(c.REPLIES[c.Events]),
-    "queue lanes": Shape(c.REPLIES[c.Lanes]),
+    "queue events": Shape(listing(c.Events), "--follow: one Event a line, as each happens"),
+    "queue lanes": Shape(listing(c.Lanes)),
     "queue lane": Shape(c.REPLIES[c.Lane]),
     "queue busy": Shape(c.REPLIES[c.BusyMode]),
     "queue forbid-busy-assign": Shape(c.REPLIES[c.BusyAssign]),
     "queue allow-busy-assign": Shape(c.REPLIES[c.BusyAssign]),
-    "queue alerts": Shape(c.REPLIES[c.Alerts]),
-    "queue ack": Shape(c.REPLIES[c.Ack]),
+    "queue alerts": Shape(listing(c.Alerts)),
+    "queue ack": Shape(listing(c.Ack)),
     "queue backup": Shape(c.REPLIES[c.Backup]),
     "queue check": Shape(c.REPLIES[c.Check]),
     "queue gc": Shape(c.REPLIES[c.Gc]),
@@ -137,17 +207,20 @@ SHAPES: dict[str, Shape] = {
     "node start": Shape(c.REPLIES[c.NodeFlag]),
     "node status": Shape(c.REPLIES[c.NodeStatus]),
     "node restart": Shape(c.REPLIES[c.NodeRestart]),
-    "node health": Shape(list[CardHealth]),
+    "node health": Shape(CardHealthList),
     "image push": Shape(c.REPLIES[c.ImagePush]),
-    "image ls": Shape(c.REPLIES[c.ImageList]),
-    "cluster status": Shape(c.REPLIES[c.ClusterStatus]),
+    "image ls": Shape(listing(c.ImageList)),
+    "cluster status": Shape(listing(c.ClusterStatus)),
     "cluster scale": Shape(c.REPLIES[c.ClusterScale]),
     "cluster drain": Shape(c.REPLIES[c.ClusterDrain]),
     "cluster retry": Shape(c.REPLIES[c.ClusterRetry]),
+    "skill": Shape(SkillText),
     "skill install": Shape(SkillInstalled),
+    "completion": Shape(CompletionScript),
+    "schema": Shape(dict[str, Any], "a JSON Schema; no command: every command's, by name"),
     "report": Shape(c.REPLIES[c.Report], "`--csv`: the same rows as CSV instead"),
     "reserve add": Shape(c.REPLIES[c.ReserveAdd]),
-    "reserve ls": Shape(c.REPLIES[c.ReserveList]),
+    "reserve ls": Shape(listing(c.ReserveList)),
     "reserve rm": Shape(c.REPLIES[c.ReserveRemove]),
 }
 
@@ -166,9 +239,12 @@ NOT_DESCRIBED: dict[str, str] = {
 
 
 def schema(command: str) -> dict[str, Any]:
-    """`command`'s --json document as JSON Schema (KeyError: no such shape)."""
+    """`command`'s --json document as JSON Schema (KeyError: no such shape): `anyOf`
+    the plain call's shape, its variants' and `ErrorDocument`, defined in `$defs`."""
     shape = SHAPES[command]
-    doc = msgspec.json.schema(shape.kind)
+    kinds = [shape.kind, *shape.variants, ErrorDocument]
+    shapes, defs = msgspec.json.schema_components(kinds)
+    doc: dict[str, Any] = {"anyOf": list(shapes), "$defs": defs}
     if shape.note:
         doc["description"] = f"nvq {command} --json; {shape.note}"
     else:
@@ -177,12 +253,18 @@ def schema(command: str) -> dict[str, Any]:
 
 
 def type_name(kind: Any) -> str:
-    """A type as the README's table shows it: `JobDetail`, `[Job]`, `[JobRow] | JobPage`."""
+    """A type as the README's table shows it: `JobDetail`, `{"jobs": [Job]}`."""
     if kind is Any:
         return "any JSON"
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        fields = msgspec.structs.fields(kind)
+        if len(fields) == 1 and typing.get_origin(fields[0].type) is list:  # a list, named
+            return f'{{"{fields[0].encode_name}": {type_name(fields[0].type)}}}'
     if isinstance(kind, type):
         return "Job" if kind is Job else kind.__name__
     origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is dict:
+        return "object"
     if origin is list:
         return f"[{type_name(args[0])}]"
     return " | ".join(type_name(a) for a in args)

@@ -261,7 +261,7 @@ def node_health(node: str | None, as_json: bool) -> int:
         views = chosen
     cards = card_health(views)
     if as_json:
-        print_json(cards)
+        print_json({"cards": cards})
     else:
         print(health_text(cards))
     return 0

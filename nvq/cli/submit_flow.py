@@ -81,59 +81,15 @@ def submit(
     """The exit status of the submit `a` asks for. `with_manifest`: merges `--manifest`
     (typer's path only: it needs to know which flags were typed); `run_spec`: `job
     shell`'s own continuation, which takes the checked spec."""
-    if a.script is not None:
-        if a.command:
-            raise CliError("give either --script or a command, not both", 2)
-        body = read_local(a.script, "--script")  # "-": stdin (what a [remote] forward sends)
-    elif not a.command and a.manifest is None and run_spec is None:
-        raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
-    else:
-        body = "" if not a.command else a.command[0] if len(a.command) == 1 else shlex.join(
-            a.command
-        )
+    spec = spec_of(a, run_spec is not None)
     if a.dry_run and a.wait:
         raise CliError("give --dry-run or --wait, not both", 2)
     # a dry run takes no snapshot: it must store nothing, and the files do not
     # change where the job would go
     no_snapshot = a.no_snapshot or a.dry_run
-    spec_env = env_pairs(a.env)
     # the snapshot machinery (pathspec, the blob store): only a submit loads it
     from nvq.cli.submit_world import WorldOptions, submit_world
 
-    spec = JobSpec(
-        command=body,
-        name=a.name,
-        gpus=a.gpus,
-        vram_mb=size(a.vram, "--vram"),
-        node=a.node,
-        priority=a.priority,
-        timeout=duration(a.timeout, "--timeout"),
-        env=spec_env,
-        workdir=a.workdir,
-        tags=a.tag,
-        note=a.note,
-        submitter=os.environ.get("NVQ_SUBMITTER", ""),
-        after=ids(a.after, "--after"),
-        after_any=ids(a.after_any, "--after-any"),
-        retries=a.retries,
-        cuda=a.cuda,
-        image=a.image,
-        memory_mb=size(a.memory, "--memory"),
-        lane=a.lane,
-        array=a.array,
-        email_on_success=a.email_on_success,
-        email_on_failure=a.email_on_failure,
-        max_runtime=duration(a.max_runtime, "--max-runtime"),
-        no_reassign=a.no_reassign,
-        preemptible=a.preemptible,
-        reservation=a.reservation,
-        retries_on=_retries_on(a.retries_on),
-        notify_on=notify_on(a.notify_on),
-        begin_at=_begin(a.begin),
-        signal=_signal(a.signal),
-        setup=a.setup,
-        setup_files=a.setup_files,
-    )
     if a.manifest is not None and with_manifest is not None:
         spec = with_manifest(spec)
     # The daemon's rule, here first: a mistake is named before a snapshot is taken.
@@ -173,7 +129,7 @@ def submit(
         return _submitted_array(client, job, spec.array, wait=a.wait, as_json=a.as_json)
     said = f"submitted job {job.id} ({job.name}){unchecked_note(job)}{held_note(client, job)}"
     if not a.wait:
-        emit(job, a.as_json, said)
+        emit(without_env(job), a.as_json, said)
         return 0
     if not a.as_json:
         print(f"{said}; waiting", file=sys.stderr)
@@ -181,7 +137,7 @@ def submit(
 
     done = client.wait(job.id)
     (final,) = done.jobs
-    emit(final, a.as_json, outcome(final))
+    emit(without_env(final), a.as_json, outcome(final))
     return done.exit_code
 
 
@@ -201,6 +157,63 @@ def _submitted_array(
     done = client.wait(doc.ids)
     emit(done, as_json, "\n".join(outcome(j) for j in done.jobs))
     return done.exit_code
+
+
+def spec_of(a: SubmitArgs, shell: bool = False) -> JobSpec:
+    """The JobSpec the flags ask for, before the job's world (directory, environment,
+    snapshot) is added: each value read as the flag documents it (CliError, exit 2,
+    when it is not). `shell`: `job shell`'s, which may have no command."""
+    if a.script is not None:
+        if a.command:
+            raise CliError("give either --script or a command, not both", 2)
+        body = read_local(a.script, "--script")  # "-": stdin (what a [remote] forward sends)
+    elif not a.command and a.manifest is None and not shell:
+        raise CliError("no command given: nvq job submit [OPTIONS] -- CMD ...", 2)
+    else:
+        body = "" if not a.command else a.command[0] if len(a.command) == 1 else shlex.join(
+            a.command
+        )
+    return JobSpec(
+        command=body,
+        name=a.name,
+        gpus=a.gpus,
+        vram_mb=size(a.vram, "--vram"),
+        node=a.node,
+        priority=a.priority,
+        timeout=duration(a.timeout, "--timeout"),
+        env=env_pairs(a.env),
+        workdir=a.workdir,
+        tags=a.tag,
+        note=a.note,
+        submitter=os.environ.get("NVQ_SUBMITTER", ""),
+        after=ids(a.after, "--after"),
+        after_any=ids(a.after_any, "--after-any"),
+        retries=a.retries,
+        cuda=a.cuda,
+        image=a.image,
+        memory_mb=size(a.memory, "--memory"),
+        lane=a.lane,
+        array=a.array,
+        email_on_success=a.email_on_success,
+        email_on_failure=a.email_on_failure,
+        max_runtime=duration(a.max_runtime, "--max-runtime"),
+        no_reassign=a.no_reassign,
+        preemptible=a.preemptible,
+        reservation=a.reservation,
+        retries_on=_retries_on(a.retries_on),
+        notify_on=notify_on(a.notify_on),
+        begin_at=_begin(a.begin),
+        signal=_signal(a.signal),
+        setup=a.setup,
+        setup_files=a.setup_files,
+    )
+
+
+def without_env(job: Job) -> Job:
+    """The job as a submit prints it: without the captured environment (`env_captured`
+    null, as in lists): it is the submitting shell's, kilobytes an agent does not need
+    back; `job show ID --json` has it."""
+    return msgspec.structs.replace(job, env_captured=None)
 
 
 def held_note(client: Client, job: Job) -> str:

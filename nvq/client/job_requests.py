@@ -70,7 +70,8 @@ class JobRequests(Requesting):
 
     @reads(wait_result)
     def wait(self, ids: int | Sequence[int], timeout: float | None = None) -> c.Request:
-        """Block until the jobs end (or `timeout` seconds pass: exit_code 2)."""
+        """Block until the jobs end, or one ends badly (exit_code 1, the rest in
+        `still_going`), or `timeout` seconds pass (exit_code 2)."""
         return c.Wait(ids=id_list(ids), timeout=timeout)
 
     @returns(c.Cancel, list[Job])

@@ -14,6 +14,7 @@ from nvq.control.frames import (
     request_decoder,
 )
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.job_submits import SubmitFromJob
 from nvq.control.replies import (
     UNSET,
     ArraySubmitted,
@@ -232,6 +233,7 @@ __all__ = [
     "StoreCheck",
     "Submit",
     "SubmitDry",
+    "SubmitFromJob",
     "SubmitPreview",
     "SubmitSettings",
     "Submitted",

@@ -14,8 +14,40 @@ from typing import Any, Literal
 
 import msgspec
 
+from nvq.control.image_requests import ImageList
 from nvq.control.replies import JobPage
-from nvq.control.requests import JobWindow, Request, Result
+from nvq.control.requests import (
+    Ack,
+    Alerts,
+    Cancel,
+    ClusterStatus,
+    Events,
+    JobWindow,
+    Lanes,
+    Nodes,
+    Pause,
+    Priority,
+    Release,
+    Request,
+    Requeue,
+    ReserveList,
+    Result,
+    Resume,
+)
+
+# The requests answered with a list, and the name `--json` gives it: every list is an
+# object naming its list (`{"nodes": [...]}`), as `job ls` is `{"jobs": [...], "more":
+# bool}`, so an agent parses every list one way and a field can join it later.
+LISTED: dict[type[Request], str] = {
+    Cancel: "jobs", Release: "jobs", Requeue: "jobs", Priority: "jobs", Pause: "jobs",
+    Resume: "jobs", Nodes: "nodes", Events: "events", Lanes: "lanes", Alerts: "alerts",
+    Ack: "alerts", ImageList: "nodes", ClusterStatus: "clusters", ReserveList: "reservations",
+}
+
+
+def listed(request: type[Request], answer: Any) -> dict[str, Any]:
+    """`--json`'s document of a list answer: `{NAME: answer}`."""
+    return {LISTED[request]: answer}
 
 
 class PlainRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -33,9 +65,12 @@ def json_document(request: Request, answer: Any) -> Any:
     window always `{"jobs": [...], "more": bool}`, one shape whatever the data (a
     parser written against a short queue keeps working on a long one). The typed CLI
     and the plain wire both print this. `job result ID`: `{"id": ID, "result": ...}`,
-    the job named beside its payload, which may be anything (null: none yet)."""
+    the job named beside its payload, which may be anything (null: none yet). A list
+answer: the object LISTED names it in."""
     if isinstance(request, Result):
         return {"id": request.id, "result": answer}
+    if type(request) in LISTED:
+        return listed(type(request), answer)
     if not isinstance(request, JobWindow):
         return answer
     # a JobPage where the CLI decoded it; the dict the daemon's handler built

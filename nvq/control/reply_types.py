@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from nvq.config.types import SubmitConfig
 from nvq.control import image_requests as qi
+from nvq.control import job_submits as qj
 from nvq.control import replies as r
 from nvq.control import requests as q
 from nvq.control import snapshot_requests as qs
@@ -27,6 +28,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Ping: r.Pong,
     q.Submit: r.Submitted,
     q.SubmitDry: r.SubmitPreview,
+    qj.SubmitFromJob: JsonValue,  # Submitted, ArraySubmitted or SubmitPreview
     q.ListJobs: list[r.JobRow],
     q.JobWindow: r.JobPage,
     q.ShowJob: r.JobDetail,

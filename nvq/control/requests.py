@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.job_submits import SubmitFromJob
 from nvq.control.snapshot_requests import ReceiveSnapshot, SubmitSettings
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
@@ -338,6 +339,7 @@ class ReserveRemove(msgspec.Struct, tag="reserve_rm", frozen=True):
 
 Request = (
     Submit
+    | SubmitFromJob
     | ReserveAdd
     | ReserveList
     | ReserveRemove

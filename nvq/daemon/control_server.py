@@ -343,7 +343,7 @@ async def shown_to_user(ctx: Context, data: Any, user: str) -> Any:
 async def check_permission(ctx: Context, request: c.Request, user: str) -> None:
     """The one gate: `request`'s row of the permission table, for `user`."""
     allowed = permission(request)
-    if isinstance(request, (c.Submit, c.SubmitDry)):
+    if isinstance(request, (c.Submit, c.SubmitDry, c.SubmitFromJob)):
         with map_exceptions():
             permissions.check_submit(user, queue_owner(), can_switch_user=os.geteuid() == 0)
     if allowed.rule is Rule.ANYONE:

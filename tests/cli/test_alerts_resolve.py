@@ -13,13 +13,13 @@ def test_a_failure_is_resolved_when_the_requeued_job_completes(nvq: Nvq, tmp_pat
     job = nvq.submit("--gpus", "0", "--", f"test -f {flag}")
     assert nvq.wait(job["id"])[0] == 1
     r = nvq.run("queue", "alerts", "--json")
-    assert [(a["kind"], a["job_id"]) for a in r.json()] == [("job_failed", job["id"])]
+    assert [(a["kind"], a["job_id"]) for a in r.json()["alerts"]] == [("job_failed", job["id"])]
     flag.touch()
     nvq.ok("job", "requeue", str(job["id"]))
     assert nvq.wait(job["id"])[0] == 0
     r = nvq.run("queue", "alerts", "--json")
-    assert r.code == 0 and r.json() == []
-    (kept,) = nvq.json("queue", "alerts", "--all")
+    assert r.code == 0 and r.json() == {"alerts": []}
+    (kept,) = nvq.json("queue", "alerts", "--all")["alerts"]
     assert kept["kind"] == "job_failed"
     assert kept["acked_by"] == f"resolved: job {job['id']} completed"
 
@@ -27,7 +27,7 @@ def test_a_failure_is_resolved_when_the_requeued_job_completes(nvq: Nvq, tmp_pat
 def test_status_shows_the_count_and_the_newest_three(nvq: Nvq) -> None:
     ids = [nvq.submit("--gpus", "0", "--name", f"f{n}", "--", "false")["id"] for n in range(5)]
     nvq.wait(*ids)
-    alerts = nvq.run("queue", "alerts", "--json").json()
+    alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]
     lines = nvq.ok("queue", "status").out.splitlines()
     assert lines[0].startswith("5 open alerts")
     shown = lines[1:5]

@@ -20,6 +20,12 @@ def test_begin_waits_with_its_reason_then_runs(nvq: Nvq) -> None:
     assert nvq.show(far["id"])["state"] == "pending"
     assert nvq.show(later["id"])["begin_at"] is not None
 
+    # the help's own form: "after 2h" (and "in 2h") is the delay 2h
+    after = nvq.submit("--gpus", "0", "--no-snapshot", "--begin", "after 2h", "--", "true")
+    inside = nvq.submit("--gpus", "0", "--no-snapshot", "--begin", "in 5h", "--", "true")
+    assert soon["begin_at"] < after["begin_at"] < far["begin_at"] <= inside["begin_at"]
+    assert nvq.show(after["id"])["reason"] == "BeginTime"
+
     bad = nvq.run("job", "submit", "--begin", "tomorrow", "--", "true")
     assert bad.code == 2
     assert bad.err == (

@@ -21,8 +21,9 @@ CLI_ONLY = {
     "shell", "reach", "project", "keeper", "skill", "completion", "web", "mcp", "schema",
 }
 # Requests no `nvq` command sends: the event stream and card history (TUI, web
-# page), and submit's dry run's helper.
-HANDLERS_ONLY = {"subscribe", "history", "submit_preview"}
+# page), submit's dry run's helper, and the submit a job's own `nvq` sends
+# (nvq_runner/job_cli.py).
+HANDLERS_ONLY = {"subscribe", "history", "submit_preview", "submit_from_job"}
 
 
 def _modules(package: object) -> set[str]:

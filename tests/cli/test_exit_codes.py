@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,8 @@ def test_the_same_mistake_is_exit_2_in_every_command(queue: Nvq) -> None:
         ("queue", "drain", "nowhere"),
         ("queue", "drain", "bx"),
         ("queue", "lane", "bx:0"),
+        ("queue", "lane", "local:0", "frobnicate"),  # an action the command does not know
+        ("queue", "lane", "local:0", "swap", "1"),
         ("job", "submit", "--vram", "20GB", "--", "true"),
         ("job", "ls", "--state", "sleeping"),
     ]
@@ -95,6 +98,33 @@ def test_wait_never_hides_a_failure_behind_its_timeout(queue: Nvq) -> None:
     r = queue.run("job", "wait", str(slow), "--timeout", "1", "--json")
     assert (r.code, r.json()["still_going"]) == (2, [slow])
     queue.ok("job", "cancel", str(slow))
+
+
+def test_wait_answers_at_the_first_bad_end(queue: Nvq, tmp_path: Path) -> None:
+    """No --timeout: the answer comes when a job ends badly (already, or while the
+    wait runs), not when every job has ended."""
+    bad = queue.submit("--gpus", "0", "--", "false")["id"]
+    slow = queue.submit("--gpus", "0", "--", "sleep", "600")["id"]
+    queue.wait(bad)
+    r = queue.run("job", "wait", str(bad), str(slow), "--json")
+    assert (r.code, r.json()["still_going"]) == (1, [slow]), r.out
+    r = queue.run("job", "wait", str(slow), str(bad))
+    assert r.code == 1 and r.out.endswith(f"(still going: {slow})\n"), r.out
+
+    gate = tmp_path / "go"
+    gated = queue.submit("--gpus", "0", "--", f"until [ -e {gate} ]; do sleep 0.1; done; false")
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(queue.run, "job", "wait", str(slow), str(gated["id"]), "--json")
+        gate.touch()
+        r = waiting.result()
+    assert (r.code, r.json()["still_going"]) == (1, [slow]), r.out
+
+    # an array: member 0 fails, the others run on
+    member = "if [ {} = 0 ]; then false; else sleep 600; fi"
+    first = queue.submit("--gpus", "0", "--array", "0-2", "--", member)["id"]
+    r = queue.run("job", "wait", "--array", str(first), "--json")
+    assert (r.code, r.json()["still_going"]) == (1, [first + 1, first + 2]), r.out
+    queue.ok("job", "cancel", str(slow), str(first + 1), str(first + 2))
 
 
 def test_a_pin_to_no_configured_node_is_refused_before_any_node_reports(

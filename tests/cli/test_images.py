@@ -110,7 +110,7 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     assert by_node["n2"]["error"] == "no container runtime that can load an image (podman or docker)"
     assert pushed.json()["image_id"] == done["image_id"]
     assert store.podman("image", "exists", IMAGE, check=False).returncode == 0
-    listed = {n["node"]: n for n in nvq.json("image", "ls", "--json")}
+    listed = {n["node"]: n for n in nvq.json("image", "ls", "--json")["nodes"]}
     assert [(i["ref"], i["id"]) for i in listed["n0"]["images"]] == [(IMAGE, done["image_id"])]
     assert (listed["n2"]["runtime"], listed["n2"]["images"]) == ("", None)
     again = nvq.run("image", "push", IMAGE, "--nodes", "n0")
@@ -123,7 +123,7 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     newer = nvq.run("image", "push", IMAGE, "--nodes", "n0", "--json")
     (n0,) = newer.json()["nodes"]
     assert n0["loaded"] and n0["fetched_bytes"] > 0 and n0["error"] is None, newer.out
-    listed = {n["node"]: n for n in nvq.json("image", "ls", "--json")}
+    listed = {n["node"]: n for n in nvq.json("image", "ls", "--json")["nodes"]}
     assert (IMAGE, new_id) in [(i["ref"], i["id"]) for i in listed["n0"]["images"]]
     absent = nvq.run("image", "push", "localhost/nvq-absent:1")
     assert absent.code == 2
@@ -156,7 +156,7 @@ def test_an_image_job_runs_its_code_with_its_cards_artifacts_and_result(
     code, (ended,) = nvq.wait(failed["id"])
     assert ended["exit_code"] == 7, ended
 
-    runtimes = {n["name"]: n["runtime"] for n in nvq.json("queue", "nodes", "--json")}
+    runtimes = {n["name"]: n["runtime"] for n in nvq.json("queue", "nodes", "--json")["nodes"]}
     assert runtimes == {"n0": "podman", "n1": "podman", "n2": ""}
 
     # Pinned to the node without a runtime, it could never run: refused, saying why.

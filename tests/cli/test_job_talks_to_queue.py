@@ -6,34 +6,23 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
+import jsonschema
+
+from nvq.cli.json_shapes import schema
 from tests.cli.test_job_world import logs
 from tests.cluster import Nvq
 from tests.harness.sshd import SshdNode
 from tests.members import as_user, reachable_nvq, second_user
 
-SWEEP_DRIVER = r"""
-set -e
-ids=""
-for lr in 0.1 0.01 0.001; do
-  id=$(nvq job submit --json --gpus 0 --name "trial-$lr" -- \
-    "python3 -c 'import json,os; json.dump({\"lr\": $lr, \"loss\": abs($lr - 0.01)}, open(os.environ[\"NVQ_JOB_DIR\"] + \"/result.json\", \"w\"))'" \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-  ids="$ids $id"
-done
-nvq job wait $ids --json --timeout 10m > waited.json
-python3 -c 'import json; w = json.load(open("waited.json")); assert w["exit_code"] == 0 and not w["still_going"]'
-for id in $ids; do nvq job result $id --json > result-$id.json; done
-python3 -c '
-import glob, json
-results = [json.load(open(name)) for name in glob.glob("result-*.json")]
-print("best lr", min(results, key=lambda r: r["result"]["loss"])["result"]["lr"])'
-"""
+SKILL = Path(__file__).resolve().parents[2] / "nvq" / "agents" / "SKILL.md"
 
 
-def test_a_pipeline_step_and_a_sweep_driver_use_their_queue(
+
+def test_a_pipeline_step_uses_its_queue(
     remote: tuple[Nvq, SshdNode],
 ) -> None:
     nvq, _node = remote
@@ -54,15 +43,99 @@ def test_a_pipeline_step_and_a_sweep_driver_use_their_queue(
     assert json.JSONDecoder().raw_decode(out)[0] == {"id": first["id"], "result": {"loss": 0.25}}
     assert "/.nvq-bin/nvq" in out and "socket-ok" in out
 
-    driver = nvq.submit("--gpus", "0", "--", SWEEP_DRIVER)
-    code, (done,) = nvq.wait(driver["id"], timeout=120)
+
+
+TRAIN = """\
+import json, os, sys
+lr = float(sys.argv[sys.argv.index("--lr") + 1])
+with open(os.path.join(os.environ["NVQ_JOB_DIR"], "result.json"), "w") as f:
+    json.dump({"lr": lr, "loss": abs(lr - 0.01)}, f)
+"""
+
+
+def skill_sweep_driver() -> str:
+    """The driver script exactly as the skill shows it."""
+    text = SKILL.read_text()
+    start = text.index("cat > sweep.sh <<'EOF'\n") + len("cat > sweep.sh <<'EOF'\n")
+    return text[start : text.index("\nEOF\n", start) + 1]
+
+
+def test_the_skills_sweep_driver_runs_as_written(remote: tuple[Nvq, SshdNode]) -> None:
+    """A driver job, written as the skill says, submits three trials with notes, waits
+    for them and writes the best into its own result.json: the trials run in the
+    driver's snapshot, on the node the queue picks."""
+    nvq, _node = remote
+    assert nvq.cwd is not None
+    (nvq.cwd / "train.py").write_text(TRAIN)
+    (nvq.cwd / "sweep.sh").write_text(skill_sweep_driver())
+    driver = nvq.submit("--gpus", "0", "--note", "lr sweep driver", "--", "bash", "sweep.sh")
+    code, (done,) = nvq.wait(driver["id"], timeout=180)
     assert code == 0, logs(nvq, driver["id"])
-    assert "best lr 0.01" in logs(nvq, driver["id"])
-    trials = [j for j in nvq.json("job", "ls")["jobs"] if j["name"].startswith("trial-")]
-    assert len(trials) == 3 and all(t["state"] == "completed" for t in trials)
-    # the trials are the driver's owner's, and they say who made them
+    assert nvq.json("job", "result", str(driver["id"]))["result"]["lr"] == 0.01
+    trials = [j for j in nvq.json("job", "ls")["jobs"] if j["id"] != driver["id"]]
+    assert sorted(t["note"] for t in trials) == ["lr 0.001 trial", "lr 0.01 trial", "lr 0.1 trial"]
+    assert all(t["state"] == "completed" for t in trials)
+    # the trials are the driver's owner's, they say who made them, and took its snapshot
     assert {t["user"] for t in trials} == {done["user"]}
     assert {t["submitter"] for t in trials} == {f"job {driver['id']}"}
+    assert {nvq.show(t["id"])["manifest_id"] for t in trials} == {nvq.show(driver["id"])["manifest_id"]}
+
+
+def test_the_in_job_nvq_takes_the_clis_words(
+    remote: tuple[Nvq, SshdNode], tmp_path: Path
+) -> None:
+    """Options the small shim refused, argv with spaces and quotes passed as typed, the
+    commands it lacked, `--in-place` in the caller's own directory, and a wait that
+    answers at the first bad end."""
+    nvq, _node = remote
+    script = r"""
+set -e
+nvq job submit --json --gpus 0 --note "a note" --timeout 1h --retries 1 -- printf '%s|' 'two words' "it's" > argv.json
+mkdir sub && cp argv.json sub/ && cd sub && echo here > mark.txt
+nvq job submit --json --gpus 0 --in-place -- cat mark.txt > inplace.json
+nvq job submit --json --gpus 0 --frobnicate -- true > bad.json || echo "bad rc=$?"
+for f in argv inplace; do nvq job wait $(python3 -c "import json; print(json.load(open('$f.json'))['id'])") --json > /dev/null; done
+nvq job logs $(python3 -c "import json; print(json.load(open('argv.json'))['id'])")
+echo
+nvq job logs $(python3 -c "import json; print(json.load(open('inplace.json'))['id'])")
+nvq job why $NVQ_JOB_ID --json > why.json && echo why-ok
+nvq queue status --json > status.json && echo status-ok
+nvq job show $NVQ_JOB_ID --reveal || echo "reveal rc=$?"
+cat bad.json argv.json
+id() { python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+failing=$(nvq job submit --json --gpus 0 -- false | id)
+slow=$(nvq job submit --json --gpus 0 -- sleep 600 | id)
+nvq job wait $failing $slow --json > waited.json || echo "wait rc=$?"
+python3 -c "import json; assert json.load(open('waited.json'))['still_going'] == [$slow]" && echo going-ok
+nvq job cancel $slow --json > cancelled.json
+python3 -c "import json; assert json.load(open('cancelled.json'))['jobs'][0]['state'] == 'cancelled'" && echo cancel-ok
+nvq job result $failing $slow --json > results.json
+nvq job logs $failing --json > logs.json
+nvq job ls --json --limit 2 > ls.json
+cp argv.json bad.json waited.json cancelled.json why.json status.json results.json logs.json ls.json "$DOCS"
+"""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    job = nvq.submit("--gpus", "0", "--env", f"DOCS={docs}", "--", script)
+    code, _ = nvq.wait(job["id"], timeout=120)
+    out = logs(nvq, job["id"])
+    assert code == 0, out
+    # every document it printed is what `nvq schema` says its command prints
+    for name, command in [("argv", "job submit"), ("bad", "job submit"), ("waited", "job wait"),
+                          ("cancelled", "job cancel"), ("why", "job why"),
+                          ("status", "queue status"), ("results", "job result"),
+                          ("logs", "job logs"), ("ls", "job ls")]:
+        doc = json.loads((docs / f"{name}.json").read_text())
+        jsonschema.validate(doc, schema(command), cls=jsonschema.Draft202012Validator)
+    assert "two words|it's|" in out and "\nhere\n" in out
+    assert "bad rc=2" in out and "No such option" in out and "--frobnicate" in out
+    assert "why-ok" in out and "status-ok" in out and "reveal rc=2" in out
+    # `job wait` answers at the first bad end inside a job too, with what still goes
+    assert "wait rc=1" in out and "going-ok" in out and "cancel-ok" in out
+    (argv_job,) = [j for j in nvq.json("job", "ls")["jobs"] if j["note"] == "a note"]
+    shown = nvq.show(argv_job["id"])
+    assert (shown["timeout"], shown["retries"]) == (3600.0, 1)
+    assert shown["command"] == shlex.join(["printf", "%s|", "two words", "it's"])  # as outside
 
 
 def test_a_finished_attempt_has_no_socket_and_refuses(

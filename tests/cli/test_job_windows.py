@@ -155,11 +155,11 @@ def test_queue_events_streams_a_long_log_page_by_page(nvq: Nvq) -> None:
     nvq.ok(
         "job", "submit", "--gpus", "0", "--array", "0-2099", "--after", str(blocker), "--", "true"
     )
-    events = nvq.json("queue", "events")  # more than one page (2,000), one list
+    events = nvq.json("queue", "events")["events"]  # more than one page (2,000), one list
     ids = [e["id"] for e in events]
     assert len(ids) > 2100 and ids == sorted(set(ids)) and ids[0] == 1
-    assert [e["id"] for e in nvq.json("queue", "events", "--limit", "2050")] == ids[:2050]
-    later = nvq.json("queue", "events", "--since", str(ids[1990]), "--limit", "30")
+    assert [e["id"] for e in nvq.json("queue", "events", "--limit", "2050")["events"]] == ids[:2050]
+    later = nvq.json("queue", "events", "--since", str(ids[1990]), "--limit", "30")["events"]
     assert [e["id"] for e in later] == ids[1991:2021]
     lines = nvq.ok("queue", "events").out.splitlines()
     assert lines[0].split() == ["ID", "TIME", "KIND", "JOB", "NODE", "DATA"]

@@ -91,7 +91,7 @@ def test_a_failure_names_the_path_that_did_not_travel(remote: tuple[Nvq, SshdNod
     assert code == 1 and done["reason"].startswith(why)
     said = nvq.run("job", "wait", str(job["id"]))
     assert said.out.startswith(f"job {job['id']} failed: {why}")
-    alerts = nvq.run("queue", "alerts", "--json").json()  # exit 1: there are alerts
+    alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]  # exit 1: there are alerts
     (alert,) = [a for a in alerts if a["job_id"] == job["id"]]
     assert why in alert["message"]
 

@@ -61,7 +61,7 @@ def test_logs_of_a_failed_job_show_both_streams_while_its_node_is_down(
 def _wait_until_unreachable(nvq: Nvq, name: str) -> None:
     deadline = time.monotonic() + 30
     while True:
-        nodes = nvq.json("queue", "nodes")
+        nodes = nvq.json("queue", "nodes")["nodes"]
         (row,) = [n for n in nodes if n["name"] == name]
         if row["state"] != "up":
             return

@@ -30,7 +30,7 @@ def test_a_node_with_running_jobs_is_stopped_only_with_kill_jobs(
     assert nvq.show(job["id"])["state"] == "cancelled"
     assert runner_pid(runner_home) is None
     # it stays stopped: the daemon no longer links to it, so nothing starts it again
-    (view,) = nvq.json("queue", "nodes", "--include-ignored")
+    (view,) = nvq.json("queue", "nodes", "--include-ignored")["nodes"]
     assert view["state"] == "stopped"
     assert runner_pid(runner_home) is None
     again = nvq.run("node", "stop", "local")

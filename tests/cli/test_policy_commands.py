@@ -45,7 +45,7 @@ def _until(pred: Any, timeout: float = 30, what: str = "condition") -> None:
 
 def _until_gpus(nvq: Nvq, count: int) -> None:
     _until(
-        lambda: len(nvq.json("queue", "nodes")[0]["gpus"]) == count,
+        lambda: len(nvq.json("queue", "nodes")["nodes"][0]["gpus"]) == count,
         what=f"the node reporting {count} GPU(s)",
     )
 
@@ -64,9 +64,9 @@ def test_priority_set_adjust_and_move_change_the_dispatch_order(nvq: Nvq) -> Non
     _drained(nvq)
     ids = [nvq.submit(*BIG, "--", "true")["id"] for _ in range(5)]
     a, b, c, d, e = ids
-    assert nvq.json("job", "priority", str(c), "5")[0]["priority"] == 5
-    assert nvq.json("job", "priority", str(c), "-2")[0]["priority"] == 3  # c first
-    assert nvq.json("job", "priority", str(d), "+3")[0]["priority"] == 3  # d after c
+    assert nvq.json("job", "priority", str(c), "5")["jobs"][0]["priority"] == 5
+    assert nvq.json("job", "priority", str(c), "-2")["jobs"][0]["priority"] == 3  # c first
+    assert nvq.json("job", "priority", str(d), "+3")["jobs"][0]["priority"] == 3  # d after c
     nvq.json("job", "priority", str(e), "--up", "2")  # e: c d e a b
     nvq.json("job", "priority", str(a), "--down", "1")  # c d e b a
     bad = nvq.run("job", "priority", str(a), "--up", "1", "--down", "1")
@@ -106,7 +106,7 @@ def test_edit_keeps_identity_and_release_and_requeue_and_purge(nvq: Nvq) -> None
     bad = nvq.run("job", "edit", str(dep["id"]), "--add-after", "1")
     assert bad.code != 0 and "cannot be edited" in bad.err
     # requeue: a finished job runs again, same id and note, progress cleared
-    again = nvq.json("job", "requeue", str(dep["id"]))[0]
+    again = nvq.json("job", "requeue", str(dep["id"]))["jobs"][0]
     assert again["state"] == "pending" and again["note"] == "keep me"
     code, (done2,) = nvq.wait(dep["id"])
     assert code == 0 and done2["attempt"] == 2
@@ -141,7 +141,7 @@ def test_retries_bring_a_vanished_job_back_but_not_a_failed_one(nvq: Nvq, tmp_pa
 def test_pause_resume_pending_and_running(nvq: Nvq, tmp_path: Path) -> None:
     _drained(nvq)
     waiting = nvq.submit("--", "true")
-    paused = nvq.json("job", "pause", str(waiting["id"]))[0]
+    paused = nvq.json("job", "pause", str(waiting["id"]))["jobs"][0]
     assert paused["state"] == "paused"
     assert "job resume" in nvq.show(waiting["id"])["why"]
     nvq.ok("queue", "resume", "local")
@@ -162,7 +162,7 @@ def test_pause_resume_pending_and_running(nvq: Nvq, tmp_path: Path) -> None:
     (job_dir,) = Path(nvq.node_home, "jobs").glob(f"*-{run['id']}-{run['nonce'][:8]}")
     artifacts = job_dir / "artifacts"
     _until(lambda: (artifacts / "a.txt").exists(), what="artifact")
-    stopped = nvq.json("job", "pause", str(run["id"]))[0]
+    stopped = nvq.json("job", "pause", str(run["id"]))["jobs"][0]
     assert stopped["state"] == "paused"
     _until(marker.exists, what="SIGTERM reached the job")
     _until(lambda: not _alive(live["pid"]), what="job process gone")
@@ -198,8 +198,8 @@ def test_the_queue_owner_may_manage_anyones_job(nvq: Nvq) -> None:
     db.commit()
     db.close()
     nvq.json("job", "priority", str(job["id"]), "+1")
-    assert nvq.json("job", "pause", str(job["id"]))[0]["state"] == "paused"
-    assert nvq.json("job", "cancel", str(job["id"]))[0]["state"] == "cancelled"
+    assert nvq.json("job", "pause", str(job["id"]))["jobs"][0]["state"] == "paused"
+    assert nvq.json("job", "cancel", str(job["id"]))["jobs"][0]["state"] == "cancelled"
 
 
 def test_cuda_and_memory_matching_and_unschedulable_reasons(nvq: Nvq) -> None:
@@ -272,11 +272,11 @@ def test_array_members_limits_and_array_wide_commands(nvq: Nvq, tmp_path: Path) 
     # array-wide pause / priority / cancel touch only members not yet running
     _drained(nvq)
     second = nvq.submit("--gpus", "0", "--array", "1-3", "--", "true")["id"]
-    assert {j["state"] for j in nvq.json("job", "pause", "--array", str(second))} == {"paused"}
-    assert len(nvq.json("job", "resume", "--array", str(second))) == 3
-    prios = nvq.json("job", "priority", "--array", str(second), "4")
+    assert {j["state"] for j in nvq.json("job", "pause", "--array", str(second))["jobs"]} == {"paused"}
+    assert len(nvq.json("job", "resume", "--array", str(second))["jobs"]) == 3
+    prios = nvq.json("job", "priority", "--array", str(second), "4")["jobs"]
     assert [j["priority"] for j in prios] == [4, 4, 4]
-    cancelled = nvq.json("job", "cancel", "--array", str(second))
+    cancelled = nvq.json("job", "cancel", "--array", str(second))["jobs"]
     assert [j["state"] for j in cancelled] == ["cancelled"] * 3
     assert nvq.run("job", "ls", "--array", "99999").code != 0
     bad = nvq.run("job", "submit", "--array", "5-1", "--", "true")
@@ -316,7 +316,7 @@ def test_lanes_run_in_order_and_can_be_reordered(nvq: Nvq, tmp_path: Path) -> No
     nvq.ok("queue", "lane", "local:1", "skip")  # c b a d
     doc = nvq.json("queue", "lane", "local:1", "move", str(a), "--before", str(b))  # c a b d
     assert doc["paused"] and [j["id"] for j in doc["jobs"]][-4:] == [c, a, b, d]
-    lanes = {x["lane"]: x for x in nvq.json("queue", "lanes")}
+    lanes = {x["lane"]: x for x in nvq.json("queue", "lanes")["lanes"]}
     assert set(lanes) >= {"local:0", "local:1"} and lanes["local:1"]["paused"]
     nvq.ok("queue", "lane", "local:1", "resume")
     code, jobs = nvq.wait(*ids, timeout=60)
@@ -334,7 +334,7 @@ def test_lane_stops_at_a_held_head_and_cancel_lets_the_next_start(nvq: Nvq) -> N
     behind = nvq.submit("--lane", "local:0", "--", "true")
     nvq.wait_for(held["id"], lambda j: j["state"] == "held")
     time.sleep(1.0)
-    lanes = {x["lane"]: x for x in nvq.json("queue", "lanes")}
+    lanes = {x["lane"]: x for x in nvq.json("queue", "lanes")["lanes"]}
     assert lanes["local:0"]["blocked"] == f"held:{held['id']}"
     assert nvq.show(behind["id"])["state"] == "pending"  # not stepped over
     nvq.ok("job", "cancel", str(held["id"]))

@@ -37,7 +37,7 @@ def sampled(nvq: Nvq) -> list[Any]:
     """Wait until the node reports its cards with their foreign processes."""
     deadline = time.monotonic() + 60
     while True:
-        (node,) = nvq.json("queue", "nodes")
+        (node,) = nvq.json("queue", "nodes")["nodes"]
         gpus = node["gpus"]
         if len(gpus) == 2 and all(g["external_mem_mb"] for g in gpus):
             return gpus  # type: ignore[no-any-return]

@@ -58,7 +58,7 @@ def test_requeue_keeps_the_checkpoint_when_asked_and_json_says_which(nvq: Nvq) -
     job = nvq.submit("--gpus", "0", "--", BODY)
     nvq.wait(job["id"])
     synced(nvq, job["id"])
-    doc = nvq.json("job", "requeue", str(job["id"]), "--artifacts", "keep")
+    doc = nvq.json("job", "requeue", str(job["id"]), "--artifacts", "keep")["jobs"]
     assert [(d["id"], d["artifacts"], d["artifacts_kept"]) for d in doc] == [
         (job["id"], "keep", None)
     ]

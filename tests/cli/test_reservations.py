@@ -15,7 +15,7 @@ def test_reserved_cards_run_their_jobs_and_short_ones_before_the_window(nvq: Nvq
     nvq.ok("reserve", "add", "night", "--cards", "local:0", "--start", "1h", "--end", "3h")
     now = nvq.json("reserve", "add", "lab", "--cards", "loc:1", "--end", "1h", "--note", "demo")
     assert (now["cards"], now["users"], now["note"]) == (["local:1"], [], "demo")
-    listed = nvq.json("reserve", "ls")
+    listed = nvq.json("reserve", "ls")["reservations"]
     assert [r["name"] for r in listed] == ["lab", "night"]  # by start
     # Overlapping windows on one card, or an end before the start: refused, nothing made.
     clash = nvq.run("reserve", "add", "x", "--cards", "local:0", "--start", "2h", "--end", "4h")
@@ -24,7 +24,7 @@ def test_reserved_cards_run_their_jobs_and_short_ones_before_the_window(nvq: Nvq
     assert (back.code, back.err) == (2, "nvq: --end must come after --start\n")
     nosuch = nvq.run("job", "submit", "--reservation", "nosuch", "--", "true")
     assert (nosuch.code, nosuch.err) == (2, "nvq: --reservation: no reservation named 'nosuch'\n")
-    assert len(nvq.json("reserve", "ls")) == 2
+    assert len(nvq.json("reserve", "ls")["reservations"]) == 2
     (local,) = nvq.nodes_up()  # its cards are known once its runner has said hello
     assert [g["reservation"] for g in local["gpus"]] == ["night", "lab"]
     assert "local:1 reserved for lab" in nvq.ok("queue", "nodes").out

@@ -41,7 +41,7 @@ def test_a_lane_says_its_node_is_why_it_waits(nvq: Nvq) -> None:
     nvq.nodes_up()  # a node still connecting is that, before it is draining
     nvq.ok("queue", "drain", "local")
     job = nvq.submit("--lane", "local:0", "--", "true")["id"]
-    (lane,) = [d for d in nvq.json("queue", "lanes") if d["lane"] == "local:0"]
+    (lane,) = [d for d in nvq.json("queue", "lanes")["lanes"] if d["lane"] == "local:0"]
     assert (lane["next"], lane["blocked"]) == ([job], "node draining")
     nvq.ok("queue", "resume", "local")
     code, _ = nvq.wait(job)

@@ -37,8 +37,8 @@ def test_results_of_several_jobs_a_finished_array_and_a_submit_behind_a_failure(
     out = nvq.ok("job", "result", str(first["id"]), str(second["id"])).out
     assert out == f'{first["id"]}\t{{"loss":0.5}}\n{second["id"]}\t(no result)\n'
     docs = nvq.json("job", "result", str(first["id"]), str(second["id"]))
-    assert docs == [{"id": first["id"], "result": {"loss": 0.5}},
-                    {"id": second["id"], "result": None}]
+    assert docs == {"results": [{"id": first["id"], "result": {"loss": 0.5}},
+                                {"id": second["id"], "result": None}]}
     bad = nvq.run("job", "result", str(first["id"]), str(second["id"]), "--set", "{}")
     assert bad.code == 2 and "give one id" in bad.err
 

@@ -54,3 +54,14 @@ def test_a_job_no_node_could_ever_run_is_refused_with_the_reason(nvq: Nvq) -> No
     r = nvq.run("job", "submit", "--node", "nowhere", "--", "true")
     assert r.code == 2 and "--node 'nowhere' matches no node" in r.err
     assert nvq.json("job", "ls")["jobs"] == []
+
+
+def test_a_submit_answers_without_the_captured_environment(nvq: Nvq) -> None:
+    """As lists do: `env_captured` is null in `job submit --json` (single, --wait), and
+    `job show --json` has it."""
+    nvq.env["SUBMIT_SHELL_VAR"] = "from-the-shell"
+    job = nvq.submit("--gpus", "0", "--", "true")
+    waited = nvq.submit("--gpus", "0", "--wait", "--", "true")
+    assert job["env_captured"] is None and waited["env_captured"] is None
+    assert waited["state"] == "completed"
+    assert nvq.show(job["id"])["env_captured"]["SUBMIT_SHELL_VAR"] == "from-the-shell"

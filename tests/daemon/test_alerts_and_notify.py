@@ -80,7 +80,7 @@ def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Pat
 
     r = nvq.run("queue", "alerts", "--json")
     assert r.code == 1, "open alerts must make `queue alerts` fail"
-    alerts = {a["job_id"]: a for a in r.json()}
+    alerts = {a["job_id"]: a for a in r.json()["alerts"]}
     assert alerts[failed["id"]]["kind"] == "job_failed"
     assert alerts[failed["id"]]["severity"] == "error"
     assert alerts[failed["id"]]["detail"] == "Traceback: boom"
@@ -89,7 +89,7 @@ def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Pat
     assert alerts[held["id"]]["kind"] == "job_held"
     assert alerts[bad_dir["id"]]["kind"] == "launch_failed"
     assert ok["id"] not in alerts
-    assert len(r.json()) == 4
+    assert len(r.json()["alerts"]) == 4
 
     detail = nvq.run("queue", "alerts", "--detail")
     assert detail.code == 1 and "Traceback: boom" in detail.out
@@ -101,21 +101,21 @@ def test_failures_become_alerts_once_and_ack_clears_them(nvq: Nvq, tmp_path: Pat
     nvq.ok("daemon", "stop")
     nvq.ok("queue", "status")
     time.sleep(1.0)
-    assert len(nvq.run("queue", "alerts", "--json").json()) == 4
+    assert len(nvq.run("queue", "alerts", "--json").json()["alerts"]) == 4
     lines = (nvq.home / "alerts.log").read_text().splitlines()
     assert sorted(json.loads(ln)["alert"]["job_id"] for ln in lines) == sorted(alerts)
 
     first = alerts[failed["id"]]["id"]
-    acked = nvq.json("queue", "ack", str(first))
+    acked = nvq.json("queue", "ack", str(first))["alerts"]
     assert [a["id"] for a in acked] == [first] and acked[0]["acked_at"] is not None
     bad = nvq.run("queue", "ack", "999")
     assert bad.code != 0 and bad.err.strip() == "nvq: no alert with id 999"
-    assert len(nvq.run("queue", "alerts", "--json").json()) == 3
-    assert len(nvq.run("queue", "alerts", "--all", "--json").json()) == 4
+    assert len(nvq.run("queue", "alerts", "--json").json()["alerts"]) == 3
+    assert len(nvq.run("queue", "alerts", "--all", "--json").json()["alerts"]) == 4
     assert nvq.run("queue", "ack").code == 2
     nvq.ok("queue", "ack", "--all")
     r = nvq.run("queue", "alerts", "--json")
-    assert r.code == 0 and r.json() == []
+    assert r.code == 0 and r.json() == {"alerts": []}
     assert not nvq.ok("queue", "status").out.startswith("4 open")
     kinds = [e["kind"] for e in nvq.events()]
     assert kinds.count("alerts_acked") == 2

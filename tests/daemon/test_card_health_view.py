@@ -38,10 +38,10 @@ def test_an_unhealthy_card_stays_out_until_an_admin_returns_it(
         (gpu_file,) = write_mesh_config(nvq, [node], gpus=_cards("xid = 79", ""))
 
         def health() -> list[dict[str, Any]]:
-            return nvq.json("node", "health")  # type: ignore[no-any-return]
+            return nvq.json("node", "health")["cards"]  # type: ignore[no-any-return]
 
         def util(index: int) -> Any:
-            (n0,) = nvq.json("queue", "nodes")
+            (n0,) = nvq.json("queue", "nodes")["nodes"]
             return n0["gpus"][index]["util_percent"] if n0["gpus"] else None
 
         # the first sample after the Hello carries the runner's evidence
@@ -52,7 +52,7 @@ def test_an_unhealthy_card_stays_out_until_an_admin_returns_it(
         assert "n0:0 unhealthy: xid 79" in nvq.ok("queue", "nodes").out
         text = nvq.ok("node", "health").out
         assert "n0:0" in text and "unhealthy" in text and "queue resume NODE:IDX" in text
-        (alert,) = [a for a in nvq.run("queue", "alerts", "--json").json()
+        (alert,) = [a for a in nvq.run("queue", "alerts", "--json").json()["alerts"]
                     if a["kind"] == "gpu_unhealthy"]
         assert alert["message"] == "card n0:0 is unhealthy (xid 79); it takes no new job"
 
@@ -91,7 +91,7 @@ def test_an_unhealthy_card_stays_out_until_an_admin_returns_it(
         code, (done,) = nvq.wait(job["id"], timeout=90)
         assert code == 0 and done["state"] == "completed" and done["gpus"] == [0], done
         assert done["retried"] == 0
-        open_kinds = {(a["kind"], a["message"]) for a in nvq.run("queue", "alerts", "--json").json()}
+        open_kinds = {(a["kind"], a["message"]) for a in nvq.run("queue", "alerts", "--json").json()["alerts"]}
         assert ("gpu_unhealthy", alert["message"]) not in open_kinds  # resolved by the resume
 
         # Drained by hand, and returned.

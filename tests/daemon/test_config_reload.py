@@ -40,7 +40,7 @@ def test_nodes_come_and_go_while_the_queue_runs(
         config.write_text(first)
 
         def nodes() -> dict[str, Any]:
-            return {n["name"]: n for n in nvq.json("queue", "nodes")}
+            return {n["name"]: n for n in nvq.json("queue", "nodes")["nodes"]}
 
         gate = tmp_path / "gate"
         held = nvq.submit("--", f"while [ ! -e {gate} ]; do sleep 0.05; done")

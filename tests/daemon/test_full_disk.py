@@ -65,7 +65,7 @@ def test_queue_host_disk_full_then_freed(small_disk: Path, tmp_path: Path) -> No
         # may come after the jobs' exits landed: wait for it.
         deadline = time.monotonic() + 60
         while True:
-            alerts = nvq.run("queue", "alerts", "--all", "--json").json()
+            alerts = nvq.run("queue", "alerts", "--all", "--json").json()["alerts"]
             if any("disk full" in a["message"] for a in alerts):
                 break
             assert time.monotonic() < deadline, alerts

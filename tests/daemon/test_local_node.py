@@ -165,7 +165,7 @@ def test_cancel_kills_a_running_job_and_frees_its_card(nvq: Nvq, tmp_path: Path)
             j["state"] == "running" and pidfile.exists() and pidfile.read_text().strip() != ""
         ),
     )
-    cancelled = nvq.json("job", "cancel", str(long["id"]))
+    cancelled = nvq.json("job", "cancel", str(long["id"]))["jobs"]
     assert cancelled[0]["state"] == "cancelled"
     code, (done,) = nvq.wait(nxt["id"])
     assert code == 0 and done["state"] == "completed"
@@ -320,7 +320,7 @@ def test_queue_nodes_reports_the_cards(nvq: Nvq) -> None:
     nvq.wait_for(job["id"], lambda j: j["state"] == "running")
     deadline = time.monotonic() + 15
     while True:
-        (node,) = nvq.json("queue", "nodes")
+        (node,) = nvq.json("queue", "nodes")["nodes"]
         (gpu,) = node["gpus"]
         if any(p["managed"] for p in gpu["processes"]) or time.monotonic() > deadline:
             break
@@ -359,7 +359,7 @@ def test_blind_cards_infer_the_split_from_reservations(nvq: Nvq) -> None:
     nvq.wait_for(job["id"], lambda j: j["state"] == "running")
 
     def card() -> dict[str, Any]:
-        (node,) = nvq.json("queue", "nodes")
+        (node,) = nvq.json("queue", "nodes")["nodes"]
         (gpu,) = node["gpus"]
         return gpu  # type: ignore[no-any-return]
 

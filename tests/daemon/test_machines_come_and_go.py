@@ -154,7 +154,7 @@ def test_busy_node_moves_a_foreign_job_and_keeps_the_owners(mesh: Any, tmp_path:
     # Tests submit as root: n0 is root's own workstation, n1 is alice's.
     nvq, _ = mesh(3, gpus=ONE_CARD, owners={0: "root", 1: "alice"})
     nvq.ok("queue", "status")
-    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="nodes up")
+    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")["nodes"]), what="nodes up")
     nvq.ok("queue", "drain", "n2")
     gate = tmp_path / "gate"
     body = f"while [ ! -e {gate} ]; do sleep 0.05; done"
@@ -198,7 +198,7 @@ def test_no_reassign_job_is_lost_with_an_alert(mesh: Any, tmp_path: Path) -> Non
     _die(nodes[_index(run["node"])])
     code, (done,) = nvq.wait(job["id"], timeout=60)
     assert code == 1 and done["state"] == "lost" and "--no-reassign" in done["reason"]
-    alerts = nvq.run("queue", "alerts", "--json").json()
+    alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]
     assert any(a["kind"] == "job_lost" and a["job_id"] == job["id"] for a in alerts)
     assert (tmp_path / "ran").read_text().split() == ["once"]
 
@@ -210,7 +210,7 @@ def test_artifact_quota_refuses_the_sync_with_an_alert(mesh: Any) -> None:
     assert nvq.wait(job["id"], timeout=60)[0] == 0
 
     def quota_alerts() -> list[Any]:
-        alerts = nvq.run("queue", "alerts", "--json").json()
+        alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]
         return [a for a in alerts if a["kind"] == "artifacts_quota"]
 
     _until(lambda: bool(quota_alerts()), what="the quota alert")

@@ -18,7 +18,7 @@ def test_the_next_attempt_avoids_the_node_whose_time_it_ran_out(
     # n0 is alice's workstation, lent to the queue; tests submit as root.
     nvq, _ = mesh(2, gpus=ONE_CARD, owners={0: "alice"})
     nvq.ok("queue", "status")
-    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="nodes up")
+    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")["nodes"]), what="nodes up")
     nvq.ok("queue", "drain", "n0")
     gate = tmp_path / "gate"
     blocker = nvq.submit("--vram", "20GiB", "--", f"while [ ! -e {gate} ]; do sleep 0.05; done")

@@ -25,7 +25,7 @@ def test_a_split_card_is_placed_instance_by_instance(tmp_path: Path) -> None:
         code, (done,) = nvq.wait(job["id"], timeout=90)
         assert code == 0 and done["gpus"] == [0], done
         assert nvq.ok("job", "logs", str(job["id"])).out.strip() == "on MIG-fake-0000"
-        (node,) = nvq.json("queue", "nodes")
+        (node,) = nvq.json("queue", "nodes")["nodes"]
         assert [(g["index"], g["name"], g["mig"], g["parent"], g["mem_total_mb"])
                 for g in node["gpus"]] == [
             (0, "Fake A100 MIG 3g.40gb", "3g.40gb", 0, 40960),

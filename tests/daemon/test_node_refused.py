@@ -22,7 +22,7 @@ def _until(pred: Any, what: str, timeout: float = 60) -> Any:
 
 
 def _alerts(nvq: Nvq, *flags: str) -> list[dict[str, Any]]:
-    return nvq.run("queue", "alerts", "--json", *flags).json()  # type: ignore[no-any-return]
+    return nvq.run("queue", "alerts", "--json", *flags).json()["alerts"]  # type: ignore[no-any-return]
 
 
 def test_unknown_host_key_is_alerted_at_once(
@@ -45,14 +45,14 @@ def test_unknown_host_key_is_alerted_at_once(
         assert alert["node"] == "n0" and alert["severity"] == "error"
         assert "host key unknown" in alert["message"]
         assert f"ssh-keyscan -p {node.port} 127.0.0.1 >> {node.known_hosts}" in alert["message"]
-        (n0,) = nvq.json("queue", "nodes")
+        (n0,) = nvq.json("queue", "nodes")["nodes"]
         assert n0["state"] == "connecting" and "host key unknown" in n0["error"]
         assert "host key unknown" in nvq.ok("queue", "nodes").out
         # retries of the same refusal raise nothing new
         assert len(refused()) == 1
 
         node.write_known_hosts()
-        _until(lambda: nvq.json("queue", "nodes")[0]["state"] == "up", "n0 up")
+        _until(lambda: nvq.json("queue", "nodes")["nodes"][0]["state"] == "up", "n0 up")
         _until(lambda: not refused(), "the alert settled")
         assert any(a["kind"] == "node_refused" for a in _alerts(nvq, "--all"))
     finally:

@@ -133,5 +133,5 @@ def test_a_job_on_a_node_removed_from_config_is_accounted_for(nvq: Nvq, sshd_nod
     write_mesh_config(nvq, nodes[:1])
     nvq.ok("daemon", "stop")
     got = nvq.wait_for(job["id"], lambda j: j["state"] in ("lost", "pending"), timeout=60)
-    alerts = nvq.run("queue", "alerts", "--json").json()
+    alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]
     assert any("n1" in a["message"] and "config" in a["message"] for a in alerts), (got, alerts)

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def nodes(nvq: Nvq) -> dict[str, str]:
-    return {n["name"]: n["state"] for n in nvq.json("queue", "nodes")}
+    return {n["name"]: n["state"] for n in nvq.json("queue", "nodes")["nodes"]}
 
 
 def test_waiting_job_runs_on_a_pilot_that_is_released_when_idle(
@@ -137,12 +137,12 @@ def test_a_job_within_scale_after_asks_slurm_for_nothing(
     job = nvq.submit("--gpus", pilot_gpus(slurm_cluster), "--timeout", "2m", "--", "true")
 
     def seen() -> bool:
-        [view] = nvq.json("cluster", "status", "hpc")
+        [view] = nvq.json("cluster", "status", "hpc")["clusters"]
         return bool(view["waiting"] == 1)
 
     # The pass that saw the job waiting did not count it: it has waited seconds, not 1h.
     wait_until("a pass of the pilot manager that sees the job", seen)
-    [view] = nvq.json("cluster", "status", "hpc")
+    [view] = nvq.json("cluster", "status", "hpc")["clusters"]
     assert (view["pilots"], view["demand"]) == ([], 0), view
     assert 3000 < view["request_in"] <= 3600
     assert requested_pilots(nvq) == 0
@@ -186,12 +186,12 @@ def test_scancel_of_a_running_pilot_reassigns_its_job(
     first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
     assert first.startswith("hpc/")
     # Where it runs and the time its allocation has left (`time = "10m"`).
-    [pilot] = [n for n in nvq.json("queue", "nodes") if n["name"] == first]
+    [pilot] = [n for n in nvq.json("queue", "nodes")["nodes"] if n["name"] == first]
     assert (pilot["cluster"], pilot["host"]) == ("hpc", slurm_cluster.host)
     assert 0 < pilot["time_left"] <= 600
     row = next(line for line in nvq.ok("queue", "nodes").out.splitlines() if first in line)
     assert f"up ({slurm_cluster.host}, " in row and " left)" in row
-    [status] = nvq.json("cluster", "status", "hpc")
+    [status] = nvq.json("cluster", "status", "hpc")["clusters"]
     assert [(p["node"], p["state"]) for p in status["pilots"]] == [(first, "RUNNING")]
 
     slurm_cluster.run("scancel", first.removeprefix("hpc/"))
@@ -215,7 +215,7 @@ def test_refused_pilot_raises_one_alert_and_no_retry_storm(
 
     def refused() -> list[dict[str, object]]:
         # `queue alerts` exits 1 while alerts are open.
-        alerts = nvq.run("queue", "alerts", "--json").json()
+        alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]
         return [a for a in alerts if a["kind"] == "cluster_refused"]
 
     wait_until("the refusal alert", refused)
@@ -227,13 +227,13 @@ def test_refused_pilot_raises_one_alert_and_no_retry_storm(
     assert "nvq cluster retry hpc" in str(alert["message"])
     assert nvq.show(job["id"])["state"] == "pending"
     assert slurm_cluster.run("squeue", "-h", "-o", "%i").stdout.strip() == ""
-    [status] = nvq.json("cluster", "status", "hpc")
+    [status] = nvq.json("cluster", "status", "hpc")["clusters"]
     assert "Invalid partition name specified" in status["refused"]
     assert "requests stopped: " in nvq.ok("cluster", "status").out
 
     # `cluster retry` asks Slurm again: the same refusal is the same open alert.
     assert nvq.json("cluster", "retry", "hpc")["refused"] is None
-    wait_until("the refusal again", lambda: nvq.json("cluster", "status")[0]["refused"])
+    wait_until("the refusal again", lambda: nvq.json("cluster", "status")["clusters"][0]["refused"])
     assert len(refused()) == 1
 
 
@@ -417,7 +417,7 @@ def test_a_pilot_running_another_runner_version_is_refused_with_one_alert(
     [alert] = [e for e in nvq.events() if e["kind"] == "cluster_refused"]
     assert f"runs nvq_runner 0.0.1, this queue runs {nvq_version}" in alert["data"]["message"]
     assert nvq.show(job["id"])["state"] == "pending"
-    [view] = nvq.json("cluster", "status", "hpc")
+    [view] = nvq.json("cluster", "status", "hpc")["clusters"]
     assert "0.0.1" in view["refused"]
     ended = [e for e in nvq.events() if e["kind"] == "pilot_released"]
     assert len(ended) == 1 and "0.0.1" in ended[0]["data"]["reason"]

@@ -16,7 +16,7 @@ NEW = 'cuda = "13.0"\n[[gpu]]\nname = "Fake L4"\nmemory = "24GiB"\n'
 def test_cuda_matching_and_lanes_across_nodes(mesh: Any, tmp_path: Path) -> None:  # noqa: F811
     nvq, _nodes = mesh(2, gpus=[OLD, NEW])
     _until(
-        lambda: sum(n["state"] == "up" for n in nvq.json("queue", "nodes")) == 2,
+        lambda: sum(n["state"] == "up" for n in nvq.json("queue", "nodes")["nodes"]) == 2,
         what="both nodes up",
     )
     jobs = [nvq.submit("--cuda", "13.0", "--", "true") for _ in range(3)]
@@ -33,5 +33,5 @@ def test_cuda_matching_and_lanes_across_nodes(mesh: Any, tmp_path: Path) -> None
     code, ran = nvq.wait(*ids)
     assert code == 0 and {(j["node"], tuple(j["gpus"])) for j in ran} == {("n0", (0,))}
     assert [int(x) for x in ledger.read_text().split()] == ids
-    lanes = {x["lane"]: x for x in nvq.json("queue", "lanes")}
+    lanes = {x["lane"]: x for x in nvq.json("queue", "lanes")["lanes"]}
     assert set(lanes) == {"n0:0", "n1:0"}

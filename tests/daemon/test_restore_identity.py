@@ -31,7 +31,7 @@ def test_restore_against_a_used_node_keeps_the_node_working(nvq: Nvq) -> None:
     # so the alert is awaited rather than read once.
     deadline = time.monotonic() + 30
     while True:
-        alerts = nvq.run("queue", "alerts", "--json").json()
+        alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]
         if any("restore" in a["message"] or "journal" in a["message"] for a in alerts):
             break
         assert time.monotonic() < deadline, alerts

@@ -64,7 +64,7 @@ def test_queue_spreads_over_three_nodes_and_completes(mesh: Any, tmp_path: Path)
     nvq, _ = mesh(3, gpus=ONE_CARD)
     nvq.ok("queue", "status")
     # all three must be up before the burst, or the first two take every job
-    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="nodes up")
+    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")["nodes"]), what="nodes up")
     ledger, gate = tmp_path / "ledger", tmp_path / "gate"
     body = _ledger_job(ledger, f"while [ ! -e {gate} ]; do sleep 0.05; done")
     # each card holds one 20 GiB job: the first three run on three nodes, the rest wait
@@ -75,7 +75,7 @@ def test_queue_spreads_over_three_nodes_and_completes(mesh: Any, tmp_path: Path)
     assert code == 0
     assert {j["node"] for j in done} == {"n0", "n1", "n2"}
     assert _runs(ledger) == Counter({j["id"]: 1 for j in jobs})
-    nodes = nvq.json("queue", "nodes")
+    nodes = nvq.json("queue", "nodes")["nodes"]
     assert [n["state"] for n in nodes] == ["up", "up", "up"]
     assert all(n["gpus"][0]["mem_total_mb"] == 24576 for n in nodes)
 
@@ -106,7 +106,7 @@ def test_daemon_kill_9_mid_run(mesh: Any, tmp_path: Path) -> None:
 def test_daemon_kill_9_mid_dispatch(mesh: Any, tmp_path: Path, delay: float) -> None:
     nvq, _ = mesh(2)
     nvq.ok("queue", "status")  # daemon up and nodes connected before the burst
-    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="nodes up")
+    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")["nodes"]), what="nodes up")
     ledger = tmp_path / "ledger"
     jobs = [nvq.submit("--gpus", "0", "--", _ledger_job(ledger, "sleep 0.2")) for _ in range(8)]
     time.sleep(delay)
@@ -218,7 +218,7 @@ def test_cancel_while_node_unreachable_is_carried_out_on_return(mesh: Any, tmp_p
 def test_drain_resume_ignore(mesh: Any, tmp_path: Path) -> None:
     nvq, _ = mesh(2)
     nvq.ok("queue", "status")
-    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")), what="nodes up")
+    _until(lambda: all(n["state"] == "up" for n in nvq.json("queue", "nodes")["nodes"]), what="nodes up")
     drained = nvq.json("queue", "drain", "n1")
     assert drained["state"] == "draining" and drained["drained"] is True
     jobs = [nvq.submit("--gpus", "0", "--", "true") for _ in range(4)]
@@ -233,8 +233,8 @@ def test_drain_resume_ignore(mesh: Any, tmp_path: Path) -> None:
     gate.touch()
     nvq.wait(busy["id"])
     nvq.ok("queue", "ignore", "n1")
-    assert [n["name"] for n in nvq.json("queue", "nodes")] == ["n0"]
-    hidden = nvq.json("queue", "nodes", "--include-ignored")
+    assert [n["name"] for n in nvq.json("queue", "nodes")["nodes"]] == ["n0"]
+    hidden = nvq.json("queue", "nodes", "--include-ignored")["nodes"]
     assert [n["state"] for n in hidden] == ["up", "ignored"]
     nvq.ok("queue", "unignore", "n1")
     _until(lambda: _node_state(nvq, "n1")["state"] == "up", what="n1 back")

@@ -60,12 +60,12 @@ def test_a_lost_link_shows_unreachable_until_the_node_is_back(
         gate = tmp_path / "gate"
         job = nvq.submit("--vram", "2GiB", "--", f"while [ ! -e {gate} ]; do sleep 0.05; done")
         nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["started_at"])
-        (seen,) = nvq.json("queue", "nodes")
+        (seen,) = nvq.json("queue", "nodes")["nodes"]
         assert seen["gpus"][0]["external_mem_mb"] == 10240
 
         node.kill_all()  # sshd and its sessions die; the runner and the job go on
         (lost,) = _until(
-            lambda: [n for n in nvq.json("queue", "nodes") if n["unreachable_since"]],
+            lambda: [n for n in nvq.json("queue", "nodes")["nodes"] if n["unreachable_since"]],
             "n0 unreachable",
         )
         assert lost["state"] == "connecting" and lost["grace_ends_at"] > time.time() + 3000
@@ -78,8 +78,8 @@ def test_a_lost_link_shows_unreachable_until_the_node_is_back(
         assert nvq.show(job["id"])["state"] == "running"  # stored state unchanged
 
         node.start()
-        _until(lambda: nvq.json("queue", "nodes")[0]["state"] == "up", "n0 back")
-        assert nvq.json("queue", "nodes")[0]["unreachable_since"] is None
+        _until(lambda: nvq.json("queue", "nodes")["nodes"][0]["state"] == "up", "n0 back")
+        assert nvq.json("queue", "nodes")["nodes"][0]["unreachable_since"] is None
         gate.touch()
         assert nvq.wait(job["id"], timeout=60)[0] == 0
     finally:

@@ -41,7 +41,7 @@ def test_a_damaged_wal_that_lost_jobs_is_noticed(nvq: Nvq) -> None:
             f.seek(4096)
             f.write(os.urandom(4096))
     doc = nvq.run("queue", "check", "--json")
-    alerts = nvq.run("queue", "alerts", "--json").json()
+    alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]
     listed = nvq.run("job", "ls", "--json").json()
     if len(listed) == 3:
         return  # the WAL happened to be checkpointed: nothing was lost

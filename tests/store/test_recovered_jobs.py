@@ -46,7 +46,7 @@ def test_a_running_job_queue_db_forgot_is_recovered_and_ends_as_it_did(
     check = nvq.run("queue", "check", "--json").json()
     assert check["nodes"]["local"]["recovered"] == [job["id"]]
     assert job["id"] not in check["nodes"]["local"]["missing"]
-    alerts = nvq.run("queue", "alerts", "--json").json()  # exits 1: one is open
+    alerts = nvq.run("queue", "alerts", "--json").json()["alerts"]  # exits 1: one is open
     assert [a["kind"] for a in alerts] == ["jobs_recovered"], alerts
     assert f"jobs {job['id']} that node local knows" in alerts[0]["message"]
 

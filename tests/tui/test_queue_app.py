@@ -141,4 +141,4 @@ def test_a_waiting_job_shows_why_and_a_node_drains_from_the_ui(nvq: Nvq) -> None
             await until(pilot, lambda: "[draining]" in str(app.nodes_table.get_row_at(0)[0]), "it")
 
     run(main)
-    assert nvq.json("queue", "nodes")[0]["drained"] is True
+    assert nvq.json("queue", "nodes")["nodes"][0]["drained"] is True

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 import typer
 
+from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 
 on_completion = typer.Typer()  # attached as the `completion` command in nvq.cli.commands
@@ -18,6 +19,7 @@ COMPLETE_VAR = "_NVQ_COMPLETE"
 @on_completion.command("completion")
 def completion(
     shell: str = typer.Argument(..., help="bash, zsh or fish."),
+    as_json: bool = JsonOpt,
 ) -> int:
     """Print the shell completion script.
 
@@ -30,7 +32,14 @@ def completion(
     cls = get_completion_class(shell) if shell in SHELLS else None
     if cls is None:
         raise CliError(f"no completion for {shell!r}: give bash, zsh or fish", 2)
-    print(cls(root_command(), {}, "nvq", COMPLETE_VAR).source())
+    script = cls(root_command(), {}, "nvq", COMPLETE_VAR).source()
+    if as_json:
+        from nvq.cli.json_shapes import CompletionScript
+        from nvq.cli.render.output import emit
+
+        emit(CompletionScript(shell=shell, script=script), True)
+    else:
+        print(script)
     return 0
 
 

@@ -83,7 +83,8 @@ def job_wait(
     text = "\n".join(outcome(j) for j in done.jobs)
     if done.still_going:
         going = ", ".join(map(str, done.still_going))
-        text += f"\n(still going: {going}; --timeout ran out)"
+        why = "" if done.exit_code == 1 else "; --timeout ran out"
+        text += f"\n(still going: {going}{why})"
     emit(done, as_json, text)
     return done.exit_code
 
@@ -139,7 +140,7 @@ def job_result(
         return 0
     docs = [{"id": job_id, "result": client.result(job_id)} for job_id in job_ids]
     text = "\n".join(f"{d['id']}\t{result_text(d['result'])}" for d in docs)
-    emit(docs, as_json, text)
+    emit({"results": docs}, as_json, text)
     return 0
 
 
@@ -159,7 +160,9 @@ def _array_results(
     text = "\n".join(
         f"{r.id}\t[{r.index}]\t{r.state}\t{result_text(r.result)}" for r in rows
     )
-    emit({"array": array, "members": rows}, as_json, text)
+    from nvq.cli.json_shapes import ArrayResults
+
+    emit(ArrayResults(array=array, members=rows), as_json, text)
     return 0
 
 
@@ -177,7 +180,10 @@ def job_purge(
     when = ended_before(before)
     found = client.purge(before=when, dry_run=True)
     if dry_run:
-        emit({"would_purge": len(found.ids), "ids": found.ids}, as_json, purge_plan(found.ids))
+        from nvq.cli.json_shapes import PurgePreview
+
+        preview = PurgePreview(would_purge=len(found.ids), ids=found.ids)
+        emit(preview, as_json, purge_plan(found.ids))
         return 0
     if found.ids and not yes:
         if not sys.stdin.isatty():

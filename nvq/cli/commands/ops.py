@@ -7,12 +7,14 @@ from pathlib import Path
 
 import typer
 
+from nvq import control as c
 from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.ops import check_text
 from nvq.cli.render.output import emit
 from nvq.client import Client
+from nvq.control.plain import listed
 from nvq.home import default_root
 
 on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
@@ -39,7 +41,7 @@ def queue_ack(
     if bool(alert_ids) == ack_all:
         raise CliError("give alert ids or --all", 2)
     acked = Client().ack(None if ack_all else alert_ids)
-    emit(acked, as_json, f"acknowledged {len(acked)} alert{'s' * (len(acked) != 1)}")
+    emit(listed(c.Ack, acked), as_json, f"acknowledged {len(acked)} alert{'s' * (len(acked) != 1)}")
     return 0
 
 

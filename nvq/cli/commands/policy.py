@@ -10,6 +10,7 @@ from nvq.cli.params import CliError
 from nvq.cli.render.jobs import lines
 from nvq.cli.render.output import emit
 from nvq.client import Client
+from nvq.control.plain import listed
 from nvq.model import JobState
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
@@ -40,7 +41,7 @@ def job_requeue(
         command = edited_command(Client().show(job_ids[0]).command)
     jobs = Client().requeue(job_ids, artifacts=artifacts, command=command)
     text = "\n".join(requeued_line(j) for j in jobs) or "(no jobs)"
-    emit(jobs, as_json, text)
+    emit(listed(c.Requeue, jobs), as_json, text)
     return 0
 
 
@@ -80,7 +81,7 @@ def job_priority(
     places = up if up is not None else (-down if down is not None else None)
     jobs = Client().priority(job_id, value, up=places, array=array)
     text = "\n".join(f"job {j.id} priority {j.priority}" for j in jobs) or "(no jobs)"
-    emit(jobs, as_json, text)
+    emit(listed(c.Priority, jobs), as_json, text)
     return 0
 
 
@@ -92,7 +93,7 @@ def job_pause(
 ) -> int:
     """Keep jobs queued but unassigned; a running one is stopped and comes back paused."""
     jobs = Client().pause(job_ids, array=array)
-    emit(jobs, as_json, lines(jobs, "paused"))
+    emit(listed(c.Pause, jobs), as_json, lines(jobs, "paused"))
     return 0
 
 
@@ -104,7 +105,7 @@ def job_resume(
 ) -> int:
     """Put paused jobs back in line where they were."""
     jobs = Client().resume(job_ids, array=array)
-    emit(jobs, as_json, lines(jobs, "back in line"))
+    emit(listed(c.Resume, jobs), as_json, lines(jobs, "back in line"))
     return 0
 
 
@@ -130,7 +131,7 @@ def job_cancel(
             f"array {a}: nothing to cancel, every member has ended"
             for a in job_ids if a not in touched
         ]
-    emit(jobs, as_json, "\n".join(said))
+    emit(listed(c.Cancel, jobs), as_json, "\n".join(said))
     return 0
 
 
@@ -141,7 +142,7 @@ def job_release(
 ) -> int:
     """Run held jobs without the prerequisites that ended badly."""
     jobs = Client().release(job_ids)
-    emit(jobs, as_json, "\n".join(f"job {j.id} released" for j in jobs))
+    emit(listed(c.Release, jobs), as_json, "\n".join(f"job {j.id} released" for j in jobs))
     return 0
 
 

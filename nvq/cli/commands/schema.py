@@ -7,6 +7,7 @@ import sys
 import msgspec
 import typer
 
+from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 
 on_schema = typer.Typer()  # attached as the `schema` command in nvq.cli.commands
@@ -15,11 +16,13 @@ on_schema = typer.Typer()  # attached as the `schema` command in nvq.cli.command
 @on_schema.command("schema")
 def schema(
     command: list[str] = typer.Argument(None, help="The command, e.g. `job show`."),
+    as_json: bool = JsonOpt,
 ) -> int:
     """The JSON Schema of a command's --json document.
 
     Generated from the typed replies the daemon sends, so it is what --json prints;
-    with no command, every command's, as one object."""
+    with no command, every command's, as one object. It is JSON either way: --json
+    changes nothing but makes a refusal a JSON error document too."""
     from nvq.cli.json_shapes import NOT_DESCRIBED, SHAPES
     from nvq.cli.json_shapes import schema as schema_of
 

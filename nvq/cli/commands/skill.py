@@ -15,13 +15,18 @@ on_skill = typer.Typer()  # attached to the `skill` group in nvq.cli.commands
 
 
 @on_skill.callback()
-def skill_main(ctx: typer.Context) -> int:
+def skill_main(ctx: typer.Context, as_json: bool = JsonOpt) -> int:
     """Print nvq's Agent Skill (SKILL.md): when and how an agent should use the queue."""
     if ctx.invoked_subcommand is not None:
         return 0
     from nvq.agents.skill import text
 
-    sys.stdout.write(text())
+    if as_json:
+        from nvq.cli.json_shapes import SkillText
+
+        emit(SkillText(text=text()), True)
+    else:
+        sys.stdout.write(text())
     return 0
 
 

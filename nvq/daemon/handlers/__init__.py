@@ -34,6 +34,7 @@ from nvq.daemon.handlers import (
     report,
     reserve,
     submit,
+    submit_from_job,
     why,
     world,
 )
@@ -50,6 +51,7 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Ping: daemon.ping,
     c.Submit: submit.submit,
     c.SubmitDry: submit.submit_dry_run,
+    c.SubmitFromJob: submit_from_job.submit_from_job,
     c.ListJobs: jobs.list_jobs,
     c.ShowJob: jobs.show,
     c.Cancel: policy.cancel,
@@ -113,6 +115,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Ping: ANYONE,
     c.Submit: ANYONE,
     c.SubmitDry: ANYONE,
+    c.SubmitFromJob: owner("submit from"),  # a job's own `nvq`: its owner's rights
     c.ListJobs: ANYONE,
     # Reading a job: its metadata is anyone's, what it holds (logs, result, files) its
     # owner's (nvq.daemon.visibility blanks the rest of other users' jobs in replies).

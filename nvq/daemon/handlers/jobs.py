@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -108,19 +109,27 @@ async def wait(ctx: Context, req: c.Wait, user: str) -> c.Coded[list[Job]]:
     badly, even if others still run (the reply shows which); else 2 when the timeout
     ran out first, 0 when all completed."""
     state, ids = ctx.state, req.ids
-    known = {j.id for j in await state.store.jobs(ids=ids)}
+    stored = await state.store.jobs(ids=ids)
+    known = {j.id for j in stored}
     missing = [i for i in ids if i not in known]
     if missing:
         raise BadRequest(f"no job with id {missing[0]}")
     deadline = math.inf if req.timeout is None else time.monotonic() + req.timeout
     # Live jobs are exactly the ones in memory: a wait on thousands of jobs costs a
-    # dict lookup per unfinished job per change, and one read at the end.
+    # dict lookup per unfinished job per change, a read of the jobs that just left
+    # memory (did one end badly? then the wait is over), and one read at the end.
     remaining = set(ids)
+    bad = ended_badly(state.live(j) for j in stored)
     while True:
         changed = state.changed
-        remaining = {i for i in remaining if i in state.jobs}
+        live = [state.jobs[i] for i in remaining if i in state.jobs]
+        still = {j.id for j in live}
+        if not bad and still != remaining:
+            bad = ended_badly(await state.store.jobs(ids=sorted(remaining - still)))
+        bad = bad or ended_badly(live)
+        remaining = still
         left = deadline - time.monotonic()
-        if not remaining or left <= 0:
+        if not remaining or left <= 0 or bad:
             by_id = {j.id: state.live(j) for j in await state.store.jobs(ids=ids)}
             jobs: list[JobRecord] = [by_id[i] for i in ids]
             return c.Coded([request.view_of(j) for j in jobs], wait_exit(jobs))
@@ -128,9 +137,13 @@ async def wait(ctx: Context, req: c.Wait, user: str) -> c.Coded[list[Job]]:
             await changed.wait()
 
 
+def ended_badly(jobs: Iterable[JobRecord]) -> bool:
+    return any(j.state.finished and j.state is not JobState.COMPLETED for j in jobs)
+
+
 def wait_exit(jobs: list[JobRecord]) -> int:
     """`job wait`'s exit status: a failure is never hidden by a timeout."""
-    if any(j.state.finished and j.state is not JobState.COMPLETED for j in jobs):
+    if ended_badly(jobs):
         return 1
     return 0 if all(j.state is JobState.COMPLETED for j in jobs) else 2
 

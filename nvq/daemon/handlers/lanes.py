@@ -182,7 +182,7 @@ def _reorder(
 ) -> list[int]:
     def one() -> int:
         if len(ids) != 1:
-            raise lanes.LaneError(f"{action} takes one job id")
+            raise BadRequest(f"{action} takes one job id")
         job_id = ids[0]
         job = state.jobs.get(job_id)
         if job is not None and job.state is JobState.RUNNING:
@@ -192,13 +192,13 @@ def _reorder(
     if action == "move":
         job_id = one()
         if (to is None) == (before is None):
-            raise lanes.LaneError("move takes --to head|N or --before ID")
+            raise BadRequest("move takes --to head|N or --before ID")
         if before is not None:
             return lanes.move_before(order, job_id, before)
         return lanes.move_to(order, job_id, to or "head")
     if action == "swap":
         if len(ids) != 2:
-            raise lanes.LaneError("swap takes two job ids")
+            raise BadRequest("swap takes two job ids")
         return lanes.swap(order, ids[0], ids[1])
     if action == "skip":
         return lanes.skip(order)
@@ -210,7 +210,8 @@ def _reorder(
         if job.spec.gpus != 1:
             raise lanes.LaneError(f"job {job_id} needs {job.spec.gpus} GPUs; a lane has one")
         return lanes.assign(order, job_id, at or "tail")
-    raise lanes.LaneError(
+    # a word the command does not know is bad input (exit 2), as an unknown option is
+    raise BadRequest(
         f"unknown lane action {action!r}: move, swap, skip, assign, pause or resume"
     )
 
