@@ -13,7 +13,7 @@ import msgspec
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
 from nvq.config.jumps import one_hop, resolve
-from nvq.config.lease import lease_problem
+from nvq.config.lease import lease_problem, no_room
 from nvq.config.sharing import SHARE_KEYS, queue_fields, read_limits, user_sharing
 from nvq.config.stamp import file_stamp
 from nvq.config.submit import read_submit
@@ -118,6 +118,7 @@ class _Parser(FieldReader):
             "kill_grace": self.delay,  # 0: SIGKILL straight away
             "node_grace": self.duration,
             "lease": self.lease,
+            "max_downtime": self.duration,
             "ssh_keepalive": self.duration,
             "ssh_connect_timeout": self.duration,
             "admins": self.string_list,
@@ -149,6 +150,8 @@ class _Parser(FieldReader):
             problem = lease_problem(queue.lease, queue.node_grace, queue.kill_grace)
             if problem is not None:
                 raise self.fail("queue.lease", problem)
+        elif queue.lease is None and (problem := no_room(queue.node_grace, queue.kill_grace)):
+            raise self.fail("queue.node_grace", problem)
         return queue
 
     def lease(self, value: Any, key: str) -> float:

@@ -33,6 +33,10 @@ class JobDetail(Job, kw_only=True):
     # what crossed, and how an attempt got its previous artifacts.
     artifact_syncs: list[ArtifactSync] | Unset = UNSET
     artifact_notes: list[str] | Unset = UNSET
+    # Running on a node out of reach (a view: `state` stays "running"): since when,
+    # and when the lease rule lets it run elsewhere (nvq.config.lease).
+    unreachable_since: float | Unset = UNSET
+    reassign_at: float | Unset = UNSET
 
 
 class ArtifactSync(msgspec.Struct, kw_only=True):
@@ -122,6 +126,8 @@ class DaemonStopping(msgspec.Struct, kw_only=True):
     stopping: bool
     runners_left: int = 0
     jobs_running: int = 0
+    # The lease the runners are granted before it goes ([queue] max_downtime).
+    max_downtime: float = 0.0
 
 
 class Reloaded(msgspec.Struct, kw_only=True):
@@ -388,6 +394,9 @@ class JobPage(msgspec.Struct, kw_only=True):
 
     jobs: list[JobRow]
     more: bool = False
+    # Nodes out of reach → when their running jobs may run elsewhere (those jobs
+    # stay "running"; text shows them `unreachable`).
+    unreachable: dict[str, float] | Unset = UNSET
 
 
 class ArraySummary(msgspec.Struct, kw_only=True):

@@ -10,6 +10,7 @@ from nvq.cli.render.output import emit
 from nvq.client import Client, DaemonUnavailable
 from nvq.control import Reloaded
 from nvq.home import Home, default_root
+from nvq.values import format_duration
 
 on_daemon = typer.Typer()  # attached to the `daemon` group in nvq.cli.commands
 
@@ -40,7 +41,11 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
     text = f"daemon {pid} stopped"
     if said.runners_left:
         why = (
-            f"so that their {said.jobs_running} running job(s) go on"
+            f"so that their {said.jobs_running} running job(s) go on for "
+            f"{format_duration(said.max_downtime)} ([queue] max_downtime: start the daemon "
+            "within it)"
+            if said.jobs_running and said.max_downtime
+            else f"so that their {said.jobs_running} running job(s) go on"
             if said.jobs_running
             else "ready for the next daemon"
         )
