@@ -15,6 +15,7 @@ state and cannot answer differently from the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -24,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from nvq.agents import skill
+from nvq.client.stop_mark import OBSERVE_ENV
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDS = ToolAnnotations(
@@ -45,11 +47,19 @@ INSTRUCTIONS = (
 )
 
 
+# Commands that only read: run with NVQ_OBSERVE=1, they start no daemon that was
+# stopped on purpose (nvq.client.stop_mark).
+READS = {("queue", "status"), ("queue", "nodes"), ("queue", "lanes"), ("queue", "alerts"),
+         ("queue", "events"), ("job", "ls"), ("job", "show"), ("job", "why"), ("job", "logs"),
+         ("job", "result"), ("job", "wait")}
+
+
 async def nvq_json(*args: str) -> str:
     """`nvq ARGS --json`'s document; a tool error when it is an error document."""
     head, sep, tail = _split(list(args))
+    env = {**os.environ, OBSERVE_ENV: "1"} if tuple(head[:2]) in READS else None
     done = await anyio.run_process(
-        [sys.executable, "-m", "nvq", *head, "--json", *sep, *tail], check=False
+        [sys.executable, "-m", "nvq", *head, "--json", *sep, *tail], check=False, env=env
     )
     out = done.stdout.decode(errors="replace").strip()
     try:

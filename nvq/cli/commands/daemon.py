@@ -7,7 +7,8 @@ import typer
 from nvq.cli.app import JsonOpt
 from nvq.cli.daemon_exit import wait_gone
 from nvq.cli.render.output import emit
-from nvq.client import Client, DaemonUnavailable
+from nvq.client import Client, ClientError, DaemonUnavailable, stop_mark
+from nvq.client.autostart import start_daemon
 from nvq.control import Reloaded
 from nvq.home import Home, default_root
 from nvq.values import format_duration
@@ -31,12 +32,19 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
 
     So do the node runners that watch them: it says how many it left; `nvq node
     stop --all` stops those with no running jobs."""
-    pid = Home(default_root()).read_pid()
+    root = default_root()
+    pid = Home(root).read_pid()
+    # First, so that no observer (web, TUI, events --follow, MCP reads) that finds it
+    # gone starts it again meanwhile.
+    stop_mark.leave(root, pid)
     try:
         said = Client(autostart=False).stop_daemon()
     except DaemonUnavailable:
         emit({"stopped": False, "running": False}, as_json, "no daemon is running")
         return 0
+    except ClientError:
+        stop_mark.clear(root)  # refused: it runs on
+        raise
     wait_gone(pid)
     text = f"daemon {pid} stopped"
     if said.runners_left:
@@ -60,6 +68,29 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
         "jobs_running": said.jobs_running,
     }
     emit(doc, as_json, text)
+    return 0
+
+
+@on_daemon.command("start")
+def daemon_start(as_json: bool = JsonOpt) -> int:
+    """Start the daemon (detached) if none runs, after `nvq daemon stop` too.
+
+    A daemon stopped with `nvq daemon stop` stays stopped for the web page, the TUI,
+    `queue events --follow` and MCP reads; this, or any command that needs it, starts
+    it again."""
+    root = default_root()
+    was = stop_mark.clear(root)
+    try:
+        pong = Client(root, autostart=False).ping()
+        emit({"started": False, "pid": pong.pid}, as_json,
+             f"daemon {pong.pid} is already running")
+        return 0
+    except DaemonUnavailable:
+        pass
+    start_daemon(root)
+    pid = Home(root).read_pid()
+    text = f"daemon {pid} started" + (f" (it was {was})" if was else "")
+    emit({"started": True, "pid": pid}, as_json, text)
     return 0
 
 
