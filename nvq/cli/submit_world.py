@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ def submit_world(
     try:
         return submission_world(
             cwd=cwd, environ=os.environ, config=config, options=options, home=root,
+            notice=lambda line: print(line, file=sys.stderr),
         )
     except SnapshotError as exc:
         raise CliError(str(exc), 2) from None
