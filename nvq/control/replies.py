@@ -233,7 +233,10 @@ class QueueStatus(msgspec.Struct, kw_only=True):
     keeper: dict[str, Any] | None  # None: no keeper installed
     disk_full: str | None = None  # set while queue.db cannot be written for space
     arrays: list[ArraySummary] = []  # arrays with live members, one line each
-    config_changed: bool = False  # config.toml changed since the daemon read it
+    # config.toml changed since the daemon read it, or holds a change that waits for a
+    # restart (`needs_restart`, one line each, as `daemon reload` said them).
+    config_changed: bool = False
+    needs_restart: list[str] = []
 
 
 class Pong(msgspec.Struct, kw_only=True):

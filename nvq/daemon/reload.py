@@ -68,6 +68,7 @@ class Reloader:
                 node.removed = node.drained = True
                 self.links.tg.start_soon(self._retire, node)
             state.mirror_cards()
+            state.needs_restart = list(changes.refused)
             if changes.applied or changes.refused:
                 data = {"applied": changes.applied, "refused": changes.refused}
                 await held.commit(Tx(events=[NewEvent("config_reloaded", None, None, data)]))

@@ -103,7 +103,9 @@ async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
     doc["arrays"] = arrays
-    doc["config_changed"] = file_stamp(state.config.path) != state.config.read_stamp
+    doc["needs_restart"] = state.needs_restart
+    doc["config_changed"] = (file_stamp(state.config.path) != state.config.read_stamp
+                             or bool(state.needs_restart))
     return msgspec.convert(doc, c.QueueStatus)
 
 
