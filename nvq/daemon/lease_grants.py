@@ -22,6 +22,7 @@ log = logging.getLogger("nvq.daemon")
 KEY = "lease_grants"
 AHEAD = 10.0  # seconds written ahead of the book, so a write every few seconds is enough
 FLUSH_WAIT = 5.0  # how long a stop waits for its grants to reach the wire
+SAVE_WAIT = 10.0  # how long it tries to record them first
 
 
 async def load(state: State) -> None:
@@ -78,15 +79,27 @@ async def grant_downtime(state: State) -> int:
     """Before a planned stop: every connected runner that keeps a lease gets one of
     `max_downtime` (recorded first, so a stop cut short still honours it). Returns how
     many got it."""
+    from nvq.config.lease import effective_lease
     from nvq_runner.protocol import Heartbeat
 
-    downtime = state.config.queue.max_downtime
+    queue = state.config.queue
+    if effective_lease(queue.lease, queue.node_grace, queue.kill_grace) is None:
+        return 0  # lease = "off": runners never stop jobs on their own, nor get one
+    downtime = queue.max_downtime
     reached = [n for n in state.nodes.values()
                if n.send is not None and n.hello is not None and "lease" in n.hello.features]
     now = time.time()
     for node in reached:
         node.lease_book.grant(now + downtime, downtime)
-    await _save(state, _document(state, AHEAD))
+    saved = False
+    with anyio.move_on_after(SAVE_WAIT):  # a full disk must not hold the stop up
+        await _save(state, _document(state, AHEAD))
+        saved = True
+    if not saved:
+        # Unrecorded, a grant could let the next daemon run a job twice: the jobs
+        # keep only their usual lease.
+        log.error("could not record the downtime lease in queue.db: none granted")
+        return 0
     for node in reached:
         seq = node.lease_book.heartbeat(downtime)
         node.post(Heartbeat(downtime, seq=seq))
