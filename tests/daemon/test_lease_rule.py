@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.cluster import Nvq
 from tests.daemon import test_ssh_nodes
 from tests.daemon.test_partition import _ledger_body, _lifetimes
 from tests.daemon.test_ssh_nodes import ONE_CARD, _until
@@ -26,7 +27,7 @@ def _configure(nvq: Any, node_grace: str, extra: str = "") -> None:
     nvq.write_config(config)
 
 
-def _on_n1(nvq: Any, ledger: Path) -> dict[str, Any]:
+def _on_n1(nvq: Nvq, ledger: Path) -> dict[str, Any]:
     """A job whose first attempt runs on n1 until stopped; a later one ends soon."""
     nvq.ok("queue", "drain", "n0")
     body = _ledger_body(
