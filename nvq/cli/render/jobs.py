@@ -53,7 +53,9 @@ def detail_state(doc: JobDetail) -> str:
     at = getattr(doc, "reassign_at", None)
     if doc.state != "running" or not isinstance(at, float | int):
         return state_label(doc)
-    return f"unreachable, reassign in {format_duration(max(0.0, at - time.time()))}"
+    left = format_duration(max(0.0, at - time.time()))
+    # --no-reassign: never run elsewhere, only called lost (running again if it returns)
+    return f"unreachable, {'lost' if doc.no_reassign else 'reassign'} in {left}"
 
 
 def outcome(job: Job) -> str:
