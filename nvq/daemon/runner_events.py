@@ -81,8 +81,8 @@ class RunnerEvents:
             return
         if node.error_permanent and node.error:
             await self._refused(node, node.error)
-        if time.time() < self.reassign_at(node):
-            return
+        if time.time() < self.reassign_at(node) or node.state == "down":
+            return  # (down: the watcher and the link may both have come here)
         node.state = "down"
         async with locked(self.state) as held:
             tx = Tx(
