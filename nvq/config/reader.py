@@ -146,12 +146,10 @@ class _Parser(FieldReader):
         if "artifacts_quota" in out:
             out["artifacts_quota_mb"] = out.pop("artifacts_quota")
         queue = QueueConfig(**out)
-        if queue.lease:
-            problem = lease_problem(queue.lease, queue.node_grace, queue.kill_grace)
-            if problem is not None:
-                raise self.fail("queue.lease", problem)
-        elif queue.lease is None and (problem := no_room(queue.node_grace, queue.kill_grace)):
-            raise self.fail("queue.node_grace", problem)
+        problem = (lease_problem(queue.lease, queue.node_grace, queue.kill_grace) if queue.lease
+                   else None if queue.lease == 0 else no_room(queue.node_grace, queue.kill_grace))
+        if problem is not None:  # lease "off" (0) opts out, and says so
+            raise self.fail("queue.lease" if queue.lease else "queue.node_grace", problem)
         return queue
 
     def lease(self, value: Any, key: str) -> float:

@@ -33,10 +33,7 @@ class JobDetail(Job, kw_only=True):
     # what crossed, and how an attempt got its previous artifacts.
     artifact_syncs: list[ArtifactSync] | Unset = UNSET
     artifact_notes: list[str] | Unset = UNSET
-    # Running on a node out of reach (a view: `state` stays "running"): since when,
-    # and when the lease rule lets it run elsewhere (nvq.config.lease).
-    unreachable_since: float | Unset = UNSET
-    reassign_at: float | Unset = UNSET
+    reassign_at: float | Unset = UNSET  # running, node out of reach: when it may move
 
 
 class ArtifactSync(msgspec.Struct, kw_only=True):
@@ -56,8 +53,7 @@ class ArtifactSync(msgspec.Struct, kw_only=True):
 
 
 class JobRow(Job, kw_only=True):
-    """A job in `ListJobs`: a waiting (pending, held, paused) one carries its reason
-    code in `reason` and the words in `reason_detail`."""
+    """A job in `ListJobs`: a waiting one has its reason code, and `reason_detail`."""
 
     reason_detail: str | Unset | None = UNSET
 
@@ -126,8 +122,6 @@ class DaemonStopping(msgspec.Struct, kw_only=True):
     stopping: bool
     runners_left: int = 0
     jobs_running: int = 0
-    # The lease the runners are granted before it goes ([queue] max_downtime).
-    max_downtime: float = 0.0
 
 
 class Reloaded(msgspec.Struct, kw_only=True):
@@ -233,10 +227,8 @@ class QueueStatus(msgspec.Struct, kw_only=True):
     keeper: dict[str, Any] | None  # None: no keeper installed
     disk_full: str | None = None  # set while queue.db cannot be written for space
     arrays: list[ArraySummary] = []  # arrays with live members, one line each
-    # config.toml changed since the daemon read it, or holds a change that waits for a
-    # restart (`needs_restart`, one line each, as `daemon reload` said them).
-    config_changed: bool = False
-    needs_restart: list[str] = []
+    config_changed: bool = False  # config.toml differs from what the daemon runs
+    needs_restart: list[str] = []  # what the last reload left for a restart, one line each
 
 
 class Pong(msgspec.Struct, kw_only=True):
@@ -397,14 +389,11 @@ class JobPage(msgspec.Struct, kw_only=True):
 
     jobs: list[JobRow]
     more: bool = False
-    # Nodes out of reach → when their running jobs may run elsewhere (those jobs
-    # stay "running"; text shows them `unreachable`).
-    unreachable: dict[str, float] | Unset = UNSET
+    unreachable: dict[str, float] | Unset = UNSET  # node out of reach → its reassign_at
 
 
 class ArraySummary(msgspec.Struct, kw_only=True):
-    """An array in `queue status`, in place of its members: how many are in each
-    state (every state, in JobState order)."""
+    """An array in `queue status`, in place of its members: each state's count."""
 
     id: int
     name: str

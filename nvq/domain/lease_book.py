@@ -43,8 +43,10 @@ class LeaseBook:
         return self._seq
 
     def wrote(self, at: float) -> None:
-        """Frames reached the wire at `at`: each renews the lease the runner holds."""
-        self.until = max(self.until, at + self.lease)
+        """Frames reached the wire at `at`: each renews the lease the runner holds (a
+        runner never granted one holds none: `until` stays 0)."""
+        if self.lease > 0:
+            self.until = max(self.until, at + self.lease)
         for sent in self._sent.values():
             sent.until = max(sent.until, at + sent.longest)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from nvq.cli.app import JsonOpt
@@ -47,12 +49,12 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
         raise
     wait_gone(pid)
     text = f"daemon {pid} stopped"
+    downtime = _downtime(root)
     if said.runners_left:
         why = (
             f"so that their {said.jobs_running} running job(s) go on for "
-            f"{format_duration(said.max_downtime)} ([queue] max_downtime: start the daemon "
-            "within it)"
-            if said.jobs_running and said.max_downtime
+            f"{format_duration(downtime)} ([queue] max_downtime: start the daemon within it)"
+            if said.jobs_running and downtime
             else f"so that their {said.jobs_running} running job(s) go on"
             if said.jobs_running
             else "ready for the next daemon"
@@ -69,6 +71,19 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
     }
     emit(doc, as_json, text)
     return 0
+
+
+def _downtime(root: Path) -> float | None:
+    """The lease a stop grants runners (None: leases are off, or the config is gone)."""
+    from nvq.config import ConfigError, load_config
+    from nvq.config.lease import effective_lease
+
+    try:
+        queue = load_config(root).queue
+    except ConfigError:
+        return None
+    lease = effective_lease(queue.lease, queue.node_grace, queue.kill_grace)
+    return queue.max_downtime if lease is not None else None
 
 
 @on_daemon.command("start")

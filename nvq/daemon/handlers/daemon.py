@@ -26,6 +26,5 @@ async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonSto
     state = ctx.state
     connected = [n for n in state.nodes.values() if n.send is not None]
     running = sum(len(js) for js in state.jobs_by_node().values())
-    reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running,
-                             max_downtime=state.config.queue.max_downtime)
+    reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running)
     return reply

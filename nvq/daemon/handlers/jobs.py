@@ -68,7 +68,7 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
         doc["artifact_notes"] = synced["notes"]
     away = reassign_times(state).get(job.node or "")
     if job.state is JobState.RUNNING and away is not None:
-        doc["unreachable_since"], doc["reassign_at"] = away
+        doc["reassign_at"] = away[1]
     return msgspec.convert(doc, c.JobDetail)
 
 
