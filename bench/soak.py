@@ -7,7 +7,13 @@ Faults (one at a time, each kind in turn in a shuffled round, random durations):
 killed, restarted later; the runner and jobs live on), `runner_sigstop`, `disk_full`
 (the queue host's NVQ_HOME is a small tmpfs this script mounts; a filler file takes
 all of it), `cancel_running`, `job_lost` (a running `--retries` job's process group
-SIGKILLed: no exit record, so it is lost and retried).
+SIGKILLed: no exit record, so it is lost and retried), `planned_stop` (`nvq daemon
+stop` for longer than the lease, then `nvq daemon start`), `reload_freeze` (a link
+frozen while `daemon reload` shortens or lengthens `node_grace` and the lease),
+`host_reboot` (the queue host's orderly reboot: the daemon SIGTERMed, then every
+node's sshd and sessions gone with it, for longer than the lease; all back, then the
+daemon). Submitters hold off while a planned stop or a reboot lasts (a submit would
+start the daemon again).
 
 Every job appends `start JOB ATTEMPT TIME -` and `end JOB ATTEMPT TIME CODE` to a
 ledger file (a SIGTERM writes its end too; a `job_lost` kill is written by this
@@ -17,6 +23,8 @@ script after the kill). At the end, with every fault healed and the queue draine
 * no attempt started twice, and no two attempts of one job overlapped;
 * no job ran to a successful end twice;
 * every recorded exit (completed/failed) equals its attempt's ledger end;
+* no job was killed by a planned stop or reboot (no `attempt_fenced` whose runner
+  fenced it while one lasted: `killed_by_planned_stop`);
 * `nvq queue check` is clean.
 
 Prints ONE JSON line: counts (jobs, faults by kind, final states) and every violation.
@@ -33,6 +41,7 @@ import itertools
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -53,20 +62,58 @@ from tests.harness.sshd import SshdNode, start_sshd_nodes
 TWO_CARDS = 'cuda = "13.0"\n' + "".join(
     f'[[gpu]]\nname = "Soak card {i}"\nmemory = "24GiB"\n' for i in range(2)
 )
-# lease 3s + kill_grace 2s + margin 2s < node_grace 10s (nvq.config.lease)
+# lease 3s + kill_grace 2s + margin 2s <= node_grace 10s (nvq.config.lease)
 TIMES = {
-    'node_grace = "2s"': 'node_grace = "10s"\nlease = "3s"',
+    'node_grace = "2s"': 'node_grace = "10s"',
+    'lease = "off"': 'lease = "3s"',
     'kill_grace = "2s"': 'kill_grace = "2s"',
 }
+# What `reload_freeze` switches between: (node_grace, lease), each within the rule.
+GRACES = {"base": ("10s", "3s"), "short": ("7s", "2s"), "long": ("20s", "14s")}
+LONGEST_LEASE = 14.0  # a planned stop outlasts it (and kill_grace) to prove the grant
 KINDS = [
     "daemon_kill9", "runner_kill9", "link_freeze", "sshd_down", "runner_sigstop",
-    "disk_full", "cancel_running", "job_lost",
+    "disk_full", "cancel_running", "job_lost", "planned_stop", "reload_freeze",
+    "host_reboot",
 ]
 FINISHED = {"completed", "failed", "cancelled", "timeout", "lost"}
 ENDINGS = {"job_completed", "job_failed", "job_cancelled", "job_timeout", "job_lost"}
 TOLD = {"node_down", "job_reassigned", "attempt_fenced", "owed_kill", "job_found",
         "job_retried", "attempt_superseded", "job_lost"}
 MAX_OUTSTANDING = 40  # submitters wait while this many acknowledged jobs are unfinished
+
+
+class Gate:
+    """Submitters and the watcher pass one at a time or together; a planned stop
+    closes it, waits for those inside to leave, and keeps the rest out (their CLI
+    would start the daemon it stopped)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._inside = 0
+        self._closed = False
+
+    @contextlib.contextmanager
+    def passing(self) -> Any:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._closed)
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._inside -= 1
+                self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.wait_for(lambda: self._inside == 0)
+
+    def open(self) -> None:
+        with self._cond:
+            self._closed = False
+            self._cond.notify_all()
 
 
 class Soak:
@@ -89,6 +136,10 @@ class Soak:
         self.with_retries: set[int] = set()
         self.told: Counter[str] = Counter()
         self.exits: dict[tuple[int, int], int] = {}  # (job, attempt) → exit its events record
+        self.gate = Gate()
+        self.planned: list[tuple[float, float]] = []  # planned stops and reboots (wall clock)
+        self.fenced_in_planned: list[str] = []
+        self.grace = "base"
 
     # ------------------------------------------------------------ the CLI
 
@@ -133,7 +184,9 @@ class Soak:
             elif rng.random() < 0.1:
                 flags.append("--no-reassign")
             try:
-                r = self.cli("job", "submit", *flags, "--json", "--", self.body(seconds, code))
+                with self.gate.passing():
+                    r = self.cli("job", "submit", *flags, "--json", "--",
+                                 self.body(seconds, code))
             except subprocess.TimeoutExpired:
                 self.submit_errors["timeout"] += 1
                 continue
@@ -150,7 +203,7 @@ class Soak:
     def watcher(self) -> None:
         """Which acknowledged jobs have finished (for the outstanding limit)."""
         while not self.stop.is_set():
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), self.gate.passing():
                 done = {j["id"] for j in self.jobs() if j["state"] in FINISHED}
                 with self.lock:
                     self.finished |= done
@@ -240,6 +293,22 @@ class Soak:
                 if r.returncode == 0:
                     return
             raise RuntimeError("no running job could be cancelled")
+        elif kind == "planned_stop":
+            self.planned_stop(lambda: self.cli("daemon", "stop", timeout=120), [])
+        elif kind == "host_reboot":
+            def sigterm() -> None:
+                pid = self.daemon_pid()
+                if pid is None:
+                    raise RuntimeError("no daemon pid")
+                os.kill(pid, signal.SIGTERM)  # the service manager, at shutdown
+            self.planned_stop(sigterm, self.nodes)
+        elif kind == "reload_freeze":
+            node.pause()
+            try:
+                self.reload_to(rng.choice([g for g in GRACES if g != self.grace]))
+                time.sleep(rng.uniform(2, 25))
+            finally:
+                node.resume()
         elif kind == "job_lost":
             # Lost, as a job is when its node reboots: its process group SIGKILLed
             # while no runner watches (a runner's own child would show exit 137), so
@@ -251,8 +320,43 @@ class Soak:
             host = self.nodes[int(str(job["node"])[1:])]
             os.kill(self.runner(host), signal.SIGKILL)
             os.killpg(int(job["pid"]), signal.SIGKILL)
-            with open(self.ledger, "a") as f:  # its own end line could not be written
-                f.write(f"end {job['id']} {job['attempt']} {time.time():.6f} lost\n")
+            with open(self.ledger, "a") as out:  # its own end line could not be written
+                out.write(f"end {job['id']} {job['attempt']} {time.time():.6f} lost\n")
+
+    def planned_stop(self, stop: Any, links: list[SshdNode]) -> None:
+        """Stop the daemon as planned (`stop`), wait until it is gone, cut `links`
+        (a reboot takes the network down after the services), stay away longer than
+        any lease, then bring all back: no job may be fenced meanwhile."""
+        self.gate.close()
+        began = time.time()
+        try:
+            pid = self.daemon_pid()
+            stop()
+            deadline = time.monotonic() + 60
+            while pid is not None and _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            for node in links:
+                node.kill_all()
+            time.sleep(self.rng.uniform(LONGEST_LEASE + 4, LONGEST_LEASE + 14))
+            for node in links:
+                node.start()
+            r = self.cli("daemon", "start", timeout=120)
+            if r.returncode != 0:
+                raise RuntimeError(f"daemon start: {_error(r)[:100]}")
+        finally:
+            self.planned.append((began, time.time() + 2))
+            self.gate.open()
+
+    def reload_to(self, grace: str) -> None:
+        node_grace, lease = GRACES[grace]
+        config = (self.nvq.home / "config.toml").read_text()
+        config = re.sub(r'node_grace = "\w+"', f'node_grace = "{node_grace}"', config)
+        config = re.sub(r'lease = "\w+"', f'lease = "{lease}"', config)
+        self.nvq.write_config(config)
+        r = self.cli("daemon", "reload")
+        if r.returncode != 0:
+            raise RuntimeError(f"reload: {_error(r)[:100]}")
+        self.grace = grace
 
     def own_retried_job(self) -> dict[str, Any]:
         """A `--retries` job of the fault loop's own, once it runs (none was running)."""
@@ -353,6 +457,7 @@ class Soak:
                 # node_grace the job runs again. Counted; the records must still agree.
                 reran.append(job_id)
         violations += self.ended_once(jobs)
+        violations += self.fenced_in_planned
         # Every exit the queue recorded for an attempt is the one its ledger wrote...
         for (job_id, n), recorded in sorted(self.exits.items()):
             end = ends.get((job_id, n))
@@ -383,6 +488,8 @@ class Soak:
             "unproven": unproven,
             "reran_after_unreported_success": reran,
             "events": dict(self.told),
+            "planned_stops": len(self.planned),
+            "killed_by_planned_stop": len(self.fenced_in_planned),
         }
 
 
@@ -411,6 +518,12 @@ class Soak:
         for ev in json.loads(r.stdout)["events"]:
             if ev["kind"] in TOLD:
                 self.told[ev["kind"]] += 1
+            at = (ev.get("data") or {}).get("fenced_at")
+            if ev["kind"] == "attempt_fenced" and isinstance(at, float | int) and any(
+                    a <= at <= b for a, b in self.planned):
+                self.fenced_in_planned.append(
+                    f"job {ev['job_id']}: attempt {(ev.get('data') or {}).get('attempt')} "
+                    f"fenced during a planned stop")
             data = ev.get("data") or {}
             if ev.get("job_id") is not None and data.get("exit_code") is not None \
                     and data.get("attempt") is not None:
@@ -420,6 +533,16 @@ class Soak:
                 endings[ev["job_id"]] += 1
         return [f"job {i}: ended {endings[i]} times in its event log"
                 for i in sorted(jobs) if endings[i] > 1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _error(r: subprocess.CompletedProcess[str]) -> str:

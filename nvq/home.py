@@ -119,6 +119,12 @@ class Home:
         return self.root / "keeper.pid"
 
     @property
+    def stopped_mark(self) -> Path:
+        """Left by `nvq daemon stop`: a client that only observes starts no daemon
+        while it is there (nvq.client.stop_mark)."""
+        return self.root / "daemon.stopped"
+
+    @property
     def keeper_log(self) -> Path:
         return self.root / "keeper.log"
 

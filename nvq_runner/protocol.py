@@ -286,9 +286,18 @@ class Heartbeat(msgspec.Struct, tag="heartbeat", frozen=True):
     whose `Hello` lists the "lease" feature. Any frame from the daemon renews the
     runner's lease; this one also says how long it lasts: a runner that hears nothing
     for `lease` seconds stops its reassignable jobs itself (lease.py), because past
-    `node_grace` the daemon runs them elsewhere."""
+    `node_grace` the daemon runs them elsewhere. A runner echoes a `seq` other than
+    0 with `LeaseHeld`, so the daemon knows from when this length is the one held."""
 
     lease: float
+    seq: int = 0
+
+
+class LeaseHeld(msgspec.Struct, tag="lease_held", frozen=True):
+    """The runner processed `Heartbeat` `seq`: its lease is that heartbeat's from now
+    on (the daemon stops counting a longer one it granted before)."""
+
+    seq: int
 
 
 class RecoverQuery(msgspec.Struct, tag="recover_query", frozen=True):
@@ -649,6 +658,7 @@ RunnerMsg = Union[
     Hello, Sample, JobStarted, JobExited, JobLost, LaunchFailed, AttemptFenced,
     JobSignalled, SetupPhase, LogData, ArtifactsManifest, Busy, NeedBlobs, Recovered,
     ArtifactsTreeReply, SyncWanted, ChunkBytes, ImageStaged, NodeImages, RelayUp,
+    LeaseHeld,
 ]
 
 
@@ -861,6 +871,7 @@ __all__ = [
     "JournaledEvent",
     "Kill",
     "LaunchFailed",
+    "LeaseHeld",
     "ListImages",
     "LogData",
     "Manifest",

@@ -202,6 +202,8 @@ class Runner:
                 self.jobs.sockets.on_down(msg)
             elif isinstance(msg, p.Heartbeat):
                 self.lease.renew(msg.lease)
+                if msg.seq:
+                    conn.send(p.LeaseHeld(seq=msg.seq))
             elif isinstance(msg, p.RecoverQuery):
                 asyncio.get_running_loop().create_task(self._recover(conn, msg))
             elif isinstance(msg, (p.StageImage, p.ListImages)):

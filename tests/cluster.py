@@ -20,6 +20,10 @@ from nvq.client.sync import Client
 from nvq.home import Home
 from tests.harness.cli_calls import run_nvq
 
+# node_grace 2s with kill_grace 2s leaves no room for a lease (nvq.config.lease): the
+# harness says so; partition tests set a longer node_grace and a lease of their own.
+LEASE_OFF = 'lease = "off"'
+
 DEFAULT_GPUS = """\
 cuda = "13.0"
 
@@ -265,6 +269,7 @@ def write_mesh_config(
         "[queue]",
         f"local_node = {'true' if local_node else 'false'}",
         'node_grace = "2s"',
+        LEASE_OFF,
         f'ssh_keepalive = "{keepalive}"',
         'ssh_connect_timeout = "3s"',
         'kill_grace = "2s"',
@@ -306,6 +311,7 @@ def use_sshd_node(nvq: Nvq, node: Any, *, sample_interval: float = 0.5) -> None:
                 "[queue]",
                 "local_node = false",
                 'node_grace = "2s"',
+                LEASE_OFF,
                 'ssh_keepalive = "0.5s"',
                 'ssh_connect_timeout = "3s"',
                 "",

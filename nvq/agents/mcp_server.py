@@ -20,6 +20,7 @@ state and cannot answer differently from the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -34,6 +35,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 import nvq
 from nvq.agents import skill
 from nvq.agents.mcp_contract import NvqServer, refusal
+from nvq.client.stop_mark import OBSERVE_ENV
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDS = ToolAnnotations(
@@ -55,12 +57,23 @@ INSTRUCTIONS = (
 )
 
 
+# Commands that only read: run with NVQ_OBSERVE=1, they start no daemon that was
+# stopped on purpose (nvq.client.stop_mark).
+READS = {("queue", "status"), ("queue", "nodes"), ("queue", "lanes"), ("queue", "alerts"),
+         ("queue", "events"), ("job", "ls"), ("job", "show"), ("job", "why"), ("job", "logs"),
+         ("job", "result"), ("job", "wait")}
+
+
 async def nvq_json(*args: str, cwd: Path | None = None, said: str = "") -> CallToolResult:
     """`nvq ARGS --json`'s document, as text and as structured content (run in `cwd`;
     `said`: a line to add); a tool error when it is an error document."""
     head, sep, tail = _split(list(args))
+    env = {**os.environ, OBSERVE_ENV: "1"} if tuple(head[:2]) in READS else None
     done = await anyio.run_process(
-        [sys.executable, "-m", "nvq", *head, "--json", *sep, *tail], check=False, cwd=cwd
+        [sys.executable, "-m", "nvq", *head, "--json", *sep, *tail],
+        check=False,
+        cwd=cwd,
+        env=env,
     )
     out = done.stdout.decode(errors="replace").strip()
     try:

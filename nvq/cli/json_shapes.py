@@ -70,6 +70,13 @@ class DaemonStopped(msgspec.Struct, kw_only=True):
     running: bool | msgspec.UnsetType = msgspec.UNSET  # false: no daemon was running
 
 
+class DaemonStarted(msgspec.Struct, kw_only=True):
+    """`daemon start --json`: whether this started it, and its pid."""
+
+    started: bool
+    pid: int | None = None
+
+
 class JobLogs(msgspec.Struct, kw_only=True):
     """`job logs ID --json`: one stream of the job's output, as text."""
 
@@ -200,6 +207,7 @@ SHAPES: dict[str, Shape] = {
     "queue gc": Shape(c.REPLIES[c.Gc]),
     "queue keeper logs": Shape(KeeperLog),
     "daemon stop": Shape(DaemonStopped),
+    "daemon start": Shape(DaemonStarted),
     "daemon reload": Shape(c.REPLIES[c.Reload]),
     "node add": Shape(c.REPLIES[c.Reload], "the reload that followed the append"),
     "node bootstrap": Shape(c.REPLIES[c.Bootstrap]),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ def submit_world(
             return _through_daemon(cwd, config, options, root)
         return submission_world(
             cwd=cwd, environ=os.environ, config=config, options=options, home=root,
+            notice=lambda line: print(line, file=sys.stderr),
         )
     except SnapshotError as exc:
         raise CliError(str(exc), 2) from None

@@ -29,9 +29,13 @@ class AsyncClient(Awaiting):
     """`Client`'s twin: `async with AsyncClient() as q: job = await q.submit(...)`.
     Starting a missing daemon runs in a worker thread."""
 
-    def __init__(self, home: str | Path | None = None, *, autostart: bool = True) -> None:
+    def __init__(
+        self, home: str | Path | None = None, *, autostart: bool = True, observing: bool = False
+    ) -> None:
         self.root = Path(home) if home is not None else default_root()
         self.autostart = autostart
+        # Only watches: starts no daemon stopped on purpose (nvq.client.stop_mark).
+        self.observing = observing
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -57,7 +61,7 @@ class AsyncClient(Awaiting):
         except (FileNotFoundError, ConnectionRefusedError):
             if not self.autostart or inside is not None:
                 raise DaemonUnavailable("no daemon is running") from None
-        await anyio.to_thread.run_sync(start_daemon, self.root)
+        await anyio.to_thread.run_sync(lambda: start_daemon(self.root, observing=self.observing))
         try:
             return await anyio.connect_unix(path)
         except OSError as exc:

@@ -42,11 +42,14 @@ def connect_unix(path: Path) -> socket.socket:
     return s
 
 
-def start_daemon(root: Path) -> None:
-    """Start `nvq daemon` for `root` and return once it accepts connections."""
+def start_daemon(root: Path, *, observing: bool = False) -> None:
+    """Start `nvq daemon` for `root` and return once it accepts connections. A client
+    that only observes (`observing`) starts none that was stopped on purpose."""
+    from nvq.client.stop_mark import before_start
     from nvq.config import ConfigError, load_config
     from nvq.detach import spawn_detached  # subprocess: only when starting one
 
+    before_start(root, observing=observing)
     try:
         load_config(root)
     except ConfigError as exc:

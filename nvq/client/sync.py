@@ -59,9 +59,13 @@ class Client(Blocking):
     refuses (its message is the one `nvq` prints) and `DaemonUnavailable` when it cannot
     be reached. Each call is its own connection: a Client holds nothing open."""
 
-    def __init__(self, home: str | Path | None = None, *, autostart: bool = True) -> None:
+    def __init__(
+        self, home: str | Path | None = None, *, autostart: bool = True, observing: bool = False
+    ) -> None:
         self.root = Path(home) if home is not None else default_root()
         self.autostart = autostart
+        # Only watches: starts no daemon stopped on purpose (nvq.client.stop_mark).
+        self.observing = observing
 
     def __enter__(self) -> Client:
         return self
@@ -84,7 +88,7 @@ class Client(Blocking):
         except (FileNotFoundError, ConnectionRefusedError):
             if not self.autostart or inside is not None:
                 raise DaemonUnavailable("no daemon is running") from None
-        start_daemon(self.root)
+        start_daemon(self.root, observing=self.observing)
         try:
             return connect_unix(path)
         except OSError as exc:

@@ -14,7 +14,8 @@ headroom = "512MiB"          # or an integer number of MiB
 max_cpu_jobs_per_node = 4
 kill_grace = "10s"           # or a number of seconds
 node_grace = "2m"
-lease = "86s"                # default: from node_grace and kill_grace (nvq.config.lease)
+lease = "98s"                # default: node_grace - kill_grace - margin (nvq.config.lease)
+max_downtime = "1h"          # the lease `daemon stop` grants: planned downtime kills nothing
 
 [[nodes]]
 name = "box406"              # letters, digits, '.', '_' and '-'

@@ -16,6 +16,16 @@ from typing import Any
 import msgspec
 
 from nvq.config.types import Config, NodeConfig, QueueConfig
+from nvq.values import format_mib
+
+# [queue] keys as config.toml names them, where the struct's name differs.
+QUEUE_NAMES = {"headroom_mb": "headroom", "artifacts_quota_mb": "artifacts_quota"}
+# [queue] keys given as durations, and as sizes in bytes, in config.toml.
+DURATIONS = frozenset({
+    "kill_grace", "node_grace", "lease", "max_downtime", "ssh_keepalive",
+    "ssh_connect_timeout", "starvation_after", "interactive_idle", "interactive_grace",
+    "artifact_sync", "busy_idle", "fair_share_halflife"})
+BYTE_SIZES = frozenset({"max_result", "max_log_size", "max_log_tail"})
 
 # [queue] keys the daemon acts on only at start (the local node, the control socket).
 RESTART_QUEUE = ("local_node", "local_node_name", "local_home", "local_gpus", "local_env",
@@ -46,6 +56,45 @@ def _show(value: Any) -> str:
         value, bool) else str(value)
 
 
+def duration_text(seconds: float) -> str:
+    """As config.toml would say it: 30s, 2m, 1h30m, 2.5s."""
+    if seconds != int(seconds) or seconds < 60:
+        return f"{seconds:g}s"
+    out, rest = "", int(seconds)
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        if rest >= size:
+            out += f"{rest // size}{unit}"
+            rest %= size
+    return out
+
+
+def queue_value(key: str, value: Any) -> str:
+    """A [queue] value in config.toml's words and units."""
+    if key == "lease" and value is None:
+        return "derived from node_grace"
+    if key == "lease" and value == 0:
+        return '"off"'
+    if value is None or isinstance(value, bool):
+        return _show(value)
+    if key in DURATIONS:
+        return duration_text(float(value))
+    if key in QUEUE_NAMES:
+        return format_mib(int(value))
+    if key in BYTE_SIZES:
+        return format_mib(int(value) // 1024**2) if value % 1024**2 == 0 else f"{value} bytes"
+    return _show(value)
+
+
+def _fields_changed(old: Any, new: Any) -> list[str]:
+    """The names of a section's keys that differ ([users]: the users). Values are not
+    shown: a notify URL or a token may be secret."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    if isinstance(old, msgspec.Struct) and type(old) is type(new):
+        return [k for k in type(old).__struct_fields__ if getattr(old, k) != getattr(new, k)]
+    return []
+
+
 def diff(old: Config, new: Config) -> ConfigChanges:
     out = ConfigChanges(config=new)
     queue_kept: dict[str, Any] = {}
@@ -53,12 +102,14 @@ def diff(old: Config, new: Config) -> ConfigChanges:
         was, now = getattr(old.queue, key), getattr(new.queue, key)
         if was == now:
             continue
+        name = QUEUE_NAMES.get(key, key)
         if key in RESTART_QUEUE:
             queue_kept[key] = was
-            out.refused.append(
-                f"[queue] {key} changed: needs a daemon restart (running with {_show(was)})")
+            out.refused.append(f"[queue] {name} changed: needs a daemon restart (running "
+                               f"with {queue_value(key, was)})")
         else:
-            out.applied.append(f"[queue] {key}: {_show(was)} -> {_show(now)}")
+            out.applied.append(
+                f"[queue] {name}: {queue_value(key, was)} -> {queue_value(key, now)}")
     kept: dict[str, Any] = {}
     if queue_kept:
         kept["queue"] = msgspec.structs.replace(new.queue, **queue_kept)
@@ -70,8 +121,11 @@ def diff(old: Config, new: Config) -> ConfigChanges:
     if clusters is not None:
         kept["clusters"] = clusters
     for section in ("users", "limits", "notify", "submit"):
-        if getattr(old, section) != getattr(new, section):
-            out.applied.append(f"[{section}] changed: applied")
+        was, now = getattr(old, section), getattr(new, section)
+        if was == now:
+            continue
+        what = ", ".join(_fields_changed(was, now)) or "table"
+        out.applied.append(f"[{section}] {what} changed: applied")
     before = {n.name: n for n in old.nodes}
     after = {n.name: n for n in new.nodes}
     for name, node in after.items():

@@ -13,7 +13,7 @@ import msgspec
 from nvq.config.clusters import parse_clusters
 from nvq.config.fields import Convert, FieldReader
 from nvq.config.jumps import one_hop, resolve
-from nvq.config.lease import lease_problem
+from nvq.config.lease import lease_problem, no_room
 from nvq.config.sharing import SHARE_KEYS, queue_fields, read_limits, user_sharing
 from nvq.config.stamp import file_stamp
 from nvq.config.submit import read_submit
@@ -118,6 +118,7 @@ class _Parser(FieldReader):
             "kill_grace": self.delay,  # 0: SIGKILL straight away
             "node_grace": self.duration,
             "lease": self.lease,
+            "max_downtime": self.duration,
             "ssh_keepalive": self.duration,
             "ssh_connect_timeout": self.duration,
             "admins": self.string_list,
@@ -145,10 +146,10 @@ class _Parser(FieldReader):
         if "artifacts_quota" in out:
             out["artifacts_quota_mb"] = out.pop("artifacts_quota")
         queue = QueueConfig(**out)
-        if queue.lease:
-            problem = lease_problem(queue.lease, queue.node_grace, queue.kill_grace)
-            if problem is not None:
-                raise self.fail("queue.lease", problem)
+        problem = (lease_problem(queue.lease, queue.node_grace, queue.kill_grace) if queue.lease
+                   else None if queue.lease == 0 else no_room(queue.node_grace, queue.kill_grace))
+        if problem is not None:  # lease "off" (0) opts out, and says so
+            raise self.fail("queue.lease" if queue.lease else "queue.node_grace", problem)
         return queue
 
     def lease(self, value: Any, key: str) -> float:

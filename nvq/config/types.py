@@ -65,6 +65,11 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     # reassignable jobs itself (nvq.config.lease): None derives it from node_grace,
     # 0 is "off".
     lease: float | None = None
+    # The lease `daemon stop` grants every runner it reaches, so that planned
+    # downtime (an upgrade, the queue host's reboot) stops no job. An hour: a kernel
+    # update's reboot or a disk move fits with room (HTCondor's job lease is 40 min);
+    # it is also how long a node that dies meanwhile keeps its jobs from moving.
+    max_downtime: float = 3600.0
     # A dead or hung node is noticed after about 3 missed keepalives.
     ssh_keepalive: float = 5.0
     ssh_connect_timeout: float = 10.0

@@ -63,7 +63,8 @@ plain_encoder = msgspec.json.Encoder()
 def json_document(request: Request, answer: Any) -> Any:
     """What `--json` prints for `request`'s answer: the answer itself; for a `job ls`
     window always `{"jobs": [...], "more": bool}`, one shape whatever the data (a
-    parser written against a short queue keeps working on a long one). The typed CLI
+    parser written against a short queue keeps working on a long one), and
+    `unreachable` beside them while a running job's node is out of reach. The typed CLI
     and the plain wire both print this. `job result ID`: `{"id": ID, "result": ...}`,
     the job named beside its payload, which may be anything (null: none yet). A list
 answer: the object LISTED names it in."""
@@ -74,6 +75,8 @@ answer: the object LISTED names it in."""
     if not isinstance(request, JobWindow):
         return answer
     # a JobPage where the CLI decoded it; the dict the daemon's handler built
-    jobs, more = (answer.jobs, answer.more) if isinstance(answer, JobPage) else (
-        answer["jobs"], answer["more"])
-    return {"jobs": jobs, "more": bool(more)}
+    jobs, more, away = (
+        (answer.jobs, answer.more, answer.unreachable) if isinstance(answer, JobPage)
+        else (answer["jobs"], answer["more"], answer.get("unreachable", msgspec.UNSET)))
+    doc = {"jobs": jobs, "more": bool(more)}
+    return doc if away is msgspec.UNSET else {**doc, "unreachable": away}

@@ -33,6 +33,7 @@ class JobDetail(Job, kw_only=True):
     # what crossed, and how an attempt got its previous artifacts.
     artifact_syncs: list[ArtifactSync] | Unset = UNSET
     artifact_notes: list[str] | Unset = UNSET
+    reassign_at: float | Unset = UNSET  # running, node out of reach: when it may move
 
 
 class ArtifactSync(msgspec.Struct, kw_only=True):
@@ -52,8 +53,7 @@ class ArtifactSync(msgspec.Struct, kw_only=True):
 
 
 class JobRow(Job, kw_only=True):
-    """A job in `ListJobs`: a waiting (pending, held, paused) one carries its reason
-    code in `reason` and the words in `reason_detail`."""
+    """A job in `ListJobs`: a waiting one has its reason code, and `reason_detail`."""
 
     reason_detail: str | Unset | None = UNSET
 
@@ -227,7 +227,8 @@ class QueueStatus(msgspec.Struct, kw_only=True):
     keeper: dict[str, Any] | None  # None: no keeper installed
     disk_full: str | None = None  # set while queue.db cannot be written for space
     arrays: list[ArraySummary] = []  # arrays with live members, one line each
-    config_changed: bool = False  # config.toml changed since the daemon read it
+    config_changed: bool = False  # config.toml differs from what the daemon runs
+    needs_restart: list[str] = []  # what the last reload left for a restart, one line each
 
 
 class Pong(msgspec.Struct, kw_only=True):
@@ -388,11 +389,11 @@ class JobPage(msgspec.Struct, kw_only=True):
 
     jobs: list[JobRow]
     more: bool = False
+    unreachable: dict[str, float] | Unset = UNSET  # node out of reach → its reassign_at
 
 
 class ArraySummary(msgspec.Struct, kw_only=True):
-    """An array in `queue status`, in place of its members: how many are in each
-    state (every state, in JobState order)."""
+    """An array in `queue status`, in place of its members: each state's count."""
 
     id: int
     name: str

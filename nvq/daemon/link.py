@@ -138,9 +138,11 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
                             batch.append(outbox.receive_nowait())
                         except (anyio.WouldBlock, anyio.EndOfStream):
                             break
-                    await channel.send(b"".join(batch) if len(batch) > 1 else frame)
-                    if beat is not None:
-                        beat.wrote()
+                    try:
+                        await channel.send(b"".join(batch) if len(batch) > 1 else frame)
+                    finally:  # even a failed write may have reached the runner
+                        node.lease_book.wrote(time.time())
+                    beat.wrote()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             # A write into a link that died ends this connection (the link
             # reconnects), never the daemon: a heartbeat is often the first to find
@@ -148,12 +150,13 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
             lost.append(f"connection lost: {exc or type(exc).__name__}")
             tg.cancel_scope.cancel()
 
-    lease = events.lease()
-    beat = Heartbeat(lease, post) if lease is not None else None
+    beat = Heartbeat(events.lease, node, post)
 
     reason: str | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer)
+        # The runner renewed its lease (whatever length it holds) on this connect.
+        node.lease_book.wrote(time.time())
         await events.on_connected(node, post)
         frames = p.FrameReader()
         try:
@@ -163,7 +166,7 @@ async def _pump(events: NodeEvents, node: NodeRuntime, channel: ByteChannel) -> 
                     reason = "runner closed the connection"
                     break
                 msgs = [p.decode_runner_payload(payload) for payload in frames.feed(data)]
-                if beat is not None and not beat.started and _grants_lease(msgs):
+                if not beat.started and _grants_lease(msgs):
                     beat.started = True
                     tg.start_soon(beat.run)
                 if msgs:
@@ -191,12 +194,16 @@ def _grants_lease(msgs: Sequence[p.RunnerMsg]) -> bool:
 class Heartbeat:
     """The daemon's side of the lease: on a link idle for `heartbeat_interval`, a
     `Heartbeat` frame, so the runner knows its daemon is there (any frame renews the
-    lease; this one also tells its length). The first goes out as soon as the
-    runner's `Hello` arrives."""
+    lease; this one also tells its length, read from the config each time, so a
+    reload's lease goes out with the next one). The first goes out as soon as the
+    runner's `Hello` arrives. Each is entered in the node's lease book."""
 
-    def __init__(self, lease: float, post: Callable[[p.DaemonMsg], bool]) -> None:
-        self.lease = lease
-        self.interval = heartbeat_interval(lease)
+    def __init__(
+        self, lease: Callable[[], float | None], node: NodeRuntime,
+        post: Callable[[p.DaemonMsg], bool],
+    ) -> None:
+        self._lease = lease
+        self._node = node
         self.started = False
         self._post = post
         self._last = 0.0
@@ -204,11 +211,22 @@ class Heartbeat:
     def wrote(self) -> None:
         self._last = time.monotonic()
 
+    def send(self, lease: float) -> bool:
+        seq = self._node.lease_book.heartbeat(lease)
+        return self._post(p.Heartbeat(lease, seq=seq))
+
     async def run(self) -> None:
         while True:
+            # "off": none is granted. The runner keeps any length it had before (a
+            # reload), renewed by every frame, and the book goes on counting it.
+            lease = self._lease()
+            if lease is None:
+                await anyio.sleep(1.0)
+                continue
+            interval = heartbeat_interval(lease)
             idle = time.monotonic() - self._last
-            if idle >= self.interval:
-                self._post(p.Heartbeat(self.lease))
-                await anyio.sleep(self.interval)
+            if idle >= interval:
+                self.send(lease)
+                await anyio.sleep(interval)
             else:
-                await anyio.sleep(self.interval - idle)
+                await anyio.sleep(interval - idle)

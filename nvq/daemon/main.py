@@ -3,7 +3,8 @@
 Wiring: the state (`state.py`), the services that receive it (machines, artifacts,
 alerts and backups), and one anyio task group: the control server, the placement
 loop, one link per node.
-`nvq daemon stop` (or SIGTERM) cancels it; runners and their jobs keep going.
+`nvq daemon stop` (or SIGTERM) grants every runner it reaches a lease of
+`[queue] max_downtime`, then cancels it; runners and their jobs keep going.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import anyio
 
 from nvq.config import Config, ConfigError, load_config
+from nvq.daemon import lease_grants
 from nvq.daemon.artifacts import Artifacts
 from nvq.daemon.context import Context
 from nvq.daemon.control_server import serve_control
@@ -92,6 +94,7 @@ async def serve(home: Path) -> None:
         try:
             await state.load()
             await machines.load()
+            await lease_grants.load(state)  # what an earlier daemon promised runners
             await convert_stored(state)  # once: an older queue's whole-file artifacts
         except sqlite3.Error as exc:
             # A file damaged past its header is found only here, reading the jobs.
@@ -123,6 +126,8 @@ async def serve(home: Path) -> None:
             if pilots is not None:
                 tg.start_soon(pilots.run)  # [[clusters]]: one pilot manager each
             tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over
+            tg.start_soon(runner_events.watch_down)  # reassignment when the lease rule allows
+            tg.start_soon(lease_grants.keep, state)  # granted leases, kept in queue.db
             for node in state.nodes.values():
                 links.start(node)
 
@@ -146,6 +151,12 @@ async def serve(home: Path) -> None:
             log.info("daemon %d serving %s", os.getpid(), home)
             state.kick()
             await state.stop_requested.wait()
+            # A planned stop (`daemon stop`, SIGTERM from a service manager or a
+            # reboot): runners first get a lease that outlasts the downtime.
+            try:
+                await lease_grants.grant_downtime(state)
+            except Exception:
+                log.exception("granting the downtime lease failed")
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

@@ -11,6 +11,7 @@ import anyio
 
 from nvq.config import NodeConfig
 from nvq.domain.card_marks import CardMark, unacked
+from nvq.domain.lease_book import LeaseBook
 from nvq_runner.protocol import DaemonMsg, Hello, LogData, NodeImages, Sample
 
 Sender = Callable[[DaemonMsg], bool]  # False when the frame could not be queued
@@ -43,6 +44,9 @@ class NodeRuntime:
     send: Sender | None = None
     log_streams: dict[int, Callable[[LogData], None]] = field(default_factory=dict)
     down_since: float | None = None
+    # The lease its runner may still hold (nvq.config.lease): no job of this node
+    # runs elsewhere before it has run out. Kept in queue.db (lease_grants.py).
+    lease_book: LeaseBook = field(default_factory=LeaseBook)
     link_scope: anyio.CancelScope | None = None  # cancels the current connection
     # The open channel (an SSH one has `.connection`, which artifact syncs use for SFTP).
     channel: Any = None

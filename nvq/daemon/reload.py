@@ -70,6 +70,7 @@ class Reloader:
             state.mirror_cards()
             if state.pilots is not None:
                 state.pilots.reconfigure(config.clusters)
+            state.needs_restart = list(changes.refused)
             if changes.applied or changes.refused:
                 data = {"applied": changes.applied, "refused": changes.refused}
                 await held.commit(Tx(events=[NewEvent("config_reloaded", None, None, data)]))

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import get_args
 
+import anyio
 import msgspec
 
 from nvq.config.lease import effective_lease
@@ -23,6 +24,7 @@ from nvq.daemon.reconcile import reconcile
 from nvq.daemon.recovery import Recovery
 from nvq.daemon.relay import Relays
 from nvq.daemon.state import State
+from nvq.daemon.unreachable import node_reassign_at
 from nvq.daemon.views import capacity_grew
 from nvq.domain.card_health import unhealthy_events
 from nvq.model import NewAlert, NewEvent, Tx
@@ -79,8 +81,8 @@ class RunnerEvents:
             return
         if node.error_permanent and node.error:
             await self._refused(node, node.error)
-        if time.time() - node.down_since < self.state.config.queue.node_grace:
-            return
+        if time.time() < self.reassign_at(node) or node.state == "down":
+            return  # (down: the watcher and the link may both have come here)
         node.state = "down"
         async with locked(self.state) as held:
             tx = Tx(
@@ -113,6 +115,27 @@ class RunnerEvents:
     def lease(self) -> float | None:
         queue = self.state.config.queue
         return effective_lease(queue.lease, queue.node_grace, queue.kill_grace)
+
+    def reassign_at(self, node: NodeRuntime) -> float:
+        """When the lease rule first lets this unreachable node's jobs run elsewhere."""
+        return node_reassign_at(self.state, node)
+
+    async def watch_down(self) -> None:
+        """Declare each unreachable node down as soon as the rule allows, whatever its
+        link is doing meanwhile (a connect attempt may hang for ssh_connect_timeout,
+        a retry may wait 30 s): at most a second late."""
+        while True:
+            now = time.time()
+            due = [n for n in self.state.nodes.values()
+                   if n.state != "down" and n.down_since is not None and n.send is None]
+            for node in due:
+                if now >= self.reassign_at(node):
+                    try:
+                        await self.check_down(node)
+                    except Exception:
+                        log.exception("node %s: declaring it down failed", node.name)
+            waits = [self.reassign_at(n) - now for n in due if n.state != "down"]
+            await anyio.sleep(min([1.0, *(w for w in waits if w > 0)]) if waits else 1.0)
 
     async def wait_unignored(self, node: NodeRuntime) -> None:
         while node.ignored:
@@ -170,6 +193,8 @@ class RunnerEvents:
             self.recovery.answer(msg)
         elif isinstance(msg, p.RelayUp):
             self.relays.on_up(node, msg)
+        elif isinstance(msg, p.LeaseHeld):
+            node.lease_book.held(msg.seq)
         elif isinstance(msg, p.NodeImages):
             node.images = msg
             LISTED.answer(msg.req, msg)

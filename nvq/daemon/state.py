@@ -93,6 +93,9 @@ class State:
         self._kick = anyio.Event()
         self._changed = anyio.Event()
         self.stop_requested = anyio.Event()
+        # The last reload's changes that need a restart (`queue status` names them
+        # until this daemon stops).
+        self.needs_restart: list[str] = []
         self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
         # job id → (job struct, its placement fields, PendingJob): see placing.pending_of
         self.pending_cache: dict[int, tuple[JobRecord, dict[str, Any], PendingJob]] = {}

@@ -10,5 +10,5 @@ def run(home: Path | None = None) -> int:
     from nvq.client.asynchronous import AsyncClient
     from nvq.tui.app import QueueApp
 
-    QueueApp(AsyncClient(home)).run()
+    QueueApp(AsyncClient(home, observing=True)).run()  # starts no daemon stopped on purpose
     return 0

@@ -53,7 +53,8 @@ class Site:
 
 
 def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
-    site = Site(root, token, visitor, AsyncClient(root), Hub())
+    # A page left open starts no daemon stopped on purpose (nvq.client.stop_mark).
+    site = Site(root, token, visitor, AsyncClient(root, observing=True), Hub())
     env = render.environment()
 
     def guarded(handler: Handler) -> Handler:

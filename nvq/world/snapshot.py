@@ -56,6 +56,17 @@ class Snapshot:
     # a path that held each blob's content when it was hashed
     sources: dict[str, Path] = field(default_factory=dict)
     hashed: int = 0  # files read this time (the others came from the stat cache)
+    # Paths that vanished while it was taken (another program cleaning up): skipped.
+    vanished: list[str] = field(default_factory=list)
+
+    def vanished_line(self) -> str | None:
+        """One line naming what was skipped (None: nothing was)."""
+        if not self.vanished:
+            return None
+        names = ", ".join(self.vanished[:LARGEST_SHOWN])
+        more = ", …" if len(self.vanished) > LARGEST_SHOWN else ""
+        return (f"nvq: skipped {len(self.vanished)} path(s) that vanished while the "
+                f"snapshot was taken: {names}{more}")
 
 
 @dataclass
@@ -115,20 +126,31 @@ def _holds_state(path: str, excluded: frozenset[str]) -> bool:
 
 def _walk(
     directory: Path, rel: str, rules: _Rules, out: list[_Found],
-    excluded: frozenset[str] = frozenset(),
+    excluded: frozenset[str] = frozenset(), vanished: list[str] | None = None,
 ) -> None:
     spec = _rules_in(directory)
     if spec is not None:
         rules = [*rules, (rel, spec)]
     try:
         items = sorted(os.scandir(directory), key=lambda item: item.name)
+    except FileNotFoundError:
+        if not rel or vanished is None:
+            raise SnapshotError(f"cannot read {directory}: it is gone") from None
+        vanished.append(rel + "/")
+        return
     except OSError as e:
         raise SnapshotError(f"cannot read {directory}: {e.strerror}") from None
     for item in items:
         if item.name in SKIPPED_NAMES:
             continue
         child = f"{rel}/{item.name}" if rel else item.name
-        st = item.stat(follow_symlinks=False)
+        try:
+            st = item.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            if vanished is None:
+                raise
+            vanished.append(child)
+            continue
         is_dir = stat.S_ISDIR(st.st_mode)
         if not (is_dir or stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             continue  # sockets, fifos, devices: nothing a job's code can be
@@ -140,17 +162,20 @@ def _walk(
             continue
         out.append(_Found(child, Path(item.path), st))
         if is_dir:
-            _walk(Path(item.path), child, rules, out, excluded)
+            _walk(Path(item.path), child, rules, out, excluded, vanished)
 
 
-def scan(root: Path, exclude: Iterable[Path] = ()) -> list[_Found]:
+def scan(
+    root: Path, exclude: Iterable[Path] = (), vanished: list[str] | None = None
+) -> list[_Found]:
     """Every path the snapshot of `root` takes, parents before children, unhashed.
     `exclude` are directories never taken (nvq's home, found by path as well as by
-    its marker files, which a fresh home may not have yet)."""
+    its marker files, which a fresh home may not have yet). A path that vanishes
+    meanwhile is added to `vanished` (given) and skipped."""
     if not root.is_dir():
         raise SnapshotError(f"cannot snapshot {root}: not a directory")
     found: list[_Found] = []
-    _walk(root, "", [], found, frozenset(_real(p) for p in exclude))
+    _walk(root, "", [], found, frozenset(_real(p) for p in exclude), vanished)
     found.sort(key=lambda f: f.rel)
     return found
 
@@ -194,7 +219,8 @@ def take_snapshot(
     """Walk and hash `root`. `stat_cache` is a file (e.g. `$NVQ_HOME/blobs/statcache`)
     that remembers hashes of files whose stat has not changed since the last time."""
     root = root.resolve()
-    found = scan(root, exclude)
+    vanished: list[str] = []
+    found = scan(root, exclude, vanished)
     total = sum(f.st.st_size for f in found if stat.S_ISREG(f.st.st_mode))
     if total > max_size:
         raise _too_large(root, found, total)
@@ -207,12 +233,18 @@ def take_snapshot(
         if stat.S_ISDIR(f.st.st_mode):
             entries.append(Entry(f.rel, DIR, mode))
         elif stat.S_ISLNK(f.st.st_mode):
-            entries.append(Entry(f.rel, LINK, 0o777, target=os.readlink(f.path)))
+            try:
+                entries.append(Entry(f.rel, LINK, 0o777, target=os.readlink(f.path)))
+            except FileNotFoundError:
+                vanished.append(f.rel)
         else:
             digest = cache.get(f.path, f.st)
             if digest is None:
                 try:
                     digest = hash_file(f.path)
+                except FileNotFoundError:
+                    vanished.append(f.rel)
+                    continue
                 except OSError as e:
                     raise SnapshotError(
                         f"cannot read {f.path}: {e.strerror}; add it to .nvqignore"
@@ -223,7 +255,7 @@ def take_snapshot(
             sources.setdefault(digest, f.path)
     if stat_cache is not None:
         cache.save(stat_cache, keep_under=root)
-    return Snapshot(root, Manifest(entries), total, sources, hashed)
+    return Snapshot(root, Manifest(entries), total, sources, hashed, vanished)
 
 
 def store_snapshot(snapshot: Snapshot, store: BlobStore) -> str:
@@ -239,7 +271,25 @@ def store_snapshot(snapshot: Snapshot, store: BlobStore) -> str:
                 f"{snapshot.sources[digest]} changed while it was being snapshotted; "
                 "submit again"
             ) from None
+        except FileNotFoundError:
+            _put_or_drop(snapshot, store, digest)
     return store.put_manifest(snapshot.manifest)
+
+
+def _put_or_drop(snapshot: Snapshot, store: BlobStore, digest: str) -> None:
+    """The file that held `digest` vanished after it was hashed: store the content
+    from another file that holds it, or leave out every file that did."""
+    same = [e for e in snapshot.manifest.entries if e.kind == FILE and e.sha256 == digest]
+    for entry in same:
+        try:
+            store.put_file(snapshot.root / entry.path, expected=digest)
+            return
+        except (FileNotFoundError, ObjectMismatch):
+            continue
+    snapshot.vanished += [e.path for e in same]
+    snapshot.sources.pop(digest, None)
+    kept = [e for e in snapshot.manifest.entries if not (e.kind == FILE and e.sha256 == digest)]
+    snapshot.manifest = Manifest(kept)
 
 
 def cwd_subdir(root: Path, cwd: Path) -> str:

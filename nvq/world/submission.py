@@ -5,7 +5,7 @@ the directory stored in the queue host's blob store."""
 from __future__ import annotations
 
 import errno
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,11 @@ def blob_root(home: Path) -> Path:
 
 def submission_world(
     *, cwd: Path, environ: Mapping[str, str], config: SubmitConfig, options: WorldOptions,
-    home: Path,
+    home: Path, notice: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The JobSpec fields of a job's world. Raises SnapshotError with a line for the
-    user when the directory cannot (or should not) be snapshotted."""
+    user when the directory cannot (or should not) be snapshotted; `notice` gets the
+    line that names files which vanished meanwhile (skipped)."""
     in_place = config.in_place if options.in_place is None else options.in_place
     fields: dict[str, Any] = {
         "cwd": str(cwd),
@@ -53,6 +54,9 @@ def submission_world(
             exclude=[home],
         )
         fields["manifest_id"] = store_snapshot(snapshot, store)
+        line = snapshot.vanished_line()
+        if line is not None and notice is not None:
+            notice(line)
     except PermissionError as exc:
         raise SnapshotError(
             f"cannot write the snapshot into {store.root}: {exc.strerror} "

@@ -18,7 +18,7 @@ from nvq.model import Job, JobState
 def _public(cls: type[Client] | type[AsyncClient]) -> dict[str, list[inspect.Parameter]]:
     """Method name → its parameters (what it returns differs by kind, by design)."""
     client = cls("/nonexistent")
-    names = [n for n in dir(client) if not n.startswith("_") and n not in ("root", "autostart")]
+    names = [n for n in dir(client) if not n.startswith("_") and n not in ("root", "autostart", "observing")]
     return {n: list(inspect.signature(getattr(client, n)).parameters.values()) for n in names}
 
 

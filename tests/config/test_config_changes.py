@@ -40,7 +40,7 @@ def test_nodes_added_removed_reconnected_or_updated() -> None:
     assert [n.name for n in ch.added] == ["c"] and ch.removed == ["b"]
     assert [n.name for n in ch.reconnect] == ["a"] and ch.updated == []
     assert ch.applied == [
-        "[limits] changed: applied",
+        "[limits] defaults changed: applied",
         "node a host changed: reconnecting",
         "node c added: connecting",
         "node b removed: draining (its running jobs finish, then it goes)",
@@ -56,7 +56,7 @@ def test_what_needs_a_restart_is_refused_and_kept() -> None:
     ch = diff(_config(BASE), _config(new))
     assert ch.refused == [
         "[queue] local_node changed: needs a daemon restart (running with false)"]
-    assert ch.applied == ["[queue] node_grace: 120.0 -> 30.0"]
+    assert ch.applied == ["[queue] node_grace: 2m -> 30s"]
     assert ch.config.queue.local_node is False and ch.config.queue.node_grace == 30.0
     assert diff(_config(BASE), _config(BASE)).applied == []
 
@@ -142,3 +142,22 @@ def test_the_remote_cli_takes_one_hop() -> None:
     assert remote is not None and remote.jump == "me@gw:2222"
     with pytest.raises(ConfigError, match=r"remote\.jump: one hop only"):
         _config('[remote]\nhost = "q"\njump = "me@gw,other"\n')
+
+
+def test_reload_lines_speak_config_toml() -> None:
+    old = _config('[queue]\nnode_grace = "30s"\nheadroom = "512MiB"\nlocal_node_name = "x"\n'
+                  '[notify]\nseverity = "error"\n')
+    new = _config('[queue]\nnode_grace = "45s"\nheadroom = "1GiB"\nlocal_node_name = "y"\n'
+                  'max_result = "2MiB"\nlease = "off"\nmax_downtime = "90m"\n'
+                  '[notify]\nseverity = "warning"\nwebhook = { url = "https://h/t0ken" }\n')
+    ch = diff(old, new)
+    assert ch.applied == [
+        "[queue] headroom: 512MiB -> 1GiB",
+        "[queue] node_grace: 30s -> 45s",
+        '[queue] lease: derived from node_grace -> "off"',
+        "[queue] max_downtime: 1h -> 1h30m",
+        "[queue] max_result: 1MiB -> 2MiB",
+        "[notify] webhooks, severity changed: applied",  # names only: a URL may be secret
+    ]
+    assert ch.refused == [
+        "[queue] local_node_name changed: needs a daemon restart (running with 'x')"]

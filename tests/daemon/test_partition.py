@@ -16,7 +16,8 @@ from tests.daemon.test_ssh_nodes import ONE_CARD, _until
 mesh = test_ssh_nodes.mesh  # the fixture, shared with the other sshd-node tests
 
 # lease 4s + kill_grace 1s + margin 2s < node_grace 10s (nvq.config.lease)
-TIMES = {'node_grace = "2s"': 'node_grace = "10s"\nlease = "4s"', 'kill_grace = "2s"': 'kill_grace = "1s"'}
+TIMES = {'node_grace = "2s"': 'node_grace = "10s"', 'lease = "off"': 'lease = "4s"',
+         'kill_grace = "2s"': 'kill_grace = "1s"'}
 
 
 def _ledger_body(ledger: Path, tail: str) -> str:

@@ -37,7 +37,8 @@ _contexts: dict[int, Context] = {}  # the default config: one local node named "
 
 def nodes_config(*names: str, node_grace: str = "0.5s") -> str:
     """A config of SSH nodes (never dialled: fake runners stand in for them)."""
-    lines = ["[queue]", "local_node = false", f'node_grace = "{node_grace}"', ""]
+    lines = ["[queue]", "local_node = false", f'node_grace = "{node_grace}"',
+             'lease = "off"', ""]
     for name in names:
         lines += ["[[nodes]]", f'name = "{name}"', f'host = "{name}.invalid"', ""]
     return "\n".join(lines)

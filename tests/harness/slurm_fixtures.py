@@ -137,6 +137,7 @@ def write_cluster_queue_config(
                 "[queue]",
                 "local_node = false",
                 'node_grace = "2s"',
+                'lease = "off"',  # 2s leaves no lease (nvq.config.lease)
                 'ssh_keepalive = "0.5s"',
                 'ssh_connect_timeout = "3s"',
                 "",

@@ -173,3 +173,21 @@ def test_an_excluded_directory_is_skipped_even_without_markers(tmp_path: Path) -
     rels = [f.rel for f in scan(tmp_path, exclude=[tmp_path / "home"])]
     assert rels == ["a.py"]
     assert [f.rel for f in scan(tmp_path)] == ["a.py", "home", "home/x"]
+
+
+def test_a_file_gone_between_hashing_and_storing_is_left_out(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    for name, text in {"a.txt": "same", "b.txt": "same", "c.txt": "alone", "d.txt": "kept"}.items():
+        write(root / name, text)
+    snap = take_snapshot(root)
+    # Whichever of a and b held the content, the other still does.
+    snap.sources[hashlib.sha256(b"same").hexdigest()].unlink()
+    (root / "c.txt").unlink()
+    store = BlobStore(tmp_path / "blobs")
+    manifest = decode_manifest(store.read_bytes(store_snapshot(snap, store)))
+    paths = sorted(e.path for e in manifest.entries if e.kind == FILE)
+    assert len(paths) == 3 and "c.txt" not in paths and "d.txt" in paths
+    assert snap.vanished == ["c.txt"]
+    assert snap.vanished_line() == (
+        "nvq: skipped 1 path(s) that vanished while the snapshot was taken: c.txt"
+    )

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from nvq.cli.app import JsonOpt
 from nvq.cli.daemon_exit import wait_gone
 from nvq.cli.render.output import emit
-from nvq.client import Client, DaemonUnavailable
+from nvq.client import Client, ClientError, DaemonUnavailable, stop_mark
+from nvq.client.autostart import start_daemon
 from nvq.control import Reloaded
 from nvq.home import Home, default_root
+from nvq.values import format_duration
 
 on_daemon = typer.Typer()  # attached to the `daemon` group in nvq.cli.commands
 
@@ -30,17 +34,28 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
 
     So do the node runners that watch them: it says how many it left; `nvq node
     stop --all` stops those with no running jobs."""
-    pid = Home(default_root()).read_pid()
+    root = default_root()
+    pid = Home(root).read_pid()
+    # First, so that no observer (web, TUI, events --follow, MCP reads) that finds it
+    # gone starts it again meanwhile.
+    stop_mark.leave(root, pid)
     try:
         said = Client(autostart=False).stop_daemon()
     except DaemonUnavailable:
         emit({"stopped": False, "running": False}, as_json, "no daemon is running")
         return 0
+    except ClientError:
+        stop_mark.clear(root)  # refused: it runs on
+        raise
     wait_gone(pid)
     text = f"daemon {pid} stopped"
+    downtime = _downtime(root)
     if said.runners_left:
         why = (
-            f"so that their {said.jobs_running} running job(s) go on"
+            f"so that their {said.jobs_running} running job(s) go on for "
+            f"{format_duration(downtime)} ([queue] max_downtime: start the daemon within it)"
+            if said.jobs_running and downtime
+            else f"so that their {said.jobs_running} running job(s) go on"
             if said.jobs_running
             else "ready for the next daemon"
         )
@@ -55,6 +70,42 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
         "jobs_running": said.jobs_running,
     }
     emit(doc, as_json, text)
+    return 0
+
+
+def _downtime(root: Path) -> float | None:
+    """The lease a stop grants runners (None: leases are off, or the config is gone)."""
+    from nvq.config import ConfigError, load_config
+    from nvq.config.lease import effective_lease
+
+    try:
+        queue = load_config(root).queue
+    except ConfigError:
+        return None
+    lease = effective_lease(queue.lease, queue.node_grace, queue.kill_grace)
+    return queue.max_downtime if lease is not None else None
+
+
+@on_daemon.command("start")
+def daemon_start(as_json: bool = JsonOpt) -> int:
+    """Start the daemon (detached) if none runs, after `nvq daemon stop` too.
+
+    A daemon stopped with `nvq daemon stop` stays stopped for the web page, the TUI,
+    `queue events --follow` and MCP reads; this, or any command that needs it, starts
+    it again."""
+    root = default_root()
+    was = stop_mark.clear(root)
+    try:
+        pong = Client(root, autostart=False).ping()
+        emit({"started": False, "pid": pong.pid}, as_json,
+             f"daemon {pong.pid} is already running")
+        return 0
+    except DaemonUnavailable:
+        pass
+    start_daemon(root)
+    pid = Home(root).read_pid()
+    text = f"daemon {pid} started" + (f" (it was {was})" if was else "")
+    emit({"started": True, "pid": pid}, as_json, text)
     return 0
 
 

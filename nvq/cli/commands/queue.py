@@ -110,7 +110,8 @@ def queue_events(
             from nvq.cli.render.events import HEADER
 
             print(HEADER, flush=True)
-        for event in Client().subscribe(since, job=job):
+        # Only watching: it starts no daemon stopped on purpose (nvq.client.stop_mark).
+        for event in Client(observing=True).subscribe(since, job=job):
             line = msgspec.json.encode(event).decode() if as_json else event_line(event)
             print(line, flush=True)
         return 0

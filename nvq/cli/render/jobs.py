@@ -49,6 +49,17 @@ def state_label(job: Job) -> str:
     return str(job.state)
 
 
+def detail_state(doc: JobDetail) -> str:
+    """`job show`'s state: a running job whose node is out of reach says so, with
+    the time left before the queue may run it elsewhere."""
+    at = getattr(doc, "reassign_at", None)
+    if doc.state != "running" or not isinstance(at, float | int):
+        return state_label(doc)
+    left = format_duration(max(0.0, at - time.time()))
+    # --no-reassign: never run elsewhere, only called lost (running again if it returns)
+    return f"unreachable, {'lost' if doc.no_reassign else 'reassign'} in {left}"
+
+
 def outcome(job: Job) -> str:
     """`job 12 failed: exit 3`, as `job wait` and `job submit --wait` end."""
     return f"job {job.id} {job.state}" + (f": {safe(job.reason)}" if job.reason else "")
@@ -97,7 +108,8 @@ LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|
 
 def window_text(page: JobPage) -> str:
     """`job ls`: the table, and a closing line when the window left jobs out."""
-    return jobs_table(page.jobs) + ("\n" + LEFT_OUT if page.more else "")
+    away = getattr(page, "unreachable", None) or {}
+    return jobs_table(page.jobs, unreachable=away) + ("\n" + LEFT_OUT if page.more else "")
 
 
 def job_detail(doc: JobDetail, *, env: bool = False) -> str:
@@ -107,7 +119,7 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
     why = waiting_reason(doc)
     member = member_label(doc)
     out = [
-        f"job {doc.id}" + (f" ({member})" if member else "") + f"  {safe(doc.name)}  [{state_label(doc)}]",
+        f"job {doc.id}" + (f" ({member})" if member else "") + f"  {safe(doc.name)}  [{detail_state(doc)}]",
         *([f"  waits       {why[0]}: {safe(why[1])}"] if why else []),
         f"  where       {job_where(doc)}" + (f"  (attempt {doc.attempt})" if doc.attempt else "")
         + (f"  port {doc.port}" if getattr(doc, "port", None) and doc.state not in WAITING else ""),

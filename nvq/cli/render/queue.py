@@ -118,6 +118,7 @@ def _pilot_state(n: NodeView) -> str:
 def status_text(doc: QueueStatus) -> str:
     shown = ", ".join(f"{n} {s}" for s, n in doc.counts.items() if n)
     parts = [
+        *config_lines(doc),  # first: a config the daemon does not run with
         *status_lead(doc),  # open alerts first: they are what needs a person
         f"nvq daemon pid {doc.daemon.pid} (v{doc.daemon.version}), "
         f"up {format_duration(time.time() - doc.daemon.started_at)}",
@@ -131,11 +132,21 @@ def status_text(doc: QueueStatus) -> str:
         parts += ["", jobs_table(doc.jobs, unreachable=lost_links)]
     if doc.arrays:
         parts += ["", *map(array_line, doc.arrays)]
-    if getattr(doc, "config_changed", False):
-        parts += ["", "config.toml changed since the daemon read it: "
-                      "`nvq daemon reload` applies it"]
     parts += status_tail(doc)
     return "\n".join(parts)
+
+
+def config_lines(doc: QueueStatus) -> list[str]:
+    """What `queue status` says first when the daemon does not run config.toml as it
+    is: a reload to apply, or changes that wait for a restart (until it happens)."""
+    waiting = list(getattr(doc, "needs_restart", []) or [])
+    lines = [f"config.toml: {line}" for line in waiting]
+    if waiting:
+        lines.append("  (`nvq daemon stop`, then `nvq daemon start`, applies them)")
+    elif getattr(doc, "config_changed", False):
+        lines.append("config.toml changed since the daemon read it: "
+                     "`nvq daemon reload` applies it")
+    return [*lines, ""] if lines else []
 
 
 def array_line(a: ArraySummary) -> str:

@@ -22,6 +22,7 @@ from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.daemon.held import locked
 from nvq.daemon.state import LIVE_STATES
+from nvq.daemon.unreachable import reassign_times
 from nvq.domain import attempts, request
 from nvq.domain.validate import check_note
 from nvq.model import Job, JobRecord, JobState, NewEvent, Tx
@@ -66,6 +67,9 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     if synced["syncs"]:
         doc["artifact_syncs"] = synced["syncs"]
         doc["artifact_notes"] = synced["notes"]
+    away = reassign_times(state).get(job.node or "")
+    if job.state is JobState.RUNNING and away is not None:
+        doc["reassign_at"] = away[1]
     return msgspec.convert(doc, c.JobDetail)
 
 
@@ -209,4 +213,8 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     rows = sorted(by_id.values(), key=lambda j: j.id)
     if req.limit is not None and not req.all and len(rows) > req.limit:
         rows, more = rows[-req.limit :], True
-    return c.JobPage(jobs=rows_of([with_reason(ctx, j) for j in rows]), more=more)
+    page = c.JobPage(jobs=rows_of([with_reason(ctx, j) for j in rows]), more=more)
+    away = reassign_times(state)
+    if any(j.state is JobState.RUNNING and j.node in away for j in rows):
+        page.unreachable = {node: at for node, (_, at) in away.items()}
+    return page

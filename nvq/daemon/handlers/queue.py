@@ -19,6 +19,7 @@ from nvq.daemon.errors import RequestError
 from nvq.daemon.held import locked
 from nvq.daemon.slots import node_runtime
 from nvq.daemon.state import State
+from nvq.daemon.unreachable import node_reassign_at, out_of_reach
 from nvq.daemon.views import gpu_views, with_health
 from nvq.domain import request
 from nvq.domain.card_marks import parse_card
@@ -43,7 +44,7 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
         hello = node.hello
         # The last sample a lost link left: foreign use stays what it was last seen to be.
         sample = node.sample or node.last_sample
-        grace = node.down_since is not None and node.state == "connecting" and not node.ignored
+        grace = out_of_reach(node)
         views.append(
             NodeView(
                 name=node.name,
@@ -63,9 +64,7 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
                 cpu_jobs=sum(1 for j in on_node if not j.gpus),
                 error=node.error,
                 unreachable_since=node.down_since if grace else None,
-                grace_ends_at=(node.down_since or 0) + state.config.queue.node_grace
-                if grace
-                else None,
+                grace_ends_at=node_reassign_at(state, node) if grace else None,
                 gpus=with_health(gpu_views(
                     hello.gpus,
                     sample.gpus if sample else None,
@@ -104,7 +103,9 @@ async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
     doc["arrays"] = arrays
-    doc["config_changed"] = file_stamp(state.config.path) != state.config.read_stamp
+    doc["needs_restart"] = state.needs_restart
+    doc["config_changed"] = (file_stamp(state.config.path) != state.config.read_stamp
+                             or bool(state.needs_restart))
     return msgspec.convert(doc, c.QueueStatus)
 
 

@@ -1,0 +1,113 @@
+"""The leases the daemon has granted, kept in queue.db (the `meta` table, one JSON
+document), so that a daemon that starts again honours what the previous one
+promised: nothing of a node it cannot reach runs elsewhere before that node's lease
+has run out (nvq.config.lease). And the grant of a planned stop: before it goes,
+the daemon gives every runner it reaches `[queue] max_downtime`, so an upgrade or
+the queue host's reboot stops no job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import anyio
+
+from nvq.daemon.state import State
+from nvq.store.meta import set_meta
+
+log = logging.getLogger("nvq.daemon")
+
+KEY = "lease_grants"
+AHEAD = 10.0  # seconds written ahead of the book, so a write every few seconds is enough
+FLUSH_WAIT = 5.0  # how long a stop waits for its grants to reach the wire
+SAVE_WAIT = 10.0  # how long it tries to record them first
+
+
+async def load(state: State) -> None:
+    raw = await state.store.meta(KEY)
+    if not raw:
+        return
+    for name, (until, lease) in json.loads(raw).items():
+        node = state.nodes.get(name)
+        if node is not None:
+            node.lease_book.grant(until, lease)
+
+
+def _document(state: State, ahead: float) -> dict[str, tuple[float, float]]:
+    return {
+        name: (node.lease_book.until + ahead, node.lease_book.lease)
+        for name, node in state.nodes.items()
+        if node.lease_book.until > 0
+    }
+
+
+async def _save(state: State, doc: dict[str, tuple[float, float]]) -> None:
+    text = json.dumps(doc, sort_keys=True)
+    await state.store.write(lambda conn: set_meta(conn, KEY, text))
+
+
+def _stale(saved: dict[str, tuple[float, float]], state: State) -> bool:
+    """The saved grants no longer bound the books: one ran past (or a lease grew),
+    or one was superseded and the saved one would hold a node back for nothing."""
+    for name, node in state.nodes.items():
+        book = node.lease_book
+        if book.until <= 0:
+            continue
+        until, lease = saved.get(name, (0.0, 0.0))
+        if book.until > until or book.lease > lease or until > book.until + 2 * AHEAD:
+            return True
+    return False
+
+
+async def keep(state: State) -> None:
+    """Write the books down whenever they outgrow what queue.db holds."""
+    saved: dict[str, tuple[float, float]] = {}
+    while True:
+        if _stale(saved, state):
+            doc = _document(state, AHEAD)
+            try:
+                await _save(state, doc)
+                saved = doc
+            except Exception:
+                log.exception("saving lease grants failed")
+        await anyio.sleep(1.0)
+
+
+async def grant_downtime(state: State) -> int:
+    """Before a planned stop: every connected runner that keeps a lease gets one of
+    `max_downtime` (recorded first, so a stop cut short still honours it). Returns how
+    many got it."""
+    from nvq.config.lease import effective_lease
+    from nvq_runner.protocol import Heartbeat
+
+    queue = state.config.queue
+    if effective_lease(queue.lease, queue.node_grace, queue.kill_grace) is None:
+        return 0  # lease = "off": runners never stop jobs on their own, nor get one
+    downtime = queue.max_downtime
+    reached = [n for n in state.nodes.values()
+               if n.send is not None and n.hello is not None and "lease" in n.hello.features]
+    now = time.time()
+    for node in reached:
+        node.lease_book.grant(now + downtime, downtime)
+    saved = False
+    with anyio.move_on_after(SAVE_WAIT):  # a full disk must not hold the stop up
+        await _save(state, _document(state, AHEAD))
+        saved = True
+    if not saved:
+        # Unrecorded, a grant could let the next daemon run a job twice: the jobs
+        # keep only their usual lease.
+        log.error("could not record the downtime lease in queue.db: none granted")
+        return 0
+    for node in reached:
+        seq = node.lease_book.heartbeat(downtime)
+        node.post(Heartbeat(downtime, seq=seq))
+    # The writes reach the wire in the links' own tasks: wait for them (the book's
+    # `until` moves past the grant), but never hold a stop up for long.
+    for _ in range(int(FLUSH_WAIT / 0.02)):
+        if all(n.lease_book.until > now + downtime or n.send is None for n in reached):
+            break
+        await anyio.sleep(0.02)
+    log.info("granted %d runner(s) a lease of %gs for the downtime", len(reached), downtime)
+    return len(reached)
