@@ -36,13 +36,27 @@ class ShowJob(msgspec.Struct, tag="show", frozen=True):
     reveal: bool = False  # secret-looking values will be shown: its owner's and admins' only
 
 
+class JobSelection(msgspec.Struct, frozen=True, kw_only=True):
+    """A bulk action's selectors (`job cancel --user alice --state pending --tag x`),
+    every one left empty matching all; `mine`: the asking user's jobs. With ids they
+    narrow the jobs named; without, they choose among the live jobs the asker may
+    change (`nvq.domain.selection`)."""
+
+    user: str | None = None
+    mine: bool = False
+    states: list[str] | None = None
+    tag: str | None = None
+
+
 class Cancel(msgspec.Struct, tag="cancel", frozen=True):
     ids: list[int]
     array: bool = False  # ids are array ids: every member not yet running
+    select: JobSelection | None = None
 
 
 class Release(msgspec.Struct, tag="release", frozen=True):
     ids: list[int]
+    select: JobSelection | None = None
 
 
 class Note(msgspec.Struct, tag="note", frozen=True):
@@ -196,11 +210,13 @@ class Priority(msgspec.Struct, tag="priority", frozen=True):
 class Pause(msgspec.Struct, tag="pause", frozen=True):
     ids: list[int]
     array: bool = False
+    select: JobSelection | None = None
 
 
 class Resume(msgspec.Struct, tag="resume", frozen=True):
     ids: list[int]
     array: bool = False
+    select: JobSelection | None = None
 
 
 class Move(msgspec.Struct, tag="move", frozen=True):
@@ -305,6 +321,7 @@ class JobWindow(msgspec.Struct, tag="ls_window", frozen=True, kw_only=True):
     states: list[str] | None = None
     active: bool = False
     user: str | None = None
+    mine: bool = False  # the asking user's jobs (the daemon knows who asks)
     tag: str | None = None
     array: int | None = None
     since_id: int | None = None

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import getpass
+
 from tests.cluster import Nvq
 
 
@@ -17,6 +19,7 @@ def test_ls_show_and_why_say_why_a_job_waits(nvq: Nvq) -> None:
         "ID",
         "STATE",
         "NAME",
+        "USER",
         "WHERE",
         "VRAM",
         "RUNTIME",
@@ -58,7 +61,7 @@ def test_a_resumed_job_shows_no_stale_where(nvq: Nvq) -> None:
         for line in nvq.ok("job", "ls").out.splitlines()
         if line.startswith(str(big["id"]))
     )
-    assert row[1:4] == ["pending", "sleep", "-"]
+    assert row[1:5] == ["pending", "sleep", getpass.getuser(), "-"]
 
 
 def test_why_names_a_card_that_could_ever_hold_the_job(nvq: Nvq) -> None:

@@ -21,7 +21,7 @@ from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.daemon.held import locked
 from nvq.daemon.state import LIVE_STATES
-from nvq.domain import attempts, request
+from nvq.domain import attempts, request, selection
 from nvq.domain.validate import check_note
 from nvq.model import Job, JobRecord, JobState, NewEvent, Tx
 from nvq.store.windows import JobFilter
@@ -165,11 +165,8 @@ def _states(names: list[str] | None) -> frozenset[JobState]:
     that is not one and the states there are."""
     if not names:
         return frozenset(JobState)
-    known = {s.value: s for s in JobState}
-    for name in names:
-        if name not in known:
-            raise BadRequest(f"--state {name!r} is not a job state; states are {', '.join(known)}")
-    return frozenset(known[name] for name in names)
+    with map_exceptions({ValueError: BadRequest}):
+        return selection.parse_states(names)
 
 
 async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
@@ -177,8 +174,10 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     if req.limit is not None and req.limit < 1:
         raise BadRequest(f"--limit must be at least 1, not {req.limit}")
     wanted = _states(req.states) & LIVE_STATES if req.active else _states(req.states)
+    if req.mine and req.user is not None and req.user != user:
+        raise BadRequest("give --user NAME or --mine, not both")
     flt = JobFilter(
-        user=req.user,
+        user=user if req.mine else req.user,
         tag=req.tag,
         array=req.array,
         since_id=req.since_id,
