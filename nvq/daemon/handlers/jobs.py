@@ -12,6 +12,7 @@ import anyio
 import msgspec
 
 from nvq import control as c
+from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, map_exceptions
@@ -142,7 +143,9 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
         if req.ids is not None:
             chosen = set(req.ids)
             ids = [i for i in ids if i in chosen]
-        if ids and user not in state.config.queue.admins:
+        # A member forgets their own jobs; an admin (the queue's owner among them)
+        # everyone's, as `job purge --help` says.
+        if ids and user not in queue_admins(state):
             mine = await state.store.jobs(ids=ids)
             ids = [j.id for j in mine if j.user == user]
         if req.dry_run:
