@@ -85,7 +85,9 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
         if problem is not None:
             raise BadRequest(f"job {job.id}'s note {problem}")
         new = request.asking(job, note=text)
-        await held.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
+        # Who wrote it: an admin may change a member's note.
+        event = NewEvent("job_note", job.id, None, {"by": user})
+        await held.commit(Tx(jobs=[new], events=[event]))
         return request.view_of(new)
 
 
@@ -100,7 +102,8 @@ async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
         ):
             value = msgspec.json.decode(req.set_json)
         new = msgspec.structs.replace(job, result=value)
-        await held.commit(Tx(jobs=[new], events=[NewEvent("job_result_set", job.id, None, {})]))
+        event = NewEvent("job_result_set", job.id, None, {"by": user})
+        await held.commit(Tx(jobs=[new], events=[event]))
         return value
 
 
