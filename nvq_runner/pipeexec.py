@@ -17,11 +17,10 @@ import pwd
 import select
 import signal
 import subprocess
-import sys
 import time
 
 from . import ptyhost
-from .ptyexec import argv_for, job_world
+from .ptyexec import exec_world
 
 
 def _as_user(uid: int) -> None:
@@ -35,12 +34,10 @@ def _as_user(uid: int) -> None:
 
 
 def pipe_exec(pid: int, jobdir: str, command: str) -> int:
-    try:
-        env, cwd, uid = job_world(pid, jobdir)
-    except ValueError as exc:
-        print(f"nvq_runner: {exc}", file=sys.stderr)
+    world = exec_world(pid, jobdir, command, tty=False)
+    if world is None:
         return 1
-    argv = argv_for(jobdir, command, env, tty=False)
+    argv, env, cwd, uid = world
     wake_r = ptyhost.wakeup_pipe()
     try:
         proc = subprocess.Popen(

@@ -63,15 +63,26 @@ def argv_for(jobdir: str, command: str, env: dict[str, str], *, tty: bool) -> li
     return [shell if os.path.isfile(shell) else "/bin/bash"]
 
 
-def pty_exec(pid: int, jobdir: str, command: str, rows: int, cols: int) -> int:
+def exec_world(
+    pid: int, jobdir: str, command: str, *, tty: bool
+) -> tuple[list[str], dict[str, str], str, int] | None:
+    """(argv, environment, directory, uid) of what `job exec` runs beside job `pid`;
+    None (said on stderr) when that job's process is gone."""
     try:
         env, cwd, uid = job_world(pid, jobdir)
     except ValueError as exc:
         print(f"nvq_runner: {exc}", file=sys.stderr)
-        return 1
+        return None
     # An image job's leader is the runtime's client, run as the runner with its
     # settings (CONTAINERS_CONF…): `exec` runs the same way, from its world.
-    argv = argv_for(jobdir, command, env, tty=True)
+    return argv_for(jobdir, command, env, tty=tty), env, cwd, uid
+
+
+def pty_exec(pid: int, jobdir: str, command: str, rows: int, cols: int) -> int:
+    world = exec_world(pid, jobdir, command, tty=True)
+    if world is None:
+        return 1
+    argv, env, cwd, uid = world
     wake_r = ptyhost.wakeup_pipe()
     master, slave = os.openpty()
     ptyhost.set_size(master, rows, cols)
