@@ -233,6 +233,7 @@ def _shape(job: PendingJob) -> PendingJob:
         gpu=job.gpu,
         user=job.user,
         forbid_busy=job.forbid_busy,
+        whole=job.whole,
     )
 
 
