@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.state_requests import Cancel, Pause, Release, Resume
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
@@ -34,29 +35,6 @@ class ShowJob(msgspec.Struct, tag="show", frozen=True):
     id: int
     logs: int = 0
     reveal: bool = False  # secret-looking values will be shown: its owner's and admins' only
-
-
-class JobSelection(msgspec.Struct, frozen=True, kw_only=True):
-    """A bulk action's selectors (`job cancel --user alice --state pending --tag x`),
-    every one left empty matching all; `mine`: the asking user's jobs. With ids they
-    narrow the jobs named; without, they choose among the live jobs the asker may
-    change (`nvq.domain.selection`)."""
-
-    user: str | None = None
-    mine: bool = False
-    states: list[str] | None = None
-    tag: str | None = None
-
-
-class Cancel(msgspec.Struct, tag="cancel", frozen=True):
-    ids: list[int]
-    array: bool = False  # ids are array ids: every member not yet running
-    select: JobSelection | None = None
-
-
-class Release(msgspec.Struct, tag="release", frozen=True):
-    ids: list[int]
-    select: JobSelection | None = None
 
 
 class Note(msgspec.Struct, tag="note", frozen=True):
@@ -205,18 +183,6 @@ class Priority(msgspec.Struct, tag="priority", frozen=True):
     change: str | None = None  # "5" sets, "+1"/"-2" adjust
     up: int | None = None  # places earlier in the dispatch order (negative: later)
     array: bool = False
-
-
-class Pause(msgspec.Struct, tag="pause", frozen=True):
-    ids: list[int]
-    array: bool = False
-    select: JobSelection | None = None
-
-
-class Resume(msgspec.Struct, tag="resume", frozen=True):
-    ids: list[int]
-    array: bool = False
-    select: JobSelection | None = None
 
 
 class Move(msgspec.Struct, tag="move", frozen=True):

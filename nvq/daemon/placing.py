@@ -25,17 +25,8 @@ from nvq.daemon.pending_view import time_limit, to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
-from nvq.daemon.waits import PassFacts, node_facts
-from nvq.domain import (
-    arrays,
-    deps,
-    fair_share,
-    lanes,
-    ordering,
-    preemption,
-    starvation,
-    transitions,
-)
+from nvq.daemon.waits import PassFacts, after_placements, node_facts
+from nvq.domain import arrays, deps, fair_share, lanes, ordering, starvation, transitions
 from nvq.domain.pending_groups import Capacity
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key
 from nvq.domain.quotas import Caps, Standing
@@ -361,20 +352,6 @@ def note_lane_blocks(
 # ------------------------------------------------------------ explaining
 
 
-def after_placements(
-    slots: Sequence[NodeSlot], pending: Sequence[PendingJob], result: PlacementResult
-) -> dict[str, NodeSlot]:
-    """Each node's slot with the pass's placements on it."""
-    by_name = {s.name: s for s in slots}
-    if result.placements:
-        jobs = {p.id: p for p in pending}
-        for placed in result.placements:
-            slot, job = by_name.get(placed.node), jobs.get(placed.job_id)
-            if slot is not None and job is not None:
-                by_name[placed.node] = preemption.deduct(slot, placed, job)
-    return by_name
-
-
 def pass_facts(
     state: State,
     machines: Machines,
@@ -383,9 +360,7 @@ def pass_facts(
     result: PlacementResult,
     dep_status: dict[int, deps.DepStatus],
 ) -> PassFacts:
-    """What this pass saw, kept for explaining why the jobs it left wait: the nodes as
-    the pass left them, its own placements deducted (a job it left is explained against
-    the cards its placements took, not as if they were still free)."""
+    """What this pass saw, its placements on its nodes, to explain why jobs wait."""
     by_name = after_placements(slots, pending, result)
     queue = state.config.queue
     placed = {p.job_id for p in result.placements}
