@@ -35,7 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--cmd", default="", help="the command (default: a shell)")
     ex.add_argument("--rows", type=int, default=24)
     ex.add_argument("--cols", type=int, default=80)
+    ex.add_argument("--no-tty", action="store_true", help="pipes, stdout and stderr apart")
     args = parser.parse_args(argv)
+    if args.command == "pty-exec" and args.no_tty:
+        from .pipeexec import pipe_exec
+
+        return pipe_exec(args.pid, str(Path(args.dir).expanduser()), args.cmd)
     if args.command == "pty-exec":
         from .ptyexec import pty_exec
 

@@ -39,32 +39,50 @@ def job_world(pid: int, jobdir: str) -> tuple[dict[str, str], str, int]:
     return env, cwd, uid
 
 
-def in_container(jobdir: str, command: str) -> list[str] | None:
+def in_container(jobdir: str, command: str, *, tty: bool = True) -> list[str] | None:
     """The runtime's `exec` into an image job's running container (its user, working
-    directory and environment are the container's own); None for a bare job."""
+    directory and environment are the container's own); None for a bare job. `tty`:
+    the runtime makes a terminal in the container (without, the streams stay pipes)."""
     rec = JobDir.load_record(Path(jobdir) / "attempt.json")
     if rec is None or not rec.container:
         return None
     shell = ["/bin/sh", "-c", command] if command else ["/bin/sh"]
-    return [rec.runtime, "exec", "--interactive", "--tty", rec.container, *shell]
+    return [rec.runtime, "exec", "--interactive", *(["--tty"] if tty else []), rec.container,
+            *shell]
 
 
-def pty_exec(pid: int, jobdir: str, command: str, rows: int, cols: int) -> int:
+def argv_for(jobdir: str, command: str, env: dict[str, str], *, tty: bool) -> list[str]:
+    """What `job exec` runs: in an image job's container, else `bash -c COMMAND`, or
+    with no command the user's shell."""
+    contained = in_container(jobdir, command, tty=tty)
+    if contained is not None:
+        return contained
+    if command:
+        return ["bash", "-c", command]
+    shell = env.get("SHELL") or "/bin/bash"
+    return [shell if os.path.isfile(shell) else "/bin/bash"]
+
+
+def exec_world(
+    pid: int, jobdir: str, command: str, *, tty: bool
+) -> tuple[list[str], dict[str, str], str, int] | None:
+    """(argv, environment, directory, uid) of what `job exec` runs beside job `pid`;
+    None (said on stderr) when that job's process is gone."""
     try:
         env, cwd, uid = job_world(pid, jobdir)
     except ValueError as exc:
         print(f"nvq_runner: {exc}", file=sys.stderr)
-        return 1
+        return None
     # An image job's leader is the runtime's client, run as the runner with its
     # settings (CONTAINERS_CONF…): `exec` runs the same way, from its world.
-    contained = in_container(jobdir, command)
-    if contained is not None:
-        argv = contained
-    elif command:
-        argv = ["bash", "-c", command]
-    else:
-        shell = env.get("SHELL") or "/bin/bash"
-        argv = [shell if os.path.isfile(shell) else "/bin/bash"]
+    return argv_for(jobdir, command, env, tty=tty), env, cwd, uid
+
+
+def pty_exec(pid: int, jobdir: str, command: str, rows: int, cols: int) -> int:
+    world = exec_world(pid, jobdir, command, tty=True)
+    if world is None:
+        return 1
+    argv, env, cwd, uid = world
     wake_r = ptyhost.wakeup_pipe()
     master, slave = os.openpty()
     ptyhost.set_size(master, rows, cols)

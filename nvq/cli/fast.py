@@ -57,7 +57,7 @@ NONE, ID, NAME, OPTIONAL_NAME = "none", "id", "name", "name?"
 COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] = {
     ("job", "show"): (_reads("job_show"), ID, {}),
     ("job", "ls"): (_reads("job_ls"), NONE, {
-        "--all": "every", "--held": "held", "--active": "active"}),
+        "--all": "every", "--held": "held", "--active": "active", "--mine": "mine"}),
     ("job", "result"): (_reads("job_result"), ID, {}),
     ("job", "why"): (_reads("job_why"), ID, {}),
     ("job", "logs"): (_reads("job_logs"), ID, {

@@ -40,6 +40,7 @@ def window_request(
     states: list[str] | None = None,
     held: bool = False,
     user: str | None = None,
+    mine: bool = False,
     tag: str | None = None,
     array: int | None = None,
     since: str | None = None,
@@ -53,11 +54,14 @@ def window_request(
         raise _bad(f"--limit {limit}: expected at least 1")
     if every and limit is not None:
         raise _bad("give --all or --limit, not both")
+    if mine and user is not None:
+        raise _bad("give --user NAME or --mine, not both")
     since_id, since_time = since_point(since)
     return {
         "states": [*(states or []), "held"] if held else states or None,
         "active": active,
         "user": user,
+        "mine": mine,
         "tag": tag,
         "array": array,
         "since_id": since_id,

@@ -51,13 +51,13 @@ def job_window(request: dict[str, Any], as_json: bool) -> int:
 def job_ls(as_json: bool, *, limit: int | None = None, every: bool = False,
            array: int | None = None, state: str | None = None, held: bool = False,
            active: bool = False, user: str | None = None, tag: str | None = None,
-           since: str | None = None) -> int:
+           since: str | None = None, mine: bool = False) -> int:
     """`job ls` with the window's options given once each (a repeated --state is
     typer's command)."""
     from nvq.cli.job_window import window_request
 
     window = window_request(states=[state] if state is not None else None, held=held, user=user,
-                            tag=tag, array=array, since=since, limit=limit, every=every,
+                            mine=mine, tag=tag, array=array, since=since, limit=limit, every=every,
                             active=active)
     return job_window(window, as_json)
 

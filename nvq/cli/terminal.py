@@ -28,6 +28,12 @@ BUF = 65536
 EOT = b"\x04"  # what a terminal sends for end of input (stdin that is not a terminal)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def send(sock: socket.socket, msg: c.TermInput | c.TermSize) -> None:
     payload = c.encoder.encode(msg)
     # The daemon may have answered (a refusal) and closed already: its answer is still
@@ -84,10 +90,12 @@ class Status:
 
 def run_session(
     sock: socket.socket, *, placed_at_once: bool = False, quiet: bool = False,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None, pty: bool = True,
 ) -> c.Done:
     """Drive one session until the daemon's `Done` (returned). `placed_at_once`: the
-    terminal is live from the start (`job exec`); otherwise from the `placed` progress."""
+    terminal is live from the start (`job exec`); otherwise from the `placed` progress.
+    `pty`: the other end is a terminal (the end of piped input is a ^D to it);
+    without, the end of input is an empty `TermInput` and stderr comes apart."""
     status = Status()
     stdin = sys.stdin.fileno()
     is_tty = os.isatty(stdin)
@@ -122,7 +130,7 @@ def run_session(
                     send(sock, c.TermInput(data))
                 else:
                     reading = False  # piped input ran out: end of input for the shell
-                    send(sock, c.TermInput(EOT))
+                    send(sock, c.TermInput(EOT if pty else b""))
             if sock.fileno() in ready:
                 data = sock.recv(BUF)
                 if not data:
@@ -134,7 +142,8 @@ def run_session(
                 for payload in payloads:
                     reply = c.reply_decoder.decode(payload)
                     if isinstance(reply, c.Chunk):
-                        os.write(sys.stdout.fileno(), reply.data)
+                        out = sys.stderr if reply.stderr else sys.stdout
+                        _write_all(out.fileno(), reply.data)
                     elif isinstance(reply, c.Progress):
                         doc = reply.data if isinstance(reply.data, dict) else {}
                         if on_progress is not None:

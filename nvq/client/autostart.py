@@ -42,6 +42,34 @@ def connect_unix(path: Path) -> socket.socket:
     return s
 
 
+def not_running_here(root: Path) -> DaemonUnavailable | None:
+    """Why this user may not start the queue of `root`: a home of another user (a lab
+    member's `NVQ_HOME` points at the owner's) is that user's queue, and its daemon
+    runs as them; started by a member it would run as the member, or stop at the
+    owner's unreadable config. None when the home is this user's or not there yet."""
+    import os
+
+    try:
+        uid = root.stat().st_uid
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a parent this user may not enter: not theirs either
+        return DaemonUnavailable(f"the queue at {root} is not running, and {exc.strerror} "
+                                 "reading its home: ask the person who runs it")
+    if uid == os.geteuid():
+        return None
+    import pwd
+
+    try:
+        owner = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        owner = f"uid {uid}"
+    return DaemonUnavailable(
+        f"the queue at {root} is not running; only its owner {owner} can start it "
+        f"(any nvq command of theirs, or `nvq queue keeper install --start` to keep it up)"
+    )
+
+
 def start_daemon(root: Path, *, observing: bool = False) -> None:
     """Start `nvq daemon` for `root` and return once it accepts connections. A client
     that only observes (`observing`) starts none that was stopped on purpose."""
@@ -49,6 +77,9 @@ def start_daemon(root: Path, *, observing: bool = False) -> None:
     from nvq.config import ConfigError, load_config
     from nvq.detach import spawn_detached  # subprocess: only when starting one
 
+    theirs = not_running_here(root)
+    if theirs is not None:
+        raise theirs
     before_start(root, observing=observing)
     try:
         load_config(root)

@@ -75,13 +75,19 @@ class JobRequests(Requesting):
         return c.Wait(ids=id_list(ids), timeout=timeout)
 
     @returns(c.Cancel, list[Job])
-    def cancel(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
-        return c.Cancel(ids=id_list(ids), array=array)
+    def cancel(
+        self, ids: int | Sequence[int], *, array: bool = False,
+        select: c.JobSelection | None = None,
+    ) -> c.Request:
+        """Cancel jobs: the ids, or (with `select` and no ids) the live jobs it chooses."""
+        return c.Cancel(ids=id_list(ids), array=array, select=select)
 
     @returns(c.Release, list[Job])
-    def release(self, ids: int | Sequence[int]) -> c.Request:
+    def release(
+        self, ids: int | Sequence[int], *, select: c.JobSelection | None = None
+    ) -> c.Request:
         """Run held jobs without the prerequisites that ended badly."""
-        return c.Release(ids=id_list(ids))
+        return c.Release(ids=id_list(ids), select=select)
 
     @returns(c.Note, Job)
     def note(
@@ -137,12 +143,18 @@ class JobRequests(Requesting):
         return c.Priority(ids=id_list(ids), change=change, up=up, array=array)
 
     @returns(c.Pause, list[Job])
-    def pause(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
-        return c.Pause(ids=id_list(ids), array=array)
+    def pause(
+        self, ids: int | Sequence[int], *, array: bool = False,
+        select: c.JobSelection | None = None,
+    ) -> c.Request:
+        return c.Pause(ids=id_list(ids), array=array, select=select)
 
     @returns(c.Resume, list[Job])
-    def resume(self, ids: int | Sequence[int], *, array: bool = False) -> c.Request:
-        return c.Resume(ids=id_list(ids), array=array)
+    def resume(
+        self, ids: int | Sequence[int], *, array: bool = False,
+        select: c.JobSelection | None = None,
+    ) -> c.Request:
+        return c.Resume(ids=id_list(ids), array=array, select=select)
 
     @returns(c.Move, c.Moved)
     def move(self, id: int, to: str) -> c.Request:

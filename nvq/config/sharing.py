@@ -27,6 +27,7 @@ def queue_fields(r: FieldReader) -> dict[str, Convert]:
         "fair_share_halflife": r.duration,
         "fair_share_by": lambda v, k: r.choice(v, k, ("user", "submitter")),
         "preempt": r.boolean,
+        "share_cards": r.boolean,
     }
 
 

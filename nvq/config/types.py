@@ -116,6 +116,10 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     # A waiting job that cannot be placed may stop running `--preemptible` jobs of a
     # lower priority (nvq.domain.preemption); false: never.
     preempt: bool = True
+    # A GPU job without --vram holds its cards whole (as Slurm gives whole GPUs): no
+    # other queue job goes on them while it runs. true: such jobs share cards with
+    # others, reserving no memory (nvq.domain.card_share).
+    share_cards: bool = False
 
 
 class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):

@@ -71,7 +71,6 @@ from nvq.control.requests import (
     Bootstrap,
     BusyAssign,
     BusyMode,
-    Cancel,
     Check,
     ClusterDrain,
     ClusterRetry,
@@ -95,12 +94,10 @@ from nvq.control.requests import (
     NodeStatus,
     NodeStop,
     Note,
-    Pause,
     Ping,
     Priority,
     Pull,
     Purge,
-    Release,
     Reload,
     Report,
     Request,
@@ -109,7 +106,6 @@ from nvq.control.requests import (
     ReserveList,
     ReserveRemove,
     Result,
-    Resume,
     ShowJob,
     Status,
     StopDaemon,
@@ -120,6 +116,7 @@ from nvq.control.requests import (
     Why,
 )
 from nvq.control.snapshot_requests import ReceiveSnapshot, SubmitSettings
+from nvq.control.state_requests import Cancel, JobSelection, Pause, Release, Resume
 from nvq.control.terminal import (
     Exec,
     Forward,
@@ -181,6 +178,7 @@ __all__ = [
     "JobDetail",
     "JobPage",
     "JobRow",
+    "JobSelection",
     "JobWindow",
     "JsonValue",
     "Lane",

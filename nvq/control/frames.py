@@ -15,6 +15,7 @@ from nvq.model import Event
 
 class Chunk(msgspec.Struct, tag="chunk", frozen=True):
     data: bytes
+    stderr: bool = False  # a `job exec` without a terminal: the command's stderr
 
 
 class Done(msgspec.Struct, tag="done", frozen=True):

@@ -14,7 +14,8 @@ from nvq.control import image_requests as qi
 from nvq.control import job_submits as qj
 from nvq.control import replies as r
 from nvq.control import requests as q
-from nvq.control import snapshot_requests as qs
+from nvq.control import snapshot_requests as qsn
+from nvq.control import state_requests as qs
 from nvq.domain.report import UsageReport
 from nvq.domain.reservations import CardReservation
 from nvq.model import Alert, Event, Job, NodeView
@@ -35,8 +36,8 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Why: r.WhyReport,
     q.Report: UsageReport,
     q.Wait: list[Job],
-    q.Cancel: list[Job],
-    q.Release: list[Job],
+    qs.Cancel: list[Job],
+    qs.Release: list[Job],
     q.Note: Job,
     q.Result: JsonValue,
     q.Requeue: list[r.Requeued],
@@ -44,8 +45,8 @@ REPLIES: dict[type[q.Request], Any] = {
     q.EditJob: Job,
     q.Edit: Job,
     q.Priority: list[Job],
-    q.Pause: list[Job],
-    q.Resume: list[Job],
+    qs.Pause: list[Job],
+    qs.Resume: list[Job],
     q.Move: r.Moved,
     q.JobArtifacts: r.Artifacts,
     q.Status: r.QueueStatus,
@@ -67,7 +68,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Ack: list[Alert],
     q.Pull: r.Pulled,
     q.Gc: r.GcDone,
-    qs.SubmitSettings: SubmitConfig,
+    qsn.SubmitSettings: SubmitConfig,
     q.Backup: r.BackupMade,
     q.Check: r.StoreCheck,
     q.Lanes: list[r.LaneStatus],

@@ -10,6 +10,7 @@ import msgspec
 from nvq.control.image_requests import ImageList, ImagePush
 from nvq.control.job_submits import SubmitFromJob
 from nvq.control.snapshot_requests import ReceiveSnapshot, SubmitSettings
+from nvq.control.state_requests import Cancel, Pause, Release, Resume
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
@@ -36,15 +37,6 @@ class ShowJob(msgspec.Struct, tag="show", frozen=True):
     id: int
     logs: int = 0
     reveal: bool = False  # secret-looking values will be shown: its owner's and admins' only
-
-
-class Cancel(msgspec.Struct, tag="cancel", frozen=True):
-    ids: list[int]
-    array: bool = False  # ids are array ids: every member not yet running
-
-
-class Release(msgspec.Struct, tag="release", frozen=True):
-    ids: list[int]
 
 
 class Note(msgspec.Struct, tag="note", frozen=True):
@@ -195,16 +187,6 @@ class Priority(msgspec.Struct, tag="priority", frozen=True):
     array: bool = False
 
 
-class Pause(msgspec.Struct, tag="pause", frozen=True):
-    ids: list[int]
-    array: bool = False
-
-
-class Resume(msgspec.Struct, tag="resume", frozen=True):
-    ids: list[int]
-    array: bool = False
-
-
 class Move(msgspec.Struct, tag="move", frozen=True):
     """`job move ID NODE[:GPU]`: pin a waiting job there; stop a running one and run
     it there as a new attempt."""
@@ -307,6 +289,7 @@ class JobWindow(msgspec.Struct, tag="ls_window", frozen=True, kw_only=True):
     states: list[str] | None = None
     active: bool = False
     user: str | None = None
+    mine: bool = False  # the asking user's jobs (the daemon knows who asks)
     tag: str | None = None
     array: int | None = None
     since_id: int | None = None

@@ -25,7 +25,7 @@ from nvq.daemon.pending_view import time_limit, to_pending
 from nvq.daemon.reassign import Machines
 from nvq.daemon.slots import node_slots
 from nvq.daemon.state import State
-from nvq.daemon.waits import PassFacts, node_facts
+from nvq.daemon.waits import PassFacts, after_placements, node_facts
 from nvq.domain import arrays, deps, fair_share, lanes, ordering, starvation, transitions
 from nvq.domain.pending_groups import Capacity
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key
@@ -360,8 +360,8 @@ def pass_facts(
     result: PlacementResult,
     dep_status: dict[int, deps.DepStatus],
 ) -> PassFacts:
-    """What this pass saw, kept for explaining why the jobs it left wait."""
-    by_name = {s.name: s for s in slots}
+    """What this pass saw, its placements on its nodes, to explain why jobs wait."""
+    by_name = after_placements(slots, pending, result)
     queue = state.config.queue
     placed = {p.job_id for p in result.placements}
     standings = state.fair_share if pending else None

@@ -24,6 +24,7 @@ from nvq.daemon.held import Held, locked
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.domain import reassign
+from nvq.domain.card_share import holds_whole
 from nvq.model import JobRecord, JobState, NewEvent, Tx
 from nvq.store import busy as busy_table
 from nvq_runner import protocol as p
@@ -82,7 +83,11 @@ class Machines:
         return {"busy": self.busy(node), "owner": node.owner}
 
     def pending_fields(self, job: JobRecord) -> dict[str, Any]:
-        fields: dict[str, Any] = {"user": job.user, "forbid_busy": job.user in self.forbidden}
+        fields: dict[str, Any] = {
+            "user": job.user,
+            "forbid_busy": job.user in self.forbidden,
+            "whole": holds_whole(job, self.state.config.queue.share_cards),
+        }
         avoid = self.avoid.get(job.id)
         if avoid is not None:
             fields |= self._steered(job, avoid, fields)

@@ -41,6 +41,7 @@ from nvq.daemon.session_io import (
 from nvq.domain import request
 from nvq.domain.permissions import check_admin
 from nvq.model import FINISHED_STATES, JobRecord, JobState
+from nvq_runner.ptyhost import Frames
 
 log = logging.getLogger("nvq.sessions")
 ENDING_WAIT = 60.0  # after the terminal closed, for the runner's word that the job ended
@@ -102,10 +103,12 @@ async def withdraw(ctx: Context, job_id: int) -> None:
 
 
 async def relay(
-    pty: anyio.abc.ByteStream, client: ClientFrames, send: Send
+    pty: anyio.abc.ByteStream, client: ClientFrames, send: Send, *, streams: bool = False
 ) -> None:
     """Client frames → pty, pty output → client, until the pty side ends (the shell
-    exited, or was hung up because the client left)."""
+    exited, or was hung up because the client left). `streams`: the other side is
+    `pty-exec --no-tty`, whose output comes framed (`o` stdout, `e` stderr)."""
+    frames = Frames()
     async with anyio.create_task_group() as tg:
 
         async def upstream() -> None:
@@ -120,8 +123,13 @@ async def relay(
         try:
             while True:
                 data = await pty.receive()
+                chunks = (
+                    [c.Chunk(payload, stderr=kind == b"e") for kind, payload in frames.feed(data)]
+                    if streams else [c.Chunk(data)]
+                )
                 with contextlib.suppress(anyio.BrokenResourceError, OSError):
-                    await send(c.Chunk(data))
+                    for chunk in chunks:
+                        await send(chunk)
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         tg.cancel_scope.cancel()
@@ -232,13 +240,15 @@ async def serve_exec(ctx: Context, stream: SocketStream, req: c.Exec, early: Ear
             "--rows", str(req.rows), "--cols", str(req.cols)]
     if req.command:
         args += ["--cmd", req.command]
+    if not req.tty:
+        args.append("--no-tty")
     pipe = await open_on_node(ctx.state, node, args)
     client = ClientFrames(stream, early)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.read)
             await send(c.Progress({"job": job.id, "placed": _where(job), "port": job.port}))
-            await relay(pipe, client, send)
+            await relay(pipe, client, send, streams=not req.tty)
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
 from nvq.daemon.views import gpu_views
+from nvq.domain.card_share import holds_whole
 from nvq.domain.matching import memory_free, node_cuda
 from nvq.domain.placement import GpuSlot, NodeSlot
 from nvq.model import JobRecord
@@ -49,6 +50,7 @@ def node_runtime(configured: str | None, found: Sequence[str]) -> str:
 def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
     slots: list[NodeSlot] = []
     headroom = state.config.queue.headroom_mb
+    share = state.config.queue.share_cards
     by_node = state.jobs_by_node()
     for node in state.nodes.values():
         if node.hello is None or node.ignored:
@@ -63,12 +65,12 @@ def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
         # Everything the slot is made of: an unchanged node (the common case after an
         # event elsewhere) keeps its slot, instead of its cards being worked out again.
         key = (node.hello, node.sample, accepting, node.open_cards, node.out_cards, headroom,
-               extra, *on_node)
+               share, extra, *on_node)
         cached = state.slot_cache.get(node.name)
         if cached is not None and _same(cached[0], key):
             slots.append(cached[1])
             continue
-        slot = _node_slot(node, on_node, headroom, accepting, extra)
+        slot = _node_slot(node, on_node, headroom, accepting, extra, share)
         state.slot_cache[node.name] = (key, slot)
         slots.append(slot)
     return slots
@@ -79,7 +81,8 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 
 def _node_slot(
-    node: NodeRuntime, on_node: list[JobRecord], headroom: int, accepting: bool, extra: dict[str, Any]
+    node: NodeRuntime, on_node: list[JobRecord], headroom: int, accepting: bool,
+    extra: dict[str, Any], share: bool = False,
 ) -> NodeSlot:
     assert node.hello is not None
     views = gpu_views(
@@ -90,6 +93,8 @@ def _node_slot(
         allow=node.usable_cards,
     )
     out = node.out_cards
+    # Cards a running job holds whole (nvq.domain.card_share): no job goes on them.
+    held = {i for j in on_node if holds_whole(j, share) for i in j.gpus}
     gpus = [
         GpuSlot(
             index=v.index,
@@ -101,6 +106,7 @@ def _node_slot(
             # the card's utilisation counts as foreign while foreign work is on it
             foreign_util=(v.util_percent or 0) if v.external_procs or v.external_mem_mb else 0,
             queue_jobs=len(v.jobs),
+            held=v.index in held,
         )
         for v in views
     ]

@@ -10,15 +10,16 @@ from __future__ import annotations
 import itertools
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
 
-from nvq.domain import deps, lanes, quotas
+from nvq.domain import deps, lanes, preemption, quotas
 from nvq.domain import fair_share as fs
 from nvq.domain import reservations as rsv
 from nvq.domain import waiting as w
-from nvq.domain.placement import NodeSlot, PendingJob, place
+from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, place
 from nvq.domain.starvation import Reservation
 from nvq.model import JobRecord, JobState
 from nvq.values import format_duration
@@ -56,6 +57,20 @@ class PassFacts:
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
     lanes: dict[str, lanes.LaneStatus] | None = None
     arrays_running: dict[int, int] | None = None
+
+
+def after_placements(
+    slots: Sequence[NodeSlot], pending: Sequence[PendingJob], result: PlacementResult
+) -> dict[str, NodeSlot]:
+    """Each node's slot with the pass's placements on it."""
+    by_name = {s.name: s for s in slots}
+    if result.placements:
+        jobs = {p.id: p for p in pending}
+        for placed in result.placements:
+            slot, job = by_name.get(placed.node), jobs.get(placed.job_id)
+            if slot is not None and job is not None:
+                by_name[placed.node] = preemption.deduct(slot, placed, job)
+    return by_name
 
 
 def node_facts(
@@ -233,6 +248,7 @@ def _shape(job: PendingJob) -> PendingJob:
         gpu=job.gpu,
         user=job.user,
         forbid_busy=job.forbid_busy,
+        whole=job.whole,
     )
 
 

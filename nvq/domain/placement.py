@@ -8,7 +8,9 @@ with anything. The rules (see DESIGN.md, "Placement"):
 * Pending jobs are considered by priority (high first), then — with fair share — the
   usage of their account (least first, `usage`), then age, then id.
 * A GPU job needs `gpus` distinct schedulable cards on one accepting node, each with
-  `free ≥ vram_mb`; a CPU job (`gpus == 0`) needs an accepting node running fewer than
+  `free ≥ vram_mb`. A job that holds its cards whole (`whole`: `--gpus N` without
+  `--vram`, unless `[queue] share_cards`) needs cards no queue job is on, and while it
+  runs no other job goes on them (`GpuSlot.held`; within a pass, once placed); a CPU job (`gpus == 0`) needs an accepting node running fewer than
   `max_cpu_jobs` CPU-only jobs. Optional: `--node` prefix, minimum driver CUDA version,
   host memory.
 * Among nodes that fit, the least loaded wins: fewest running jobs per schedulable card,
@@ -68,6 +70,9 @@ class GpuSlot(msgspec.Struct, frozen=True):
     # so jobs that reserve no memory (`--gpus 1` without `--vram`) spread over the cards
     # instead of all landing on the first.
     queue_jobs: int = 0
+    # A job holding it whole runs there: no job is placed on it (it still counts for
+    # the node's load and for "could this job ever fit").
+    held: bool = False
 
 
 class NodeSlot(msgspec.Struct, frozen=True):
@@ -113,6 +118,8 @@ class PendingJob(msgspec.Struct, frozen=True):
     # (node, index) only; any job keeps off `closed` ones. Either set: the slower path.
     only: frozenset[tuple[str, int]] | None = None
     closed: frozenset[tuple[str, int]] = frozenset()
+    # Holds its cards whole: only cards no queue job is on, and no job after it there.
+    whole: bool = False
 
 
 class Placement(msgspec.Struct, frozen=True):
@@ -203,11 +210,12 @@ class _Node:
         self.cards = self._order(
             (g.foreign_mb + g.queue_mb + headroom_mb - g.total_mb, g.index)
             for g in slot.gpus
-            if g.schedulable and not g.out
+            if g.schedulable and not g.out and not g.held
         )
         # index → utilisation of the cards busy with foreign work (usually none)
         self.busy_cards = {g.index: g.foreign_util for g in slot.gpus if busyness(g.foreign_util)}
-        self._capacity = max(1, len(self.cards))
+        # A held card is busy, not gone: it counts for the load.
+        self._capacity = max(1, sum(1 for g in slot.gpus if g.schedulable and not g.out))
         self.total_free = sum(-neg for neg, _ in self.cards if neg < 0)  # overdrawn cards: 0
         self.key = self._key(slot.running_jobs, position)
 
@@ -242,15 +250,22 @@ class _Node:
 
     def open_cards(self, job: PendingJob) -> list[tuple[int, int]]:
         """This node's cards `job` may use (most free first): its reservation's only,
-        none it must keep off, its lane's card."""
-        only, closed, name = job.only, job.closed, self.name
+        none it must keep off, its lane's card; for a job holding cards whole, only
+        those no queue job is on."""
+        only, closed, name, jobs = job.only, job.closed, self.name, self.jobs_on
         return [
             (neg, index)
             for neg, index in self.cards
             if (only is None or (name, index) in only)
             and (name, index) not in closed
             and (job.gpu is None or index == job.gpu)
+            and not (job.whole and jobs[index])
         ]
+
+    def hold(self, picked: Sequence[int]) -> None:
+        """A job holding `picked` whole was placed there: no other job goes on them."""
+        self.total_free -= sum(-neg for neg, index in self.cards if index in picked and neg < 0)
+        self.cards = [c for c in self.cards if c[1] not in picked]
 
     def take_cards(self, picked: list[int], vram_mb: int, memory_mb: int) -> list[int]:
         """Deduct a job given these cards (each had free ≥ vram); [] for a CPU job."""
@@ -360,7 +375,7 @@ class _Pass:
 
     def _place(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> bool:
         """Place one job if it fits now; whether it did."""
-        if job.only is not None or job.closed:
+        if job.only is not None or job.closed or (job.whole and job.gpus and job.gpu is None):
             return self._place_restricted(job, profile, placements)
         if job.gpu is not None:
             return self._place_pinned(job, profile, placements)
@@ -388,13 +403,15 @@ class _Pass:
     def _place_restricted(
         self, job: PendingJob, profile: Profile, placements: list[Placement]
     ) -> bool:
-        """A job that may use only some cards (reservations): each node it may go to is
-        looked at card by card; the least loaded that fits wins, as on the fast path."""
+        """A job that may use only some cards (reservations, or cards no queue job is on
+        for one that holds them whole): each node it may go to is looked at card by
+        card; the least loaded that fits wins, as on the fast path."""
         gpus = 1 if job.gpu is not None else job.gpus
         vram = job.vram_mb if gpus else 0
+        whole = job.whole and gpus > 0
         # Capacity only shrinks during a pass: once (gpus, vram) did not fit these cards,
         # no job asking as much or more will (the fast path's memo, per restriction).
-        memo = (id(profile), gpus, job.memory_mb, job.only, job.closed)
+        memo = (id(profile), gpus, job.memory_mb, job.only, job.closed, whole)
         if vram >= self.restricted_failed.get(memo, NEVER_FAILED):
             return False
         best: tuple[_Node, list[int]] | None = None
@@ -420,7 +437,9 @@ class _Pass:
             return False
         node, picked = best
         old = node.key
-        cards_taken = node.take_cards(picked, vram, job.memory_mb)
+        if whole:  # all of each card is its: nothing else to deduct from them
+            node.hold(picked)
+        cards_taken = node.take_cards(picked, 0 if whole else vram, job.memory_mb)
         del self.order[bisect.bisect_left(self.order, old)]
         bisect.insort(self.order, node.key)
         placements.append(Placement(job_id=job.id, node=node.name, gpus=cards_taken,

@@ -218,9 +218,13 @@ def _fits_now(
 
 def free(slot: NodeSlot, victims: Sequence[Candidate]) -> NodeSlot:
     """`slot` as it will be once `victims` stopped."""
+    # A card a victim held whole is held no more: only one job holds a card whole.
     gpus = [
         msgspec.structs.replace(
-            g, queue_mb=max(0, g.queue_mb - sum(v.cards.get(g.index, 0) for v in victims))
+            g,
+            queue_mb=max(0, g.queue_mb - sum(v.cards.get(g.index, 0) for v in victims)),
+            queue_jobs=max(0, g.queue_jobs - sum(1 for v in victims if g.index in v.cards)),
+            held=g.held and not any(g.index in v.cards for v in victims),
         )
         for g in slot.gpus
     ]
@@ -237,7 +241,10 @@ def free(slot: NodeSlot, victims: Sequence[Candidate]) -> NodeSlot:
 def deduct(slot: NodeSlot, placement: Placement, job: PendingJob) -> NodeSlot:
     """`slot` with `job` placed on it as `placement` says."""
     gpus = [
-        msgspec.structs.replace(g, queue_mb=g.queue_mb + job.vram_mb)
+        msgspec.structs.replace(
+            g, queue_mb=g.queue_mb + job.vram_mb, queue_jobs=g.queue_jobs + 1,
+            held=g.held or job.whole,
+        )
         if g.index in placement.gpus
         else g
         for g in slot.gpus

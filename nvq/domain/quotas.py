@@ -85,7 +85,7 @@ class Standing(msgspec.Struct, kw_only=True):
 
     def blocks(self, gpus: int) -> str | None:
         """The reason a job of this user asking `gpus` cards may not start, or None."""
-        if self.hours_over:
+        if self.hours_over and gpus > 0:  # a GPU-hour limit holds no CPU-only job
             return QUOTA_HOURS
         jobs = self.jobs_left()
         if jobs is not None and jobs <= 0:

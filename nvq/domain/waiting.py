@@ -77,11 +77,12 @@ class NodeFit(msgspec.Struct, frozen=True):
 
 
 def card_free(slot: NodeSlot, headroom_mb: int) -> dict[int, int]:
-    """Free MiB per schedulable card, as placement computes it."""
+    """Free MiB per schedulable card, as placement computes it (a card a job holds
+    whole has none to give)."""
     return {
         g.index: g.total_mb - g.foreign_mb - g.queue_mb - headroom_mb
         for g in slot.gpus
-        if g.schedulable and not g.out
+        if g.schedulable and not g.out and not g.held
     }
 
 
@@ -189,12 +190,27 @@ def _cards(
         have = free[job.gpu]
         detail = f"{slot.name}:{job.gpu} has {format_mib(max(have, 0))} free, needs {need}"
         return [Check("memory per card", have >= job.vram_mb, detail)], have
+    held = sum(1 for g in slot.gpus if g.schedulable and not g.out and g.held)
     if len(free) < job.gpus:
         detail = f"has {len(free)} schedulable GPUs, needs {job.gpus}"
+        if held:
+            detail = (
+                f"{held} of its {len(free) + held} GPUs are held whole by jobs without "
+                f"--vram, {len(free)} left, needs {job.gpus}"
+            )
         return [Check("cards", False, detail)], -1
+    if job.whole:
+        empty = sum(1 for g in slot.gpus if g.index in free and not g.queue_jobs)
+        detail = (
+            f"{empty} of its GPUs run no queue job, needs {job.gpus} whole (no --vram; "
+            "[queue] share_cards = true lets jobs share)"
+        )
+        ok = empty >= job.gpus
+        cards_ok = Check("cards", True, f"has {len(free)} schedulable GPUs, needs {job.gpus}")
+        return [cards_ok, Check("whole cards", ok, detail)], 0 if ok else -1
     # Only a card that could ever hold the job is one it waits for: a 24 GiB card
     # with 23.5 GiB free is no candidate for a 70 GiB job, however free it is.
-    cards = {g.index: g for g in slot.gpus if g.schedulable and not g.out}
+    cards = {g.index: g for g in slot.gpus if g.index in free}
     could = {i: f for i, f in free.items() if cards[i].total_mb - headroom_mb >= job.vram_mb}
     if len(could) < job.gpus:
         largest = format_mib(max(g.total_mb for g in cards.values()))

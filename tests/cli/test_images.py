@@ -187,9 +187,13 @@ def test_an_image_job_is_adopted_by_a_restarted_runner_and_cancelled_with_its_pr
 
     # job exec runs inside the container: the image's files, the job's user and world.
     inside = nvq.run("job", "exec", str(job["id"]), "--",
-                     'echo "in $NVQ_IMAGE as $(id -u) at $(pwd)"; ls /bin/busybox; exit 4')
+                     'echo "in $NVQ_IMAGE as $(id -u) at $(pwd)"; ls /bin/busybox; '
+                     'echo apart >&2; exit 4')
     assert inside.code == 4, inside.err
     assert f"in {IMAGE} as {os.getuid()} at " in inside.out and "/bin/busybox" in inside.out
+    # no terminal (stdin is not one): nothing but what the command wrote, stderr apart
+    assert inside.out.startswith("in ") and "\x00" not in inside.out, repr(inside.out)
+    assert inside.err == "apart\n", inside.err
     nvq.ok("node", "restart", running["node"])
     (artifacts,) = nodes[int(running["node"][1:])].home.glob(f"jobs/*-{job['id']}-*/artifacts")
     (artifacts / "go").write_text("")

@@ -89,6 +89,24 @@ def test_exec_and_forward_reach_a_running_job(nvq: Nvq, where: str) -> None:
     nvq.ok("job", "cancel", str(job["id"]))
 
 
+def test_exec_without_a_terminal_keeps_the_streams_apart(nvq: Nvq, where: str) -> None:
+    job = nvq.submit("--gpus", "0", "--", "sleep 600")
+    nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["pid"])
+    script = 'while read -r line; do echo "got $line"; done; echo to-stderr >&2; exit 3'
+    # stdin is a pipe here: no pty, as `docker exec` without -t
+    r = nvq.run("job", "exec", str(job["id"]), "--", "sh", "-c", script, input="a\nb\n")
+    assert (r.code, r.out, r.err) == (3, "got a\ngot b\n", "to-stderr\n")
+    # what a terminal would act on (^C, ^D, ^Z) or echo; no \r (the harness reads text)
+    binary = ("\x03\x04\x1a\t" + "".join(map(chr, range(32, 127))) + "\n") * 300
+    r = nvq.run("job", "exec", str(job["id"]), "--", "cat", input=binary)
+    assert (r.code, r.out == binary, r.err) == (0, True, "")
+    # -t asks for a terminal anyway: its one stream carries both
+    r = nvq.run("job", "exec", "-t", str(job["id"]), "--", "sh", "-c", "echo out; echo err >&2")
+    assert (r.code, r.out, r.err) == (0, "out\nerr\n", ""), (r.out, r.err)
+    assert nvq.show(job["id"])["state"] == "running"
+    nvq.ok("job", "cancel", str(job["id"]))
+
+
 def test_exec_into_a_job_that_does_not_run_says_so(nvq: Nvq) -> None:
     done = nvq.submit("--gpus", "0", "--", "true")
     assert nvq.wait(done["id"], timeout=120)[0] == 0

@@ -67,8 +67,10 @@ def test_a_job_avoids_the_busy_card_and_says_when_it_cannot(nvq: Nvq, tmp_path: 
 
 
 def test_jobs_without_vram_take_turns_over_equally_free_cards(nvq: Nvq) -> None:
-    """`--gpus 1` with no `--vram` reserves nothing, so both cards stay equally free;
-    the one running fewer queue jobs is taken, not card 0 every time."""
+    """With `[queue] share_cards = true`, `--gpus 1` with no `--vram` reserves nothing,
+    so both cards stay equally free; the one running fewer queue jobs is taken, not
+    card 0 every time. (Without it each such job holds a card whole: test_whole_cards.)"""
+    nvq.write_config("[queue]\nshare_cards = true\n")
     nvq.nodes_up()
     ids = nvq.submit("--gpus", "1", "--array", "1-4", "--", "sleep", "600")["ids"]
     cards = [

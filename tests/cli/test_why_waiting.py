@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from tests.cluster import Nvq
+import getpass
+from typing import Any
+
+from tests.cluster import Nvq, use_sshd_node
 
 
 def test_ls_show_and_why_say_why_a_job_waits(nvq: Nvq) -> None:
@@ -17,6 +20,7 @@ def test_ls_show_and_why_say_why_a_job_waits(nvq: Nvq) -> None:
         "ID",
         "STATE",
         "NAME",
+        "USER",
         "WHERE",
         "VRAM",
         "RUNTIME",
@@ -58,7 +62,7 @@ def test_a_resumed_job_shows_no_stale_where(nvq: Nvq) -> None:
         for line in nvq.ok("job", "ls").out.splitlines()
         if line.startswith(str(big["id"]))
     )
-    assert row[1:4] == ["pending", "sleep", "-"]
+    assert row[1:5] == ["pending", "sleep", getpass.getuser(), "-"]
 
 
 def test_why_names_a_card_that_could_ever_hold_the_job(nvq: Nvq) -> None:
@@ -75,3 +79,30 @@ def test_why_names_a_card_that_could_ever_hold_the_job(nvq: Nvq) -> None:
         "best candidate: local:1 (80GiB) has 19.5GiB free, needs 70GiB (queue jobs hold 60GiB)"
     )
     nvq.ok("job", "cancel", str(big["id"]))
+
+
+
+def test_reasons_count_what_the_same_pass_placed(nvq: Nvq, sshd_nodes: Any) -> None:
+    # The node hangs (SIGSTOP): the pass's dispatches reach it but nothing comes back,
+    # so no later pass refreshes the reasons; those the pass left must already count
+    # the two cards it filled.
+    (node,) = sshd_nodes(1)
+    use_sshd_node(nvq, node)
+    config = nvq.home / "config.toml"
+    text = config.read_text().replace('node_grace = "2s"', 'node_grace = "10m"')
+    config.write_text(text.replace('ssh_keepalive = "0.5s"', 'ssh_keepalive = "10m"'))
+    nvq.nodes_up()
+    node.pause()
+    try:
+        sweep = nvq.submit("--array", "1-3", "--vram", "20GiB", "--", "sleep 600")
+        first = sweep["id"] if "id" in sweep else sweep["jobs"][0]
+        placed = [nvq.wait_for(first + i, lambda j: j["node"] is not None) for i in (0, 1)]
+        assert sorted(j["gpus"][0] for j in placed) == [0, 1]
+        left = nvq.show(first + 2)
+        assert (left["state"], left["reason"]) == ("pending", "Resources"), left
+        assert "needs 20GiB (queue jobs hold 20GiB)" in left["reason_detail"], left
+        why = nvq.ok("job", "why", str(first + 2)).out
+        assert "fits on" not in why and "could start" not in why, why
+    finally:
+        node.resume()
+    nvq.ok("job", "cancel", "--mine")

@@ -29,7 +29,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     # The terminal commands (job shell, exec, forward) take the blocking socket itself.
     assert [p.name for p in sync.pop("open_stream")] == ["request"]
     assert sync == asynchronous
-    assert [p.name for p in sync["cancel"]] == ["ids", "array"]
+    assert [p.name for p in sync["cancel"]] == ["ids", "array", "select"]
 
 
 JOB = msgspec.to_builtins(

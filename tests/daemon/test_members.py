@@ -4,11 +4,14 @@ owner's or the queue's."""
 
 from __future__ import annotations
 
+import os
+import pwd
 import subprocess
 from collections.abc import Iterator
 
 import pytest
 
+from nvq.home import Home
 from tests.cluster import Nvq
 from tests.members import as_user, reachable_nvq, second_user
 
@@ -77,3 +80,23 @@ def test_a_member_manages_their_own_jobs_only(shared_nvq: Nvq, member: tuple[str
         assert r.code != 0 and "only a queue admin may" in r.err, (args, r.out, r.err)
     assert nvq.ok("queue", "status")
     nvq.ok("job", "cancel", str(theirs["id"]))
+
+
+def test_with_the_daemon_down_a_member_hears_who_can_start_it(
+    shared_nvq: Nvq, member: tuple[str, str]
+) -> None:
+    user, group = member
+    nvq = shared_nvq
+    nvq.write_config(f'[queue]\nmembers_group = "{group}"\n')
+    nvq.ok("queue", "status")
+    assert as_user(user, nvq, "job", "ls").code == 0
+    nvq.ok("daemon", "stop")
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    said = f"the queue at {nvq.home} is not running; only its owner {owner} can start it"
+    r = as_user(user, nvq, "job", "ls")
+    assert r.code == 1 and r.out == "", (r.out, r.err)
+    assert len(r.err.splitlines()) == 1 and said in r.err, r.err
+    r = as_user(user, nvq, "job", "submit", "--gpus", "0", "--no-snapshot", "--json", "--", "true")
+    assert r.code == 1 and said in r.json()["error"] and r.err == "", (r.out, r.err)
+    assert Home(nvq.home).read_pid() is None  # nothing was started as the member
+    nvq.ok("queue", "status")  # the owner's command starts it

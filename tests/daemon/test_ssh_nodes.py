@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -271,3 +272,33 @@ def test_runner_is_installed_on_first_contact_and_by_bootstrap(mesh: Any) -> Non
     assert nvq.wait(job2["id"], timeout=60)[0] == 0
     bad = nvq.run("node", "bootstrap", "nope")
     assert bad.code != 0 and "no node named" in bad.err
+
+
+def test_a_plain_interpreter_named_in_python_is_the_base_of_the_runners_venv(
+    mesh: Any,
+) -> None:
+    # /usr/bin/python3 has no nvq_runner: bootstrap builds the venv from it and the
+    # runner runs there (before: `python3 -m nvq_runner` failed, the node stayed
+    # "unreachable: runner closed the connection", no alert).
+    system = Path("/usr/bin/python3")
+    probe = subprocess.run([str(system), "-c", "import sys, nvq_runner"], cwd="/",
+                           capture_output=True, text=True)
+    if not system.exists() or "No module named 'nvq_runner'" not in probe.stderr:
+        pytest.skip("needs a /usr/bin/python3 without nvq_runner")
+    nvq, nodes = mesh(1, managed_runner=True)
+    config = nvq.home / "config.toml"
+    config.write_text(config.read_text().replace(
+        "[nodes.env]", f'python = "{system}"\n[nodes.env]'))
+    job = nvq.submit("--gpus", "0", "--", "echo ran")
+    code, _ = nvq.wait(job["id"], timeout=120)
+    assert code == 0, nvq.json("queue", "nodes")
+    venv = nodes[0].home / "venv"
+    assert "/usr/bin" in (venv / "pyvenv.cfg").read_text()
+    runner_cmd = Path(f"/proc/{int((nodes[0].home / 'runner.pid').read_text())}/cmdline")
+    assert str(venv / "bin" / "python") in runner_cmd.read_bytes().replace(b"\0", b" ").decode()
+    # exec reaches the job through the same interpreter
+    sleeper = nvq.submit("--gpus", "0", "--", "sleep 600")
+    nvq.wait_for(sleeper["id"], lambda j: j["state"] == "running" and j["pid"])
+    r = nvq.run("job", "exec", str(sleeper["id"]), "--", "echo", "inside")
+    assert (r.code, r.out) == (0, "inside\n"), r.err
+    nvq.ok("job", "cancel", str(sleeper["id"]))

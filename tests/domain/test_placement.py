@@ -331,6 +331,8 @@ def reference(
         if g.schedulable
     }
     on_card = {(n.name, g.index): g.queue_jobs for n in nodes for g in n.gpus}
+    # Cards a job holds whole: none is placed there (their free counts as none).
+    held = {(n.name, g.index) for n in nodes for g in n.gpus if g.held}
     cpu = {n.name: n.cpu_jobs for n in nodes}
     running = {n.name: n.running_jobs for n in nodes}
     memory = {n.name: n.memory_free_mb for n in nodes}
@@ -375,12 +377,16 @@ def reference(
                 (-free[n.name, g.index], on_card[n.name, g.index], g.index)
                 for g in n.gpus
                 if g.schedulable and free[n.name, g.index] >= j.vram_mb
+                and (n.name, g.index) not in held
+                and not (j.whole and on_card[n.name, g.index])
             )
             return [index for *_, index in fitting[: j.gpus]] if len(fitting) >= j.gpus else None
 
         def load(n: NodeSlot) -> tuple[Fraction, int, str]:
             cards = [g for g in n.gpus if g.schedulable]
-            total_free = sum(max(0, free[n.name, g.index]) for g in cards)
+            total_free = sum(
+                max(0, free[n.name, g.index]) for g in cards if (n.name, g.index) not in held
+            )
             return (Fraction(running[n.name], max(1, len(cards))), -total_free, n.name)
 
         options = [(load(n), n) for n in matching if cards_for(n) is not None]
@@ -392,6 +398,8 @@ def reference(
         for index in chosen:
             free[best.name, index] -= j.vram_mb
             on_card[best.name, index] += 1
+            if j.whole:
+                held.add((best.name, index))
         if j.gpus == 0:
             cpu[best.name] += 1
         running[best.name] += 1
@@ -420,8 +428,9 @@ def clusters(draw: st.DrawFn) -> list[NodeSlot]:
             total = draw(st.sampled_from([8, 16, 24, 80])) * GiB
             foreign = draw(st.integers(0, total // GiB)) * GiB
             queue = draw(st.sampled_from([0, 0, 2 * GiB, 10 * GiB]))
+            jobs = draw(st.integers(0, 2))
             cards.append(GpuSlot(index, total, foreign, queue, draw(st.booleans() | st.just(True)),
-                                 queue_jobs=draw(st.integers(0, 2))))
+                                 queue_jobs=jobs, held=jobs > 0 and draw(st.booleans())))
         total_mem = draw(st.none() | st.sampled_from([32, 256]).map(lambda g: g * GiB))
         free_mem = None if total_mem is None else draw(st.integers(0, total_mem // GiB)) * GiB
         nodes.append(
@@ -454,6 +463,7 @@ def pendings(draw: st.DrawFn) -> list[PendingJob]:
             draw(st.sampled_from([0, 0, 0, 4 * GiB, 64 * GiB])),
             user=(who := draw(st.sampled_from(["alice", "bob", "carol"]))),
             account=who,
+            whole=draw(st.booleans()),
         )
         for i in range(count)
     ]
@@ -479,9 +489,14 @@ def residual_fits(
     used: Counter[tuple[str, int]] = Counter()
     cpu: Counter[str] = Counter()
     mem: Counter[str] = Counter()
+    taken: Counter[tuple[str, int]] = Counter()  # jobs placed on a card in the pass
+    held = {(n.name, g.index) for n in nodes for g in n.gpus if g.held}
     for p in placements:
         for index in p.gpus:
             used[p.node, index] += pending[p.job_id].vram_mb
+            taken[p.node, index] += 1
+            if pending[p.job_id].whole:
+                held.add((p.node, index))
         cpu[p.node] += pending[p.job_id].gpus == 0
         mem[p.node] += pending[p.job_id].memory_mb
     for n in nodes:
@@ -499,7 +514,8 @@ def residual_fits(
         free = [
             g.total_mb - g.foreign_mb - g.queue_mb - HEADROOM - used[n.name, g.index]
             for g in n.gpus
-            if g.schedulable
+            if g.schedulable and (n.name, g.index) not in held
+            and not (j.whole and g.queue_jobs + taken[n.name, g.index])
         ]
         if sum(f >= j.vram_mb for f in free) >= j.gpus:
             return True
@@ -551,6 +567,17 @@ def test_matches_reference_and_keeps_invariants(
         if j.gpus == 0:
             new_cpu[p.node] += 1
 
+    # A job holding cards whole got cards no queue job was on, held by none, and no
+    # other job of the pass went there; no job went to a card held at the start.
+    on_cards: Counter[tuple[str, int]] = Counter((p.node, i) for p in result.placements for i in p.gpus)
+    for p in result.placements:
+        n = by_name[p.node]
+        for index in p.gpus:
+            g = next(g for g in n.gpus if g.index == index)
+            assert not g.held
+            if by_id[p.job_id].whole:
+                assert g.queue_jobs == 0 and on_cards[p.node, index] == 1
+
     # Every card given work had room for all of it at the start of the pass.
     for (name, index), vram in new_vram.items():
         g = next(g for g in by_name[name].gpus if g.index == index)
@@ -560,7 +587,7 @@ def test_matches_reference_and_keeps_invariants(
 
     # A placed job never jumps a strictly higher-priority job of the same shape.
     def shape(j: PendingJob) -> tuple[object, ...]:
-        return (j.gpus, j.vram_mb, j.node, j.cuda, j.memory_mb)
+        return (j.gpus, j.vram_mb, j.node, j.cuda, j.memory_mb, j.whole)
 
     placed_ids = {p.job_id for p in result.placements}
     for p in result.placements:

@@ -30,6 +30,7 @@ def job_ls(
         None, "--since", help="Job ID and later, or submitted since a DATE or an age (2h)."
     ),
     user: str = typer.Option(None, "--user", help="Only this user's jobs."),
+    mine: bool = typer.Option(False, "--mine", help="Only your own jobs."),
     tag: str = typer.Option(None, "--tag", help="Only jobs with this tag."),
     as_json: bool = JsonOpt,
 ) -> int:
@@ -39,7 +40,7 @@ def job_ls(
     When jobs were left out the list says so. --json: always {"jobs": [...], "more": bool}."""
     from nvq.cli.job_window import window_request
 
-    window = window_request(states=state, held=held, user=user, tag=tag, array=array,
+    window = window_request(states=state, held=held, user=user, mine=mine, tag=tag, array=array,
                             since=since, limit=limit, every=every, active=active)
     return reads.job_window(window, as_json)
 

@@ -9,6 +9,7 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.jobs import lines
 from nvq.cli.render.output import emit
+from nvq.cli.selectors import MineOpt, StateOpt, TagOpt, UserOpt, counted, selection
 from nvq.client import Client
 from nvq.control.plain import listed
 from nvq.model import JobState
@@ -87,38 +88,63 @@ def job_priority(
 
 @on_job.command("pause")
 def job_pause(
-    job_ids: list[int] = typer.Argument(..., help="Job ids (array ids with --array)."),
+    job_ids: list[int] = typer.Argument(None, help="Job ids (array ids with --array)."),
     array: bool = typer.Option(False, "--array", help="Pause the arrays' waiting members."),
+    user: str = UserOpt,
+    mine: bool = MineOpt,
+    state: list[str] = StateOpt,
+    tag: str = TagOpt,
     as_json: bool = JsonOpt,
 ) -> int:
-    """Keep jobs queued but unassigned; a running one is stopped and comes back paused."""
-    jobs = Client().pause(job_ids, array=array)
-    emit(listed(c.Pause, jobs), as_json, lines(jobs, "paused"))
+    """Keep jobs queued but unassigned; a running one is stopped and comes back paused.
+
+    Without ids, --user/--mine/--state/--tag choose the live jobs you may change."""
+    chosen = selection(job_ids, user=user, mine=mine, states=state, tag=tag)
+    jobs = Client().pause(job_ids or [], array=array, select=chosen)
+    emit(listed(c.Pause, jobs), as_json, lines(jobs, "paused") if chosen is None else counted(jobs, "paused"))
     return 0
 
 
 @on_job.command("resume")
 def job_resume(
-    job_ids: list[int] = typer.Argument(..., help="Paused job ids (array ids with --array)."),
+    job_ids: list[int] = typer.Argument(
+        None, help="Paused job ids (array ids with --array)."
+    ),
     array: bool = typer.Option(False, "--array", help="Resume the arrays' paused members."),
+    user: str = UserOpt,
+    mine: bool = MineOpt,
+    tag: str = TagOpt,
     as_json: bool = JsonOpt,
 ) -> int:
-    """Put paused jobs back in line where they were."""
-    jobs = Client().resume(job_ids, array=array)
-    emit(listed(c.Resume, jobs), as_json, lines(jobs, "back in line"))
+    """Put paused jobs back in line where they were.
+
+    Without ids, --user/--mine/--tag choose the paused jobs you may change."""
+    chosen = selection(job_ids, user=user, mine=mine, states=[], tag=tag)
+    jobs = Client().resume(job_ids or [], array=array, select=chosen)
+    said = "back in line"
+    emit(listed(c.Resume, jobs), as_json, lines(jobs, said) if chosen is None else counted(jobs, said))
     return 0
 
 
 @on_job.command("cancel")
 def job_cancel(
-    job_ids: list[int] = typer.Argument(..., help="Job ids."),
+    job_ids: list[int] = typer.Argument(None, help="Job ids."),
     array: bool = typer.Option(
         False, "--array", help="The ids are arrays: cancel members not yet running."
     ),
+    user: str = UserOpt,
+    mine: bool = MineOpt,
+    state: list[str] = StateOpt,
+    tag: str = TagOpt,
     as_json: bool = JsonOpt,
 ) -> int:
-    """Cancel jobs; a running one's process group is killed."""
-    jobs = Client().cancel(job_ids, array=array)
+    """Cancel jobs; a running one's process group is killed.
+
+    Without ids, --user/--mine/--state/--tag choose the live jobs to cancel, of
+    those you may change (a member's: their own; `job cancel --user alice --state
+    pending`, as scancel -u). With ids they narrow the jobs named."""
+    chosen = selection(job_ids, user=user, mine=mine, states=state, tag=tag)
+    jobs = Client().cancel(job_ids or [], array=array, select=chosen)
     # A job not shown cancelled: the queue host's disk is full, the cancel waits there.
     said = [
         f"job {j.id} cancelled" if j.state is JobState.CANCELLED
@@ -129,20 +155,27 @@ def job_cancel(
         touched = {j.array_id for j in jobs}
         said += [
             f"array {a}: nothing to cancel, every member has ended"
-            for a in job_ids if a not in touched
+            for a in job_ids or [] if a not in touched
         ]
-    emit(listed(c.Cancel, jobs), as_json, "\n".join(said))
+    emit(listed(c.Cancel, jobs), as_json, "\n".join(said) if chosen is None else counted(jobs, "cancelled", said))
     return 0
 
 
 @on_job.command("release")
 def job_release(
-    job_ids: list[int] = typer.Argument(..., help="Held job ids."),
+    job_ids: list[int] = typer.Argument(None, help="Held job ids."),
+    user: str = UserOpt,
+    mine: bool = MineOpt,
+    tag: str = TagOpt,
     as_json: bool = JsonOpt,
 ) -> int:
-    """Run held jobs without the prerequisites that ended badly."""
-    jobs = Client().release(job_ids)
-    emit(listed(c.Release, jobs), as_json, "\n".join(f"job {j.id} released" for j in jobs))
+    """Run held jobs without the prerequisites that ended badly.
+
+    Without ids, --user/--mine/--tag choose the held jobs you may change."""
+    chosen = selection(job_ids, user=user, mine=mine, states=[], tag=tag)
+    jobs = Client().release(job_ids or [], select=chosen)
+    text = lines(jobs, "released") if chosen is None else counted(jobs, "released")
+    emit(listed(c.Release, jobs), as_json, text)
     return 0
 
 

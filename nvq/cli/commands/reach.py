@@ -23,17 +23,26 @@ on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 def job_exec(
     job_id: int = typer.Argument(..., help="A running job."),
     command: list[str] = typer.Argument(None, help="The command, after -- (default: a shell)."),
+    tty: bool = typer.Option(
+        False, "--tty", "-t", help="A terminal even when stdin is not one (as ssh -t)."
+    ),
 ) -> int:
     """A shell, or one command, inside a running job: its node, cards, environment and
-    directory. The job is not touched; this ends with the command's exit code."""
+    directory. The job is not touched; this ends with the command's exit code.
+
+    On a terminal (stdin is one, or -t) it runs on a pty; otherwise, as `docker exec`
+    without -t, stdout and stderr stay apart and stdin is passed through as it is."""
     from nvq import control as c
     from nvq.cli.terminal import run_session, window
     from nvq.client import Client
 
     body = "" if not command else command[0] if len(command) == 1 else shlex.join(command)
     rows, cols = window()
-    sock = Client().open_stream(c.Exec(id=job_id, command=body, rows=rows, cols=cols))
-    done = run_session(sock, placed_at_once=True, quiet=True)
+    on_pty = tty or sys.stdin.isatty()
+    sock = Client().open_stream(
+        c.Exec(id=job_id, command=body, rows=rows, cols=cols, tty=on_pty)
+    )
+    done = run_session(sock, placed_at_once=True, quiet=True, pty=on_pty)
     if done.error:
         print(f"nvq: {done.error}", file=sys.stderr)
     return done.exit_code

@@ -89,17 +89,18 @@ def jobs_table(jobs: Sequence[Job], unreachable: Collection[str] = ()) -> str:
             str(j.id),
             "unreachable" if j.state == "running" and j.node in unreachable else state_label(j),
             clip(j.name, 24),
+            clip(j.user, 12),
             job_where(j),
             format_mib(j.vram_mb) if j.vram_mb else "-",
             runtime(j),
             clip(why[1] if why else (j.progress or j.reason), 40),
         ]
         if with_reasons:
-            row.insert(6, why[0] if why else "")
+            row.insert(7, why[0] if why else "")
         rows.append(row)
-    header = ["ID", "STATE", "NAME", "WHERE", "VRAM", "RUNTIME", "PROGRESS"]
+    header = ["ID", "STATE", "NAME", "USER", "WHERE", "VRAM", "RUNTIME", "PROGRESS"]
     if with_reasons:
-        header.insert(6, "REASON")
+        header.insert(7, "REASON")
     return table(header, rows)
 
 

@@ -41,7 +41,7 @@ def world_lines(job: Job, *, env: bool = False) -> list[str]:
         if env:
             out.extend(f"    {name}={value}" for name, value in sorted(masked(job.env).items()))
     for item in job.env_dropped:
-        out.append(f"  not carried to {job.node}: {item}")
+        out.append(f"  not carried to {_last_node(job)}: {item}")
     if job.written:
         from nvq.world.snapshot import format_size  # pathspec: only when needed
 
@@ -52,3 +52,12 @@ def world_lines(job: Job, *, env: bool = False) -> list[str]:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(f.mtime))
             out.append(f"    {f.path:<{width}}  {format_size(f.size):>9}  {when}")
     return out
+
+
+def _last_node(job: Job) -> str:
+    """Where the environment met the node: the job's node, or for a job back in line
+    (preempted, moved, requeued: it has none) its last attempt's."""
+    if job.node:
+        return job.node
+    ran = [getattr(a, "node", None) for a in getattr(job, "attempts", None) or []]
+    return next((n for n in reversed(ran) if n), "its node")

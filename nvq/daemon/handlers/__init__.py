@@ -164,7 +164,8 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Backup: admin("back up the queue"),
     c.StopDaemon: admin("stop the daemon"),
     c.Reload: admin("reload the config"),
-    c.Purge: admin("purge jobs"),
+    # anyone's: the handler purges a member's own finished jobs, an admin's everyone's
+    c.Purge: ANYONE,
     c.Subscribe: ANYONE,
     c.Why: ANYONE,
     c.Report: ANYONE,

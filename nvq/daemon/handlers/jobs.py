@@ -13,6 +13,7 @@ import anyio
 import msgspec
 
 from nvq import control as c
+from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, map_exceptions
@@ -23,7 +24,7 @@ from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.daemon.held import locked
 from nvq.daemon.state import LIVE_STATES
 from nvq.daemon.unreachable import reassign_times
-from nvq.domain import attempts, request
+from nvq.domain import attempts, request, selection
 from nvq.domain.validate import check_note
 from nvq.model import Job, JobRecord, JobState, NewEvent, Tx
 from nvq.store.windows import JobFilter
@@ -89,7 +90,9 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
         if problem is not None:
             raise BadRequest(f"job {job.id}'s note {problem}")
         new = request.asking(job, note=text)
-        await held.commit(Tx(jobs=[new], events=[NewEvent("job_note", job.id, None, {})]))
+        # Who wrote it: an admin may change a member's note.
+        event = NewEvent("job_note", job.id, None, {"by": user})
+        await held.commit(Tx(jobs=[new], events=[event]))
         return request.view_of(new)
 
 
@@ -104,7 +107,8 @@ async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
         ):
             value = msgspec.json.decode(req.set_json)
         new = msgspec.structs.replace(job, result=value)
-        await held.commit(Tx(jobs=[new], events=[NewEvent("job_result_set", job.id, None, {})]))
+        event = NewEvent("job_result_set", job.id, None, {"by": user})
+        await held.commit(Tx(jobs=[new], events=[event]))
         return value
 
 
@@ -159,7 +163,9 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
         if req.ids is not None:
             chosen = set(req.ids)
             ids = [i for i in ids if i in chosen]
-        if ids and user not in state.config.queue.admins:
+        # A member forgets their own jobs; an admin (the queue's owner among them)
+        # everyone's, as `job purge --help` says.
+        if ids and user not in queue_admins(state):
             mine = await state.store.jobs(ids=ids)
             ids = [j.id for j in mine if j.user == user]
         if req.dry_run:
@@ -182,11 +188,8 @@ def _states(names: list[str] | None) -> frozenset[JobState]:
     that is not one and the states there are."""
     if not names:
         return frozenset(JobState)
-    known = {s.value: s for s in JobState}
-    for name in names:
-        if name not in known:
-            raise BadRequest(f"--state {name!r} is not a job state; states are {', '.join(known)}")
-    return frozenset(known[name] for name in names)
+    with map_exceptions({ValueError: BadRequest}):
+        return selection.parse_states(names)
 
 
 async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
@@ -194,8 +197,10 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     if req.limit is not None and req.limit < 1:
         raise BadRequest(f"--limit must be at least 1, not {req.limit}")
     wanted = _states(req.states) & LIVE_STATES if req.active else _states(req.states)
+    if req.mine and req.user is not None and req.user != user:
+        raise BadRequest("give --user NAME or --mine, not both")
     flt = JobFilter(
-        user=req.user,
+        user=user if req.mine else req.user,
         tag=req.tag,
         array=req.array,
         since_id=req.since_id,

@@ -46,7 +46,11 @@ async def open_logs(
     `RequestError` before the first chunk when there is nothing to read, or after it
     when the node goes away."""
     job = await state.get_job(job_id)
-    if attempt is not None and attempt != job.attempt:
+    if attempt is None and not follow and job.node is None and job.attempt:
+        attempt = job.attempt  # waiting to run again (preempted, moved): its last attempt
+    # An attempt that has ended: one before the current, or the current one of a job
+    # back in line (it has no node until its next attempt starts).
+    if attempt is not None and (attempt != job.attempt or job.node is None):
         if stream != "setup" and _has_copy(state, job.id, attempt):
             return _from_copy(
                 state, job.id, attempt, stream, lines, follow=False, marks=marks, ended=True

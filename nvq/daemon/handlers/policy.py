@@ -1,5 +1,6 @@
 """`nvq job cancel|release|requeue|priority|pause|resume`: moving jobs through their
-states or along the line. Each one locks, finds the jobs, and applies one pure
+states or along the line. Each one locks, finds the jobs (those named, or those its
+selectors choose: `--user`, `--mine`, `--state`, `--tag`), and applies one pure
 transition to them (`nvq.daemon.apply`)."""
 
 from __future__ import annotations
@@ -8,20 +9,24 @@ import time
 from collections.abc import Iterable
 
 from nvq import control as c
-from nvq.daemon.apply import apply, check_allowed
+from nvq.daemon.apply import apply, check_allowed, queue_admins
 from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest, map_exceptions
+from nvq.daemon.errors import USER_ERRORS, BadRequest, map_exceptions
 from nvq.daemon.held import locked
 from nvq.daemon.later import unless_disk_full
 from nvq.daemon.pinning import lane_tail
 from nvq.daemon.placing import dependency_states
-from nvq.daemon.state import State
-from nvq.domain import deps, ordering, request, transitions
+from nvq.daemon.state import LIVE_STATES, State
+from nvq.domain import deps, ordering, request, selection, transitions
 from nvq.domain import requeue as requeueing
 from nvq.domain.transitions import TransitionError
 from nvq.model import Job, JobRecord, JobState, Outcome
 
 WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
+# The states each bulk action takes a job in (a selection skips the rest).
+CANCELLABLE = LIVE_STATES
+RELEASABLE = frozenset({JobState.HELD})
+RESUMABLE = frozenset({JobState.PAUSED})
 
 
 async def named_jobs(
@@ -40,12 +45,47 @@ async def named_jobs(
     return out
 
 
+async def chosen_jobs(
+    state: State,
+    ids: list[int],
+    *,
+    array: bool,
+    select: c.JobSelection | None,
+    user: str,
+    action: str,
+    states: frozenset[JobState],
+) -> list[JobRecord]:
+    """The jobs a request acts on: the ones it names (`named_jobs`), narrowed by its
+    selectors; with selectors and no ids, the live jobs they choose of those `user`
+    may change (`nvq.domain.selection`)."""
+    if select is None:
+        return await named_jobs(state, ids, array, states)
+    if not ids:
+        if array:
+            raise BadRequest("--array takes array ids: give one")
+        pool = list(state.jobs.values())
+    else:
+        pool = await named_jobs(state, ids, array, states)
+    with map_exceptions({**USER_ERRORS, ValueError: BadRequest}):
+        return selection.select(
+            pool, user=select.user, mine=select.mine, states=select.states, tag=select.tag,
+            asker=user, admins=queue_admins(state), action=action, applies_to=states,
+            named=bool(ids),
+        )
+
+
 async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
     """The cancelled jobs; while the queue host's disk is full, at once the jobs as they
     stand (not yet cancelled), the cancel landing when the disk has room."""
     state, now = ctx.state, time.time()
     # With --array: every member not yet running.
-    ids = [j.id for j in await named_jobs(state, req.ids, True, WAITING)] if req.array else req.ids
+    named = await chosen_jobs(
+        state, req.ids, array=req.array, select=req.select, user=user, action="cancel",
+        states=WAITING if req.array else CANCELLABLE,
+    )
+    ids = [j.id for j in named]
+    if not ids:
+        return []
 
     def cancel_one(job: JobRecord) -> Outcome:
         return transitions.cancel(job, now=now, by=user)
@@ -61,6 +101,8 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
     async def write() -> list[JobRecord]:
         async with locked(state) as held:
             jobs = [await state.get_job(i) for i in ids]
+            if req.select is not None:  # a selected job that ended meanwhile is not refused
+                jobs = [j for j in jobs if not j.state.finished]
             return await apply(held, jobs, cancel_one, by=user, action="cancel")
 
     what = f"cancel of {', '.join(map(str, ids))} by {user}"
@@ -71,7 +113,10 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
 async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
     state = ctx.state
     async with locked(state) as held:
-        jobs = [await state.get_job(i) for i in req.ids]
+        jobs = await chosen_jobs(
+            state, req.ids, array=False, select=req.select, user=user, action="release",
+            states=RELEASABLE,
+        )
         states = await dependency_states(state, jobs)
 
         def release_one(job: JobRecord) -> Outcome:
@@ -143,8 +188,10 @@ async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
 async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
     state, now = ctx.state, time.time()
     async with locked(state) as held:
-        jobs = await named_jobs(
-            state, req.ids, req.array, frozenset({JobState.PENDING, JobState.HELD})
+        jobs = await chosen_jobs(
+            state, req.ids, array=req.array, select=req.select, user=user, action="pause",
+            states=transitions.PAUSABLE if req.select and not req.array
+            else frozenset({JobState.PENDING, JobState.HELD}),
         )
 
         def pause_one(job: JobRecord) -> Outcome:
@@ -156,7 +203,10 @@ async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
 async def resume(ctx: Context, req: c.Resume, user: str) -> list[Job]:
     state = ctx.state
     async with locked(state) as held:
-        jobs = await named_jobs(state, req.ids, req.array, frozenset({JobState.PAUSED}))
+        jobs = await chosen_jobs(
+            state, req.ids, array=req.array, select=req.select, user=user, action="resume",
+            states=RESUMABLE,
+        )
 
         def resume_one(job: JobRecord) -> Outcome:
             return transitions.resume(job, by=user)

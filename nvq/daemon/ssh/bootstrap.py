@@ -25,10 +25,12 @@ A runner already running on the node keeps its old code until it is restarted
 (``<home>/venv/bin/python -m nvq_runner stop --home <home>``; jobs keep running):
 `BootstrapResult.installed` tells the caller that a restart is due.
 
-Which interpreter the daemon runs on a node (`runner_python`): `node.python` when the
-config sets it to anything but its default ``python3`` (the user manages that
-interpreter and nvq_runner in it), else ``<home>/venv/bin/python``, the bootstrapped
-venv. Bootstrap always uses `node.python` as the venv's base interpreter.
+Which interpreter the daemon runs on a node (`runner_python`): ``<home>/venv/bin/python``,
+the bootstrapped venv, when `node.python` is its default ``python3``; a `node.python`
+the config sets is asked at the first connection whether it imports nvq_runner
+(`opener.imports_runner`): used as is when it does, else it is the venv's base like
+``python3`` (`opener.runner_node` remembers which). Bootstrap always uses
+`node.python` as the venv's base interpreter.
 
 Every failure is a `BootstrapError` (a `NodeUnreachable`): one line naming the node, the
 step and the tail of what went wrong, e.g. ``node gpu1 (10.0.0.5:22): bootstrap failed
