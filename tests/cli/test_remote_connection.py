@@ -1,0 +1,137 @@
+"""`[remote]` calls share one SSH connection to the queue host (OpenSSH connection
+sharing): the first call logs in and leaves a master holding the connection; the next
+ones are sessions on it. Checked against a real sshd: once the master is up, the
+queue host's sshd may stop accepting connections and calls still go through."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from nvq.config import load_config
+from nvq.remote_share import MAX_PATH, alive, control_path
+from tests.cli.test_remote import eventually, make_pair, stop_shared_connection, trio  # noqa: F401
+from tests.cluster import Nvq
+from tests.harness.fixtures import SshdNodesFactory
+from tests.harness.sshd import SshdNode
+
+
+def shared_socket(laptop: Nvq) -> str:
+    cfg = load_config(laptop.home).remote
+    assert cfg is not None
+    path = control_path(cfg, str(laptop.home))
+    assert path is not None
+    return path
+
+
+def masters(path: str) -> list[int]:
+    """The ssh masters holding the connection whose control socket is `path`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"-M" in argv and f"ControlPath={path}".encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def test_calls_share_one_connection_that_outlives_the_listener(
+    trio: tuple[Nvq, Nvq, SshdNode],  # noqa: F811
+) -> None:
+    host, laptop, node = trio
+    first = laptop.json("queue", "status")
+    assert first["daemon"]["home"] == str(host.home)
+    path = shared_socket(laptop)
+    assert alive(path)
+    where = os.lstat(os.path.dirname(path))
+    assert stat.S_IMODE(where.st_mode) == 0o700 and len(path.encode()) <= MAX_PATH
+    # New connections are refused from here on: only the shared one can carry calls.
+    node.stop()
+    job = laptop.submit("--gpus", "0", "--no-snapshot", "--", "sh", "-c", "echo hi; exit 3")
+    there = laptop.run("job", "wait", str(job["id"]), "--json")
+    here = host.run("job", "wait", str(job["id"]), "--json")
+    assert (there.code, there.out, there.err) == (here.code, here.out, here.err) and there.code == 1
+    assert laptop.ok("job", "logs", str(job["id"])).out == "hi\n"
+    assert len(masters(path)) == 1
+
+
+def test_a_dead_master_is_replaced_and_first_calls_start_one(
+    trio: tuple[Nvq, Nvq, SshdNode],  # noqa: F811
+) -> None:
+    host, laptop, _ = trio
+    laptop.ok("job", "ls")
+    path = shared_socket(laptop)
+    (master,) = masters(path)
+    os.kill(master, signal.SIGKILL)  # its socket stays behind, refusing
+    eventually(lambda: not alive(path), "the killed master stops answering")
+    assert os.path.exists(path)
+    assert laptop.json("queue", "status")["daemon"]["home"] == str(host.home)
+    assert alive(path) and len(masters(path)) == 1
+
+    # Several first calls at once: one starts the master, all use it, none complains.
+    stop_shared_connection(laptop)
+    assert not alive(path)
+    results: list[tuple[int, str, str]] = []
+
+    def call() -> None:
+        r = laptop.run("job", "ls", "--json")
+        results.append((r.code, r.out, r.err))
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [(code, err) for code, _, err in results] == [(0, "")] * 4
+    assert all(json.loads(out) == {"jobs": [], "more": False} for _, out, _ in results)
+    assert len(masters(path)) == 1
+
+
+def test_known_hosts_is_still_checked_with_a_connection_open(
+    trio: tuple[Nvq, Nvq, SshdNode],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    _, laptop, node = trio
+    laptop.ok("job", "ls")
+    # The same host with a known_hosts that does not know it: a connection of its own,
+    # refused, although one to the same host, port and user is open.
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    config = laptop.home / "config.toml"
+    trusted = config.read_text()
+    config.write_text(trusted.replace(json.dumps(str(node.known_hosts)), json.dumps(str(empty))))
+    r = laptop.run("job", "ls")
+    assert r.code == 255 and r.out == ""
+    assert r.err.strip().endswith(f"nvq: cannot reach the queue host {node.host} over ssh")
+    config.write_text(trusted)
+    assert laptop.run("job", "ls").code == 0
+
+
+def test_a_home_too_long_for_a_socket_keeps_it_in_the_runtime_directory(
+    tmp_path: Path, sshd_nodes: SshdNodesFactory,
+) -> None:
+    (node,) = sshd_nodes(1)
+    host, laptop = make_pair(tmp_path, node, laptop_at=tmp_path / ("long-" * 12) / "laptop")
+    runtime = Path(tempfile.mkdtemp(prefix="nvq-rt-"))
+    laptop.env["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        assert len(str(laptop.home / "ssh" / ("x" * 16)).encode()) > 107
+        assert laptop.json("queue", "status")["daemon"]["home"] == str(host.home)
+        (sock,) = [p for p in (runtime / "nvq-ssh").iterdir() if p.is_socket()]
+        assert alive(str(sock))
+        assert stat.S_IMODE((runtime / "nvq-ssh").stat().st_mode) == 0o700
+        subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", node.host],
+                       capture_output=True, check=False)
+    finally:
+        laptop.shutdown()
+        host.shutdown()
+        shutil.rmtree(runtime, ignore_errors=True)
