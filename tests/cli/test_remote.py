@@ -128,6 +128,12 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
     # --local: this one command runs against the laptop's own queue.
     mine = laptop.json("--local", "queue", "status")
     assert mine["daemon"]["home"] == str(laptop.home)
+    # only before the command words: after them it is no option of `job ls`, said so
+    # by the queue host, rather than quietly taken as the opt-out
+    for args in (("job", "ls", "--local"), ("job", "ls", "--local", "--json")):
+        there, here = laptop.run(*args), host.run(*args)
+        assert (there.code, there.out, there.err) == (here.code, here.out, here.err), args
+        assert there.code == 2 and "--local" in there.err + there.out
 
 
 def test_logs_follow_streams_through_ssh(pair: tuple[Nvq, Nvq], tmp_path: Path) -> None:
