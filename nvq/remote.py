@@ -163,7 +163,7 @@ def ssh_argv(
     # the exception: it wants one)
     args = ["ssh", "-t" if tty else "-T", *connect_options(cfg)]
     if control is not None:
-        args += share_options(control)
+        args += share_options(cfg, control)
     if not stdin:
         args.append("-n")
     return [*args, cfg.host, command]
@@ -177,7 +177,7 @@ def connection(cfg: RemoteConfig, home: Path) -> str | None:
     if path is None:
         return None
     try:
-        ensure_master(path, connect_options(cfg), cfg.host)
+        ensure_master(cfg, path, connect_options(cfg))
     except MasterFailed as exc:
         report(exc)
         if exc.code == SSH_UNREACHABLE:

@@ -1,6 +1,8 @@
 """One SSH connection to the queue host, shared by every `[remote]` call (OpenSSH's
 connection sharing): the first call starts a master (`ssh -M -N -f`) that holds the
-connection and stays `PERSIST` seconds after its last session; every call is then a
+connection and stays `[remote] keep_connection` (default 5 minutes: long enough that
+an agent's or a person's run of commands shares one login, short enough that nothing
+lingers long after the last one) after its last session; every call is then a
 session on that open connection instead of a TCP connect, key exchange and login.
 
 The control socket lives in a private (0700) directory: `$NVQ_HOME/ssh`, or, where that
@@ -27,9 +29,6 @@ TYPE_CHECKING = False  # not from typing: every forwarded CLI call imports this 
 if TYPE_CHECKING:
     from nvq.config import RemoteConfig
 
-# An idle master's life: long enough that an agent's or a person's run of commands
-# shares one login, short enough that nothing lingers long after the last one.
-PERSIST_S = 300
 # A master whose peer vanished (the laptop slept, the network changed) ends after this
 # many unanswered keepalives, rather than holding calls on a dead connection.
 ALIVE_INTERVAL_S = 10
@@ -75,7 +74,10 @@ def private_dir(path: str) -> bool:
 
 
 def control_path(cfg: RemoteConfig, home: str) -> str | None:
-    """The control socket's path, in the first private directory short enough."""
+    """The control socket's path, in the first private directory short enough (None:
+    sharing is off, or has no place)."""
+    if cfg.keep_connection <= 0:
+        return None
     name = socket_name(cfg)
     for directory in control_dir_candidates(home):
         path = os.path.join(directory, name)
@@ -96,11 +98,14 @@ def alive(path: str) -> bool:
     return True
 
 
-def share_options(path: str) -> list[str]:
+def persist(cfg: RemoteConfig) -> str:
+    return f"ControlPersist={max(1, round(cfg.keep_connection))}"
+
+
+def share_options(cfg: RemoteConfig, path: str) -> list[str]:
     """What makes an ssh call a session on the master at `path` (or, should that master
     be gone by then, a connection of its own that later calls share)."""
-    return ["-o", "ControlMaster=auto", "-o", f"ControlPath={path}",
-            "-o", f"ControlPersist={PERSIST_S}"]
+    return ["-o", "ControlMaster=auto", "-o", f"ControlPath={path}", "-o", persist(cfg)]
 
 
 class MasterFailed(Exception):
@@ -112,7 +117,7 @@ class MasterFailed(Exception):
         self.stderr = stderr
 
 
-def ensure_master(path: str, connect: list[str], host: str) -> None:
+def ensure_master(cfg: RemoteConfig, path: str, connect: list[str]) -> None:
     """A master on `path`, started with the connection options `connect` unless one
     answers already. Raises MasterFailed when it cannot connect."""
     if alive(path):
@@ -129,10 +134,10 @@ def ensure_master(path: str, connect: list[str], host: str) -> None:
             pass
         argv = [
             "ssh", "-M", "-N", "-f", *connect,
-            "-o", f"ControlPath={path}", "-o", f"ControlPersist={PERSIST_S}",
+            "-o", f"ControlPath={path}", "-o", persist(cfg),
             "-o", f"ServerAliveInterval={ALIVE_INTERVAL_S}",
             "-o", f"ServerAliveCountMax={ALIVE_COUNT}",
-            host,
+            cfg.host,
         ]
         # -f: ssh returns once logged in, the master living on detached (its stdio
         # /dev/null, in a session of its own, so a Ctrl-C here does not reach it)

@@ -135,3 +135,17 @@ def test_a_home_too_long_for_a_socket_keeps_it_in_the_runtime_directory(
         laptop.shutdown()
         host.shutdown()
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_keep_connection_0_logs_in_for_each_call(
+    trio: tuple[Nvq, Nvq, SshdNode],  # noqa: F811
+) -> None:
+    host, laptop, node = trio
+    config = laptop.home / "config.toml"
+    config.write_text(config.read_text() + "keep_connection = 0\n")
+    assert laptop.json("queue", "status")["daemon"]["home"] == str(host.home)
+    cfg = load_config(laptop.home).remote
+    assert cfg is not None and control_path(cfg, str(laptop.home)) is None
+    node.stop()  # nothing holds a connection open: the next call cannot log in
+    r = laptop.run("job", "ls")
+    assert r.code == 255 and r.err.strip().endswith("over ssh")
