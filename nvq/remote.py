@@ -178,6 +178,8 @@ def connection(cfg: RemoteConfig, home: Path) -> str | None:
         return None
     try:
         ensure_master(cfg, path, connect_options(cfg))
+    except FileNotFoundError:
+        raise RemoteError("[remote] needs the ssh client, and none is installed") from None
     except MasterFailed as exc:
         report(exc)
         if exc.code == SSH_UNREACHABLE:
@@ -189,12 +191,16 @@ def connection(cfg: RemoteConfig, home: Path) -> str | None:
 def shared_connection(cfg: RemoteConfig, home: Path) -> str | None:
     """`connection` for a command that runs here (`job pull`, `job forward`, `web`):
     an unreachable queue host ends it with ssh's status."""
+    import typer
+
+    from nvq.cli.params import CliError
+
     try:
         return connection(cfg, home)
     except ForwardedExit as exc:
-        import typer
-
         raise typer.Exit(exc.code) from None
+    except RemoteError as exc:
+        raise CliError(str(exc), 2) from None
 
 
 def jump_command(cfg: RemoteConfig) -> str:
