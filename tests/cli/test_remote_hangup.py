@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -87,5 +88,5 @@ def test_a_killed_laptop_call_ends_its_command_there(
         there = eventually(lambda: on_queue_host(host, "job", "logs"), "logs -f runs there")
         os.kill(proc.pid, sig)
         proc.wait(timeout=60)
-        eventually(lambda pids=there: gone(pids), f"logs -f ended there after {sig.name}")
+        eventually(partial(gone, there), f"logs -f ended there after {sig.name}")
     laptop.ok("job", "cancel", str(job["id"]))
