@@ -80,7 +80,7 @@ def main() -> None:
         assert cfg is not None
         path = control_path(cfg, str(laptop.home))
         assert path is not None, "no private place for the control socket"
-        floor = ["ssh", "-T", *connect_options(cfg), *share_options(cfg, path), "-n", cfg.host, "true"]
+        floor = ["ssh", "-T", *share_options(path), *connect_options(cfg), "-n", cfg.host, "true"]
         timed(nvq, laptop.env)  # the master starts here
         connection(cfg, laptop.home)
         times: dict[str, list[float]] = {

@@ -161,9 +161,8 @@ def ssh_argv(
     shared connection (nvq.remote_share)."""
     # no PTY: stdout and stderr stay apart, bytes pass unchanged (a terminal command is
     # the exception: it wants one)
-    args = ["ssh", "-t" if tty else "-T", *connect_options(cfg)]
-    if control is not None:
-        args += share_options(cfg, control)
+    args = ["ssh", "-t" if tty else "-T",
+            *(share_options(control) if control is not None else []), *connect_options(cfg)]
     if not stdin:
         args.append("-n")
     return [*args, cfg.host, command]

@@ -13,6 +13,7 @@ link). Its name is a hash of every setting that decides the connection, so a cha
 (refusing connections): it is removed and a new master started. Concurrent first calls
 queue on a lock beside the socket, so one of them starts the master and the others use
 it (ssh's own `ControlMaster=auto` race prints an error and connects separately).
+Every call but the master's is `ControlMaster=no`: it never becomes a master itself.
 
 Where no private directory can be had, calls connect each on their own, as before.
 """
@@ -102,10 +103,14 @@ def persist(cfg: RemoteConfig) -> str:
     return f"ControlPersist={max(1, round(cfg.keep_connection))}"
 
 
-def share_options(cfg: RemoteConfig, path: str) -> list[str]:
-    """What makes an ssh call a session on the master at `path` (or, should that master
-    be gone by then, a connection of its own that later calls share)."""
-    return ["-o", "ControlMaster=auto", "-o", f"ControlPath={path}", "-o", persist(cfg)]
+def share_options(path: str) -> list[str]:
+    """What makes an ssh call a session on the master at `path`. Given before the
+    connection's options: ssh takes an option's first value, and these calls say
+    nothing of their own. The master connected with the same settings moments ago; what
+    ssh would say here is that a session was refused (more at once than the server's
+    MaxSessions, 10 by default, or the master gone meanwhile), after which it connects
+    on its own, as it must, and the command runs all the same."""
+    return ["-o", "LogLevel=QUIET", "-o", "ControlMaster=no", "-o", f"ControlPath={path}"]
 
 
 class MasterFailed(Exception):

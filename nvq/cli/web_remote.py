@@ -76,7 +76,7 @@ def serve_through_queue_host(host: str, port: int, new_token: bool, as_json: boo
         print(url, flush=True)
         print(f"the page is served on {cfg.host} and reached through this machine; "
               "Ctrl-C stops it", file=sys.stderr, flush=True)
-    relay = ["ssh", "-T", *connect_options(cfg), *(share_options(cfg, control) if control else []),
+    relay = ["ssh", "-T", *(share_options(control) if control else []), *connect_options(cfg),
              "-W", f"127.0.0.1:{there['port']}", cfg.host]
     ended: list[int] = []
 

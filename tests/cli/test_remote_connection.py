@@ -11,6 +11,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from nvq.config import load_config
 from nvq.remote_share import MAX_PATH, alive, control_path
 from tests.cli.test_remote import eventually, make_pair, stop_shared_connection, trio  # noqa: F401
+from tests.cli.test_remote_hangup import on_queue_host
 from tests.cluster import Nvq
 from tests.harness.fixtures import SshdNodesFactory
 from tests.harness.sshd import SshdNode
@@ -149,3 +151,25 @@ def test_keep_connection_0_logs_in_for_each_call(
     node.stop()  # nothing holds a connection open: the next call cannot log in
     r = laptop.run("job", "ls")
     assert r.code == 255 and r.err.strip().endswith("over ssh")
+
+
+def test_more_calls_at_once_than_the_server_allows_sessions_all_run_quietly(
+    trio: tuple[Nvq, Nvq, SshdNode],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    host, laptop, node = trio
+    node.configure("Match all", "MaxSessions 2")  # OpenSSH's default is 10
+    gate = tmp_path / "gate"
+    job = laptop.submit("--gpus", "0", "--no-snapshot", "--", "sh", "-c",
+                        f"while [ ! -e {gate} ]; do sleep 0.05; done; echo out")
+    waits = [
+        subprocess.Popen([sys.executable, "-m", "nvq", "job", "wait", str(job["id"]), "--json"],
+                         env=laptop.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    # all four wait there at once: two on the shared connection, two on their own
+    eventually(lambda: len(on_queue_host(host, "job", "wait")) == 4, "four waits run there")
+    gate.touch()
+    results = [(w.wait(timeout=120), *w.communicate()) for w in waits]
+    assert {(code, err) for code, _, err in results} == {(0, b"")}
+    assert len({out for _, out, _ in results}) == 1
