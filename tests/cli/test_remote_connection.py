@@ -171,5 +171,10 @@ def test_more_calls_at_once_than_the_server_allows_sessions_all_run_quietly(
     eventually(lambda: len(on_queue_host(host, "job", "wait")) == 4, "four waits run there")
     gate.touch()
     results = [(w.wait(timeout=120), *w.communicate()) for w in waits]
-    assert {(code, err) for code, _, err in results} == {(0, b"")}
+    assert [code for code, _, _ in results] == [0] * 4
     assert len({out for _, out, _ in results}) == 1
+    # ssh said nothing of the refused sessions (the login shell there may: this
+    # machine's .bashrc runs `pyenv init`, whose rehash races when shells start at once)
+    said = [line for _, _, err in results for line in err.decode().splitlines()
+            if "mux_client" in line or "ControlSocket" in line or line.startswith("ssh:")]
+    assert said == []
