@@ -77,3 +77,26 @@ def test_web_over_remote_prints_a_url_of_this_machine(
     eventually(lambda: gone(there), "the page stopped on the queue host")
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(doc["url"], timeout=30)
+
+
+def test_web_over_remote_ends_when_the_page_there_does(
+    trio: tuple[Nvq, Nvq, SshdNode],  # noqa: F811
+) -> None:
+    host, laptop, _ = trio
+    web = subprocess.Popen(
+        [sys.executable, "-m", "nvq", "web", "--port", "0"], env=laptop.env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )
+    try:
+        assert web.stdout is not None
+        url = web.stdout.readline()
+        assert url.startswith("http://127.0.0.1:") and "token=" in url
+        (there,) = on_queue_host(host, "web")
+        os.kill(there, signal.SIGKILL)  # the queue host's page is gone
+        assert web.wait(timeout=60) != 0
+    finally:
+        if web.poll() is None:
+            os.killpg(web.pid, signal.SIGKILL)
+    assert web.stderr is not None
+    assert "reached through this machine" in web.stderr.read()
