@@ -13,6 +13,8 @@ round-robin, with:
   the queue host's sshd and the login shell it runs every command through (on this
   machine root's `.bashrc` runs `pyenv init`), the part of a remote call nvq cannot
   remove while it runs commands through sshd;
+* `login_floor`: `true` over a connection of its own, no nvq: the connect, key
+  exchange and login that sharing removes, plus the same shell;
 * `local`: the read on the queue host.
 
 `remote_minus_local_p50_ms` is the gap the goal (within 30 ms) is about;
@@ -81,15 +83,18 @@ def main() -> None:
         path = control_path(cfg, str(laptop.home))
         assert path is not None, "no private place for the control socket"
         floor = ["ssh", "-T", *share_options(path), *connect_options(cfg), "-n", cfg.host, "true"]
+        login = ["ssh", "-T", *connect_options(cfg), "-n", cfg.host, "true"]
         timed(nvq, laptop.env)  # the master starts here
         connection(cfg, laptop.home)
         times: dict[str, list[float]] = {
-            "local": [], "remote_shared": [], "remote_unshared": [], "session_floor": []}
+            "local": [], "remote_shared": [], "remote_unshared": [], "session_floor": [],
+            "login_floor": []}
         for _ in range(args.runs):
             times["local"].append(timed(nvq, host.env))
             times["remote_shared"].append(timed(nvq, laptop.env))
             times["remote_unshared"].append(timed(nvq, unshared.env))
             times["session_floor"].append(timed(floor))
+            times["login_floor"].append(timed(login))
         doc: dict[str, object] = {"bench": "remote_latency", "machine": machine()}
         for name, values in times.items():
             doc[name] = summary_ms(values)
