@@ -306,6 +306,12 @@ def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
         return [argv[0], WEB_FLAG, *argv[1:]], None
     try:
         control = connection(cfg, home)
+        from nvq.remote_reads import read_here
+
+        session = ssh_argv(cfg, "", stdin=False, control=control)[:-1]
+        code = read_here(cfg, control, argv, session)
+        if code is not None:  # answered here, through the queue host's daemon socket
+            return argv, code
         return argv, forward(cfg, with_submit_world(argv, config.submit, cfg, home, control),
                              control)
     except ForwardedExit as exc:

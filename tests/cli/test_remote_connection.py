@@ -129,7 +129,7 @@ def test_a_home_too_long_for_a_socket_keeps_it_in_the_runtime_directory(
     try:
         assert len(str(laptop.home / "ssh" / ("x" * 16)).encode()) > 107
         assert laptop.json("queue", "status")["daemon"]["home"] == str(host.home)
-        (sock,) = [p for p in (runtime / "nvq-ssh").iterdir() if p.is_socket()]
+        (sock,) = [p for p in (runtime / "nvq-ssh").iterdir() if "." not in p.name]
         assert alive(str(sock))
         assert stat.S_IMODE((runtime / "nvq-ssh").stat().st_mode) == 0o700
         subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", node.host],
@@ -179,3 +179,24 @@ def test_more_calls_at_once_than_the_server_allows_sessions_all_run_quietly(
     said = [line for _, _, err in results for line in err.decode().splitlines()
             if "mux_client" in line or "ControlSocket" in line or line.startswith("ssh:")]
     assert said == []
+
+
+def test_json_reads_ask_the_queue_hosts_daemon_without_running_nvq_there(
+    trio: tuple[Nvq, Nvq, SshdNode],  # noqa: F811
+) -> None:
+    host, laptop, _ = trio
+    job = laptop.submit("--gpus", "0", "--no-snapshot", "--name", "seen", "--", "true")
+    assert laptop.wait(job["id"])[0] == 0
+    # An `nvq` there that cannot start: commands forwarded whole fail, while `--json`
+    # reads go through the daemon's socket, forwarded over the shared connection, with
+    # the very bytes the queue host's own CLI prints.
+    config = laptop.home / "config.toml"
+    config.write_text(config.read_text().replace(
+        json.dumps(sys.executable + " -m nvq"), json.dumps("/nonexistent/nvq")))
+    assert laptop.run("job", "cancel", str(job["id"])).code == 127
+    for args in (("job", "show", str(job["id"]), "--json"), ("job", "ls", "--json"),
+                 ("queue", "status", "--json"), ("job", "show", "999", "--json")):
+        there, here = laptop.run(*args), host.run(*args)
+        assert (there.code, there.out, there.err) == (here.code, here.out, here.err), args
+    assert laptop.json("job", "ls")["jobs"][0]["name"] == "seen"
+    assert not (laptop.home / "daemon.sock").exists()  # nothing answered on this machine
