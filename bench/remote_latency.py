@@ -3,22 +3,22 @@
 host, reached through a real sshd on loopback) and on the queue host itself,
 round-robin, with:
 
-* `remote_shared`: what a `[remote]` call costs now, a session on the shared
-  connection (OpenSSH connection sharing, nvq.remote_share), the master started by the
-  first call;
+* `remote_shared`: what a `[remote]` call costs now: the shared connection
+  (OpenSSH connection sharing, nvq.remote_share, the master started by the first
+  call), over which a `--json` read asks the queue host's daemon socket, forwarded
+  to this machine (nvq.remote_reads): no shell and no `nvq` start there;
 * `remote_unshared`: the same laptop with `[remote] keep_connection = 0`, a
   connection of its own per call (a TCP connect, key exchange and login each time:
   what every call cost before sharing);
 * `session_floor`: `true` as a session on the shared connection, with no nvq at all:
   the queue host's sshd and the login shell it runs every command through (on this
-  machine root's `.bashrc` runs `pyenv init`), the part of a remote call nvq cannot
-  remove while it runs commands through sshd;
+  machine root's `.bashrc` runs `pyenv init`), what a command forwarded whole still
+  pays (and what a `--json` read no longer does);
 * `login_floor`: `true` over a connection of its own, no nvq: the connect, key
   exchange and login that sharing removes, plus the same shell;
 * `local`: the read on the queue host.
 
-`remote_minus_local_p50_ms` is the gap the goal (within 30 ms) is about;
-`remote_minus_local_minus_floor_p50_ms` is what is left of it after the login shell.
+`remote_minus_local_p50_ms` is the gap the goal (within 30 ms) is about.
 
 Prints one JSON line.
 """
@@ -100,8 +100,6 @@ def main() -> None:
             doc[name] = summary_ms(values)
         p50 = {name: summary_ms(values)["p50_ms"] for name, values in times.items()}
         doc["remote_minus_local_p50_ms"] = round(p50["remote_shared"] - p50["local"], 1)
-        doc["remote_minus_local_minus_floor_p50_ms"] = round(
-            p50["remote_shared"] - p50["local"] - p50["session_floor"], 1)
         doc["python_start"] = python_start()
         emit(doc)
     finally:
