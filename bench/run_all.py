@@ -19,6 +19,7 @@ BENCHES: list[list[str]] = [
     ["placement_pass.py", "shapes", "--pending", "10000", "--shapes", "100"],
     ["cli_latency.py", "--runs", "10"],
     ["cli_startup.py", "--runs", "30"],
+    ["remote_latency.py", "--runs", "20"],
     ["mcp_latency.py", "--runs", "20"],
     ["scale.py", "--nodes", "256", "--pending", "10000", "--window", "20"],
     ["recovery.py", "--jobs", "500"],

@@ -25,11 +25,20 @@ import shlex
 import sys
 from pathlib import Path
 
-from nvq.remote_gate import LOCAL_FLAG, mentions_remote
+from nvq.remote_gate import END_ON_EOF, LOCAL_FLAG, leading_options, mentions_remote
+from nvq.remote_share import (
+    MasterFailed,
+    control_path,
+    ensure_master,
+    report,
+    share_options,
+)
 
 TYPE_CHECKING = False  # not from typing: every CLI call imports this module
 
 if TYPE_CHECKING:  # every CLI call imports this module; most never parse a config
+    from typing import Any
+
     from nvq.config import RemoteConfig, SubmitConfig
 
 # Commands about *this* machine: `project test` runs the job here, by definition.
@@ -45,9 +54,13 @@ RECEIVE_BLOBS = "receive-blobs"
 # Commands that are a terminal on the queue host's side: ssh gives them a pty there
 # (window changes and Ctrl-C then cross as ssh carries them) when this end has one.
 TERMINALS = (["job", "shell"], ["job", "exec"])
+TUI = ["queue"]  # bare `nvq queue`
 # `job forward` listens on this machine and relays each connection through the
 # queue host (`job forward --stdio` there, one ssh call per connection).
 FORWARD_FLAG = "--over-remote"
+# `web` runs here too: the page is served on the queue host and its port tunnelled to
+# this machine (nvq.cli.web_remote).
+WEB_FLAG = "--over-remote"
 # Commands that take this machine's directory, environment and snapshot with them.
 SUBMITS = (["job", "submit"], ["job", "shell"])
 
@@ -57,10 +70,12 @@ class RemoteError(Exception):
 
 
 def split_local(argv: list[str]) -> tuple[list[str], bool]:
-    """Remove `--local` (before any `--`): run this one command against the local queue."""
-    head, sep, tail = _split_dashdash(argv)
-    local = LOCAL_FLAG in head
-    return [a for a in head if a != LOCAL_FLAG] + sep + tail, local
+    """Remove `--local` from before the command words: run this one command against
+    the local queue. After them it is the command's own (`job forward --local` is not
+    this), so it is left there."""
+    lead = leading_options(argv)
+    local = LOCAL_FLAG in argv[:lead]
+    return [a for a in argv[:lead] if a != LOCAL_FLAG] + argv[lead:], local
 
 
 def _split_dashdash(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -99,24 +114,27 @@ def file_argument(argv: list[str]) -> tuple[list[str], Path | None]:
     return out + sep + tail, found[0] if found else None
 
 
-def remote_command(cfg: RemoteConfig, argv: list[str], submitter: str | None) -> str:
-    """The shell command line the queue host runs (ssh sends one string)."""
+def remote_command(
+    cfg: RemoteConfig, argv: list[str], submitter: str | None, *, hangup: bool = False,
+) -> str:
+    """The shell command line the queue host runs (ssh sends one string). With
+    `hangup`, the command ends when its stdin does (nvq.cli.hangup)."""
     env = []
     if cfg.home:
         env.append(f"NVQ_HOME={shlex.quote(cfg.home)}")
     if submitter:
         env.append(f"NVQ_SUBMITTER={shlex.quote(submitter)}")
+    if hangup:
+        env.append(f"{END_ON_EOF}=1")
     prefix = f"env {' '.join(env)} " if env else ""
     # cfg.nvq is taken as written (it may be "python3 -m nvq"); arguments are quoted.
     return f"exec {prefix}{cfg.nvq} {shlex.join(argv)}".rstrip()
 
 
-def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool, tty: bool = False) -> list[str]:
+def connect_options(cfg: RemoteConfig) -> list[str]:
+    """The ssh options that decide the connection: the config's port, identity,
+    known_hosts, user and jump; host keys checked strictly, nothing asked."""
     args = [
-        "ssh",
-        # no PTY: stdout and stderr stay apart, bytes pass unchanged (a terminal
-        # command is the exception: it wants one)
-        "-t" if tty else "-T",
         "-o",
         "BatchMode=yes",
         "-o",
@@ -124,8 +142,6 @@ def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool, tty: bool = False)
         "-p",
         str(cfg.port),
     ]
-    if not stdin:
-        args.append("-n")
     if cfg.identity:
         args += ["-i", cfg.identity, "-o", "IdentitiesOnly=yes"]
     if cfg.known_hosts:
@@ -134,7 +150,56 @@ def ssh_argv(cfg: RemoteConfig, command: str, *, stdin: bool, tty: bool = False)
         args += ["-l", cfg.user]
     if cfg.jump:
         args += ["-o", f"ProxyCommand={jump_command(cfg)}"]
+    return args
+
+
+def ssh_argv(
+    cfg: RemoteConfig, command: str, *, stdin: bool, tty: bool = False,
+    control: str | None = None,
+) -> list[str]:
+    """`ssh` running `command` on the queue host; with `control`, as a session of the
+    shared connection (nvq.remote_share)."""
+    # no PTY: stdout and stderr stay apart, bytes pass unchanged (a terminal command is
+    # the exception: it wants one)
+    args = ["ssh", "-t" if tty else "-T",
+            *(share_options(control) if control is not None else []), *connect_options(cfg)]
+    if not stdin:
+        args.append("-n")
     return [*args, cfg.host, command]
+
+
+def connection(cfg: RemoteConfig, home: Path) -> str | None:
+    """The shared connection's control socket, its master started when none answers;
+    None where no private place for it exists (each call then connects on its own).
+    When the queue host cannot be reached, says so and raises ForwardedExit."""
+    path = control_path(cfg, str(home))
+    if path is None:
+        return None
+    try:
+        ensure_master(cfg, path, connect_options(cfg))
+    except FileNotFoundError:
+        raise RemoteError("[remote] needs the ssh client, and none is installed") from None
+    except MasterFailed as exc:
+        report(exc)
+        if exc.code == SSH_UNREACHABLE:
+            print(f"nvq: cannot reach the queue host {cfg.host} over ssh", file=sys.stderr)
+        raise ForwardedExit(exc.code) from None
+    return path
+
+
+def shared_connection(cfg: RemoteConfig, home: Path) -> str | None:
+    """`connection` for a command that runs here (`job pull`, `job forward`, `web`):
+    an unreachable queue host ends it with ssh's status."""
+    import typer
+
+    from nvq.cli.params import CliError
+
+    try:
+        return connection(cfg, home)
+    except ForwardedExit as exc:
+        raise typer.Exit(exc.code) from None
+    except RemoteError as exc:
+        raise CliError(str(exc), 2) from None
 
 
 def jump_command(cfg: RemoteConfig) -> str:
@@ -156,7 +221,20 @@ def jump_command(cfg: RemoteConfig) -> str:
     return shlex.join([*args, "-W", "%h:%p", hop.host])
 
 
-def forward(cfg: RemoteConfig, argv: list[str]) -> int:
+def is_terminal(argv: list[str]) -> bool:
+    """A command that is a terminal on the queue host's side (ssh gives it a pty)."""
+    return argv[:2] in TERMINALS or argv == TUI
+
+
+def wants_tty(argv: list[str]) -> bool:
+    """A pty there when this end is a terminal: the TUI, as it does here, only when
+    both its input and its output are (elsewhere it prints the group's help)."""
+    if argv == TUI:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    return is_terminal(argv) and sys.stdin.isatty()
+
+
+def forward(cfg: RemoteConfig, argv: list[str], control: str | None) -> int:
     """Run `nvq argv` on the queue host; returns its exit status."""
     import subprocess  # only a forwarded call pays for it
 
@@ -167,23 +245,41 @@ def forward(cfg: RemoteConfig, argv: list[str]) -> int:
             stdin_file = open(local_file, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise RemoteError(f"{local_file}: {exc.strerror}") from None
+    reads_stdin = stdin_file is not None or "-" in argv or is_terminal(argv)
+    # A command that reads nothing gets a stdin that stays open while this process
+    # lives: its end is this call's end, Ctrl-C or kill (nvq.cli.hangup).
+    command = remote_command(cfg, argv, os.environ.get("NVQ_SUBMITTER"),
+                             hangup=not reads_stdin)
+    stdin: Any = stdin_file if stdin_file is not None else (
+        None if reads_stdin else subprocess.PIPE)
     try:
-        command = remote_command(cfg, argv, os.environ.get("NVQ_SUBMITTER"))
-        tty = argv[:2] in TERMINALS and sys.stdin.isatty()
-        reads_stdin = stdin_file is not None or "-" in argv or argv[:2] in TERMINALS
-        proc = subprocess.run(
-            ssh_argv(cfg, command, stdin=reads_stdin, tty=tty),
-            stdin=stdin_file,
-            check=False,
+        proc = subprocess.Popen(
+            ssh_argv(cfg, command, stdin=True, tty=wants_tty(argv), control=control),
+            stdin=stdin,
         )
     except FileNotFoundError:
         raise RemoteError("[remote] needs the ssh client, and none is installed") from None
     finally:
         if stdin_file is not None:
             stdin_file.close()
-    if proc.returncode == SSH_UNREACHABLE:
+    try:
+        code = proc.wait()
+    except BaseException:
+        hang_up(proc)
+        raise
+    if proc.stdin is not None:
+        proc.stdin.close()
+    if code == SSH_UNREACHABLE:
         print(f"nvq: cannot reach the queue host {cfg.host} over ssh", file=sys.stderr)
-    return proc.returncode
+    return code
+
+
+def hang_up(proc: Any) -> None:
+    """This call is interrupted: end the ssh call, and with it the command there."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    if proc.poll() is None:
+        proc.terminate()
 
 
 def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
@@ -205,8 +301,19 @@ def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
     if argv[:2] == ["job", "forward"]:
         # runs here: the local port belongs on this machine
         return [*argv[:2], FORWARD_FLAG, *argv[2:]], None
+    if argv[:1] == ["web"]:
+        # runs here: so does the URL it prints
+        return [argv[0], WEB_FLAG, *argv[1:]], None
     try:
-        return argv, forward(cfg, with_submit_world(argv, config.submit, cfg, home))
+        control = connection(cfg, home)
+        from nvq.remote_reads import read_here
+
+        session = ssh_argv(cfg, "", stdin=False, control=control)[:-1]
+        code = read_here(cfg, control, argv, session)
+        if code is not None:  # answered here, through the queue host's daemon socket
+            return argv, code
+        return argv, forward(cfg, with_submit_world(argv, config.submit, cfg, home, control),
+                             control)
     except ForwardedExit as exc:
         return argv, exc.code
 
@@ -220,7 +327,7 @@ class ForwardedExit(Exception):
 
 
 def with_submit_world(
-    argv: list[str], submit: SubmitConfig, cfg: RemoteConfig, home: Path,
+    argv: list[str], submit: SubmitConfig, cfg: RemoteConfig, home: Path, control: str | None,
 ) -> list[str]:
     """A forwarded `job submit` takes this machine's directory, environment and
     snapshot with it: the snapshot's blobs the queue host lacks go first, by a call of
@@ -234,7 +341,7 @@ def with_submit_world(
     )
     extra = [f"--from-cwd={os.getcwd()}"]
     if not needs_none or "--snapshot" in head:
-        extra.append(f"--from-snapshot={_send_snapshot(cfg, home, submit)}")
+        extra.append(f"--from-snapshot={_send_snapshot(cfg, home, submit, control)}")
     if "--no-env" not in head:
         from nvq.cli.submit_world import encode_env
         from nvq.world.environment import capture
@@ -243,12 +350,15 @@ def with_submit_world(
     return head[:2] + extra + head[2:] + sep + tail
 
 
-def _send_snapshot(cfg: RemoteConfig, home: Path, submit: SubmitConfig) -> str:
+def _send_snapshot(
+    cfg: RemoteConfig, home: Path, submit: SubmitConfig, control: str | None,
+) -> str:
     from nvq.world.forward import ForwardError, SnapshotError, send_snapshot
 
     command = remote_command(cfg, ["queue", RECEIVE_BLOBS], os.environ.get("NVQ_SUBMITTER"))
     try:
-        return send_snapshot(Path.cwd(), home, submit, ssh_argv(cfg, command, stdin=True))
+        return send_snapshot(Path.cwd(), home, submit,
+                             ssh_argv(cfg, command, stdin=True, control=control))
     except SnapshotError as exc:
         raise RemoteError(str(exc)) from None
     except ForwardError as exc:

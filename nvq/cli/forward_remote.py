@@ -17,17 +17,20 @@ from nvq.cli.params import CliError
 from nvq.cli.port_relay import serve_forward
 from nvq.config import load_config
 from nvq.home import default_root
-from nvq.remote import SSH_UNREACHABLE, remote_command, ssh_argv
+from nvq.remote import SSH_UNREACHABLE, remote_command, shared_connection, ssh_argv
 
 
 def forward_through_queue_host(job_id: int, port: int, local: int, as_json: bool) -> int:
-    cfg = load_config(default_root()).remote
+    home = default_root()
+    cfg = load_config(home).remote
     if cfg is None:
         raise CliError("job forward --over-remote: this machine has no [remote] section", 2)
+    control = shared_connection(cfg, home)
     submitter = os.environ.get("NVQ_SUBMITTER")
     check = remote_command(cfg, ["job", "forward", str(job_id), str(port), "--check"], submitter)
     try:
-        proc = subprocess.run(ssh_argv(cfg, check, stdin=False), capture_output=True, check=False)
+        proc = subprocess.run(ssh_argv(cfg, check, stdin=False, control=control),
+                              capture_output=True, check=False)
     except FileNotFoundError:
         raise CliError("[remote] needs the ssh client, and none is installed", 2) from None
     if proc.returncode != 0:
@@ -38,7 +41,7 @@ def forward_through_queue_host(job_id: int, port: int, local: int, as_json: bool
     where: dict[str, Any] = json.loads(proc.stdout)
     relay = remote_command(
         cfg, ["job", "forward", str(job_id), str(where["port"]), "--stdio"], submitter)
-    argv = ssh_argv(cfg, relay, stdin=True)
+    argv = ssh_argv(cfg, relay, stdin=True, control=control)
     try:
         listener = socket.create_server(("127.0.0.1", local))
     except OSError as exc:

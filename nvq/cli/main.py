@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> None:
 
     # Whatever this process writes (a daemon it starts, backups, snapshots) is private.
     os.umask(PRIVATE_UMASK)
+    from nvq.remote_gate import END_ON_EOF, may_forward
+
+    if END_ON_EOF in os.environ:  # a [remote] laptop's call: its end is ours
+        from nvq.cli.hangup import watch_stdin
+
+        watch_stdin()
     if "_NVQ_COMPLETE" in os.environ:  # the shell asks for completions (`nvq completion`)
         from nvq.cli.commands.completion import complete
 
@@ -64,8 +70,6 @@ def main(argv: list[str] | None = None) -> None:
     as_json = wants_json(args)
     # [remote]: the whole argv runs on the queue host; --local opts out once.
     # Inside a job its own queue answers, relayed by the runner: never forwarded.
-    from nvq.remote_gate import may_forward
-
     if not os.environ.get("NVQ_SOCKET") and may_forward(args, root_text()):
         args = forwarded_or_local(args, as_json)
     if args[:2] == ["job", "submit"]:

@@ -24,6 +24,12 @@ def serve_forward(
     emit(doc, as_json, f"forwarding {doc['url']} to port {where['port']} on {where['node']} "
          f"(job {where['job']}); Ctrl-C stops")
     sys.stdout.flush()
+    return relay_connections(listener, open_one, relay)
+
+
+def relay_connections(listener: socket.socket, open_one: Any, relay: Any = None) -> int:
+    """Relay each connection to `listener` (see serve_forward) until Ctrl-C, SIGTERM or
+    the listener's shutdown."""
     # Ctrl-C or a supervisor's SIGTERM ends it, even where SIGINT came in ignored (a
     # parent that ignores it, such as a script's background job, passes that on).
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -33,6 +39,8 @@ def serve_forward(
             conn, _ = listener.accept()
             threading.Thread(target=_relay_one, args=(conn, open_one, relay), daemon=True).start()
     except KeyboardInterrupt:
+        return 0
+    except OSError:  # the listener was shut from another thread: what it relays ended
         return 0
     finally:
         listener.close()

@@ -22,7 +22,7 @@ import typer
 from nvq.cli.params import CliError
 from nvq.config import load_config
 from nvq.home import default_root
-from nvq.remote import SSH_UNREACHABLE, remote_command, ssh_argv
+from nvq.remote import SSH_UNREACHABLE, remote_command, shared_connection, ssh_argv
 
 NODE_HEADER = "nvq.node"
 
@@ -44,13 +44,14 @@ def pull_through_queue_host(job_id: int, paths: list[str], as_json: bool) -> tup
         raise CliError("job pull --over-remote: this machine has no [remote] section", 2)
     argv = ["job", "pull", str(job_id), *paths, "--tar", *(["--json"] if as_json else [])]
     command = remote_command(cfg, argv, os.environ.get("NVQ_SUBMITTER"))
+    control = shared_connection(cfg, home)
     pulls = home / "pulls"
     pulls.mkdir(parents=True, exist_ok=True, mode=0o700)
     staging = Path(tempfile.mkdtemp(prefix=f"{job_id}-", dir=pulls))
     try:
         with tempfile.TemporaryFile(dir=pulls) as spool:
             try:
-                code = _run(ssh_argv(cfg, command, stdin=False), spool)
+                code = _run(ssh_argv(cfg, command, stdin=False, control=control), spool)
             except FileNotFoundError:
                 raise CliError("[remote] needs the ssh client, and none is installed", 2) from None
             spool.seek(0)

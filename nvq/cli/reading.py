@@ -19,6 +19,13 @@ if TYPE_CHECKING:  # typing itself costs the calls this module exists to make ch
     from typing import Any
 
 
+# [remote]: the queue host's daemon socket, forwarded to this machine over the shared
+# ssh connection (nvq.remote_reads). No typed fallback through it: a daemon that does
+# not answer there is the queue host's to start, so NotAnswering goes to the caller,
+# which forwards the command whole.
+forwarded: str | None = None
+
+
 def ask(request: dict[str, Any], want: str) -> tuple[Any, int]:
     """(the answer, its exit code): `want="json"` the `--json` text, `"data"` the data
     (as Fields). A refusal raises ClientError with the daemon's words."""
@@ -26,8 +33,10 @@ def ask(request: dict[str, Any], want: str) -> tuple[Any, int]:
     from nvq.client.plain import ask as ask_plain
 
     try:
-        answer, code = ask_plain(socket_path(), request, want)
+        answer, code = ask_plain(forwarded or socket_path(), request, want)
     except NotAnswering:
+        if forwarded is not None:
+            raise
         answer, code = _ask_typed(request, want)
     if want == "json":
         return answer, code

@@ -238,6 +238,7 @@ class _Parser(FieldReader):
             "nvq": self.string,
             "home": self.string,
             "jump": self.remote_jump,
+            "keep_connection": self.delay,
         }
         table = self.table(value, "remote", set(fields))
         if "host" not in table:

@@ -133,6 +133,8 @@ class RemoteConfig(msgspec.Struct, kw_only=True, frozen=True):
     nvq: str = "nvq"  # the command to run there
     home: str | None = None  # $NVQ_HOME there, when not the default
     jump: str | None = None  # "user@bastion:22": one hop, with this identity/known_hosts
+    # how long the shared ssh connection idles before it closes; 0: each call logs in
+    keep_connection: float = 300.0
 
 
 class BackupConfig(msgspec.Struct, kw_only=True, frozen=True):

@@ -17,6 +17,7 @@ import pytest
 
 from tests.cli.test_remote import pair  # noqa: F401 - the fixture
 from tests.cluster import Nvq, use_sshd_node
+from tests.harness.sshd import free_port
 
 
 @pytest.fixture(params=["local", "sshd"])
@@ -123,17 +124,24 @@ def test_forward_from_a_laptop_over_remote(pair: tuple[Nvq, Nvq]) -> None:  # no
         "python3 -u -m http.server --bind 127.0.0.1 $NVQ_PORT",
     )
     logs_until(host, job["id"], "Serving HTTP")
-    fwd = subprocess.Popen(
-        [sys.executable, "-m", "nvq", "job", "forward", str(job["id"]), "--json"],
-        env=laptop.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert fwd.stdout is not None
-        doc = first_json(fwd.stdout)
-        assert doc["port"] == host.show(job["id"])["port"]
-        with urllib.request.urlopen(doc["url"], timeout=30) as resp:
-            assert b"Directory listing" in resp.read()
-    finally:
-        fwd.send_signal(signal.SIGINT)
-        assert fwd.wait(timeout=30) == 0
+    port = host.show(job["id"])["port"]
+    # the port here by its own name, after the port there; then by the name it had
+    # before `--local` was only the [remote] opt-out (after the command words it is
+    # job forward's, not dropped as the opt-out was)
+    for args in ([str(port), "--port-local", str(free_port())], ["--local", str(free_port())]):
+        fwd = subprocess.Popen(
+            [sys.executable, "-m", "nvq", "job", "forward", str(job["id"]), *args, "--json"],
+            env=laptop.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            assert fwd.stdout is not None
+            doc = first_json(fwd.stdout)
+            assert doc["port"] == port and doc["local_port"] == int(args[-1]), (args, doc)
+            with urllib.request.urlopen(doc["url"], timeout=30) as resp:
+                assert b"Directory listing" in resp.read()
+        finally:
+            fwd.send_signal(signal.SIGINT)
+            assert fwd.wait(timeout=30) == 0
+    twice = laptop.run("job", "forward", str(job["id"]), "--port-local", "1", "--local", "2")
+    assert twice.code == 2 and twice.err == "nvq: give the port on this machine once, as --port-local\n"
     host.ok("job", "cancel", str(job["id"]))

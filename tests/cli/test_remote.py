@@ -6,18 +6,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from nvq.config import load_config
+from nvq.remote_share import control_path, stop_master
 from tests.cluster import Nvq, make_nvq
 from tests.harness.fixtures import SshdNodesFactory
+from tests.harness.sshd import SshdNode
 
 
-@pytest.fixture
-def pair(tmp_path: Path, sshd_nodes: SshdNodesFactory) -> Iterator[tuple[Nvq, Nvq]]:
-    (node,) = sshd_nodes(1)
+def make_pair(tmp_path: Path, node: SshdNode, laptop_at: Path | None = None) -> tuple[Nvq, Nvq]:
+    """A queue host and a laptop whose `[remote]` is that host, over `node`'s sshd."""
     host = make_nvq(tmp_path / "queue-host")
     # A daemon the forwarded call starts gets sshd's environment: give its local
     # runner the fake GPUs through the config instead.
@@ -25,7 +29,7 @@ def pair(tmp_path: Path, sshd_nodes: SshdNodesFactory) -> Iterator[tuple[Nvq, Nv
         '[queue]\nlocal_env = { NVQ_GPU_BACKEND = "fake", '
         f'NVQ_FAKE_GPUS = {json.dumps(str(host.gpus_file))}, NVQ_SAMPLE_INTERVAL = "0.5" }}\n'
     )
-    laptop = make_nvq(tmp_path / "laptop")
+    laptop = make_nvq(laptop_at or tmp_path / "laptop")
     laptop.write_config(
         "[remote]\n"
         f'host = "{node.host}"\n'
@@ -36,11 +40,50 @@ def pair(tmp_path: Path, sshd_nodes: SshdNodesFactory) -> Iterator[tuple[Nvq, Nv
         f"nvq = {json.dumps(sys.executable + ' -m nvq')}\n"
         f"home = {json.dumps(str(host.home))}\n"
     )
+    return host, laptop
+
+
+@pytest.fixture
+def trio(tmp_path: Path, sshd_nodes: SshdNodesFactory) -> Iterator[tuple[Nvq, Nvq, SshdNode]]:
+    """(queue host, laptop, the queue host's sshd)."""
+    (node,) = sshd_nodes(1)
+    host, laptop = make_pair(tmp_path, node)
+    try:
+        yield host, laptop, node
+    finally:
+        stop_shared_connection(laptop)
+        laptop.shutdown()
+        host.shutdown()
+
+
+@pytest.fixture
+def pair(tmp_path: Path, sshd_nodes: SshdNodesFactory) -> Iterator[tuple[Nvq, Nvq]]:
+    (node,) = sshd_nodes(1)
+    host, laptop = make_pair(tmp_path, node)
     try:
         yield host, laptop
     finally:
+        stop_shared_connection(laptop)
         laptop.shutdown()
         host.shutdown()
+
+
+def eventually(pred: Callable[[], Any], what: str, timeout: float = 60) -> Any:
+    """`pred()` once it holds; the deadline only stops a hung test."""
+    deadline = time.monotonic() + timeout
+    while not (value := pred()):
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.05)
+    return value
+
+
+def stop_shared_connection(laptop: Nvq) -> None:
+    """End the laptop's shared ssh connection (it would idle on for minutes)."""
+    cfg = load_config(laptop.home).remote
+    assert cfg is not None
+    path = control_path(cfg, str(laptop.home))
+    if path is not None:
+        stop_master(path, cfg.host)
 
 
 def test_forwarded_commands_behave_as_on_the_queue_host(
@@ -85,6 +128,12 @@ def test_forwarded_commands_behave_as_on_the_queue_host(
     # --local: this one command runs against the laptop's own queue.
     mine = laptop.json("--local", "queue", "status")
     assert mine["daemon"]["home"] == str(laptop.home)
+    # only before the command words: after them it is no option of `job ls`, said so
+    # by the queue host, rather than quietly taken as the opt-out
+    for args in (("job", "ls", "--local"), ("job", "ls", "--local", "--json")):
+        there, here = laptop.run(*args), host.run(*args)
+        assert (there.code, there.out, there.err) == (here.code, here.out, here.err), args
+        assert there.code == 2 and "--local" in there.err + there.out
 
 
 def test_logs_follow_streams_through_ssh(pair: tuple[Nvq, Nvq], tmp_path: Path) -> None:

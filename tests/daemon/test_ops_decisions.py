@@ -204,6 +204,9 @@ def test_manifest_parse_and_merge() -> None:
 
 def test_remote_argv_handling() -> None:
     assert remote.split_local(["--local", "job", "ls"]) == (["job", "ls"], True)
+    # after the command words it is the command's (job forward's old name for its port)
+    forward = ["job", "forward", "7", "--local", "9000"]
+    assert remote.split_local(forward) == (forward, False)
     assert remote.split_local(["job", "submit", "--", "x", "--local"]) == (
         ["job", "submit", "--", "x", "--local"],
         False,

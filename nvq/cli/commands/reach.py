@@ -52,7 +52,11 @@ def job_exec(
 def job_forward(
     job_id: int = typer.Argument(..., help="A running job."),
     port: int = typer.Argument(0, help="The port on the job's node (default: its $NVQ_PORT)."),
-    local: int = typer.Option(0, "--local", help="The local port (default: any free one)."),
+    local: int = typer.Option(
+        0, "--port-local", help="The port on this machine (default: any free one)."),
+    # its name until `--local` became only the [remote] opt-out before the command words:
+    # after them it is unambiguous, so scripts that give it still work
+    old_local: int | None = typer.Option(None, "--local", hidden=True),
     stdio: bool = typer.Option(False, "--stdio", hidden=True),
     check: bool = typer.Option(False, "--check", hidden=True),
     over_remote: bool = typer.Option(False, FORWARD_FLAG, hidden=True),
@@ -62,6 +66,10 @@ def job_forward(
     from nvq import control as c
     from nvq.client import Client
 
+    if old_local is not None:
+        if local:
+            raise CliError("give the port on this machine once, as --port-local", 2)
+        local = old_local
     if not 0 <= port <= 65535 or not 0 <= local <= 65535:
         raise CliError("a port is a number from 1 to 65535", 2)
     if over_remote:

@@ -7,6 +7,7 @@ import typer
 from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.home import default_root
+from nvq.remote import WEB_FLAG
 
 on_web = typer.Typer()  # attached as the `web` command in nvq.cli.commands
 
@@ -16,6 +17,7 @@ def web(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8787, "--port", help="Port to listen on (0: any free one)."),
     new_token: bool = typer.Option(False, "--new-token", help="Replace the token first."),
+    over_remote: bool = typer.Option(False, WEB_FLAG, hidden=True),
     as_json: bool = JsonOpt,
 ) -> int:
     """Serve the Jobs page in a browser.
@@ -25,6 +27,10 @@ def web(
     from nvq.web import access
     from nvq.web.serve import ListenError, serve
 
+    if over_remote:  # the page is the queue host's, its port tunnelled here
+        from nvq.cli.web_remote import serve_through_queue_host
+
+        return serve_through_queue_host(host, port, new_token, as_json)
     root = default_root()
     try:
         if new_token:
