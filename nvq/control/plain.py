@@ -19,21 +19,18 @@ from nvq.control.replies import JobPage
 from nvq.control.requests import (
     Ack,
     Alerts,
-    Cancel,
     ClusterStatus,
     Events,
     JobWindow,
     Lanes,
     Nodes,
-    Pause,
     Priority,
-    Release,
     Request,
     Requeue,
     ReserveList,
     Result,
-    Resume,
 )
+from nvq.control.state_requests import Cancel, Pause, Release, Resume
 
 # The requests answered with a list, and the name `--json` gives it: every list is an
 # object naming its list (`{"nodes": [...]}`), as `job ls` is `{"jobs": [...], "more":
