@@ -177,7 +177,7 @@ def _parser() -> _Parser:
     why = job.add_parser("why")
     why.add_argument("id")
     ls = job.add_parser("ls")
-    for flag in ("--active", "--held", "--all"):
+    for flag in ("--active", "--held", "--all", "--mine"):
         ls.add_argument(flag, action="store_true")
     ls.add_argument("--state", action="append", default=[])
     ls.add_argument("--limit", type=int)
@@ -193,8 +193,12 @@ def _parser() -> _Parser:
     result.add_argument("--set", dest="set_json")
     result.add_argument("--array", type=int)
     cancel = job.add_parser("cancel")
-    cancel.add_argument("ids", nargs="+")
+    cancel.add_argument("ids", nargs="*")
     cancel.add_argument("--array", action="store_true")
+    cancel.add_argument("--mine", action="store_true")
+    cancel.add_argument("--state", action="append", default=[])
+    for flag in ("--user", "--tag"):
+        cancel.add_argument(flag)
     note = job.add_parser("note")
     note.add_argument("id")
     note.add_argument("text", nargs="?")
@@ -231,14 +235,19 @@ def run(args: argparse.Namespace) -> tuple[Any, int]:
         since_id, since_time = _since(args.since)
         states = [*args.state, "held"] if args.held else args.state or None
         return ask({"type": "ls_window", "states": states, "active": args.active,
-                    "user": args.user, "tag": args.tag, "array": args.array,
+                    "user": args.user, "mine": args.mine, "tag": args.tag, "array": args.array,
                     "since_id": since_id, "since_time": since_time, "limit": args.limit,
                     "all": args.all})
     if cmd == "wait":
         return _wait(_ids(args.ids, "ID") + _members(args.array), args.timeout)
     if cmd == "cancel":
         ids = _ids(args.ids, "ID")
-        return ask({"type": "cancel", "ids": ids, "array": args.array})
+        chosen = {"user": args.user, "mine": args.mine, "states": args.state or None,
+                  "tag": args.tag}
+        if not ids and not any(chosen.values()):
+            raise Refused("give job ids, or choose jobs with --user/--mine/--state/--tag", 2)
+        select = chosen if any(chosen.values()) else None
+        return ask({"type": "cancel", "ids": ids, "array": args.array, "select": select})
     if cmd == "note":
         if (args.text is not None) + (args.append is not None) + args.clear > 1:
             raise Refused("give one of TEXT, --append or --clear", 2)
