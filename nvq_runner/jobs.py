@@ -24,6 +24,7 @@ from .jobworld import JobWorld, Prepared, PrepareError, SetupFailed, setup_repor
 from .protocol import ActiveJob, JobLost, JobStarted, JournaledEvent, Kill, LaunchFailed, Start
 from .recovery import write_start
 from .spawn import LaunchError, launch
+from .write_order import OrderWatch
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class JobManager:
         self._loop = asyncio.get_running_loop()
         # Each attempt's $NVQ_SOCKET; relays nothing until the runner gives it its link.
         self.sockets = JobSockets(lambda msg: False)
+        self.order = OrderWatch()  # which stream each job wrote first
 
     # ------------------------------------------------------------ queries
 
@@ -187,9 +189,11 @@ class JobManager:
         rec.port = self._next_port()
         self._dirs[msg.job_id] = d
         write_start(d, msg)  # so a queue that forgets the job can know it again
+        self.order.watch(d.path, msg.attempt)  # before the job can write
         try:
             popen, pidfd = launch(msg, d, rec, self._job_umask, prepared, self.sockets.offer)
         except LaunchError as exc:
+            self.order.unwatch(d.path)
             self._fail_launch(msg, d, rec, str(exc))
             return
         dropped = list(prepared.dropped) if prepared is not None else []
@@ -254,6 +258,7 @@ class JobManager:
         if rec.container:
             container.remove(rec.runtime, rec.container)
         del self.running[rec.job_id]
+        self.order.unwatch(d.path)
         self.sockets.close(rec.job_id)
         if not run.ended.done():
             run.ended.set_result(None)
@@ -386,6 +391,7 @@ class JobManager:
             return
         log.info("adopting job %s attempt %s (pid %s)", rec.job_id, rec.attempt, rec.pid)
         self.sockets.reopen(rec.job_id, rec.attempt, d)
+        self.order.watch(d.path, rec.attempt)
         self._watch(Running(rec=rec, dir=d, pidfd=pidfd, popen=None,
                             ended=self._loop.create_future()))
 
