@@ -10,9 +10,12 @@ directory: the stream, where that stream's log ended then, and when (ns since th
 epoch). `merged_tail` sends both logs piece by piece in that order.
 
 Reading the queue late loses nothing of the order, only which bytes each write
-added: a batch that holds several events of one stream is split at line ends (the
-usual case, one write per line, comes out exact). Writes while no runner watched
-(after a runner restart) are ordered no finer than the next event of each stream.
+added: the logs' sizes are taken before each read of the queue (every write they
+hold has its event in that read or before), each event stands for at least its
+stream's next line, and a stream's last event in a read for the rest up to that
+size; so output written a line per write comes out exact. Writes while no runner
+watched (after a runner restart) are ordered no finer than the next event of each
+stream.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ QUIET = 0.05  # no event for this long: what the logs hold past their records is
 POLL = 0.2  # how often a follower looks for new records
 DRAIN_WAIT = 5.0  # how long a follower of an ended attempt waits for its last records
 CHUNK = 1024 * 1024
+LINE_PAST = 64 * 1024  # how far past a stream's limit its next line is looked for
 
 Send = Callable[[LogData], Awaitable[None]]
 Piece = tuple[str, int]  # (stream, that stream's end after it)
@@ -61,24 +65,27 @@ def order_path(job_dir: Path, attempt: int) -> Path:
 # ---------------------------------------------------------------- pure decisions
 
 
-def split_batch(events: list[str], ends: dict[str, int], fresh: dict[str, bytes]) -> list[Piece]:
+def split_batch(
+    events: list[str], ends: dict[str, int], fresh: dict[str, bytes], limits: dict[str, int],
+) -> list[Piece]:
     """The pieces one batch of modification events stands for, in the order written.
     `events`: the stream of each event, in queue order; `ends`: how far each stream
-    was recorded before the batch; `fresh`: what each stream holds past that now.
-    An event that is not its stream's last in the batch is at least one write: it
-    gets the next whole line (none when no line end is there yet); the last gets
-    the rest."""
+    was recorded before the batch; `fresh`: what each stream holds past that now;
+    `limits`: each stream's size just before the batch was read (every write they
+    hold has its event in this batch or before it). Each event is at least one write:
+    it gets the next whole line (none when no line end is there yet); a stream's
+    last event in the batch also gets the rest up to its limit."""
     last = {s: i for i, s in enumerate(events)}
     at = dict(ends)
     pieces: list[Piece] = []
     for i, stream in enumerate(events):
         base, body = ends.get(stream, 0), fresh.get(stream, b"")
+        start = at.get(stream, 0)
+        nl = body.find(b"\n", start - base)
+        end = base + nl + 1 if nl >= 0 else start
         if last[stream] == i:
-            end = base + len(body)
-        else:
-            nl = body.find(b"\n", at.get(stream, 0) - base)
-            end = base + nl + 1 if nl >= 0 else at.get(stream, 0)
-        if end > at.get(stream, 0):
+            end = max(end, min(base + len(body), limits.get(stream, 0)))
+        if end > start:
             at[stream] = end
             if pieces and pieces[-1][0] == stream:
                 pieces[-1] = (stream, end)
@@ -215,16 +222,20 @@ class OrderWatch:
         while True:
             try:
                 ready, _, _ = select.select([self._fd], [], [], None if quiet else QUIET)
-                if not ready:
-                    with self._lock:
-                        for w in self._watches.values():
-                            self._record(w, w.last, None)
-                    quiet = True
-                    continue
                 # Sizes before the read: every write they hold has its event in what
                 # the read returns (or before); a write after them waits for its own.
                 with self._lock:
                     limits = self._sizes()
+                if not ready:
+                    if select.select([self._fd], [], [], 0)[0]:
+                        continue  # a write came meanwhile: take new sizes, then read it
+                    # Nothing queued: every write the sizes hold has been read, and what
+                    # the logs hold past their records goes in the order last seen.
+                    with self._lock:
+                        for wd, w in self._watches.items():
+                            self._record(w, w.last, limits.get(wd))
+                    quiet = True
+                    continue
                 data = os.read(self._fd, 256 * 1024)
             except OSError as exc:
                 if exc.errno == errno.EINTR:
@@ -270,18 +281,14 @@ class OrderWatch:
         if w.drained.is_set() or not events:
             return
         sizes = {s: _size(w.path / f"{s}.log") for s in set(events)}
-        if limits is not None:
-            sizes = {s: min(size, limits.get(s, size)) for s, size in sizes.items()}
+        limits = {s: min(size, (limits or sizes).get(s, size)) for s, size in sizes.items()}
         for s, size in sizes.items():
             if size < w.ends[s]:
                 w.ends[s] = size  # the log was cut (logcap) or started over
-        several = {s for s in sizes if events.count(s) > 1}
-        fresh = {
-            s: (_read(w.path / f"{s}.log", w.ends[s], sizes[s]) if s in several
-                else b"\0" * (sizes[s] - w.ends[s]))
-            for s in sizes
-        }
-        pieces = split_batch(events, w.ends, fresh)
+        # What past its limit a stream's next line needs, no more.
+        fresh = {s: _read(w.path / f"{s}.log", w.ends[s], min(sizes[s], max(
+            limits[s], w.ends[s]) + LINE_PAST)) for s in sizes}
+        pieces = split_batch(events, w.ends, fresh, limits)
         if not pieces:
             return
         stamp = time.time_ns()
