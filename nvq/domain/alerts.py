@@ -23,7 +23,7 @@ ALERT_KINDS: dict[str, str] = {
     "job_failed": "error",
     "job_lost": "error",
     "job_timeout": "error",
-    "job_held": "error",
+    "job_held": "warning",  # this job did nothing wrong: a prerequisite of it did
     "job_unschedulable": "error",
     "launch_failed": "error",
     "setup_failed": "error",
@@ -58,6 +58,8 @@ def derive(events: list[NewEvent], jobs: Mapping[int, JobRecord]) -> list[NewAle
         if severity is None:
             continue
         job = jobs.get(ev.job_id) if ev.job_id is not None else None
+        if ev.kind == "job_failed" and job is not None and job.spec.interactive:
+            continue  # a shell left with a non-zero status (its last command's) is no failure
         out.append(_alert(ev, severity, job))
     return out
 
