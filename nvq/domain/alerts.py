@@ -110,7 +110,8 @@ def _alert(ev: NewEvent, severity: str, job: JobRecord | None) -> NewAlert:
     attempt = int(data.get("attempt") or (job.attempt if job else 0))
     extra = f":{data['after']}" if ev.kind == "job_held" else ""
     label = f"job {ev.job_id}" + (f" ({job.spec.name})" if job else "")
-    where = f" on {ev.node}" if ev.node else ""
+    # A job moved off a node was on it; every other happening was on its node.
+    where = f" {'from' if ev.kind == 'job_reassigned' else 'on'} {ev.node}" if ev.node else ""
     detail: str | None = None
     if ev.kind in ("job_failed", "job_timeout"):
         why = job.reason if job and job.reason else ev.kind.removeprefix("job_")

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import msgspec
 
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, time_fits
-from nvq.values import format_duration, format_mib
+from nvq.values import counted, format_duration, format_mib
 
 PRIORITY = "Priority"
 RESOURCES = "Resources"
@@ -190,7 +190,7 @@ def _cards(
         detail = f"{slot.name}:{job.gpu} has {format_mib(max(have, 0))} free, needs {need}"
         return [Check("memory per card", have >= job.vram_mb, detail)], have
     if len(free) < job.gpus:
-        detail = f"has {len(free)} schedulable GPUs, needs {job.gpus}"
+        detail = f"has {counted(len(free), 'schedulable GPU')}, needs {job.gpus}"
         return [Check("cards", False, detail)], -1
     # Only a card that could ever hold the job is one it waits for: a 24 GiB card
     # with 23.5 GiB free is no candidate for a 70 GiB job, however free it is.
@@ -212,8 +212,8 @@ def _cards(
         )
     else:
         room = sum(1 for _, f in ranked if f >= job.vram_mb)
-        detail = f"{room} of {len(free)} GPUs have {need} free, needs {job.gpus}"
-    cards_ok = Check("cards", True, f"has {len(free)} schedulable GPUs, needs {job.gpus}")
+        detail = f"{room} of {counted(len(free), 'GPU')} have {need} free, needs {job.gpus}"
+    cards_ok = Check("cards", True, f"has {counted(len(free), 'schedulable GPU')}, needs {job.gpus}")
     return [cards_ok, Check("memory per card", have >= job.vram_mb, detail)], have
 
 
