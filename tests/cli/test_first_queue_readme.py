@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from tests.cluster import Nvq, make_nvq
+from tests.cluster import make_nvq
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
