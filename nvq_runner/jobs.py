@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from . import container, early_signal, exits, logcap, memlimit, ports, procfs
+from . import container, early_signal, exits, logcap, memlimit, ports, procfs, write_order
 from .adoption import attempts, is_wrapper, reopen
 from .job_socket import JobSockets
 from .jobfiles import AttemptRecord, JobDir, new_record
@@ -24,7 +24,6 @@ from .jobworld import JobWorld, Prepared, PrepareError, SetupFailed, setup_repor
 from .protocol import ActiveJob, JobLost, JobStarted, JournaledEvent, Kill, LaunchFailed, Start
 from .recovery import write_start
 from .spawn import LaunchError, launch
-from .write_order import OrderWatch
 
 log = logging.getLogger(__name__)
 
@@ -62,28 +61,21 @@ class JobManager:
         self._loop = asyncio.get_running_loop()
         # Each attempt's $NVQ_SOCKET; relays nothing until the runner gives it its link.
         self.sockets = JobSockets(lambda msg: False)
-        self.order = OrderWatch()  # which stream each job wrote first
+        self.order = write_order.OrderWatch()  # which stream each job wrote first
 
     # ------------------------------------------------------------ queries
 
     def active(self) -> list[ActiveJob]:
-        return [
-            ActiveJob(job_id=r.rec.job_id, attempt=r.rec.attempt, pid=r.rec.pid or 0,
-                      started_at=r.rec.started_at)
-            for r in self.running.values()
-        ]
+        return [ActiveJob(job_id=r.rec.job_id, attempt=r.rec.attempt, pid=r.rec.pid or 0,
+                          started_at=r.rec.started_at) for r in self.running.values()]
 
     def sessions(self) -> dict[int, int]:
         """Wrapper pid (= session id of the job's processes) → job id."""
         return {r.rec.pid: job for job, r in self.running.items() if r.rec.pid}
 
     def progress(self) -> dict[int, str]:
-        out = {}
-        for job, r in self.running.items():
-            line = r.dir.progress()
-            if line is not None:
-                out[job] = line
-        return out
+        lines = {job: r.dir.progress() for job, r in self.running.items()}
+        return {job: line for job, line in lines.items() if line is not None}
 
     def job_dir(self, job_id: int) -> JobDir:
         """The directory of the latest attempt prepared (`logs --setup`), started or killed."""
@@ -180,8 +172,7 @@ class JobManager:
         """A port free here that no live attempt holds (None: run without one)."""
         taken = {r.rec.port for r in self.running.values() if r.rec.port is not None}
         port = ports.pick(taken, self._last_port, *ports.port_range())
-        if port is not None:
-            self._last_port = port
+        self._last_port = self._last_port if port is None else port
         return port
 
     def _launch(self, msg: Start, d: JobDir, prepared: Prepared | None = None) -> None:
