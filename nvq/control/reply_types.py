@@ -66,6 +66,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Backup: r.BackupMade,
     q.Check: r.StoreCheck,
     q.Lanes: list[r.LaneStatus],
+    q.ProgressLines: list[r.ProgressLine],
     q.Lane: r.LaneDetail,
     q.BusyMode: r.BusyView,
     q.BusyAssign: r.BusyAssignment,

@@ -211,6 +211,12 @@ class Move(msgspec.Struct, tag="move", frozen=True):
     to: str  # "node" (prefix) or "node:gpu" (that card's lane)
 
 
+class ProgressLines(msgspec.Struct, tag="progress_lines", frozen=True):
+    """The progress line of every running job whose output the asker may read: what
+    the terminal UI and the web page read every few seconds (a few bytes a job,
+    where a listing carries each job's whole record)."""
+
+
 class Lanes(msgspec.Struct, tag="lanes", frozen=True):
     pass
 
@@ -376,6 +382,7 @@ Request = (
     | Resume
     | Lanes
     | Lane
+    | ProgressLines
     | ClusterStatus
     | ClusterScale
     | ClusterDrain

@@ -48,7 +48,7 @@ RECONNECT_PAUSE = 1.0
 LIVE_FILTER_JOBS = 2000
 # Runtimes are counted here from each job's start, once a second, for the rows on
 # screen; progress lines live in the daemon's memory (samples are not events), read
-# with one listing of the active jobs this often.
+# this often with `ProgressLines` (a few bytes a running job).
 TICK = 1.0
 PROGRESS_EVERY = 5.0
 
@@ -145,10 +145,10 @@ class QueueApp(App[None]):
 
     async def _progress(self) -> None:
         try:
-            active = await self.client.jobs(active=True)
+            lines = await self.client.progress_lines()
         except ClientError:
             return  # the event stream says so; the next read tries again
-        changed = progress_changes(self.jobs_table.view.jobs, active)
+        changed = progress_changes(self.jobs_table.view.jobs, lines)
         if changed:
             self.jobs_table.apply(changed, [])
             self.tick()

@@ -211,6 +211,16 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             headers={"Cache-Control": "no-store"},
         )
 
+    async def progress(request: Request) -> Response:
+        """The running jobs' progress lines ({id: line}), which raise no event: an
+        open page that shows a running job reads them every few seconds."""
+        try:
+            lines = await site.client.progress_lines()
+        except ClientError:
+            lines = []
+        return Response(json.dumps({str(p.id): p.progress for p in lines}),
+                        media_type="application/json", headers={"Cache-Control": "no-store"})
+
     async def script(request: Request) -> Response:
         return FileResponse(render.STATIC / "live.js", media_type="text/javascript")
 
@@ -229,6 +239,7 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
         Route("/nodes", guarded(nodes_page)),
         Route("/usage", guarded(usage_page)),
         Route("/live", guarded(live)),
+        Route("/progress", guarded(progress)),
         Route("/live.js", guarded(script)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

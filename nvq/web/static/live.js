@@ -27,7 +27,7 @@
 
   // What moves without an event: a running job's runtime is counted here, from its
   // start, every second; its progress line (kept by the daemon from the node's
-  // samples, which are no events) comes with the page's live part, read again every
+  // samples, which are no events) is read from /progress (a few bytes a job) every
   // few seconds while the page shows a running job.
   function duration(s) {
     s = Math.max(0, Math.floor(s));
@@ -44,9 +44,17 @@
     });
   }
   setInterval(tick, 1000);
-  setInterval(() => {
-    if (document.querySelector("[data-started]")) refresh();
-  }, 5000);
+  async function progress() {
+    if (!document.querySelector("[data-started]")) return;
+    const reply = await fetch("/progress", { headers: { "X-Nvq-Fragment": "1" } });
+    if (!reply.ok) return;
+    const lines = await reply.json();
+    document.querySelectorAll("[data-progress-of]").forEach((el) => {
+      const line = lines[el.dataset.progressOf];
+      if (line !== undefined && line !== null && el.textContent !== line) el.textContent = line;
+    });
+  }
+  setInterval(progress, 5000);
 
   document.querySelectorAll("pre.log[data-stream]").forEach((pre) => {
     const source = new EventSource(pre.dataset.stream);
