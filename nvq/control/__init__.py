@@ -14,6 +14,7 @@ from nvq.control.frames import (
     request_decoder,
 )
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.progress import ProgressLine, ProgressLines
 from nvq.control.replies import (
     UNSET,
     ArraySubmitted,
@@ -45,7 +46,6 @@ from nvq.control.replies import (
     NodeLeft,
     NodesStopped,
     Pong,
-    ProgressLine,
     Pulled,
     Purged,
     QueueStatus,
@@ -98,7 +98,6 @@ from nvq.control.requests import (
     Pause,
     Ping,
     Priority,
-    ProgressLines,
     Pull,
     Purge,
     Release,

@@ -291,13 +291,6 @@ class StoreCheck(msgspec.Struct, kw_only=True):
     nodes: dict[str, NodeCheck]
 
 
-class ProgressLine(msgspec.Struct, kw_only=True):
-    """`ProgressLines`: one running job's last progress line (None: none written)."""
-
-    id: int
-    progress: str | None
-
-
 class LaneStatus(msgspec.Struct, kw_only=True):
     lane: str
     node: str

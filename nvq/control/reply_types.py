@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from nvq.control import image_requests as qi
 from nvq.control import replies as r
 from nvq.control import requests as q
+from nvq.control.progress import ProgressLine, ProgressLines
 from nvq.domain.report import UsageReport
 from nvq.domain.reservations import CardReservation
 from nvq.model import Alert, Event, Job, NodeView
@@ -66,7 +67,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Backup: r.BackupMade,
     q.Check: r.StoreCheck,
     q.Lanes: list[r.LaneStatus],
-    q.ProgressLines: list[r.ProgressLine],
+    ProgressLines: list[ProgressLine],
     q.Lane: r.LaneDetail,
     q.BusyMode: r.BusyView,
     q.BusyAssign: r.BusyAssignment,

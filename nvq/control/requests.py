@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from nvq.control.image_requests import ImageList, ImagePush
+from nvq.control.progress import ProgressLines
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
@@ -209,12 +210,6 @@ class Move(msgspec.Struct, tag="move", frozen=True):
 
     id: int
     to: str  # "node" (prefix) or "node:gpu" (that card's lane)
-
-
-class ProgressLines(msgspec.Struct, tag="progress_lines", frozen=True):
-    """The progress line of every running job whose output the asker may read: what
-    the terminal UI and the web page read every few seconds (a few bytes a job,
-    where a listing carries each job's whole record)."""
 
 
 class Lanes(msgspec.Struct, tag="lanes", frozen=True):

@@ -12,6 +12,7 @@ import anyio
 import msgspec
 
 from nvq import control as c
+from nvq.daemon.apply import queue_admins
 from nvq.daemon.context import Context
 from nvq.daemon.effects import Effects
 from nvq.daemon.errors import BadRequest, map_exceptions
@@ -22,6 +23,7 @@ from nvq.daemon.handlers.why import rows_of, with_reason
 from nvq.daemon.held import locked
 from nvq.daemon.state import LIVE_STATES
 from nvq.domain import attempts, request
+from nvq.domain.permissions import may_read_private
 from nvq.domain.validate import check_note
 from nvq.model import Job, JobRecord, JobState, NewEvent, Tx
 from nvq.store.windows import JobFilter
@@ -197,3 +199,16 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     if req.limit is not None and not req.all and len(rows) > req.limit:
         rows, more = rows[-req.limit :], True
     return c.JobPage(jobs=rows_of([with_reason(ctx, j) for j in rows]), more=more)
+
+
+async def progress_lines(ctx: Context, req: c.ProgressLines, user: str) -> list[c.ProgressLine]:
+    """The running jobs' progress lines, from memory (samples keep them there; they
+    raise no event), for the front ends that show them moving. A line is what a job
+    wrote of itself: answered only for jobs whose output the asker may read."""
+    state = ctx.state
+    admins, read = queue_admins(state), state.config.queue.members_read
+    return [
+        c.ProgressLine(id=job.id, progress=job.progress)
+        for job in sorted(state.jobs.values(), key=lambda j: j.id)
+        if job.state is JobState.RUNNING and may_read_private(job.user, user, admins, read)
+    ]
