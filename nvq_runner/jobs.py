@@ -382,7 +382,7 @@ class JobManager:
             return
         log.info("adopting job %s attempt %s (pid %s)", rec.job_id, rec.attempt, rec.pid)
         self.sockets.reopen(rec.job_id, rec.attempt, d)
-        self.order.watch(d.path, rec.attempt)
+        self.order.watch(d.path, rec.attempt, adopted=True)
         self._watch(Running(rec=rec, dir=d, pidfd=pidfd, popen=None,
                             ended=self._loop.create_future()))
 

@@ -21,6 +21,7 @@ stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import errno
 import logging
@@ -118,15 +119,19 @@ def parse_records(data: bytes) -> list[Piece]:
 
 
 class _Watch:
-    def __init__(self, path: Path, attempt: int) -> None:
+    def __init__(self, path: Path, attempt: int, adopted: bool) -> None:
         self.path = path
         self.attempt = attempt
         self.ends: dict[str, int] = {s: 0 for s in STREAMS}
+        order = order_path(path, attempt)
+        if adopted:  # what the runner before this one recorded stays, and goes on
+            with contextlib.suppress(OSError):
+                self.ends.update(dict(parse_records(order.read_bytes())))
         self.drained = threading.Event()
         # Streams by their last event in the latest batch: leftovers go in that order.
         self.last: list[str] = list(STREAMS)
-        fd = os.open(order_path(path, attempt),
-                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        fresh = 0 if adopted else os.O_TRUNC  # a launch starts the attempt's record over
+        fd = os.open(order, os.O_WRONLY | os.O_CREAT | fresh | os.O_APPEND | os.O_CLOEXEC, 0o600)
         self.fd = fd
 
 
@@ -166,14 +171,15 @@ class OrderWatch:
         self._libc, self._fd = libc, fd
         threading.Thread(target=self._run, name="write-order", daemon=True).start()
 
-    def watch(self, job_dir: Path, attempt: int) -> None:
-        """Record the order of writes to `job_dir`'s logs from now on, for `attempt`."""
+    def watch(self, job_dir: Path, attempt: int, adopted: bool = False) -> None:
+        """Record the order of writes to `job_dir`'s logs from now on, for `attempt`
+        (`adopted`: after the records a runner before this one kept)."""
         if self._libc is None:
             return
         with self._lock:
             try:
-                w = _Watch(job_dir, attempt)
-            except OSError as exc:
+                w = _Watch(job_dir, attempt, adopted)
+            except Exception as exc:  # a job's order is worth less than its adoption
                 log.warning("cannot keep the write order of %s: %s", job_dir, exc)
                 return
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(job_dir), IN_MODIFY)
@@ -187,7 +193,10 @@ class OrderWatch:
             self._watches[wd] = w
             self._by_dir[job_dir] = wd
             # What is there already (an adopted attempt) comes before what follows.
-            self._record(w, list(STREAMS), None)
+            try:
+                self._record(w, list(STREAMS), None)
+            except OSError as exc:
+                log.warning("cannot record the write order of %s: %s", job_dir, exc)
 
     def unwatch(self, job_dir: Path) -> None:
         """The attempt ended: its last events are recorded, then `drained` is set."""

@@ -4,6 +4,8 @@ microseconds apart while the runner is busy syncing the job's artifacts (each
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.cluster import Nvq
 from tests.harness.sshd import SshdNode
 
@@ -46,3 +48,23 @@ def test_following_logs_shows_the_order_written(nvq: Nvq) -> None:
     jid = nvq.submit("--gpus", "0", "--", SCRIPT)["id"]
     followed = nvq.run("job", "logs", str(jid), "-f", "-n", "-1", timeout=120)
     assert followed.out == WRITTEN, followed
+
+
+def test_an_adopted_job_keeps_the_order_written_across_a_runner_restart(
+    nvq: Nvq, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    body = (
+        'for i in 1 2 3; do echo "out $i"; echo "err $i" >&2; done; '
+        f"while [ ! -e {go} ]; do sleep 0.05; done; "
+        'for i in 4 5 6; do echo "out $i"; echo "err $i" >&2; done'
+    )
+    job = nvq.submit("--gpus", "0", "--", body)["id"]
+    nvq.wait_for(job, lambda j: j["state"] == "running")
+    nvq.json("node", "restart", "local")  # the new runner adopts the job
+    assert nvq.show(job)["state"] == "running"
+    go.touch()
+    code, _ = nvq.wait(job)
+    assert code == 0
+    want = "".join(f"out {i}\nerr {i}\n" for i in range(1, 7))
+    assert nvq.ok("job", "logs", str(job), "-n", "-1").out == want
