@@ -316,6 +316,11 @@ def format_mib(mb: int) -> str:
     return f"{mb}MiB"
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`1 file`, `2 files`, `0 GPUs`: a count with its noun as people write it."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
 def format_duration(seconds: float) -> str:
     """45 → '45s', 192 → '3m12s', 7500 → '2h05m', 93600 → '1d02h'.
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from . import container, early_signal, exits, logcap, memlimit, ports, procfs
+from . import container, early_signal, exits, logcap, memlimit, ports, procfs, write_order
 from .adoption import attempts, is_wrapper, reopen
 from .job_socket import JobSockets
 from .jobfiles import AttemptRecord, JobDir, new_record
@@ -62,27 +62,21 @@ class JobManager:
         self._loop = asyncio.get_running_loop()
         # Each attempt's $NVQ_SOCKET; relays nothing until the runner gives it its link.
         self.sockets = JobSockets(lambda msg: False)
+        self.order = write_order.OrderWatch()  # which stream each job wrote first
 
     # ------------------------------------------------------------ queries
 
     def active(self) -> list[ActiveJob]:
-        return [
-            ActiveJob(job_id=r.rec.job_id, attempt=r.rec.attempt, pid=r.rec.pid or 0,
-                      started_at=r.rec.started_at)
-            for r in self.running.values()
-        ]
+        return [ActiveJob(job_id=r.rec.job_id, attempt=r.rec.attempt, pid=r.rec.pid or 0,
+                          started_at=r.rec.started_at) for r in self.running.values()]
 
     def sessions(self) -> dict[int, int]:
         """Wrapper pid (= session id of the job's processes) → job id."""
         return {r.rec.pid: job for job, r in self.running.items() if r.rec.pid}
 
     def progress(self) -> dict[int, str]:
-        out = {}
-        for job, r in self.running.items():
-            line = r.dir.progress()
-            if line is not None:
-                out[job] = line
-        return out
+        lines = {job: r.dir.progress() for job, r in self.running.items()}
+        return {job: line for job, line in lines.items() if line is not None}
 
     def job_dir(self, job_id: int) -> JobDir:
         """The directory of the latest attempt prepared (`logs --setup`), started or killed."""
@@ -179,8 +173,7 @@ class JobManager:
         """A port free here that no live attempt holds (None: run without one)."""
         taken = {r.rec.port for r in self.running.values() if r.rec.port is not None}
         port = ports.pick(taken, self._last_port, *ports.port_range())
-        if port is not None:
-            self._last_port = port
+        self._last_port = self._last_port if port is None else port
         return port
 
     def _launch(self, msg: Start, d: JobDir, prepared: Prepared | None = None) -> None:
@@ -188,9 +181,11 @@ class JobManager:
         rec.port = self._next_port()
         self._dirs[msg.job_id] = d
         write_start(d, msg)  # so a queue that forgets the job can know it again
+        self.order.watch(d.path, msg.attempt)  # before the job can write
         try:
             popen, pidfd = launch(msg, d, rec, self._job_umask, prepared, self.sockets.offer)
         except LaunchError as exc:
+            self.order.unwatch(d.path)
             self._fail_launch(msg, d, rec, str(exc))
             return
         dropped = list(prepared.dropped) if prepared is not None else []
@@ -255,6 +250,7 @@ class JobManager:
         if rec.container:
             container.remove(rec.runtime, rec.container)
         del self.running[rec.job_id]
+        self.order.unwatch(d.path)
         self.sockets.close(rec.job_id)
         if not run.ended.done():
             run.ended.set_result(None)
@@ -385,6 +381,7 @@ class JobManager:
             return
         log.info("adopting job %s attempt %s (pid %s)", rec.job_id, rec.attempt, rec.pid)
         self.sockets.reopen(rec.job_id, rec.attempt, d)
+        self.order.watch(d.path, rec.attempt, adopted=True)
         self._watch(Running(rec=rec, dir=d, pidfd=pidfd, popen=None,
                             ended=self._loop.create_future()))
 

@@ -83,9 +83,10 @@ def encode_frames(msg: RunnerMsg, limit: int = MAX_FRAME) -> bytes:
     if isinstance(msg, LogData):
         piece = max(1, min(LOG_PIECE, limit // 2))
         parts = [msg.data[i : i + piece] for i in range(0, len(msg.data), piece)] or [b""]
-        frames = [encode_frame(LogData(req=msg.req, data=p)) for p in parts[:-1]]
+        frames = [encode_frame(LogData(req=msg.req, data=p, stream=msg.stream))
+                  for p in parts[:-1]]
         frames.append(encode_frame(LogData(req=msg.req, data=parts[-1], eof=msg.eof,
-                                           error=msg.error)))
+                                           error=msg.error, stream=msg.stream)))
         return b"".join(frames)
     small = shrink(msg)
     if small is not None:

@@ -233,7 +233,9 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
 
     req: int
     job_id: int
-    stream: Literal["stdout", "stderr", "setup"] = "stdout"
+    # "both": both logs from their offsets on, each piece naming its stream, in the
+    # order written (`write_order`); `lines` and `max_bytes` do not apply.
+    stream: Literal["stdout", "stderr", "setup", "both"] = "stdout"
     lines: int = 50
     follow: bool = False
     # At most this many bytes of the existing log (0: no cap); a cut answer starts
@@ -243,6 +245,7 @@ class Tail(msgspec.Struct, tag="tail", frozen=True):
     # From this byte on, whatever `lines` says (the queue host's copy taking up where
     # it stopped); past the end (the log was cut meanwhile): from its end.
     offset: Optional[int] = None
+    err_offset: Optional[int] = None  # with "both": stderr's (`offset` is stdout's)
 
 
 class Unfollow(msgspec.Struct, tag="unfollow", frozen=True):
@@ -472,6 +475,7 @@ class LogData(msgspec.Struct, tag="log", frozen=True):
     data: bytes = b""
     eof: bool = False
     error: Optional[str] = None
+    stream: Optional[Literal["stdout", "stderr"]] = None  # answering a Tail of "both"
 
 
 class ArtifactFile(msgspec.Struct, frozen=True):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from . import __version__, container, owner, procfs, recovery
+from . import __version__, container, owner, procfs, recovery, write_order
 from . import protocol as p
 from .allocation import allocated_gpus
 from .artifacts import manifest
@@ -28,6 +28,7 @@ from .identity import QueueMemory
 from .image_stage import ImageStager
 from .job_artifacts import JobArtifacts
 from .job_socket import JobSockets
+from .jobfiles import JobDir
 from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
@@ -220,6 +221,9 @@ class Runner:
         if not d.path.is_dir():
             conn.send(p.LogData(req=msg.req, eof=True, error=f"no job {msg.job_id} on this node"))
             return
+        if msg.stream == "both":
+            self._tail_both(conn, msg, d)
+            return
         path = d.attempt_log(msg.stream, msg.attempt)
         if path is None:
             error = f"no log of attempt {msg.attempt} of job {msg.job_id} on this node"
@@ -231,6 +235,30 @@ class Runner:
         ended = run.ended if (run is not None and msg.follow) else None
         task = asyncio.create_task(
             tail(path, msg.req, msg.lines, ended, conn.send_log, msg.max_bytes, msg.offset))
+        conn.tails[msg.req] = task
+        task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
+
+    def _tail_both(self, conn: Conn, msg: p.Tail, d: JobDir) -> None:
+        logs = {s: d.attempt_log(s, msg.attempt) for s in write_order.STREAMS}
+        run = self.jobs.running.get(msg.job_id)
+        attempt = msg.attempt if msg.attempt is not None else (
+            run.rec.attempt if run is not None else None)
+        if run is not None and attempt != run.rec.attempt:
+            run = None
+        if attempt is None:
+            rec = d.read_record()
+            attempt = rec.attempt if rec is not None else None
+        if attempt is None or logs["stdout"] is None or logs["stderr"] is None:
+            error = f"no log of attempt {msg.attempt} of job {msg.job_id} on this node"
+            conn.send(p.LogData(req=msg.req, eof=True, error=error))
+            return
+        ended = run.ended if (run is not None and msg.follow) else None
+        drained = self.jobs.order.drained(d.path, attempt)
+        offsets = {"stdout": msg.offset or 0, "stderr": msg.err_offset or 0}
+        task = asyncio.create_task(write_order.merged_tail(
+            {s: path for s, path in logs.items() if path is not None},
+            write_order.order_path(d.path, attempt), msg.req, offsets, ended, drained,
+            conn.send_log))
         conn.tails[msg.req] = task
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
 

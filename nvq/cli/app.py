@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import typer
 
+from nvq.cli.grouped_help import GroupedHelp
+
 app = typer.Typer(
     name="nvq",
+    cls=GroupedHelp,
     help="A GPU job queue for your own machines.",
     no_args_is_help=True,
     add_completion=False,
@@ -63,7 +66,7 @@ skill_app = typer.Typer(
     suggest_commands=False,
 )
 
-# The order here is the order `nvq --help` lists them in.
+# `nvq --help` lists them by nvq.cli.grouped_help.SECTIONS.
 app.add_typer(job_app, name="job")
 app.add_typer(queue_app, name="queue")
 app.add_typer(daemon_app, name="daemon")

@@ -67,6 +67,11 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(complete())
     args = without_no_tick(list(sys.argv[1:] if argv is None else argv))
+    if args in (["--version"], ["-V"]):
+        from nvq import __version__
+
+        print(f"nvq {__version__}")
+        sys.exit(0)
     as_json = wants_json(args)
     # [remote]: the whole argv runs on the queue host; --local opts out once.
     # Inside a job its own queue answers, relayed by the runner: never forwarded.

@@ -103,6 +103,11 @@ class QueueRequests(Requesting):
         """queue.db's integrity and the job ids nodes know that it does not."""
         return c.Check(wait=wait)
 
+    @returns(c.ProgressLines, list[c.ProgressLine])
+    def progress_lines(self) -> c.Request:
+        """Each running job's progress line (those whose output you may read)."""
+        return c.ProgressLines()
+
     @returns(c.Lanes, list[c.LaneStatus])
     def lanes(self) -> c.Request:
         return c.Lanes()

@@ -15,6 +15,7 @@ from nvq.control.frames import (
 )
 from nvq.control.image_requests import ImageList, ImagePush
 from nvq.control.job_submits import SubmitFromJob
+from nvq.control.progress import ProgressLine, ProgressLines
 from nvq.control.replies import (
     UNSET,
     ArraySubmitted,
@@ -204,6 +205,8 @@ __all__ = [
     "Pong",
     "Priority",
     "Progress",
+    "ProgressLine",
+    "ProgressLines",
     "Pull",
     "Pulled",
     "Purge",

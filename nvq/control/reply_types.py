@@ -16,6 +16,7 @@ from nvq.control import replies as r
 from nvq.control import requests as q
 from nvq.control import snapshot_requests as qsn
 from nvq.control import state_requests as qs
+from nvq.control.progress import ProgressLine, ProgressLines
 from nvq.domain.report import UsageReport
 from nvq.domain.reservations import CardReservation
 from nvq.model import Alert, Event, Job, NodeView
@@ -72,6 +73,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Backup: r.BackupMade,
     q.Check: r.StoreCheck,
     q.Lanes: list[r.LaneStatus],
+    ProgressLines: list[ProgressLine],
     q.Lane: r.LaneDetail,
     q.BusyMode: r.BusyView,
     q.BusyAssign: r.BusyAssignment,

@@ -265,9 +265,11 @@ async def _serve_session(
 
 
 async def _stream_logs(ctx: Context, stream: ByteStream, req: c.Logs, *, plain: bool) -> None:
-    """Chunks until the log ends; stops early when the CLI goes away (Ctrl-C)."""
-    try:
-        chunks = await open_logs(
+    """Chunks until the log ends; stops early when the CLI goes away (Ctrl-C), also
+    while `-f` still waits for the job to start (the wait is inside the watch)."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        opened = await open_logs(
             ctx.state,
             req.id,
             lines=req.lines,
@@ -276,10 +278,13 @@ async def _stream_logs(ctx: Context, stream: ByteStream, req: c.Logs, *, plain: 
             attempt=req.attempt,
             marks=req.marks,
         )
-    except RequestError as exc:
-        await stream.send(_frame(c.Done(error=str(exc), exit_code=exc.exit_code), plain=plain))
-        return
-    await _send_chunks(stream, chunks, plain=plain)
+        try:
+            async for data in opened:
+                yield data
+        finally:
+            await opened.aclose()  # type: ignore[attr-defined]
+
+    await _send_chunks(stream, chunks(), plain=plain)
 
 
 async def _send_chunks(
@@ -303,12 +308,14 @@ async def _send_chunks(
             await stream.send(_frame(c.Done(), plain=plain))
         except FellBehind as exc:
             resume = {"fell_behind": exc.last_id}
-            await stream.send(_frame(c.Done(data=resume, error=str(exc), exit_code=1)))
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await stream.send(_frame(c.Done(data=resume, error=str(exc), exit_code=1)))
         except RequestError as exc:
             done = c.Done(error=str(exc), exit_code=exc.exit_code)
-            await stream.send(_frame(done, plain=plain))
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await stream.send(_frame(done, plain=plain))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
+            pass  # the client went away
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]
             tg.cancel_scope.cancel()

@@ -1,8 +1,9 @@
 """Copying every attempt's output to the queue host as it is written.
 
 For each attempt that started on a node the daemon asks the node's runner to follow
-both logs from where the copy ends (`Tail` with an offset, following until the attempt
-ends); each piece is appended to the copy (`nvq.daemon.output_copy`) the moment it
+both logs from where the copy ends (`Tail` of "both" with each stream's offset,
+following until the attempt ends), which sends them in the order the job wrote them
+(`nvq_runner.write_order`); each piece is appended to the copy (`nvq.daemon.output_copy`) the moment it
 arrives. A link that drops leaves the copy incomplete; it is taken up again from its
 offsets when the node is back, and when the daemon restarts. An attempt that ended
 while its node was away is copied when the node returns; one whose node never
@@ -120,23 +121,21 @@ class OutputCopies:
             node = self.state.nodes.get(st.node)
             if node is None or node.send is None or node.state != "up" or not node.reconciled:
                 continue
-            for stream in STREAMS:
-                if st.done.get(stream) or (*key, stream) in self.active:
-                    continue
-                req = next(_requests)
-                self.active[(*key, stream)] = req
-                node.log_streams[req] = self._deliverer(key, stream, node.name)
-                node.post(
-                    p.Tail(
-                        req=req, job_id=key[0], stream=stream,  # type: ignore[arg-type]
-                        lines=-1, follow=True, max_bytes=0, attempt=key[1],
-                        offset=st.offsets.get(stream, 0),
-                    )
+            if all(st.done.get(s) for s in STREAMS) or (*key, "both") in self.active:
+                continue
+            req = next(_requests)
+            self.active[(*key, "both")] = req
+            node.log_streams[req] = self._deliverer(key, node.name)
+            # Both logs in one answer, in the order the job wrote them.
+            node.post(
+                p.Tail(
+                    req=req, job_id=key[0], stream="both", lines=-1, follow=True,
+                    max_bytes=0, attempt=key[1], offset=st.offsets.get("stdout", 0),
+                    err_offset=st.offsets.get("stderr", 0),
                 )
+            )
 
-    def _deliverer(
-        self, key: Key, stream: str, node_name: str
-    ) -> Callable[[p.LogData], None]:
+    def _deliverer(self, key: Key, node_name: str) -> Callable[[p.LogData], None]:
         out_path, state_path = copy_paths(self.state.home, *key)
         cap = self.state.config.queue.max_log_size
 
@@ -150,6 +149,7 @@ class OutputCopies:
                 # records), a stream's end. Otherwise the offsets are the records'
                 # sums, recounted on a restart: a piece costs one append, no more.
                 save = msg.eof or not state_path.exists() or st.generation > 0
+                stream = msg.stream or "stdout"
                 if msg.data:
                     size = append(out_path, stream, msg.data)
                     st.offsets[stream] = st.offsets.get(stream, 0) + len(msg.data)
@@ -157,12 +157,12 @@ class OutputCopies:
                         st.generation += 1
                         save = True
                 if msg.eof:
-                    self.active.pop((*key, stream), None)
+                    self.active.pop((*key, "both"), None)
                     node = self.state.nodes.get(node_name)
                     dropped = msg.error is not None and (node is None or node.send is None)
                     if not dropped:
                         # ended, or nothing there to copy (it never wrote a log there)
-                        st.done[stream] = True
+                        st.done.update({s: True for s in STREAMS})
                         if st.complete:
                             self.wanted.pop(key, None)
                 if save:

@@ -8,9 +8,8 @@ they reached the queue host: one byte naming the stream (``o`` stdout, ``e`` std
 whether it is complete. Past `cap` bytes the middle is cut out: the head (how the
 job began) and the newest output stay, as on the node.
 
-Both streams' order is the order their pieces arrived: the node's runner sends each
-stream as it grows (every fifth of a second), so lines written further apart than
-that keep their order, and lines written in the same instant may not."""
+Both streams' order is the order the job wrote them: the node's runner sends both in
+one answer, piece by piece in that order (`nvq_runner.write_order`)."""
 
 from __future__ import annotations
 

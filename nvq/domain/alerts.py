@@ -23,7 +23,7 @@ ALERT_KINDS: dict[str, str] = {
     "job_failed": "error",
     "job_lost": "error",
     "job_timeout": "error",
-    "job_held": "error",
+    "job_held": "warning",  # this job did nothing wrong: a prerequisite of it did
     "job_unschedulable": "error",
     "launch_failed": "error",
     "setup_failed": "error",
@@ -58,6 +58,8 @@ def derive(events: list[NewEvent], jobs: Mapping[int, JobRecord]) -> list[NewAle
         if severity is None:
             continue
         job = jobs.get(ev.job_id) if ev.job_id is not None else None
+        if ev.kind == "job_failed" and job is not None and job.spec.interactive:
+            continue  # a shell left with a non-zero status (its last command's) is no failure
         out.append(_alert(ev, severity, job))
     return out
 
@@ -108,7 +110,8 @@ def _alert(ev: NewEvent, severity: str, job: JobRecord | None) -> NewAlert:
     attempt = int(data.get("attempt") or (job.attempt if job else 0))
     extra = f":{data['after']}" if ev.kind == "job_held" else ""
     label = f"job {ev.job_id}" + (f" ({job.spec.name})" if job else "")
-    where = f" on {ev.node}" if ev.node else ""
+    # A job moved off a node was on it; every other happening was on its node.
+    where = f" {'from' if ev.kind == 'job_reassigned' else 'on'} {ev.node}" if ev.node else ""
     detail: str | None = None
     if ev.kind in ("job_failed", "job_timeout"):
         why = job.reason if job and job.reason else ev.kind.removeprefix("job_")

@@ -76,6 +76,10 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
             att.result = data.get("result")
         elif ev.kind == "job_exit_after_settle":
             att.exit_code = data.get("exit_code", att.exit_code)
+        elif ev.kind == "attempt_fenced" and att.outcome == "reassigned" and data.get("fenced_at"):
+            # Reassigned while its node was silent, the attempt ran on until its runner
+            # stopped it (the lease lapsed): that, not the reassignment, is its end.
+            att.ended_at = float(data["fenced_at"])
         elif ev.kind in _ENDINGS and att.outcome in (None, data.get("overrides")):
             # `overrides`: an exit heard after the queue had guessed this attempt's end.
             if ev.kind in ("job_paused", "job_moved") and data.get("was") != "running":

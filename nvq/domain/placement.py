@@ -511,7 +511,7 @@ class _Pass:
                     f"{where} holds {format_mib(best)} {after}"
                 )
             return (
-                f"needs {job.gpus} GPUs with {format_mib(job.vram_mb)} each; the best "
+                f"needs {gpus_text(job.gpus)} with {format_mib(job.vram_mb)} each; the best "
                 f"{job.gpus} cards on {where} hold {format_mib(best)} each {after}"
             )
         return None

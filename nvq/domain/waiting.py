@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import msgspec
 
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, time_fits
-from nvq.values import format_duration, format_mib
+from nvq.values import counted, format_duration, format_mib
 
 PRIORITY = "Priority"
 RESOURCES = "Resources"
@@ -192,7 +192,7 @@ def _cards(
         return [Check("memory per card", have >= job.vram_mb, detail)], have
     held = sum(1 for g in slot.gpus if g.schedulable and not g.out and g.held)
     if len(free) < job.gpus:
-        detail = f"has {len(free)} schedulable GPUs, needs {job.gpus}"
+        detail = f"has {counted(len(free), 'schedulable GPU')}, needs {job.gpus}"
         if held:
             detail = (
                 f"{held} of its {len(free) + held} GPUs are held whole by jobs without "
@@ -206,7 +206,9 @@ def _cards(
             "[queue] share_cards = true lets jobs share)"
         )
         ok = empty >= job.gpus
-        cards_ok = Check("cards", True, f"has {len(free)} schedulable GPUs, needs {job.gpus}")
+        cards_ok = Check(
+            "cards", True, f"has {counted(len(free), 'schedulable GPU')}, needs {job.gpus}"
+        )
         return [cards_ok, Check("whole cards", ok, detail)], 0 if ok else -1
     # Only a card that could ever hold the job is one it waits for: a 24 GiB card
     # with 23.5 GiB free is no candidate for a 70 GiB job, however free it is.
@@ -228,8 +230,8 @@ def _cards(
         )
     else:
         room = sum(1 for _, f in ranked if f >= job.vram_mb)
-        detail = f"{room} of {len(free)} GPUs have {need} free, needs {job.gpus}"
-    cards_ok = Check("cards", True, f"has {len(free)} schedulable GPUs, needs {job.gpus}")
+        detail = f"{room} of {counted(len(free), 'GPU')} have {need} free, needs {job.gpus}"
+    cards_ok = Check("cards", True, f"has {counted(len(free), 'schedulable GPU')}, needs {job.gpus}")
     return [cards_ok, Check("memory per card", have >= job.vram_mb, detail)], have
 
 

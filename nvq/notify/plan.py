@@ -54,6 +54,8 @@ def webhook_job_items(
         if job is None:
             continue
         success = OUTCOMES.get(ev.kind)
+        if ev.kind == "job_failed" and quiet_failure(job) and job.spec.notify_on is None:
+            continue
         if ev.kind in STARTS:
             wanted, what = {"start"}, "started"
         elif ev.kind == TIME_LIMIT_80:
@@ -76,6 +78,17 @@ def webhook_job_items(
                 )
             )
     return items
+
+
+def quiet_failure(job: JobRecord) -> bool:
+    """An interactive session's non-zero exit (bash exits with its last command's
+    status) is no failure to tell anyone of, unless the job asked (`--notify-on`)."""
+    return job.spec.interactive
+
+
+# Alerts a webhook's job message of the same failure already says (job, node, exit,
+# output tail): a channel that hears both gets the job message only.
+SAID_BY_JOB_ITEM = frozenset({"job_failed", "job_timeout"})
 
 
 def moment_doc(job: JobRecord, what: str) -> dict[str, Any]:
@@ -157,11 +170,15 @@ def plan(
     threshold = SEVERITIES.index(config.notify.severity)
     channels = alert_channels(config)
     email_to = list(config.notify.email.to) if config.notify.email else []
+    job_items = webhook_job_items(events, jobs, config)
+    told = {(i.channel, i.payload["job"]["id"], i.payload["job"]["attempt"]) for i in job_items}
     for alert in alerts:
         if SEVERITIES.index(alert.severity) < threshold:
             continue
         doc = {"type": "alert", "alert": alert_doc(alert, now)}
         for channel in channels:
+            if alert.kind in SAID_BY_JOB_ITEM and (channel, alert.job_id, alert.attempt) in told:
+                continue  # one failure, one message on this channel
             payload = {**doc, "to": email_to} if channel == "email" else doc
             items.append(
                 OutboxItem(
@@ -171,7 +188,7 @@ def plan(
                     alert_key=alert.key,
                 )
             )
-    items += webhook_job_items(events, jobs, config)
+    items += job_items
     if config.notify.email is None:
         return items
     for ev in events:
@@ -181,6 +198,8 @@ def plan(
             continue
         own = job.spec.email_on_success if success else job.spec.email_on_failure
         default = config.notify.email_on_success if success else config.notify.email_on_failure
+        if ev.kind == "job_failed" and quiet_failure(job):
+            default = False  # only its own --email-on-failure
         if not (default if own is None else own):
             continue
         to = recipient(job, config)

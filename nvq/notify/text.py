@@ -37,7 +37,7 @@ def body(payload: dict[str, Any]) -> str:
     j = payload["job"]
     lines = [
         f"job {j['id']} ({j['name']}) {j['state']}" + (f": {j['reason']}" if j["reason"] else ""),
-        f"command:   {j['command']}",
+        f"command:   {j['command'] or '(an interactive shell)'}",
         f"node:      {j['node']} (attempt {j['attempt']})",
     ]
     if j["exit_code"] is not None:

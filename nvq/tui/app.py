@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from rich.text import Text
 from textual import on
@@ -18,16 +18,17 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Log, Static
 
 from nvq.cli.render.events import kind_text
-from nvq.cli.render.jobs import job_where
+from nvq.cli.render.jobs import job_where, runtime
 from nvq.client import ClientError
 from nvq.client.asynchronous import AsyncClient
 from nvq.model import Event, Job
 from nvq.tui import actions
-from nvq.tui.dialogs import ConfirmScreen, TextScreen
+from nvq.tui.dialogs import ConfirmScreen, LogScreen, TextScreen
 from nvq.tui.feed import Batch, changed_jobs, event_stream, initial_jobs
 from nvq.tui.gpu_bar import LEGEND
 from nvq.tui.jobs_view import RECENT_KEPT, waiting_reason
 from nvq.tui.latest import latest_event_id
+from nvq.tui.liveness import progress_changes
 from nvq.tui.tables import JobsTable, NodesTable
 
 CSS = """
@@ -45,6 +46,11 @@ LOG_LINES = 2000
 TAIL_LINES = 200
 RECONNECT_PAUSE = 1.0
 LIVE_FILTER_JOBS = 2000
+# Runtimes are counted here from each job's start, once a second, for the rows on
+# screen; progress lines live in the daemon's memory (samples are not events), read
+# this often with `ProgressLines` (a few bytes a running job).
+TICK = 1.0
+PROGRESS_EVERY = 5.0
 
 
 def event_line(event: Event) -> str:
@@ -55,9 +61,10 @@ def event_line(event: Event) -> str:
     return f"{stamp} {kind_text(event.kind)} {subject}".rstrip()
 
 
-def detail_line(job: Job, why: str | None) -> str:
+def detail_line(job: Job, why: str | None, now: float | None = None) -> str:
     said = waiting_reason(job) or why or job.progress or job.reason or ""
-    head = f"job {job.id} {job.name} [{job.state}] {job_where(job)}"
+    ran = f" {runtime(job, now)}" if job.started_at is not None else ""
+    head = f"job {job.id} {job.name} [{job.state}] {job_where(job)}{ran}"
     note = f"  note: {job.note}" if job.note else ""
     image = f"  image: {job.image}" if job.image else ""
     return f"{head}  {said}{image}{note}".rstrip()
@@ -73,9 +80,12 @@ class QueueApp(App[None]):
         Binding("N", "focus('nodes')", "nodes"),
     ]
 
-    def __init__(self, client: AsyncClient | None = None) -> None:
+    def __init__(
+        self, client: AsyncClient | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         super().__init__()
         self.client = client or AsyncClient()
+        self.clock = clock  # what runtimes are counted to (a test moves it)
         self.status_text = ""
         self.loaded = asyncio.Event()  # the first job list is on screen
         self._batch = Batch()
@@ -116,6 +126,32 @@ class QueueApp(App[None]):
         self.jobs_table.focus()
         self.run_worker(self._start(), group="feed", exit_on_error=False)
         self.run_worker(self._flush_forever(), group="flush", exit_on_error=False)
+        self.set_interval(TICK, self.tick)
+        self.set_interval(PROGRESS_EVERY, self._read_progress)
+
+    def tick(self) -> None:
+        """Move what moves on its own: the runtime of running jobs on screen, and the
+        selected job's header."""
+        now = self.clock()
+        self.jobs_table.tick(now)
+        job = self.jobs_table.view.jobs.get(self._following or -1)
+        if job is not None and job.state.value == "running":
+            self.query_one("#detail", Static).update(Text(detail_line(job, None, now)))
+
+    def _read_progress(self) -> None:
+        if self.loaded.is_set():
+            self.run_worker(self._progress(), group="progress", exclusive=True,
+                            exit_on_error=False)
+
+    async def _progress(self) -> None:
+        try:
+            lines = await self.client.progress_lines()
+        except ClientError:
+            return  # the event stream says so; the next read tries again
+        changed = progress_changes(self.jobs_table.view.jobs, lines)
+        if changed:
+            self.jobs_table.apply(changed, [])
+            self.tick()
 
     async def _start(self) -> None:
         while True:
@@ -192,10 +228,20 @@ class QueueApp(App[None]):
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         try:
             await self._show_detail(id)
-            async for chunk in self.client.logs(id, lines=TAIL_LINES, follow=True):
+            async for chunk in self.client.logs(
+                id, lines=TAIL_LINES, follow=True, stream="both", marks=True
+            ):
                 log.write(decoder.decode(chunk))
         except ClientError as exc:
             log.write_line(f"[{exc}]")
+
+    @on(DataTable.RowSelected, "#jobs")
+    def _job_selected(self, message: DataTable.RowSelected) -> None:
+        """Enter: the selected job's whole log, both streams marked, on a screen of its
+        own (Escape goes back)."""
+        id = self.jobs_table.selected_id()
+        if id is not None:
+            self.push_screen(LogScreen(self.client, id))
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, message: Input.Changed) -> None:

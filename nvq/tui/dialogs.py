@@ -3,12 +3,17 @@ of text (a job's note)."""
 
 from __future__ import annotations
 
+import codecs
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Input, Label, Log
+
+from nvq.client import ClientError
+from nvq.client.asynchronous import AsyncClient
 
 CSS = """
 ConfirmScreen, TextScreen { align: center middle; }
@@ -75,3 +80,35 @@ class TextScreen(ModalScreen[str | None]):
 
     def action_drop(self) -> None:
         self.dismiss(None)
+
+
+class LogScreen(ModalScreen[None]):
+    """A job's whole log, both streams in the order written and marked (`out| `,
+    `err| `), following while it runs; Escape or q goes back."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape,q", "app.pop_screen", "back"),
+    ]
+
+    def __init__(self, client: AsyncClient, job_id: int) -> None:
+        super().__init__()
+        self.client = client
+        self.job_id = job_id
+
+    def compose(self) -> ComposeResult:
+        yield Label(Text(f"job {self.job_id}: its whole log (Escape: back)"))
+        yield Log(id="whole-log", max_lines=None)
+
+    def on_mount(self) -> None:
+        self.run_worker(self._read(), exit_on_error=False)
+
+    async def _read(self) -> None:
+        log = self.query_one("#whole-log", Log)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            async for chunk in self.client.logs(
+                self.job_id, lines=-1, follow=True, stream="both", marks=True
+            ):
+                log.write(decoder.decode(chunk))
+        except ClientError as exc:
+            log.write_line(f"[{exc}]")

@@ -8,7 +8,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
-from nvq.model import Job, NodeView
+from nvq.cli.render.jobs import runtime
+from nvq.model import Job, JobState, NodeView
 from nvq.tui.gpu_bar import node_rows
 from nvq.tui.jobs_view import COLUMNS, JobsView, order_key, row
 
@@ -83,6 +84,16 @@ class JobsTable(DataTable[Text]):
             self._take_order(changes.moved_from)
         if changes.removed or changes.reorder:
             self._restore(keep)
+
+    def tick(self, now: float) -> None:
+        """Count the runtime of the running jobs whose rows are on screen to `now`:
+        rows scrolled away wait for their turn, so 10,000 rows cost what 40 do."""
+        first = int(self.scroll_offset.y)
+        jobs = self.view.jobs
+        for line in self.ordered_rows[first : first + self.size.height + 1]:
+            job = jobs.get(int(str(line.key.value)))
+            if job is not None and job.state is JobState.RUNNING:
+                self.update_cell(line.key, "RUNTIME", Text(runtime(job, now)))
 
     def _take_order(self, start: int) -> None:
         """Lay the rows out in the view's order, from position `start` on. DataTable

@@ -36,7 +36,6 @@ from nvq.web.live import Hub
 Handler = Callable[[Request], Awaitable[Response]]
 LOG_LINES = 50
 MAX_FORM = 64 * 1024
-CHART_STEP = 300.0  # seconds per point of the Nodes page's 24 h chart
 
 
 @dataclass
@@ -137,10 +136,16 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
 
     async def nodes_page(request: Request) -> Response:
         now = time.time()
+        longest, _, coarse = pages.CHART_SPANS[-1]
         try:
-            history = await site.client.gpu_history(since=now - 86400, step=CHART_STEP)
+            history = await site.client.gpu_history(since=now - longest, step=coarse)
+            oldest = min((p.time for p in history), default=None)
+            span, label, step = pages.chart_span(oldest, now, slack=coarse)
+            if span < longest:
+                history = await site.client.gpu_history(since=now - span, step=step)
         except ClientError:
             history = []  # a daemon without the history: the page shows no chart
+            span, label, _ = pages.CHART_SPANS[1]
         nodes = await site.client.nodes()
         return html(
             request,
@@ -148,7 +153,8 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             nodes=nodes,
             # `unreachable 40s (reassign in 1m20s)` while a node's grace runs
             unreachable={n.name: unreachable_label(n, now) for n in nodes},
-            charts=pages.charts(history, now),
+            charts=pages.charts(history, now, span),
+            chart_label=label,
             chart_w=pages.CHART_W,
             chart_h=pages.CHART_H,
         )
@@ -206,6 +212,16 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             headers={"Cache-Control": "no-store"},
         )
 
+    async def progress(request: Request) -> Response:
+        """The running jobs' progress lines ({id: line}), which raise no event: an
+        open page that shows a running job reads them every few seconds."""
+        try:
+            lines = await site.client.progress_lines()
+        except ClientError:
+            lines = []
+        return Response(json.dumps({str(p.id): p.progress for p in lines}),
+                        media_type="application/json", headers={"Cache-Control": "no-store"})
+
     async def script(request: Request) -> Response:
         return FileResponse(render.STATIC / "live.js", media_type="text/javascript")
 
@@ -224,6 +240,7 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
         Route("/nodes", guarded(nodes_page)),
         Route("/usage", guarded(usage_page)),
         Route("/live", guarded(live)),
+        Route("/progress", guarded(progress)),
         Route("/live.js", guarded(script)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

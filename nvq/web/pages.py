@@ -225,6 +225,20 @@ def charts(
     return {k: Chart(_to_now(v), _to_now(util.get(k, [])), len(v)) for k, v in mem.items()}
 
 
+# The Nodes page's windows, shortest first: (seconds, label, seconds per point).
+CHART_SPANS = ((3600.0, "1 h", 60.0), (86400.0, "24 h", 300.0), (7 * 86400.0, "7 d", 2100.0))
+
+
+def chart_span(oldest: float | None, now: float, slack: float = 0.0) -> tuple[float, str, float]:
+    """The shortest window that holds all the history there is: a young queue's
+    minutes of samples fill an hour's chart, not a sliver of a day's. `slack`: how
+    much older than its first sample `oldest` may read (the start of its bucket)."""
+    for span in CHART_SPANS:
+        if oldest is not None and now - oldest <= span[0] + slack:
+            return span
+    return CHART_SPANS[-1] if oldest is not None else CHART_SPANS[0]
+
+
 def _to_now(xy: list[str]) -> str:
     """The line carries its last value on to the right edge (now): a fresh card's
     single point still shows as a level."""
@@ -243,5 +257,11 @@ USAGE_SPANS = {"1d": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
 
 
 def usage_bars(rows: Sequence[ReportRow]) -> dict[str, float]:
-    most = max((r.gpu_hours_used for r in rows), default=0.0)
-    return {r.key: round(100 * r.gpu_hours_used / most, 1) if most else 0.0 for r in rows}
+    """Each row's GPU-hours used as a share of the most any row reserved: a bar is as
+    long as its use, and what shows as 0.00 GPU-h shows no bar."""
+    most = max((max(r.gpu_hours_reserved, r.gpu_hours_used) for r in rows), default=0.0)
+    return {
+        r.key: round(100 * r.gpu_hours_used / most, 1)
+        if most and round(r.gpu_hours_used, 2) > 0 else 0.0
+        for r in rows
+    }

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from nvq.cli.grouped_help import HEADINGS
 from tests.cluster import Nvq, Run
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -95,11 +96,12 @@ def run_subprocess(args: list[str], env: dict[str, str]) -> Run:
 
 
 def listed_commands(help_text: str) -> list[str]:
-    """The names under a group help's "Commands:" heading."""
+    """The names under a group help's "Commands:" heading (the root's: under its
+    sections' headings)."""
     names: list[str] = []
     in_commands = False
     for line in help_text.splitlines():
-        if line == "Commands:":
+        if line == "Commands:" or line in HEADINGS:
             in_commands = True
         elif in_commands and re.match(r"^  \S", line):
             names.append(line.split()[0])

@@ -207,7 +207,7 @@ def test_jobs_on_a_node_removed_from_config_are_settled_at_load(tmp_path: Path) 
                     f"job {stays.id} (true) was lost on b: node b is no longer in config.toml"
                     in (messages)
                 )
-                assert any(f"job {moves.id} (true) was reassigned on b" in m for m in messages)
+                assert any(f"job {moves.id} (true) was reassigned from b" in m for m in messages)
 
     run(main)
 

@@ -43,6 +43,7 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Events(), "anyone"),
     (c.Alerts(), "anyone"),
     (c.Lanes(), "anyone"),
+    (c.ProgressLines(), "anyone"),
     (c.JobArtifacts(id=1), "private"),
     (c.Note(id=1), "anyone"),
     (c.Result(id=1), "private"),

@@ -71,3 +71,17 @@ def test_the_attempt_list_says_fenced_unless_it_was_reassigned_first() -> None:
     moved = ev(3, "job_reassigned", attempt=1)
     late = ev(4, "attempt_fenced", attempt=1, requeued=False)
     assert [a.outcome for a in attempts.derive([*run, moved, late])] == ["reassigned"]
+
+
+def test_a_reassigned_attempt_ends_when_its_runner_stopped_it() -> None:
+    def ev(t: float, kind: str, **data: object) -> Event:
+        return Event(id=int(t), time=t, kind=kind, job_id=7, node="n1", data=data)
+
+    run = [ev(100, "job_dispatched", attempt=1), ev(101, "job_started", attempt=1)]
+    moved = ev(400, "job_reassigned", attempt=1)  # after node_grace
+    late = ev(900, "attempt_fenced", attempt=1, requeued=False, fenced_at=250.0)
+    (first,) = attempts.derive([*run, moved, late])
+    assert (first.outcome, first.started_at, first.ended_at) == ("reassigned", 101, 250.0)
+    # not heard from the node again: the reassignment is all the queue knows
+    (unknown,) = attempts.derive([*run, moved])
+    assert unknown.ended_at == 400

@@ -83,7 +83,7 @@ def test_unschedulable_cards_do_not_count() -> None:
             ],
         }
     )
-    assert failing(fit(job(gpus=2), facts(s))) == {"cards": "has 1 schedulable GPUs, needs 2"}
+    assert failing(fit(job(gpus=2), facts(s))) == {"cards": "has 1 schedulable GPU, needs 2"}
 
 
 def test_pin_to_another_node_is_the_only_check() -> None:

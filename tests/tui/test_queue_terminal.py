@@ -7,6 +7,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,24 @@ def test_bare_queue_without_a_terminal_prints_its_help(nvq: Nvq) -> None:
     assert r.code == 2
     assert r.out.startswith("Usage: nvq queue [OPTIONS] [COMMAND] [ARGS]...")
     assert "  status " in r.out and "events" in r.out
+
+
+def test_a_running_jobs_progress_and_both_streams_show_live_in_a_terminal(
+    nvq: Nvq, tmux: Tmux, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    job = nvq.submit(
+        "--gpus", "0", "--name", "live-one", "--",
+        'echo "step 1/200" > "$NVQ_STATUS_FILE"; echo out-line; echo err-line >&2; '
+        f"while [ ! -e {go} ]; do sleep 0.05; done; "
+        'echo "step 2/200" > "$NVQ_STATUS_FILE"; sleep 600',
+    )
+    tmux("new-session", "-d", "-s", "tui", "-x", "200", "-y", "50",
+         f"{sys.executable} -m nvq queue")
+    tmux.until("step 1/200")
+    tmux.until("err| err-line")  # the selected job's log pane: both streams, marked
+    assert "out| out-line" in tmux.screen()
+    go.touch()
+    tmux.until("step 2/200")  # no key pressed, no event: the app reads it
+    tmux("send-keys", "-t", "tui", "q")
+    nvq.ok("job", "cancel", str(job["id"]))

@@ -12,6 +12,7 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.params import CliError
 from nvq.cli.render.output import emit
 from nvq.client import Client
+from nvq.values import counted
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
 
@@ -39,5 +40,5 @@ def job_artifacts(
             raise CliError(f"--get {get}: {f.path}: {exc.strerror or exc}") from None
         copied.append(f.path)
     doc.copied_to = str(get.absolute())
-    emit(doc, as_json, f"copied {len(copied)} files to {get}")
+    emit(doc, as_json, f"copied {counted(len(copied), 'file')} to {get}")
     return 0

@@ -1,5 +1,5 @@
-"""`nvq completion SHELL`: the script that makes a shell complete nvq's commands and
-options. The shell runs `nvq` with `_NVQ_COMPLETE` set for each completion; nvq.cli.main
+"""`nvq completion SHELL`: the script that makes a shell complete nvq's commands,
+options, job ids, node and lane names (nvq.cli.completing). The shell runs `nvq` with `_NVQ_COMPLETE` set for each completion; nvq.cli.main
 hands those calls to click's completion before anything else."""
 
 from __future__ import annotations
@@ -57,5 +57,7 @@ def complete() -> int:
 
     from click.shell_completion import shell_complete
 
+    from nvq.cli.completing import offer_values
+
     instruction = os.environ.get(COMPLETE_VAR, "")
-    return shell_complete(root_command(), {}, "nvq", COMPLETE_VAR, instruction)
+    return shell_complete(offer_values(root_command()), {}, "nvq", COMPLETE_VAR, instruction)

@@ -4,6 +4,7 @@ the previous artifacts, and per sync what crossed against what it describes."""
 from __future__ import annotations
 
 from nvq.cli.render.table import ago
+from nvq.values import counted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
@@ -31,7 +32,7 @@ def artifact_lines(doc: JobDetail) -> list[str]:
         how = {"mounted": "on demand", "restored": "restored in full"}.get(s.mode, "")
         fetched = f", fetched {size(s.fetched)} {how}" if how else ""
         out.append(
-            f"    attempt {s.attempt:<3} {s.node:<12} {ago(s.time):>10}  {s.files} files "
+            f"    attempt {s.attempt:<3} {s.node:<12} {ago(s.time):>10}  {counted(s.files, 'file')} "
             f"{size(s.bytes)}, {sent_text(s.sent, s.dedup_ratio)}{fetched}"
         )
     return out

@@ -23,9 +23,22 @@ def kind_text(kind: str) -> str:
     return SHOWN_KINDS.get(kind, kind)
 
 
+# Fields that hold a moment (seconds since the epoch): text shows them as a clock does;
+# only JSON carries the number.
+MOMENTS = frozenset({"at", "last_seen", "since", "until", "deadline", "time"})
+
+
+def value_text(key: str, value: object) -> str:
+    if (key in MOMENTS or key.endswith("_at")) and isinstance(value, (int, float)) \
+            and not isinstance(value, bool) and value > 1e8:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    return str(value)
+
+
 def data_text(data: dict[str, Any]) -> str:
-    """`attempt=1, exit_code=3`: fields with no value (None) left out."""
-    return ", ".join(f"{k}={v}" for k, v in data.items() if v is not None)
+    """`attempt=1, exit_code=3, ended_at=2026-12-04 23:01:02`: fields with no value
+    (None) left out, moments as a clock shows them."""
+    return ", ".join(f"{k}={value_text(k, v)}" for k, v in data.items() if v is not None)
 
 
 def event_row(e: Event) -> str:

@@ -4,7 +4,7 @@ lanes and stored artifacts."""
 from __future__ import annotations
 
 from nvq.cli.render.table import ago, clip, table
-from nvq.values import format_mib
+from nvq.values import counted, format_mib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
@@ -103,7 +103,7 @@ def files_table(doc: Artifacts) -> str:
     width = max(len(f.path) for f in doc.files)
     lines = [f"{f.path:<{width}}  {f.size:>12} B" for f in doc.files]
     total = format_mib(doc.bytes // (1024 * 1024)) if doc.bytes >= 1024 * 1024 else ""
-    lines.append(f"{len(doc.files)} files, {doc.bytes} bytes {total}".rstrip())
+    lines.append(f"{counted(len(doc.files), 'file')}, {counted(doc.bytes, 'byte')} {total}".rstrip())
     return "\n".join(lines)
 
 

@@ -80,6 +80,7 @@ HANDLERS: dict[type[c.Request], Handler] = {
     c.Pause: policy.pause,
     c.Resume: policy.resume,
     c.Lanes: lanes.lanes_request,
+    c.ProgressLines: jobs.progress_lines,
     c.Lane: lanes.lane_request,
     c.GpuHistory: gpu_history,
     c.Why: why.why,
@@ -133,6 +134,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Events: ANYONE,
     c.Alerts: ANYONE,
     c.Lanes: ANYONE,
+    c.ProgressLines: ANYONE,  # only the lines the asker may read are answered
     c.JobArtifacts: private("read the artifacts of"),
     c.Cancel: owner("cancel"),
     c.Release: owner("release"),

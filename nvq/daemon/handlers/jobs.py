@@ -25,6 +25,7 @@ from nvq.daemon.held import locked
 from nvq.daemon.state import LIVE_STATES
 from nvq.daemon.unreachable import reassign_times
 from nvq.domain import attempts, request, selection
+from nvq.domain.permissions import may_read_private
 from nvq.domain.validate import check_note
 from nvq.model import Job, JobRecord, JobState, NewEvent, Tx
 from nvq.store.windows import JobFilter
@@ -223,3 +224,16 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     if any(j.state is JobState.RUNNING and j.node in away for j in rows):
         page.unreachable = {node: at for node, (_, at) in away.items()}
     return page
+
+
+async def progress_lines(ctx: Context, req: c.ProgressLines, user: str) -> list[c.ProgressLine]:
+    """The running jobs' progress lines, from memory (samples keep them there; they
+    raise no event), for the front ends that show them moving. A line is what a job
+    wrote of itself: answered only for jobs whose output the asker may read."""
+    state = ctx.state
+    admins, read = queue_admins(state), state.config.queue.members_read
+    return [
+        c.ProgressLine(id=job.id, progress=job.progress)
+        for job in sorted(state.jobs.values(), key=lambda j: j.id)
+        if job.state is JobState.RUNNING and may_read_private(job.user, user, admins, read)
+    ]

@@ -25,6 +25,37 @@
   const events = new EventSource("/live");
   events.onmessage = refresh;
 
+  // What moves without an event: a running job's runtime is counted here, from its
+  // start, every second; its progress line (kept by the daemon from the node's
+  // samples, which are no events) is read from /progress (a few bytes a job) every
+  // few seconds while the page shows a running job.
+  function duration(s) {
+    s = Math.max(0, Math.floor(s));
+    const two = (n) => String(n).padStart(2, "0");
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m" + two(s % 60) + "s";
+    if (s < 86400) return Math.floor(s / 3600) + "h" + two(Math.floor(s % 3600 / 60)) + "m";
+    return Math.floor(s / 86400) + "d" + two(Math.floor(s % 86400 / 3600)) + "h";
+  }
+  function tick() {
+    const now = Date.now() / 1000;
+    document.querySelectorAll("[data-started]").forEach((el) => {
+      el.textContent = duration(now - Number(el.dataset.started));
+    });
+  }
+  setInterval(tick, 1000);
+  async function progress() {
+    if (!document.querySelector("[data-started]")) return;
+    const reply = await fetch("/progress", { headers: { "X-Nvq-Fragment": "1" } });
+    if (!reply.ok) return;
+    const lines = await reply.json();
+    document.querySelectorAll("[data-progress-of]").forEach((el) => {
+      const line = lines[el.dataset.progressOf];
+      if (line !== undefined && line !== null && el.textContent !== line) el.textContent = line;
+    });
+  }
+  setInterval(progress, 5000);
+
   document.querySelectorAll("pre.log[data-stream]").forEach((pre) => {
     const source = new EventSource(pre.dataset.stream);
     let first = true;

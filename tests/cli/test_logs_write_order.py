@@ -1,0 +1,70 @@
+"""`job logs` keeps the order the job wrote its two streams in, even for lines written
+microseconds apart while the runner is busy syncing the job's artifacts (each
+`touch .sync` asks for one), on the local node and on an sshd node, run after run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cluster import Nvq
+from tests.harness.sshd import SshdNode
+
+PAIRS = 40
+# Each `echo` is one write: `out i` and `err i` land microseconds apart.
+SCRIPT = f"""
+for i in $(seq 1 {PAIRS}); do
+  echo "out $i"; echo "err $i" >&2
+  touch "$NVQ_ARTIFACTS/.sync"
+done
+echo 'Traceback: boom' >&2
+exit 3
+"""
+WRITTEN = "".join(f"out {i}\nerr {i}\n" for i in range(1, PAIRS + 1)) + "Traceback: boom\n"
+MARKED = "".join(f"out| out {i}\nerr| err {i}\n" for i in range(1, PAIRS + 1)) + (
+    "err| Traceback: boom\n")
+
+
+def _check(nvq: Nvq, runs: int) -> None:
+    jobs = [nvq.submit("--gpus", "0", "--", SCRIPT)["id"] for _ in range(runs)]
+    for jid in jobs:
+        code, (done,) = nvq.wait(jid)
+        assert code == 1 and done["state"] == "failed", done
+    for jid in jobs:
+        got = nvq.ok("job", "logs", str(jid), "-n", "-1").out
+        assert got.splitlines() == WRITTEN.splitlines(), jid
+        assert nvq.ok("job", "logs", str(jid), "-n", "-1", "--streams").out == MARKED, jid
+
+
+def test_logs_keep_the_order_written_on_the_local_node(nvq: Nvq) -> None:
+    _check(nvq, 3)
+
+
+def test_logs_keep_the_order_written_on_an_sshd_node(remote: tuple[Nvq, SshdNode]) -> None:
+    nvq, _ = remote
+    _check(nvq, 3)
+
+
+def test_following_logs_shows_the_order_written(nvq: Nvq) -> None:
+    jid = nvq.submit("--gpus", "0", "--", SCRIPT)["id"]
+    followed = nvq.run("job", "logs", str(jid), "-f", "-n", "-1", timeout=120)
+    assert followed.out == WRITTEN, followed
+
+
+def test_an_adopted_job_keeps_the_order_written_across_a_runner_restart(
+    nvq: Nvq, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    body = (
+        'for i in 1 2 3; do echo "out $i"; echo "err $i" >&2; done; '
+        f"while [ ! -e {go} ]; do sleep 0.05; done; "
+        'for i in 4 5 6; do echo "out $i"; echo "err $i" >&2; done'
+    )
+    job = nvq.submit("--gpus", "0", "--", body)["id"]
+    nvq.wait_for(job, lambda j: j["state"] == "running")
+    nvq.json("node", "restart", "local")  # the new runner adopts the job
+    assert nvq.show(job)["state"] == "running"
+    go.touch()
+    code, _ = nvq.wait(job)
+    assert code == 0
+    want = "".join(f"out {i}\nerr {i}\n" for i in range(1, 7))
+    assert nvq.ok("job", "logs", str(job), "-n", "-1").out == want
