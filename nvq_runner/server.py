@@ -241,10 +241,8 @@ class Runner:
     def _tail_both(self, conn: Conn, msg: p.Tail, d: JobDir) -> None:
         logs = {s: d.attempt_log(s, msg.attempt) for s in write_order.STREAMS}
         run = self.jobs.running.get(msg.job_id)
-        attempt = msg.attempt if msg.attempt is not None else (
-            run.rec.attempt if run is not None else None)
-        if run is not None and attempt != run.rec.attempt:
-            run = None
+        attempt = msg.attempt if msg.attempt is not None else (run.rec.attempt if run else None)
+        run = run if run is not None and attempt == run.rec.attempt else None
         if attempt is None:
             rec = d.read_record()
             attempt = rec.attempt if rec is not None else None

@@ -9,9 +9,9 @@ import msgspec
 
 from nvq.control.image_requests import ImageList, ImagePush
 from nvq.control.job_submits import SubmitFromJob
+from nvq.control.progress import ProgressLines
 from nvq.control.snapshot_requests import ReceiveSnapshot, SubmitSettings
 from nvq.control.state_requests import Cancel, Pause, Release, Resume
-from nvq.control.progress import ProgressLines
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
 
