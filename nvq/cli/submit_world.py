@@ -20,7 +20,7 @@ from nvq.config import ConfigError, SubmitConfig, load_config
 from nvq.home import default_root
 from nvq.world.submission import SnapshotError, WorldOptions, submission_world
 
-__all__ = ["WorldOptions", "decode_env", "encode_env", "submit_world"]
+__all__ = ["WorldOptions", "decode_env", "encode_env", "owns_home", "submit_world"]
 
 
 def encode_env(env: dict[str, str]) -> str:
@@ -39,7 +39,7 @@ def submit_world(
     from_snapshot: str | None = None,
 ) -> dict[str, Any]:
     root = default_root()
-    member = not _owns(root)
+    member = not owns_home(root)
     if member:
         # A member of a shared queue reads neither the owner's config nor their blob
         # store: the daemon answers with `[submit]`, and stores the snapshot.
@@ -76,7 +76,7 @@ def submit_world(
         raise CliError(str(exc), 2) from None
 
 
-def _owns(root: Path) -> bool:
+def owns_home(root: Path) -> bool:
     """Whether this user owns the queue's home (a home not made yet will be theirs)."""
     try:
         return root.stat().st_uid == os.geteuid()

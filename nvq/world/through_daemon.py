@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from nvq import control as c
 from nvq.config import SubmitConfig
@@ -17,7 +19,7 @@ from nvq.world.blobsync import SourceChanged, SyncError, send
 from nvq.world.snapshot import SnapshotError, take_snapshot
 from nvq_runner.protocol import FrameError, FrameReader, encode_manifest, manifest_id
 
-__all__ = ["send_snapshot", "user_stat_cache"]
+__all__ = ["relay_snapshot", "send_snapshot", "user_stat_cache"]
 
 
 def user_stat_cache() -> Path | None:
@@ -55,6 +57,35 @@ def send_snapshot(client: Any, cwd: Path, home: Path, settings: SubmitConfig) ->
         with contextlib.suppress(OSError):
             sock.close()
     return mid
+
+
+def relay_snapshot(client: Any, inp: IO[bytes], out: IO[bytes]) -> None:
+    """Pass a blob exchange through to the daemon byte for byte: a `[remote]` submit's
+    `queue receive-blobs`, run by a member on the queue host, relays the typing
+    machine's blobs (on `inp`, answers on `out`) into the daemon's `ReceiveSnapshot`,
+    which stores them as the queue's user and counts them as this member's. Raises
+    SnapshotError with one line when the daemon refuses."""
+    sock = client.open_stream(c.ReceiveSnapshot())
+    try:
+        _go_ahead(sock)
+
+        def upward() -> None:  # the typing machine's side, until it closes
+            with contextlib.suppress(OSError):
+                while chunk := inp.read1(1 << 16):  # type: ignore[attr-defined]
+                    sock.sendall(chunk)
+                sock.shutdown(socket.SHUT_WR)
+
+        # a daemon thread: once the daemon has answered (or given up), nothing waits
+        # on a typing machine that sends no more
+        threading.Thread(target=upward, daemon=True).start()
+        while data := sock.recv(1 << 16):
+            out.write(data)
+            out.flush()
+    except OSError as exc:
+        raise SnapshotError(f"cannot pass the snapshot to the queue: {exc.strerror}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
 
 
 def _go_ahead(sock: Any) -> None:

@@ -16,6 +16,7 @@ import pwd
 import select
 import shutil
 import signal
+import subprocess
 import tempfile
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ from tests.cluster import Nvq, Run, kill_processes_under, make_nvq, write_mesh_c
 from tests.harness.cli_calls import Started, User, run_nvq, start_nvq
 from tests.harness.podman import IMAGE, PodmanStore, podman_missing
 from tests.harness.sshd import SshdNode, make_client_key, sshd_available, start_sshd_nodes
-from tests.members import _user, _workdir, as_user, second_user
+from tests.members import _user, _workdir, as_user, nvq_command, second_user
 
 ROLES = ["owner", "member"]
 # The queue's [submit]: the owner's config, which a member cannot read; the daemon
@@ -449,3 +450,42 @@ def test_exec_runs_beside_the_job_as_its_user(lab: Lab, role: str) -> None:
         assert f"who={lab.uid(role)} job={job['id']}" in r.out, r.out
     finally:
         lab.nvq.ok("job", "cancel", str(job["id"]))
+
+
+def test_a_members_remote_submit_is_stored_through_the_daemon(lab: Lab) -> None:
+    """A member's laptop with `[remote]` pointing at the queue host, logging in there as
+    the member: its `queue receive-blobs` (run as them there) relays the snapshot into
+    the daemon, which stores it as the queue's user, and the forwarded submit may name it."""
+    command = nvq_command(lab.user)
+    if command is None:
+        pytest.skip(f"no Python {lab.user} may run this checkout's nvq with")
+    # sshd without PAM refuses an account whose password is locked (useradd's "!")
+    subprocess.run(["usermod", "-p", "*", lab.user], check=True, capture_output=True)
+    node, who = lab.nodes[0], pwd.getpwnam(lab.user)
+    laptop = Path(tempfile.mkdtemp(prefix="nvq-laptop-"))
+    try:
+        shutil.copy(node.identity, laptop / "key")
+        (laptop / "config.toml").write_text(
+            f'[remote]\nhost = "{node.host}"\nport = {node.port}\nuser = "{lab.user}"\n'
+            f"identity = {json.dumps(str(laptop / 'key'))}\n"
+            f"known_hosts = {json.dumps(str(node.known_hosts))}\n"
+            f"nvq = {json.dumps(command)}\nhome = {json.dumps(str(lab.nvq.home))}\n")
+        for path in (laptop, laptop / "key", laptop / "config.toml"):
+            os.chown(path, who.pw_uid, who.pw_gid)
+            path.chmod(0o700 if path.is_dir() else 0o600)
+        lab.put("member", "hello.py", HELLO)
+        lab.put("member", ".nvqignore", "ignored.txt\n")
+        lab.put("member", "ignored.txt", "not taken\n")
+        r = as_user(lab.user, lab.nvq, "job", "submit", "--gpus", "0", "--json", "--",
+                    "python3", "hello.py", home=laptop)
+        assert r.code == 0, r.err
+        job = json.loads(r.out)
+        assert job["manifest_id"] and job["user"] == lab.user, job
+    finally:
+        shutil.rmtree(laptop, ignore_errors=True)
+    code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"]) == (0, "completed"), done
+    uid = lab.uid("member")
+    assert lab.logs("member", job["id"]) == f"in work {uid}, a copy of {uid}'s, ignored: False\n"
+    theirs = [p for p in lab.nvq.home.rglob("*") if p.lstat().st_uid == uid]
+    assert theirs == []  # nothing written into the owner's home with their rights
