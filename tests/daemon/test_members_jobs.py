@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from nvq.cli.submit_world import MEMBER_IMAGE
 from nvq_runner.fusemount import clean_stale, fuse_mounts, unavailable
 from tests.cli.test_job_reach import first_json
 from tests.cluster import Nvq, Run, kill_processes_under, make_nvq, write_mesh_config
@@ -327,8 +328,13 @@ def test_a_snapshot_over_max_snapshot_is_one_line_and_nothing_is_submitted(
 @pytest.mark.parametrize("role", ROLES)
 def test_an_image_job_runs_its_snapshot_as_the_user(lab: Lab, role: str) -> None:
     lab.put(role, "data.txt", f"{role}'s data\n")
-    job = lab.submit(role, "--image", IMAGE, "--gpus", "0", "--",
-                     "id -u; cat data.txt; echo 1 > /artifacts/ckpt")
+    r = lab.run(role, "job", "submit", "--json", "--image", IMAGE, "--gpus", "0", "--",
+                "id -u; cat data.txt; echo 1 > /artifacts/ckpt")
+    assert r.code == 0, r.err
+    job = r.json()
+    # the owner's queue host has no copy either (the nodes' store holds it); a
+    # member is told that theirs is never carried (README, "Sharing a lab")
+    assert r.err == ("" if role == "owner" else f"nvq: note: {MEMBER_IMAGE.format(ref=IMAGE)}\n")
     code, (done,) = lab.nvq.wait(job["id"], timeout=180)
     assert (code, done["state"]) == (0, "completed"), done
     assert lab.logs(role, job["id"]) == f"{lab.uid(role)}\n{role}'s data\n"
