@@ -495,3 +495,24 @@ def test_a_members_remote_submit_is_stored_through_the_daemon(lab: Lab) -> None:
     assert lab.logs("member", job["id"]) == f"in work {uid}, a copy of {uid}'s, ignored: False\n"
     theirs = [p for p in lab.nvq.home.rglob("*") if p.lstat().st_uid == uid]
     assert theirs == []  # nothing written into the owner's home with their rights
+
+
+# A step after another: is its prerequisite's artifacts folder a mount (fetched on
+# demand), whose files are they, and may the job write there?
+USES = """d="$NVQ_INPUTS/{prep}"
+python3 -c 'import os, sys; print("mounted" if os.path.ismount(sys.argv[1]) else "copied")' "$d"
+stat -c %u "$d/data/train.txt"; cat "$d/data/train.txt"
+(touch "$d/data/x" 2>/dev/null && echo writable || echo read-only)"""
+
+
+@needs_fuse
+@pytest.mark.parametrize("role", ROLES)
+def test_prerequisite_artifacts_are_mounted_on_demand_as_the_users(lab: Lab, role: str) -> None:
+    # A member's inputs were restored in full, as root's files, before their job began.
+    prep = lab.submit(role, "--gpus", "0", "--no-snapshot", "--",
+                      'mkdir -p "$NVQ_ARTIFACTS/data" && echo 1 2 3 > "$NVQ_ARTIFACTS/data/train.txt"')
+    uses = lab.submit(role, "--gpus", "0", "--no-snapshot", "--after", str(prep["id"]), "--",
+                      USES.format(prep=prep["id"]))
+    code, (done,) = lab.nvq.wait(uses["id"], timeout=120)
+    assert (code, done["state"]) == (0, "completed"), done
+    assert lab.logs(role, uses["id"]) == f"mounted\n{lab.uid(role)}\n1 2 3\nread-only\n"
