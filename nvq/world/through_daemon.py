@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import socket
-import threading
 from pathlib import Path
 from typing import IO, Any
 
@@ -68,24 +68,36 @@ def relay_snapshot(client: Any, inp: IO[bytes], out: IO[bytes]) -> None:
     sock = client.open_stream(c.ReceiveSnapshot())
     try:
         _go_ahead(sock)
-
-        def upward() -> None:  # the typing machine's side, until it closes
-            with contextlib.suppress(OSError):
-                while chunk := inp.read1(1 << 16):  # type: ignore[attr-defined]
-                    sock.sendall(chunk)
-                sock.shutdown(socket.SHUT_WR)
-
-        # a daemon thread: once the daemon has answered (or given up), nothing waits
-        # on a typing machine that sends no more
-        threading.Thread(target=upward, daemon=True).start()
-        while data := sock.recv(1 << 16):
-            out.write(data)
-            out.flush()
+        _pump(sock, inp.fileno(), out)
     except OSError as exc:
         raise SnapshotError(f"cannot pass the snapshot to the queue: {exc.strerror}") from None
     finally:
         with contextlib.suppress(OSError):
             sock.close()
+
+
+def _pump(sock: socket.socket, up: int, out: IO[bytes]) -> None:
+    """Both ways in one thread, until the daemon closes (after its receipt, or on
+    giving up): no reader is left blocked on a typing machine that sends no more.
+    The exchange takes turns, so a blocking send never waits on an unread answer."""
+    with selectors.DefaultSelector() as sel:
+        sel.register(up, selectors.EVENT_READ, "up")
+        sel.register(sock, selectors.EVENT_READ, "down")
+        while True:
+            for key, _ in sel.select():
+                if key.data == "up":
+                    chunk = os.read(up, 1 << 16)
+                    if chunk:
+                        sock.sendall(chunk)
+                    else:  # the typing machine is done
+                        sel.unregister(up)
+                        sock.shutdown(socket.SHUT_WR)
+                    continue
+                data = sock.recv(1 << 16)
+                if not data:
+                    return
+                out.write(data)
+                out.flush()
 
 
 def _go_ahead(sock: Any) -> None:
