@@ -23,6 +23,7 @@ from pathlib import Path
 from .artifact_tree import FILE, ArtifactTree, TreeError, decode_tree
 from .artifact_view import LinkChunks, restore
 from .blobfetch import BlobFetcher, FetchError
+from .job_artifacts import job_dir_owner
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,10 @@ class InputViews:
         return decode_tree(cache.path(tree_id).read_bytes())
 
     async def prepare(self, job_id: int, inputs: dict[str, str], root: Path, *,
-                      lazy: bool, node: str) -> None:
-        """Blocks the attempt's start only as long as the mounts (or full restores)."""
+                      lazy: bool, node: str, owner: tuple[int, int] | None = None) -> None:
+        """Blocks the attempt's start only as long as the mounts (or full restores).
+        `owner`: the job's (uid, gid) when it runs as another user than the runner; its
+        mounts show every file as theirs and let them in (allow_other), read-only still."""
         from .fusemount import unavailable
 
         await self.close(job_id)
@@ -113,7 +116,8 @@ class InputViews:
                 chunks = LinkChunks(self.fetcher, loop, job_id, tree.sizes())
                 if tree.files() and why is None:
                     try:
-                        await asyncio.to_thread(self._mount, job_id, tree, chunks, target)
+                        await asyncio.to_thread(self._mount, job_id, tree, chunks, target,
+                                                owner)
                         continue
                     except OSError as exc:
                         why = str(exc)
@@ -127,14 +131,16 @@ class InputViews:
             raise InputsError(f"cannot give the job its prerequisites' artifacts: {exc}") \
                 from None
 
-    def _mount(self, job_id: int, tree: ArtifactTree, chunks: LinkChunks, target: Path) -> None:
+    def _mount(self, job_id: int, tree: ArtifactTree, chunks: LinkChunks, target: Path,
+               owner: tuple[int, int] | None) -> None:
         from .fusemount import Mount
         from .lazyfs import LazyFS
 
         upper = _uppers(target.parent) / target.name
         upper.mkdir(mode=0o700, parents=True, exist_ok=True)
         target.mkdir(mode=0o700)
-        mount = Mount(LazyFS(tree, upper, chunks), target, readonly=True)
+        mount = Mount(LazyFS(tree, upper, chunks, owner=owner), target, readonly=True,
+                      allow_other=owner is not None)
         mount.start()
         self.mounts.setdefault(job_id, []).append(mount)
 
@@ -164,7 +170,8 @@ class InputViews:
                 not tree or _holds(root / dep) for dep, tree in inputs.items()):
             return  # restored in full (or nothing to give): no mount was lost
         try:
-            await self.prepare(job_id, inputs, root, lazy=lazy, node="")
+            await self.prepare(job_id, inputs, root, lazy=lazy, node="",
+                               owner=job_dir_owner(root.parent))
             log.info("job %s: inputs mounted again at %s", job_id, root)
         except InputsError as exc:
             log.warning("job %s: %s", job_id, exc)

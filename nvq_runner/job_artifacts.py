@@ -74,7 +74,7 @@ class JobArtifacts:
     async def remount(self, job_id: int, directory: Path) -> None:
         """A job that outlived its runner: mount its artifacts again (the tree's part as
         of its last sync, over everything it wrote)."""
-        view = ArtifactView(directory, _owner_of(directory.parent))
+        view = ArtifactView(directory, job_dir_owner(directory.parent))
         loop = asyncio.get_running_loop()
 
         def chunks_for(tree: ArtifactTree) -> LinkChunks:
@@ -133,7 +133,7 @@ class JobArtifacts:
         return True
 
 
-def _owner_of(job_dir: Path) -> tuple[int, int] | None:
+def job_dir_owner(job_dir: Path) -> tuple[int, int] | None:
     """The job's user, as its directory says (the runner gave it to them at launch);
     None when that is the runner's own."""
     try:

@@ -159,11 +159,9 @@ class JobWorld:
                 raise PrepareError(str(exc)) from None
         if msg.inputs:
             try:
-                # a mount is the runner's alone (no allow_other): another user's job
-                # gets a full copy it can read
                 await self.inputs.prepare(msg.job_id, msg.inputs, d.inputs,
-                                          lazy=msg.lazy_artifacts and not msg.user,
-                                          node=msg.node)
+                                          lazy=msg.lazy_artifacts, node=msg.node,
+                                          owner=job_owner(msg.user))
             except InputsError as exc:
                 await self.artifacts.close(msg.job_id)  # no mount left behind
                 raise PrepareError(str(exc)) from None

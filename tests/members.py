@@ -10,6 +10,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -106,8 +107,31 @@ def _workdir(user: str) -> str:
     return _WORKDIRS[user]
 
 
-def as_user(user: str, nvq: Nvq, *args: str) -> Run:
+def nvq_command(user: str) -> str | None:
+    """How `user` runs this checkout's nvq from a shell of their own (what `[remote]
+    nvq` names when they log in over SSH): this Python where they may run it, else the
+    system's Python of the same version with this venv's packages on its path; None
+    where neither is open to them."""
+    repo = Path(__file__).resolve().parents[1]
+    if _usable_by(user):
+        return f"env PYTHONPATH={repo} {sys.executable} -m nvq"
+    system = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}",
+                          path="/usr/bin:/usr/local/bin")
+    packages = sysconfig.get_paths()["purelib"]
+    if system is None:
+        return None
+    line = f"env PYTHONPATH={repo}:{packages} {system} -m nvq"
+    probe = ["runuser", "-u", user, "--", "sh", "-c", line + " --help"]
+    if subprocess.run(probe, capture_output=True, cwd="/tmp").returncode != 0:
+        return None
+    return line
+
+
+def as_user(user: str, nvq: Nvq, *args: str, home: Path | None = None) -> Run:
+    """`nvq ARGS` as `user`, against `nvq`'s queue (or the NVQ_HOME `home`)."""
     env = {**nvq.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    if home is not None:
+        env["NVQ_HOME"] = str(home)
     cwd = _workdir(user)
     if _usable_by(user):
         argv = ["runuser", "-u", user, "--", sys.executable, "-m", "nvq", *args]

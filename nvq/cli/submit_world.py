@@ -21,7 +21,12 @@ from nvq.config import ConfigError, SubmitConfig, load_config
 from nvq.home import default_root
 from nvq.world.submission import SnapshotError, WorldOptions, submission_world
 
-__all__ = ["WorldOptions", "decode_env", "encode_env", "submit_world"]
+__all__ = ["WorldOptions", "decode_env", "encode_env", "owns_home", "submit_world"]
+
+
+# what a member's image job relies on (README, "Sharing a lab")
+MEMBER_IMAGE = ("a member's image is not carried from the queue host: the node must have "
+                "{ref} or pull it (an admin stages it with `nvq image push {ref}`)")
 
 
 def encode_env(env: dict[str, str]) -> str:
@@ -40,7 +45,7 @@ def submit_world(
     from_snapshot: str | None = None,
 ) -> dict[str, Any]:
     root = default_root()
-    member = not _owns(root)
+    member = not owns_home(root)
     if member:
         # A member of a shared queue reads neither the owner's config nor their blob
         # store: the daemon answers with `[submit]`, and stores the snapshot.
@@ -78,7 +83,7 @@ def submit_world(
         raise CliError(str(exc), 2) from None
 
 
-def _owns(root: Path) -> bool:
+def owns_home(root: Path) -> bool:
     """Whether this user owns the queue's home (a home not made yet will be theirs)."""
     try:
         return root.stat().st_uid == os.geteuid()
@@ -110,12 +115,20 @@ def _through_daemon(
 def staged_image(ref: str) -> tuple[str, str] | None:
     """`ref` as this host's runtime saves it, in the queue's blob store (see
     nvq.world.images), or None: no runtime or no such image here (the node must then
-    have or pull it), or a store this user cannot write (a member of a shared queue)."""
+    have or pull it), or a store this user cannot write.
+
+    A member's image is never staged, and their submit says so in one line: their
+    runtime's image would have to cross the daemon's socket, gigabytes past
+    `max_snapshot` into the owner's disk, and the daemon saving it from the owner's
+    runtime would let any member stage what only an admin may (`image push`)."""
     from nvq.world.blobs import BlobStore
     from nvq.world.images import stage_image
     from nvq.world.submission import blob_root
 
     root = default_root()
+    if not owns_home(root):
+        print(f"nvq: note: {MEMBER_IMAGE.format(ref=ref)}", file=sys.stderr)
+        return None
     try:
         return stage_image(ref, root, BlobStore(blob_root(root)))
     except OSError:

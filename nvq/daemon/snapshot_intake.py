@@ -44,7 +44,10 @@ def _proved(ctx: Context, user: str, names: list[str]) -> None:
     sent.update(names)
 
 
-KEPT_PER_USER = 200_000  # blob names (files and manifests) remembered per member
+# Blob names (files and manifests) remembered per member, in memory only: after a
+# restart a member's first submit sends everything again (docs/DESIGN.md says why
+# that is not persisted).
+KEPT_PER_USER = 200_000
 
 
 async def receive_snapshot(ctx: Context, stream: SocketStream, go: bytes, user: str) -> None:

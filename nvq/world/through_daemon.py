@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
+import socket
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from nvq import control as c
 from nvq.config import SubmitConfig
@@ -17,7 +19,7 @@ from nvq.world.blobsync import SourceChanged, SyncError, send
 from nvq.world.snapshot import SnapshotError, take_snapshot
 from nvq_runner.protocol import FrameError, FrameReader, encode_manifest, manifest_id
 
-__all__ = ["send_snapshot", "user_stat_cache"]
+__all__ = ["relay_snapshot", "send_snapshot", "user_stat_cache"]
 
 
 def user_stat_cache() -> Path | None:
@@ -55,6 +57,47 @@ def send_snapshot(client: Any, cwd: Path, home: Path, settings: SubmitConfig) ->
         with contextlib.suppress(OSError):
             sock.close()
     return mid
+
+
+def relay_snapshot(client: Any, inp: IO[bytes], out: IO[bytes]) -> None:
+    """Pass a blob exchange through to the daemon byte for byte: a `[remote]` submit's
+    `queue receive-blobs`, run by a member on the queue host, relays the typing
+    machine's blobs (on `inp`, answers on `out`) into the daemon's `ReceiveSnapshot`,
+    which stores them as the queue's user and counts them as this member's. Raises
+    SnapshotError with one line when the daemon refuses."""
+    sock = client.open_stream(c.ReceiveSnapshot())
+    try:
+        _go_ahead(sock)
+        _pump(sock, inp.fileno(), out)
+    except OSError as exc:
+        raise SnapshotError(f"cannot pass the snapshot to the queue: {exc.strerror}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+
+
+def _pump(sock: socket.socket, up: int, out: IO[bytes]) -> None:
+    """Both ways in one thread, until the daemon closes (after its receipt, or on
+    giving up): no reader is left blocked on a typing machine that sends no more.
+    The exchange takes turns, so a blocking send never waits on an unread answer."""
+    with selectors.DefaultSelector() as sel:
+        sel.register(up, selectors.EVENT_READ, "up")
+        sel.register(sock, selectors.EVENT_READ, "down")
+        while True:
+            for key, _ in sel.select():
+                if key.data == "up":
+                    chunk = os.read(up, 1 << 16)
+                    if chunk:
+                        sock.sendall(chunk)
+                    else:  # the typing machine is done
+                        sel.unregister(up)
+                        sock.shutdown(socket.SHUT_WR)
+                    continue
+                data = sock.recv(1 << 16)
+                if not data:
+                    return
+                out.write(data)
+                out.flush()
 
 
 def _go_ahead(sock: Any) -> None:

@@ -16,6 +16,7 @@ import pwd
 import select
 import shutil
 import signal
+import subprocess
 import tempfile
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -25,13 +26,14 @@ from typing import Any
 
 import pytest
 
+from nvq.cli.submit_world import MEMBER_IMAGE
 from nvq_runner.fusemount import clean_stale, fuse_mounts, unavailable
 from tests.cli.test_job_reach import first_json
 from tests.cluster import Nvq, Run, kill_processes_under, make_nvq, write_mesh_config
 from tests.harness.cli_calls import Started, User, run_nvq, start_nvq
 from tests.harness.podman import IMAGE, PodmanStore, podman_missing
 from tests.harness.sshd import SshdNode, make_client_key, sshd_available, start_sshd_nodes
-from tests.members import _user, _workdir, as_user, second_user
+from tests.members import _user, _workdir, as_user, nvq_command, second_user
 
 ROLES = ["owner", "member"]
 # The queue's [submit]: the owner's config, which a member cannot read; the daemon
@@ -326,8 +328,13 @@ def test_a_snapshot_over_max_snapshot_is_one_line_and_nothing_is_submitted(
 @pytest.mark.parametrize("role", ROLES)
 def test_an_image_job_runs_its_snapshot_as_the_user(lab: Lab, role: str) -> None:
     lab.put(role, "data.txt", f"{role}'s data\n")
-    job = lab.submit(role, "--image", IMAGE, "--gpus", "0", "--",
-                     "id -u; cat data.txt; echo 1 > /artifacts/ckpt")
+    r = lab.run(role, "job", "submit", "--json", "--image", IMAGE, "--gpus", "0", "--",
+                "id -u; cat data.txt; echo 1 > /artifacts/ckpt")
+    assert r.code == 0, r.err
+    job = r.json()
+    # the owner's queue host has no copy either (the nodes' store holds it); a
+    # member is told that theirs is never carried (README, "Sharing a lab")
+    assert r.err == ("" if role == "owner" else f"nvq: note: {MEMBER_IMAGE.format(ref=IMAGE)}\n")
     code, (done,) = lab.nvq.wait(job["id"], timeout=180)
     assert (code, done["state"]) == (0, "completed"), done
     assert lab.logs(role, job["id"]) == f"{lab.uid(role)}\n{role}'s data\n"
@@ -449,3 +456,63 @@ def test_exec_runs_beside_the_job_as_its_user(lab: Lab, role: str) -> None:
         assert f"who={lab.uid(role)} job={job['id']}" in r.out, r.out
     finally:
         lab.nvq.ok("job", "cancel", str(job["id"]))
+
+
+def test_a_members_remote_submit_is_stored_through_the_daemon(lab: Lab) -> None:
+    """A member's laptop with `[remote]` pointing at the queue host, logging in there as
+    the member: its `queue receive-blobs` (run as them there) relays the snapshot into
+    the daemon, which stores it as the queue's user, and the forwarded submit may name it."""
+    command = nvq_command(lab.user)
+    if command is None:
+        pytest.skip(f"no Python {lab.user} may run this checkout's nvq with")
+    # sshd without PAM refuses an account whose password is locked (useradd's "!")
+    subprocess.run(["usermod", "-p", "*", lab.user], check=True, capture_output=True)
+    node, who = lab.nodes[0], pwd.getpwnam(lab.user)
+    laptop = Path(tempfile.mkdtemp(prefix="nvq-laptop-"))
+    try:
+        shutil.copy(node.identity, laptop / "key")
+        (laptop / "config.toml").write_text(
+            f'[remote]\nhost = "{node.host}"\nport = {node.port}\nuser = "{lab.user}"\n'
+            f"identity = {json.dumps(str(laptop / 'key'))}\n"
+            f"known_hosts = {json.dumps(str(node.known_hosts))}\n"
+            f"nvq = {json.dumps(command)}\nhome = {json.dumps(str(lab.nvq.home))}\n")
+        for path in (laptop, laptop / "key", laptop / "config.toml"):
+            os.chown(path, who.pw_uid, who.pw_gid)
+            path.chmod(0o700 if path.is_dir() else 0o600)
+        lab.put("member", "hello.py", HELLO)
+        lab.put("member", ".nvqignore", "ignored.txt\n")
+        lab.put("member", "ignored.txt", "not taken\n")
+        r = as_user(lab.user, lab.nvq, "job", "submit", "--gpus", "0", "--json", "--",
+                    "python3", "hello.py", home=laptop)
+        assert r.code == 0, r.err
+        job = json.loads(r.out)
+        assert job["manifest_id"] and job["user"] == lab.user, job
+    finally:
+        shutil.rmtree(laptop, ignore_errors=True)
+    code, (done,) = lab.nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"]) == (0, "completed"), done
+    uid = lab.uid("member")
+    assert lab.logs("member", job["id"]) == f"in work {uid}, a copy of {uid}'s, ignored: False\n"
+    theirs = [p for p in lab.nvq.home.rglob("*") if p.lstat().st_uid == uid]
+    assert theirs == []  # nothing written into the owner's home with their rights
+
+
+# A step after another: is its prerequisite's artifacts folder a mount (fetched on
+# demand), whose files are they, and may the job write there?
+USES = """d="$NVQ_INPUTS/{prep}"
+python3 -c 'import os, sys; print("mounted" if os.path.ismount(sys.argv[1]) else "copied")' "$d"
+stat -c %u "$d/data/train.txt"; cat "$d/data/train.txt"
+(touch "$d/data/x" 2>/dev/null && echo writable || echo read-only)"""
+
+
+@needs_fuse
+@pytest.mark.parametrize("role", ROLES)
+def test_prerequisite_artifacts_are_mounted_on_demand_as_the_users(lab: Lab, role: str) -> None:
+    # A member's inputs were restored in full, as root's files, before their job began.
+    prep = lab.submit(role, "--gpus", "0", "--no-snapshot", "--",
+                      'mkdir -p "$NVQ_ARTIFACTS/data" && echo 1 2 3 > "$NVQ_ARTIFACTS/data/train.txt"')
+    uses = lab.submit(role, "--gpus", "0", "--no-snapshot", "--after", str(prep["id"]), "--",
+                      USES.format(prep=prep["id"]))
+    code, (done,) = lab.nvq.wait(uses["id"], timeout=120)
+    assert (code, done["state"]) == (0, "completed"), done
+    assert lab.logs(role, uses["id"]) == f"mounted\n{lab.uid(role)}\n1 2 3\nread-only\n"

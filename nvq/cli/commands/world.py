@@ -38,12 +38,25 @@ def queue_gc(as_json: bool = JsonOpt) -> int:
 @on_queue.command("receive-blobs", hidden=True)  # = RECEIVE_BLOBS, spelled out for command_info
 def queue_receive_blobs() -> int:
     """Take a forwarded submit's snapshot blobs on stdin (the queue host's end)."""
+    from nvq.cli.submit_world import owns_home
     from nvq.home import default_root
     from nvq.world.blobs import BlobStore
     from nvq.world.blobsync import SyncError, receive
     from nvq.world.submission import blob_root
 
-    store = BlobStore(blob_root(default_root()))
+    root = default_root()
+    if not owns_home(root):
+        # a member: the daemon stores the blobs as the queue's user, and counts them
+        # as this member's (what their submit may then name)
+        from nvq.world.snapshot import SnapshotError
+        from nvq.world.through_daemon import relay_snapshot
+
+        try:
+            relay_snapshot(Client(), sys.stdin.buffer, sys.stdout.buffer)
+        except SnapshotError as exc:
+            raise CliError(str(exc), 1) from None
+        return 0
+    store = BlobStore(blob_root(root))
     try:
         receive(store, sys.stdin.buffer, sys.stdout.buffer)
     except SyncError as exc:
