@@ -172,3 +172,13 @@ class Home:
             return int(self.pid_file.read_text().strip())
         except (OSError, ValueError):
             return None
+
+
+def owns_home(root: Path) -> bool:
+    """Whether this user owns the queue's home (a home not made yet will be theirs)."""
+    try:
+        return root.stat().st_uid == os.geteuid()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False

@@ -18,10 +18,10 @@ import msgspec
 
 from nvq.cli.flag_values import CliError
 from nvq.config import ConfigError, SubmitConfig, load_config
-from nvq.home import default_root
+from nvq.home import default_root, owns_home
 from nvq.world.submission import SnapshotError, WorldOptions, submission_world
 
-__all__ = ["WorldOptions", "decode_env", "encode_env", "owns_home", "submit_world"]
+__all__ = ["WorldOptions", "decode_env", "encode_env", "submit_world"]
 
 
 # what a member's image job relies on (README, "Sharing a lab")
@@ -81,16 +81,6 @@ def submit_world(
         )
     except SnapshotError as exc:
         raise CliError(str(exc), 2) from None
-
-
-def owns_home(root: Path) -> bool:
-    """Whether this user owns the queue's home (a home not made yet will be theirs)."""
-    try:
-        return root.stat().st_uid == os.geteuid()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
 
 
 def _through_daemon(

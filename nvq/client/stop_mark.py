@@ -18,9 +18,10 @@ from nvq.home import Home
 OBSERVE_ENV = "NVQ_OBSERVE"  # "1": this process only observes (the MCP server's reads)
 
 
-def leave(root: Path, pid: int | None) -> None:
+def leave(root: Path, pid: int | None, *, by: str | None = None) -> None:
     path = Home(root).stopped_mark
-    text = json.dumps({"at": time.time(), "pid": pid, "by": os.environ.get("USER", "")})
+    who = by if by is not None else os.environ.get("USER", "")
+    text = json.dumps({"at": time.time(), "pid": pid, "by": who})
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:

@@ -163,6 +163,7 @@ CASES: list[tuple[str, str]] = [
     ("job purge", "job purge --yes"),
     ("daemon stop", "daemon stop"),
     ("daemon stop", "daemon stop"),  # none running
+    ("daemon start", "daemon start"),  # after a stop: clears its mark, starts one
 ]
 
 

@@ -58,7 +58,8 @@ def test_daemon_stop_says_which_runners_it_leaves(nvq: Nvq, tmp_path: Path) -> N
     r = nvq.ok("daemon", "stop")
     assert r.out == (
         f"daemon {pid} stopped; 1 node runner(s) left running, so that their 1 running "
-        "job(s) go on (`nvq node stop --all` stops those without jobs)\n"
+        "job(s) go on for 1h00m ([queue] max_downtime: start the daemon within it) "
+        "(`nvq node stop --all` stops those without jobs)\n"
     )
     assert runner_pid(nvq.home / "node") is not None
 

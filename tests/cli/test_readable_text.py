@@ -26,7 +26,7 @@ def test_job_show_and_queue_events_print_moments_not_epoch_seconds(nvq: Nvq) -> 
         assert not EPOCH.search(text), text
     assert re.search(r"ended_at=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", events), events
     # JSON keeps the number
-    (failed,) = [e for e in nvq.json("queue", "events") if e["kind"] == "job_failed"]
+    (failed,) = [e for e in nvq.json("queue", "events")["events"] if e["kind"] == "job_failed"]
     assert isinstance(failed["data"]["ended_at"], float)
 
 

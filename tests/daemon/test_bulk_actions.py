@@ -94,7 +94,7 @@ def test_an_admin_acts_on_a_members_jobs_by_user_state_and_tag(lab: tuple[Nvq, s
     assert paused.code == 0, paused.err
     assert paused.out.splitlines()[-1] == "2 jobs paused", paused.out
     assert _states(nvq, ours, *theirs) == ["paused", "paused", "pending"]
-    doc = nvq.json("job", "resume", "--user", member)
+    doc = nvq.json("job", "resume", "--user", member)["jobs"]
     assert [j["id"] for j in doc] == [theirs[0]]
     assert _states(nvq, ours, *theirs) == ["paused", "pending", "pending"]
     r = nvq.run("job", "cancel", "--user", member, "--state", "pending")

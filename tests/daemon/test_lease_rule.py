@@ -120,7 +120,7 @@ def _wait_nodes(nvq: Any, pred: Any) -> list[dict[str, Any]]:
     got: list[dict[str, Any]] = []
 
     def seen() -> bool:
-        got[:] = [n for n in nvq.json("queue", "nodes") if pred(n)]
+        got[:] = [n for n in nvq.json("queue", "nodes")["nodes"] if pred(n)]
         return bool(got)
 
     _until(seen, timeout=60, what="the node to be unreachable")

@@ -28,7 +28,7 @@ def kinds(nvq: Nvq, kind: str) -> list[dict[str, object]]:
 
 
 def pilot_states(nvq: Nvq) -> dict[str, str]:
-    return {n["name"]: n["state"] for n in nvq.json("queue", "nodes")}
+    return {n["name"]: n["state"] for n in nvq.json("queue", "nodes")["nodes"]}
 
 
 def test_a_pilot_runs_on_a_compute_node_that_does_not_see_the_login_nodes_home(
@@ -71,7 +71,7 @@ def test_a_pilot_that_dies_at_start_is_retried_with_backoff_then_stops_with_one_
         reason = str(event["data"]["reason"])  # type: ignore[index]
         assert reason.startswith("ended before its runner answered: "), reason
     assert site_slurm.sbatch_calls() - sbatch == 3
-    [view] = nvq.json("cluster", "status", "hpc")
+    [view] = nvq.json("cluster", "status", "hpc")["clusters"]
     assert view["refused"] and "cuda/99.9" in view["refused"]
     # Stopped: the job still waits and more passes ask for nothing.
     nvq.ok("cluster", "status", "hpc")
@@ -125,7 +125,7 @@ def test_drain_scancel_and_a_job_back_in_the_queue_read_as_they_are(
     ]
 
     def pilots() -> list[tuple[str, str]]:
-        [view] = nvq.json("cluster", "status", "hpc")
+        [view] = nvq.json("cluster", "status", "hpc")["clusters"]
         return [(p["node"], p["state"]) for p in view["pilots"]]
 
     def two_running_one_pending() -> bool:

@@ -60,7 +60,7 @@ def test_a_daemon_started_again_honours_the_stops_grant(mesh: Any, tmp_path: Pat
     nodes[1].kill_all()  # the queue host comes back without its link to n1
     try:
         def n1_away() -> list[dict[str, Any]]:
-            return [n for n in nvq.json("queue", "nodes")
+            return [n for n in nvq.json("queue", "nodes")["nodes"]
                     if n["name"] == "n1" and n["unreachable_since"]]
 
         _until(n1_away, timeout=60, what="n1 out of reach")

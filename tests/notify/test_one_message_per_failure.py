@@ -60,5 +60,5 @@ format = "json"
     (alert,) = _about(posts, held["id"])
     assert alert["alert"]["kind"] == "job_held" and alert["alert"]["severity"] == "warning"
     listed = nvq.run("queue", "alerts", "--all", "--json")  # exits 1: some are open
-    kinds = {a["job_id"]: a["kind"] for a in json.loads(listed.out)}
+    kinds = {a["job_id"]: a["kind"] for a in json.loads(listed.out)["alerts"]}
     assert kinds == {bad["id"]: "job_failed", held["id"]: "job_held"}, kinds

@@ -12,7 +12,7 @@ from nvq.cli.render.output import emit
 from nvq.client import Client, ClientError, DaemonUnavailable, stop_mark
 from nvq.client.autostart import start_daemon
 from nvq.control import Reloaded
-from nvq.home import Home, default_root
+from nvq.home import Home, default_root, owns_home
 from nvq.values import format_duration
 
 on_daemon = typer.Typer()  # attached to the `daemon` group in nvq.cli.commands
@@ -37,15 +37,19 @@ def daemon_stop(as_json: bool = JsonOpt) -> int:
     root = default_root()
     pid = Home(root).read_pid()
     # First, so that no observer (web, TUI, events --follow, MCP reads) that finds it
-    # gone starts it again meanwhile.
-    stop_mark.leave(root, pid)
+    # gone starts it again meanwhile; a member (who may not write the owner's home)
+    # leaves it to the daemon, which marks a stop it allowed before it goes.
+    mine = owns_home(root)
+    if mine:
+        stop_mark.leave(root, pid)
     try:
         said = Client(autostart=False).stop_daemon()
     except DaemonUnavailable:
         emit({"stopped": False, "running": False}, as_json, "no daemon is running")
         return 0
     except ClientError:
-        stop_mark.clear(root)  # refused: it runs on
+        if mine:
+            stop_mark.clear(root)  # refused: it runs on
         raise
     wait_gone(pid)
     text = f"daemon {pid} stopped"

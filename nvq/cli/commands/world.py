@@ -38,8 +38,7 @@ def queue_gc(as_json: bool = JsonOpt) -> int:
 @on_queue.command("receive-blobs", hidden=True)  # = RECEIVE_BLOBS, spelled out for command_info
 def queue_receive_blobs() -> int:
     """Take a forwarded submit's snapshot blobs on stdin (the queue host's end)."""
-    from nvq.cli.submit_world import owns_home
-    from nvq.home import default_root
+    from nvq.home import default_root, owns_home
     from nvq.world.blobs import BlobStore
     from nvq.world.blobsync import SyncError, receive
     from nvq.world.submission import blob_root

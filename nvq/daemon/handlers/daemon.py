@@ -6,6 +6,7 @@ import os
 
 from nvq import __version__
 from nvq import control as c
+from nvq.client import stop_mark
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
 
@@ -23,7 +24,10 @@ async def reload(ctx: Context, req: c.Reload, user: str) -> c.Reloaded:
 async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonStopping:
     # The server stops the daemon once this reply is on its way. The runners stay
     # (by design: their jobs run on); the reply says how many, for the CLI to say.
+    # The mark is the daemon's to leave: an admin who is a member cannot write in the
+    # owner's home, and an observer must not start what a stop allowed here ended.
     state = ctx.state
+    stop_mark.leave(state.home, os.getpid(), by=user)
     connected = [n for n in state.nodes.values() if n.send is not None]
     running = sum(len(js) for js in state.jobs_by_node().values())
     reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running)
