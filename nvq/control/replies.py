@@ -375,6 +375,13 @@ class ClusterView(msgspec.Struct, kw_only=True):
     pilots: list[ClusterPilot]
 
 
+class ClusterRetried(ClusterView, kw_only=True):
+    """`ClusterRetry`: the cluster after the retry, and what it applied: config.toml is
+    read again and the cluster's table, when it changed, taken (one line)."""
+
+    applied: str
+
+
 class ArraySubmitted(msgspec.Struct, kw_only=True):
     """`job submit --array`: the array (its id is its first member's) and its members."""
 

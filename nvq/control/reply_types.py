@@ -57,7 +57,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.ClusterStatus: list[r.ClusterView],
     q.ClusterScale: r.ClusterView,
     q.ClusterDrain: r.ClusterView,
-    q.ClusterRetry: r.ClusterView,
+    q.ClusterRetry: r.ClusterRetried,
     q.Events: list[Event],
     q.Alerts: list[Alert],
     q.Ack: list[Alert],

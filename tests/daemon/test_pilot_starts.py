@@ -175,3 +175,39 @@ def test_a_clusters_change_applies_on_reload_and_lifts_the_refusal(
     assert (code, done["state"]) == (0, "completed"), (done, site_slurm.logs())
     [reloaded] = kinds(nvq, "config_reloaded")
     assert reloaded["data"]["refused"] == []  # type: ignore[index]
+
+
+def test_cluster_retry_reads_the_fixed_config_and_says_what_it_applied(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster, site_login: SshdNode, tmp_path: Path
+) -> None:
+    nvq = site_queue(partition=toml_str("nosuch"))
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "echo", "retried")
+    wait_until("Slurm's refusal", lambda: kinds(nvq, "cluster_refused"), 90)
+    sbatch = site_slurm.sbatch_calls()
+    config = (nvq.home / "config.toml").read_text()
+
+    # A config.toml that does not load: refused with one line, nothing changes.
+    nvq.write_config(config + "\n[[clusters]\n")
+    bad = nvq.run("cluster", "retry", "hpc")
+    assert bad.code == 1 and bad.out == "", bad
+    assert len(bad.err.strip().splitlines()) == 1 and "config.toml" in bad.err, bad.err
+    [view] = nvq.json("cluster", "status", "hpc")
+    assert view["refused"], view
+
+    # The partition put right: the retry takes it (not the refused one again).
+    home = toml_str(site_home(site_slurm, tmp_path))
+    write_cluster_queue_config(nvq, site_slurm, site_login, tmp_path, home=home)
+    out = nvq.ok("cluster", "retry", "hpc").out
+    assert out.splitlines()[0] == (
+        "cluster hpc partition changed: applied to its next pilots (requests resume)"
+    ), out
+    code, [done] = nvq.wait(job["id"], timeout=150)
+    assert (code, done["state"]) == (0, "completed"), (done, site_slurm.logs())
+    assert site_slurm.sbatch_calls() - sbatch == 1
+    # Taken for good: a reload finds nothing of the cluster to change.
+    assert "cluster hpc" not in nvq.ok("daemon", "reload").out
+
+    # Unchanged: the retry only lifts the block, and says so (in its JSON too).
+    again = nvq.json("cluster", "retry", "hpc")
+    assert again["applied"] == "cluster hpc: config.toml unchanged: requests resume", again
+    assert again["refused"] is None
