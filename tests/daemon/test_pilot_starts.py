@@ -5,6 +5,8 @@ while, counting the `sbatch` calls and job steps the queue caused."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -211,3 +213,30 @@ def test_cluster_retry_reads_the_fixed_config_and_says_what_it_applied(
     again = nvq.json("cluster", "retry", "hpc")
     assert again["applied"] == "cluster hpc: config.toml unchanged: requests resume", again
     assert again["refused"] is None
+
+
+def test_a_pilot_that_loses_its_runner_is_down_once_and_its_job_moves(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster
+) -> None:
+    # The runner killed, not the Slurm job: the link and squeue both notice (the
+    # batch script ends with its runner), whichever first; one node_down either way.
+    nvq = site_queue(max_pilots="2")
+    job = nvq.submit("--gpus", "1", "--timeout", "5m", "--", "sleep", "120")
+    first = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=150)["node"]
+    runner = nvq.json("node", "status", first)
+    assert runner["runner_up"] and runner["hostname"], runner
+    os.kill(int(runner["pid"]), signal.SIGKILL)
+
+    again = nvq.wait_for(
+        job["id"], lambda j: j["state"] == "running" and j["node"] != first, timeout=150
+    )
+    assert again["node"].startswith("hpc/")
+    wait_until(
+        "the lost pilot's end", lambda: any(e["node"] == first for e in kinds(nvq, "pilot_ended")), 60
+    )
+    down = [e for e in kinds(nvq, "node_down") if e["node"] == first]
+    assert len(down) == 1, down
+    reassigned = [e for e in kinds(nvq, "job_reassigned") if e["job_id"] == job["id"]]
+    assert [e["node"] for e in reassigned] == [first], reassigned
+    assert first not in pilot_states(nvq)
+    nvq.ok("job", "cancel", str(job["id"]))
