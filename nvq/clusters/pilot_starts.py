@@ -5,7 +5,8 @@ A pilot that ends before its runner ever answered (and that this queue did not g
 back) failed to start. Each failure holds the next request back `start_backoff`
 (doubling, capped); `MAX_START_FAILURES` in a row stop requests until a retry, with
 one alert naming the reason: the batch script's last output lines, which the waiting
-attach step relayed on stderr, else Slurm's record (`SlurmLogin.end_reason`). An
+attach step relayed on stderr, else its log or the job's Comment as the login node
+sees them, else Slurm's record (`SlurmLogin.end_reason`). An
 attach step that ends anyway is opened again after a backoff, never on a fixed short
 poll: each is a job step in the site's logs.
 """
@@ -61,11 +62,11 @@ class PilotStarts:
         return job_id not in self.up and job_id not in self.released
 
     async def failure(
-        self, job_id: str, login: SlurmLogin | None, now: float
+        self, job_id: str, login: SlurmLogin | None, home: str, now: float
     ) -> tuple[str, str | None]:
         """Count a pilot that ended before its runner answered: what its end says, and
-        why requests stop now (None while they only back off)."""
-        reason = await self.reason(job_id, login)
+        why requests stop now (None while they only back off). `home`: the pilot's."""
+        reason = await self.reason(job_id, login, home)
         self.failures += 1
         self.hold_until = now + start_backoff(self.failures)
         stop = None
@@ -76,8 +77,11 @@ class PilotStarts:
             )
         return f"ended before its runner answered: {reason}", stop
 
-    def opener(self, job_id: str, login: Callable[[], SlurmLogin]) -> PilotOpener:
-        """Opens the pilot's attach step through the login connection of the moment.
+    def opener(
+        self, job_id: str, home: str, login: Callable[[], SlurmLogin]
+    ) -> PilotOpener:
+        """Opens the attach step of the pilot whose home is `home` through the login
+        connection of the moment.
         The step waits for the runner itself; one that ended anyway (the runner died,
         Slurm refused the step) is opened again only after a backoff."""
 
@@ -86,7 +90,7 @@ class PilotStarts:
             if opened:
                 await anyio.sleep(min(OPEN_BACKOFF_MAX, 2.0 ** (opened - 1)))
             self._opens[job_id] = opened + 1
-            channel = await login().open_pilot(job_id)
+            channel = await login().open_pilot(job_id, home)
             self._keep_said(job_id)
             self._channels[job_id] = channel
             return channel
@@ -101,20 +105,21 @@ class PilotStarts:
         if said:
             self._said[job_id] = said
 
-    async def reason(self, job_id: str, login: SlurmLogin | None) -> str:
+    async def reason(self, job_id: str, login: SlurmLogin | None, home: str) -> str:
         """Why a pilot ended before its runner answered: its batch script's last words,
-        relayed by its attach step, else Slurm's record of the job."""
+        relayed by its attach step, else read where the login node sees them (its log
+        in a shared `home`, the job's Comment), else Slurm's record of the job."""
         self._keep_said(job_id)
         said = self._said.pop(job_id, "")
         if said:
             return said
         if login is not None:
             try:
-                recorded = await login.end_reason(job_id)
+                recorded = await login.end_reason(job_id, home)
             except (SlurmError, NodeUnreachable, asyncssh.Error, OSError):
                 recorded = None
             if recorded:
-                return f"Slurm says {recorded}"
+                return recorded
         return "Slurm keeps no record of why"
 
     def ended(self, job_id: str) -> None:

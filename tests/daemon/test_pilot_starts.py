@@ -240,3 +240,22 @@ def test_a_pilot_that_loses_its_runner_is_down_once_and_its_job_moves(
     assert [e["node"] for e in reassigned] == [first], reassigned
     assert first not in pilot_states(nvq)
     nvq.ok("job", "cancel", str(job["id"]))
+
+
+def test_a_pilot_that_fails_at_once_is_alerted_with_its_scripts_own_words(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster
+) -> None:
+    # No such interpreter on the compute node: the batch script ends within moments,
+    # before squeue shows it running, so no attach step relays its log; the log is
+    # on the compute node only. Its words come back through the job's Comment.
+    nvq = site_queue(python=toml_str("/opt/nosuch/python3"))
+    nvq.submit("--gpus", "1", "--timeout", "2m", "--", "true")
+    wait_until("the cluster to stop asking", lambda: kinds(nvq, "cluster_refused"), 150)
+    [alert] = kinds(nvq, "cluster_refused")
+    message = str(alert["data"]["message"])  # type: ignore[index]
+    assert f"nvq pilot: /opt/nosuch/python3: not found on {site_slurm.host}" in message, message
+    for event in kinds(nvq, "pilot_ended"):
+        reason = str(event["data"]["reason"])  # type: ignore[index]
+        assert "/opt/nosuch/python3: not found" in reason, reason
+    nvq.ok("cluster", "status", "hpc")
+    assert len(kinds(nvq, "cluster_refused")) == 1
