@@ -259,3 +259,49 @@ def test_a_pilot_that_fails_at_once_is_alerted_with_its_scripts_own_words(
         assert "/opt/nosuch/python3: not found" in reason, reason
     nvq.ok("cluster", "status", "hpc")
     assert len(kinds(nvq, "cluster_refused")) == 1
+
+
+def attach_steps(home: Path) -> dict[int, str]:
+    """The login node's `srun` attach steps into pilot homes under `home` (srun runs
+    as two processes): pid → the pilot home it attaches to."""
+    steps = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if argv[0].endswith("srun") and "nvq-attach" in argv:
+            target = argv[argv.index("nvq-attach") + 1]
+            if target.startswith(f"{home}/"):
+                steps[int(proc.name)] = target
+    return steps
+
+
+def test_a_reload_that_moves_home_leaves_running_pilots_where_they_are(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster, site_login: SshdNode, tmp_path: Path
+) -> None:
+    nvq = site_queue()
+    long_grace = 'node_grace = "60s"'  # a reattach is not an outage here
+    config = nvq.home / "config.toml"
+    config.write_text(config.read_text().replace('node_grace = "2s"', long_grace))
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "sleep", "20")
+    pilot = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=150)["node"]
+    job_id = pilot.removeprefix("hpc/")
+    shared = site_slurm.shared / tmp_path.name
+    steps = attach_steps(shared)
+    attached = f"{shared}/pilots/{job_id}"
+    assert steps and set(steps.values()) == {attached}, steps
+
+    moved = shared / "pilots-2"
+    moved.mkdir()
+    write_cluster_queue_config(nvq, site_slurm, site_login, tmp_path, home=toml_str(moved))
+    config.write_text(config.read_text().replace('node_grace = "2s"', long_grace))
+    assert "cluster hpc home changed" in nvq.ok("daemon", "reload").out
+    # The link's step ends (a login node hiccup): it opens again where the pilot is.
+    for pid in steps:
+        os.kill(pid, signal.SIGKILL)
+    wait_until("a new attach step", lambda: attach_steps(shared).keys() - steps.keys(), 60)
+    assert set(attach_steps(shared).values()) == {attached}, attach_steps(shared)
+    code, [done] = nvq.wait(job["id"], timeout=90)
+    assert (code, done["state"], done["node"]) == (0, "completed", pilot), done
+    assert kinds(nvq, "job_reassigned") == []
