@@ -8,6 +8,7 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,12 +163,18 @@ def test_drain_scancel_and_a_job_back_in_the_queue_read_as_they_are(
     assert "pending" in row and "-" in row, row
 
 
+def refused_cluster(site_queue: ClusterQueue) -> tuple[Nvq, dict[str, Any]]:
+    """A queue whose cluster's partition Slurm refused, with a job waiting for it."""
+    nvq = site_queue(partition=toml_str("nosuch"))
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "echo", "ran")
+    wait_until("Slurm's refusal", lambda: kinds(nvq, "cluster_refused"), 90)
+    return nvq, job
+
+
 def test_a_clusters_change_applies_on_reload_and_lifts_the_refusal(
     site_queue: ClusterQueue, site_slurm: SlurmCluster, site_login: SshdNode, tmp_path: Path
 ) -> None:
-    nvq = site_queue(partition=toml_str("nosuch"))
-    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "echo", "fixed")
-    wait_until("Slurm's refusal", lambda: kinds(nvq, "cluster_refused"), 90)
+    nvq, job = refused_cluster(site_queue)
     # The refusal says a config change lifts it: the partition is put right.
     home = toml_str(site_home(site_slurm, tmp_path))
     write_cluster_queue_config(nvq, site_slurm, site_login, tmp_path, home=home)
@@ -182,9 +189,7 @@ def test_a_clusters_change_applies_on_reload_and_lifts_the_refusal(
 def test_cluster_retry_reads_the_fixed_config_and_says_what_it_applied(
     site_queue: ClusterQueue, site_slurm: SlurmCluster, site_login: SshdNode, tmp_path: Path
 ) -> None:
-    nvq = site_queue(partition=toml_str("nosuch"))
-    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "echo", "retried")
-    wait_until("Slurm's refusal", lambda: kinds(nvq, "cluster_refused"), 90)
+    nvq, job = refused_cluster(site_queue)
     sbatch = site_slurm.sbatch_calls()
     config = (nvq.home / "config.toml").read_text()
 
