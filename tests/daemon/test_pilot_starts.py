@@ -266,6 +266,30 @@ def test_a_pilot_that_fails_at_once_is_alerted_with_its_scripts_own_words(
     assert len(kinds(nvq, "cluster_refused")) == 1
 
 
+def test_an_idle_pilot_that_loses_its_runner_is_down_once(
+    site_queue: ClusterQueue, site_slurm: SlurmCluster
+) -> None:
+    # A node_grace longer than squeue's poll: the end of the allocation is seen
+    # first, and it alone must say the node went down.
+    nvq = site_queue(idle_release=toml_str("10m"))
+    config = nvq.home / "config.toml"
+    config.write_text(config.read_text().replace('node_grace = "2s"', 'node_grace = "60s"'))
+    job = nvq.submit("--gpus", "1", "--timeout", "2m", "--", "true")
+    code, [done] = nvq.wait(job["id"], timeout=150)
+    assert code == 0, done
+    pilot = done["node"]
+    runner = nvq.json("node", "status", pilot)
+    os.kill(int(runner["pid"]), signal.SIGKILL)
+    wait_until(
+        "the lost pilot's end",
+        lambda: any(e["node"] == pilot for e in kinds(nvq, "pilot_ended")),
+        90,
+    )
+    down = [e for e in kinds(nvq, "node_down") if e["node"] == pilot]
+    assert len(down) == 1, down
+    assert kinds(nvq, "pilot_released") == []
+
+
 def attach_steps(home: Path) -> dict[int, str]:
     """The login node's `srun` attach steps into pilot homes under `home` (srun runs
     as two processes): pid → the pilot home it attaches to."""
