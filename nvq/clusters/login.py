@@ -110,8 +110,9 @@ def unshared_home(cluster: ClusterConfig, job_id: str) -> str:
     )
 
 
-def pilot_node(cluster: ClusterConfig, job_id: str) -> NodeConfig:
-    """The pilot as a node: `hpc/81234`, its runner home in the allocation."""
+def pilot_node(cluster: ClusterConfig, job_id: str, home: str | None = None) -> NodeConfig:
+    """The pilot as a node: `hpc/81234`, its runner home in the allocation (`home`:
+    the one it was submitted with, when `cluster`'s has changed since)."""
     return NodeConfig(
         name=f"{cluster.name}/{job_id}",
         host=cluster.host,
@@ -119,7 +120,7 @@ def pilot_node(cluster: ClusterConfig, job_id: str) -> NodeConfig:
         user=cluster.user,
         identity=cluster.identity,
         known_hosts=cluster.known_hosts,
-        home=slurm.pilot_home(cluster, job_id),
+        home=home or slurm.pilot_home(cluster, job_id),
         python=cluster.python,
         env=dict(cluster.env),
     )
@@ -195,12 +196,12 @@ class SlurmLogin:
         if code != 0 and "Invalid job id" not in err:
             raise SlurmError(f"scancel failed: {_one_line(err) or f'exit status {code}'}")
 
-    async def end_reason(self, job_id: str, home: str) -> str | None:
+    async def end_reason(self, job_id: str, home: str | None) -> str | None:
         """Why an ended pilot ended, as best known on the login node: its batch log's
         last lines where the login node sees the compute node's `home`, else what the
         script left in the job's Comment, else Slurm's record (`Slurm says FAILED,
         exit code 1:0 …`); None when there is none."""
-        _, log, _ = await self._run(slurm.log_command(home))
+        _, log, _ = await self._run(slurm.log_command(home)) if home else (0, "", "")
         said = slurm.output_tail(log)
         if said:
             return said
@@ -233,7 +234,7 @@ class SlurmLogin:
         `home` since."""
         return await open_runner_channel(
             self.conn,
-            msgspec.structs.replace(pilot_node(self.cluster, job_id), home=home),
+            pilot_node(self.cluster, job_id, home),
             command=slurm.attach_command(job_id, home),
         )
 

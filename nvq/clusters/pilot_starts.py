@@ -19,6 +19,7 @@ import anyio
 import asyncssh
 
 from nvq.clusters import slurm
+from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import SlurmError, SlurmLogin
 from nvq.clusters.pilot_hooks import PilotOpener
 from nvq.daemon.ssh import NodeUnreachable, RunnerChannel
@@ -43,6 +44,18 @@ class PilotStarts:
         self._opens: dict[str, int] = {}  # attach steps opened since the runner answered
         self._channels: dict[str, RunnerChannel] = {}  # each pilot's last attach step
         self._said: dict[str, str] = {}  # the batch output an earlier attach step relayed
+        # Each pilot's own home (`<home>/<job id>`) as it was submitted: a reload that
+        # changes `home` does not move pilots already submitted. One of an earlier
+        # daemon life gets the config's it is adopted with (queue.db keeps ids only).
+        self.homes: dict[str, str] = {}
+
+    def submitted(self, job_id: str, cluster: ClusterConfig) -> None:
+        """A pilot was submitted with `cluster`: its home is `cluster`'s for good."""
+        self.homes[job_id] = slurm.pilot_home(cluster, job_id)
+
+    def home(self, job_id: str, cluster: ClusterConfig) -> str:
+        """The pilot's home: as it was submitted, else as `cluster` says now."""
+        return self.homes.setdefault(job_id, slurm.pilot_home(cluster, job_id))
 
     def answered(self, job_id: str) -> None:
         """The pilot's runner answered: it started, and the run of failures ends."""
@@ -62,11 +75,11 @@ class PilotStarts:
         return job_id not in self.up and job_id not in self.released
 
     async def failure(
-        self, job_id: str, login: SlurmLogin | None, home: str, now: float
+        self, job_id: str, login: SlurmLogin | None, now: float
     ) -> tuple[str, str | None]:
         """Count a pilot that ended before its runner answered: what its end says, and
-        why requests stop now (None while they only back off). `home`: the pilot's."""
-        reason = await self.reason(job_id, login, home)
+        why requests stop now (None while they only back off)."""
+        reason = await self.reason(job_id, login)
         self.failures += 1
         self.hold_until = now + start_backoff(self.failures)
         stop = None
@@ -105,7 +118,7 @@ class PilotStarts:
         if said:
             self._said[job_id] = said
 
-    async def reason(self, job_id: str, login: SlurmLogin | None, home: str) -> str:
+    async def reason(self, job_id: str, login: SlurmLogin | None) -> str:
         """Why a pilot ended before its runner answered: its batch script's last words,
         relayed by its attach step, else read where the login node sees them (its log
         in a shared `home`, the job's Comment), else Slurm's record of the job."""
@@ -115,7 +128,7 @@ class PilotStarts:
             return said
         if login is not None:
             try:
-                recorded = await login.end_reason(job_id, home)
+                recorded = await login.end_reason(job_id, self.homes.get(job_id))
             except (SlurmError, NodeUnreachable, asyncssh.Error, OSError):
                 recorded = None
             if recorded:
@@ -133,3 +146,4 @@ class PilotStarts:
         self.ended(job_id)
         self.up.discard(job_id)
         self.released.discard(job_id)
+        self.homes.pop(job_id, None)

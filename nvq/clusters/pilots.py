@@ -33,9 +33,7 @@ from typing import Any
 
 import anyio
 import asyncssh
-import msgspec
 
-from nvq.clusters import slurm
 from nvq.clusters.cluster_view import cluster_view
 from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import (
@@ -48,7 +46,7 @@ from nvq.clusters.login import (
     pilot_node,
 )
 from nvq.clusters.pilot_ends import DRAINED, ENDED, released_why
-from nvq.clusters.pilot_hooks import PilotHooks, PilotOpener
+from nvq.clusters.pilot_hooks import PilotHooks
 from nvq.clusters.pilot_starts import PilotStarts
 from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, next_pass_in
 from nvq.clusters.slurm import PilotStatus
@@ -100,11 +98,6 @@ class PilotManager:
         self._passed = anyio.Event()
         self._connection: anyio.CancelScope | None = None  # the login connection's task
         self._reinstall = False  # `python` or `home` changed: install the runner again
-        # Each pilot's own home (`<home>/<job id>`) as it was submitted: a reload that
-        # changes `home` must not move the attach path of pilots already running.
-        # Pilots of an earlier daemon life get the `home` of the config they are
-        # adopted with (queue.db keeps their ids only).
-        self.homes: dict[str, str] = {}
 
     # ---------------------------------------------------------- commands
 
@@ -141,10 +134,6 @@ class PilotManager:
             self.login.cluster = cluster
             self.login.node = login_node(cluster)
         self.retry()
-
-    def pilot_home(self, job_id: str) -> str:
-        home = self.homes.get(job_id)
-        return home if home is not None else slurm.pilot_home(self.cluster, job_id)
 
     def runner_up(self, job_id: str) -> None:
         """The pilot's runner answered: it started, and counts as a node from now on."""
@@ -239,7 +228,8 @@ class PilotManager:
         Nothing needs it to (files travel over the pilot's link), but where it does not,
         compute nodes install the runner themselves: the log says so once per cluster."""
         if self.login is not None and self.unshared is None:
-            self.unshared = await self.login.unshared_note(job_id, self.pilot_home(job_id))
+            home = self.starts.home(job_id, self.cluster)
+            self.unshared = await self.login.unshared_note(job_id, home)
             if self.unshared is not None:
                 log.warning("%s", self.unshared)
 
@@ -276,9 +266,7 @@ class PilotManager:
     async def _start_failed(self, job_id: str) -> str:
         """A pilot ended before its runner answered: back off, and after a few in a row
         stop asking, with one alert naming the reason. Returns what its end says."""
-        why, stop = await self.starts.failure(
-            job_id, self.login, self.pilot_home(job_id), self._clock()
-        )
+        why, stop = await self.starts.failure(job_id, self.login, self._clock())
         log.warning("cluster %s: pilot %s %s", self.cluster.name, job_id, why)
         if stop is not None and self.refused is None:
             self.refused = stop
@@ -309,7 +297,6 @@ class PilotManager:
             self.known.discard(job_id)
             self.ended.discard(job_id)
             self.starts.forget(job_id)
-            self.homes.pop(job_id, None)
         if self.target == 0:
             # Drained: a pilot whose sbatch was in flight when the drain came starts
             # after it. It is given back before it is handed a job.
@@ -330,14 +317,14 @@ class PilotManager:
                     await self._ended(job_id, DRAINED)
         for job_id, status in mine.items():
             name = f"{self.cluster.name}/{job_id}"
-            home = self.homes.setdefault(job_id, slurm.pilot_home(self.cluster, job_id))
+            home = self.starts.home(job_id, self.cluster)
             if status.phase == "running" and job_id not in self.started:
                 self.started.add(job_id)
                 # Its time left is known before its node is: placement reads a pilot
                 # without one as ending (nvq.daemon.pilots.slot_fields).
                 await self.hooks.pilot_status(name, status)
-                node = msgspec.structs.replace(pilot_node(self.cluster, job_id), home=home)
-                await self.hooks.pilot_started(node, self._opener(job_id, home))
+                opener = self.starts.opener(job_id, home, self._login_now)
+                await self.hooks.pilot_started(pilot_node(self.cluster, job_id, home), opener)
             elif status.phase == "ending" and job_id in self.started:
                 await self._ended(job_id, ENDED)
             await self.hooks.pilot_status(name, status)
@@ -384,7 +371,7 @@ class PilotManager:
         return decision
 
     async def _submit(self, login: SlurmLogin) -> bool:
-        cluster = login.cluster  # what the script is built from, whatever a reload does
+        cluster = login.cluster  # the script's, whatever a reload does meanwhile
         try:
             job_id = await login.submit()
         except SubmitRefused as exc:
@@ -401,13 +388,10 @@ class PilotManager:
             log.warning("cluster %s: %s", self.cluster.name, exc)
             return False
         self.known.add(job_id)
-        self.homes[job_id] = slurm.pilot_home(cluster, job_id)
+        self.starts.submitted(job_id, cluster)
         await self.hooks.submitted(self.cluster, job_id)
         log.info("cluster %s: requested pilot %s", self.cluster.name, job_id)
         return True
-
-    def _opener(self, job_id: str, home: str) -> PilotOpener:
-        return self.starts.opener(job_id, home, self._login_now)
 
     def _login_now(self) -> SlurmLogin:
         """The connection of the moment: the login node may have been reconnected."""

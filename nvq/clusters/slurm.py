@@ -130,6 +130,7 @@ def pilot_script(
     it does). `python`: the interpreter nvq installed the runner for (see
     `runner_install_node`); else `cluster.python`. `install`: lines that install that
     runner where the compute node lacks it."""
+    py = python or cluster.python
     lines = [
         "#!/bin/bash -l",
         f"# nvq pilot for cluster {cluster.name}",
@@ -148,7 +149,9 @@ def pilot_script(
         *cluster.setup,
         *(f"export {key}={shlex.quote(value)}" for key, value in cluster.env.items()),
         *install,
-        _find_python(python or cluster.python),
+        # Under `set -e` a failed `command -v` would end the script without a word.
+        f"PY=$(command -v {_path(py)}) || "
+        f'{{ echo "nvq pilot: {py}: not found on $(hostname)"; exit 127; }}',
         # The socket appears only once `serve` holds the home's lock; an attach before
         # that would start a second runner that takes the lock and ends the pilot.
         "printf '#!/bin/bash\\ntest -S %q/runner.sock || { echo \"nvq pilot: runner not up"
@@ -163,25 +166,14 @@ def pilot_script(
     return "\n".join(lines) + "\n"
 
 
-# Marks what the batch script left in its job's Comment (`SAID_FUNCTION`), so that
-# it can be found in scontrol's KEY=VALUE line, where a value may hold spaces.
-SAID_START, SAID_END = "nvq-said: ", " :nvq-said"
 # `nvq_said TEXT`: TEXT on one line in the job's Comment (best effort: a site may
-# refuse the update, then only Slurm's state and exit code are known).
+# refuse it), between marks that find it in scontrol's KEY=VALUE line.
+SAID_START, SAID_END = "nvq-said: ", " :nvq-said"
 SAID_FUNCTION = (
     "nvq_said() { scontrol update JobId=\"$SLURM_JOB_ID\" Comment=\""
     f"{SAID_START}$(printf '%s' \"$1\" | tr -s '\\n' ' ' | cut -c1-240){SAID_END}\" "
     ">/dev/null 2>&1 || true; }"
 )
-
-
-def _find_python(python: str) -> str:
-    """`PY=…`, or the script ends saying which interpreter the compute node lacks
-    (under `set -e` a failed `command -v` would end it without a word)."""
-    return (
-        f"PY=$(command -v {_path(python)}) || "
-        f'{{ echo "nvq pilot: {python}: not found on $(hostname)"; exit 127; }}'
-    )
 
 
 def sbatch_command(cluster: ClusterConfig) -> str:
@@ -213,9 +205,8 @@ def end_command(job_id: str) -> str:
 
 
 def log_command(home: str) -> str:
-    """The batch log of the pilot whose home is `home` (`pilot_home`) as the login
-    node sees it: only where the compute node's `home` is shared with it; nothing
-    (and status 0) otherwise."""
+    """The batch log in a pilot's `home` (`pilot_home`) where the login node sees it
+    (a `home` shared with the compute node); nothing, status 0, elsewhere."""
     return f"tail -n 20 {_path(home)}/{PILOT_LOG} 2>/dev/null || true"
 
 
