@@ -56,9 +56,9 @@ class QueueRequests(Requesting):
         """Request no pilots and release each one once idle."""
         return c.ClusterDrain(name=name)
 
-    @returns(c.ClusterRetry, c.ClusterView)
+    @returns(c.ClusterRetry, c.ClusterRetried)
     def cluster_retry(self, name: str) -> c.Request:
-        """Request pilots again after Slurm refused one."""
+        """Read the cluster's table again and request pilots again after a refusal."""
         return c.ClusterRetry(name=name)
 
     @returns(c.Events, list[Event])

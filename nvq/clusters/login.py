@@ -110,8 +110,9 @@ def unshared_home(cluster: ClusterConfig, job_id: str) -> str:
     )
 
 
-def pilot_node(cluster: ClusterConfig, job_id: str) -> NodeConfig:
-    """The pilot as a node: `hpc/81234`, its runner home in the allocation."""
+def pilot_node(cluster: ClusterConfig, job_id: str, home: str | None = None) -> NodeConfig:
+    """The pilot as a node: `hpc/81234`, its runner home in the allocation (`home`:
+    the one it was submitted with, when `cluster`'s has changed since)."""
     return NodeConfig(
         name=f"{cluster.name}/{job_id}",
         host=cluster.host,
@@ -119,7 +120,7 @@ def pilot_node(cluster: ClusterConfig, job_id: str) -> NodeConfig:
         user=cluster.user,
         identity=cluster.identity,
         known_hosts=cluster.known_hosts,
-        home=slurm.pilot_home(cluster, job_id),
+        home=home or slurm.pilot_home(cluster, job_id),
         python=cluster.python,
         env=dict(cluster.env),
     )
@@ -195,37 +196,46 @@ class SlurmLogin:
         if code != 0 and "Invalid job id" not in err:
             raise SlurmError(f"scancel failed: {_one_line(err) or f'exit status {code}'}")
 
-    async def end_reason(self, job_id: str) -> str | None:
-        """Slurm's record of how an ended pilot ended (`FAILED, exit code 1:0 …`), or
-        None when it has none."""
+    async def end_reason(self, job_id: str, home: str | None) -> str | None:
+        """Why an ended pilot ended, as best known on the login node: its batch log's
+        last lines where the login node sees the compute node's `home`, else what the
+        script left in the job's Comment, else Slurm's record (`Slurm says FAILED,
+        exit code 1:0 …`); None when there is none."""
+        _, log, _ = await self._run(slurm.log_command(home)) if home else (0, "", "")
+        said = slurm.output_tail(log)
+        if said:
+            return said
         code, out, _ = await self._run(slurm.end_command(job_id))
-        return slurm.parse_end(out) if code == 0 else None
+        if code != 0:
+            return None
+        recorded = slurm.parse_end(out)
+        return slurm.parse_said(out) or (f"Slurm says {recorded}" if recorded else None)
 
-    async def sees_pilot_home(self, job_id: str) -> bool:
+    async def sees_pilot_home(self, home: str) -> bool:
         """Does the login node see the files a running pilot wrote in its home on the
         compute node (its `attach` script)? Only where the two share a file system."""
-        home = slurm.pilot_home(self.cluster, job_id)
         code, _, _ = await self._run(f"test -e {slurm.shell_path(home + '/attach')}")
         return code == 0
 
-    async def unshared_note(self, job_id: str) -> str | None:
+    async def unshared_note(self, job_id: str, home: str) -> str | None:
         """Once a pilot's runner answers: what the log says where the login node does
         not see the pilot's home (nothing needs it to, files travel over the pilot's
         link, but compute nodes then install the runner themselves); None where it
         does, or where the login node could not be asked."""
         try:
-            shared = await self.sees_pilot_home(job_id)
+            shared = await self.sees_pilot_home(home)
         except (NodeUnreachable, asyncssh.Error, OSError):
             return None
         return None if shared else unshared_home(self.cluster, job_id)
 
-    async def open_pilot(self, job_id: str) -> RunnerChannel:
-        """A channel to the pilot's runner (what a link's opener returns). It ends at
-        once, exit status 75, while the runner is not listening yet."""
+    async def open_pilot(self, job_id: str, home: str) -> RunnerChannel:
+        """A channel to the pilot's runner (what a link's opener returns) in `home`,
+        its `pilot_home` as it was submitted: a reload may have changed the cluster's
+        `home` since."""
         return await open_runner_channel(
             self.conn,
-            pilot_node(self.cluster, job_id),
-            command=slurm.attach_command(self.cluster, job_id),
+            pilot_node(self.cluster, job_id, home),
+            command=slurm.attach_command(job_id, home),
         )
 
 

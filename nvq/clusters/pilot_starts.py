@@ -5,7 +5,8 @@ A pilot that ends before its runner ever answered (and that this queue did not g
 back) failed to start. Each failure holds the next request back `start_backoff`
 (doubling, capped); `MAX_START_FAILURES` in a row stop requests until a retry, with
 one alert naming the reason: the batch script's last output lines, which the waiting
-attach step relayed on stderr, else Slurm's record (`SlurmLogin.end_reason`). An
+attach step relayed on stderr, else its log or the job's Comment as the login node
+sees them, else Slurm's record (`SlurmLogin.end_reason`). An
 attach step that ends anyway is opened again after a backoff, never on a fixed short
 poll: each is a job step in the site's logs.
 """
@@ -18,6 +19,7 @@ import anyio
 import asyncssh
 
 from nvq.clusters import slurm
+from nvq.clusters.config import ClusterConfig
 from nvq.clusters.login import SlurmError, SlurmLogin
 from nvq.clusters.pilot_hooks import PilotOpener
 from nvq.daemon.ssh import NodeUnreachable, RunnerChannel
@@ -42,6 +44,18 @@ class PilotStarts:
         self._opens: dict[str, int] = {}  # attach steps opened since the runner answered
         self._channels: dict[str, RunnerChannel] = {}  # each pilot's last attach step
         self._said: dict[str, str] = {}  # the batch output an earlier attach step relayed
+        # Each pilot's own home (`<home>/<job id>`) as it was submitted: a reload that
+        # changes `home` does not move pilots already submitted. One of an earlier
+        # daemon life gets the config's it is adopted with (queue.db keeps ids only).
+        self.homes: dict[str, str] = {}
+
+    def submitted(self, job_id: str, cluster: ClusterConfig) -> None:
+        """A pilot was submitted with `cluster`: its home is `cluster`'s for good."""
+        self.homes[job_id] = slurm.pilot_home(cluster, job_id)
+
+    def home(self, job_id: str, cluster: ClusterConfig) -> str:
+        """The pilot's home: as it was submitted, else as `cluster` says now."""
+        return self.homes.setdefault(job_id, slurm.pilot_home(cluster, job_id))
 
     def answered(self, job_id: str) -> None:
         """The pilot's runner answered: it started, and the run of failures ends."""
@@ -76,8 +90,11 @@ class PilotStarts:
             )
         return f"ended before its runner answered: {reason}", stop
 
-    def opener(self, job_id: str, login: Callable[[], SlurmLogin]) -> PilotOpener:
-        """Opens the pilot's attach step through the login connection of the moment.
+    def opener(
+        self, job_id: str, home: str, login: Callable[[], SlurmLogin]
+    ) -> PilotOpener:
+        """Opens the attach step of the pilot whose home is `home` through the login
+        connection of the moment.
         The step waits for the runner itself; one that ended anyway (the runner died,
         Slurm refused the step) is opened again only after a backoff."""
 
@@ -86,7 +103,7 @@ class PilotStarts:
             if opened:
                 await anyio.sleep(min(OPEN_BACKOFF_MAX, 2.0 ** (opened - 1)))
             self._opens[job_id] = opened + 1
-            channel = await login().open_pilot(job_id)
+            channel = await login().open_pilot(job_id, home)
             self._keep_said(job_id)
             self._channels[job_id] = channel
             return channel
@@ -103,18 +120,19 @@ class PilotStarts:
 
     async def reason(self, job_id: str, login: SlurmLogin | None) -> str:
         """Why a pilot ended before its runner answered: its batch script's last words,
-        relayed by its attach step, else Slurm's record of the job."""
+        relayed by its attach step, else read where the login node sees them (its log
+        in a shared `home`, the job's Comment), else Slurm's record of the job."""
         self._keep_said(job_id)
         said = self._said.pop(job_id, "")
         if said:
             return said
         if login is not None:
             try:
-                recorded = await login.end_reason(job_id)
+                recorded = await login.end_reason(job_id, self.homes.get(job_id))
             except (SlurmError, NodeUnreachable, asyncssh.Error, OSError):
                 recorded = None
             if recorded:
-                return f"Slurm says {recorded}"
+                return recorded
         return "Slurm keeps no record of why"
 
     def ended(self, job_id: str) -> None:
@@ -128,3 +146,4 @@ class PilotStarts:
         self.ended(job_id)
         self.up.discard(job_id)
         self.released.discard(job_id)
+        self.homes.pop(job_id, None)

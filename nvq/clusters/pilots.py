@@ -46,7 +46,7 @@ from nvq.clusters.login import (
     pilot_node,
 )
 from nvq.clusters.pilot_ends import DRAINED, ENDED, released_why
-from nvq.clusters.pilot_hooks import PilotHooks, PilotOpener
+from nvq.clusters.pilot_hooks import PilotHooks
 from nvq.clusters.pilot_starts import PilotStarts
 from nvq.clusters.scaling import PilotView, ScaleDecision, WaitingJob, decide, next_pass_in
 from nvq.clusters.slurm import PilotStatus
@@ -228,7 +228,8 @@ class PilotManager:
         Nothing needs it to (files travel over the pilot's link), but where it does not,
         compute nodes install the runner themselves: the log says so once per cluster."""
         if self.login is not None and self.unshared is None:
-            self.unshared = await self.login.unshared_note(job_id)
+            home = self.starts.home(job_id, self.cluster)
+            self.unshared = await self.login.unshared_note(job_id, home)
             if self.unshared is not None:
                 log.warning("%s", self.unshared)
 
@@ -316,14 +317,14 @@ class PilotManager:
                     await self._ended(job_id, DRAINED)
         for job_id, status in mine.items():
             name = f"{self.cluster.name}/{job_id}"
+            home = self.starts.home(job_id, self.cluster)
             if status.phase == "running" and job_id not in self.started:
                 self.started.add(job_id)
                 # Its time left is known before its node is: placement reads a pilot
                 # without one as ending (nvq.daemon.pilots.slot_fields).
                 await self.hooks.pilot_status(name, status)
-                await self.hooks.pilot_started(
-                    pilot_node(self.cluster, job_id), self._opener(job_id)
-                )
+                opener = self.starts.opener(job_id, home, self._login_now)
+                await self.hooks.pilot_started(pilot_node(self.cluster, job_id, home), opener)
             elif status.phase == "ending" and job_id in self.started:
                 await self._ended(job_id, ENDED)
             await self.hooks.pilot_status(name, status)
@@ -370,6 +371,7 @@ class PilotManager:
         return decision
 
     async def _submit(self, login: SlurmLogin) -> bool:
+        cluster = login.cluster  # the script's, whatever a reload does meanwhile
         try:
             job_id = await login.submit()
         except SubmitRefused as exc:
@@ -386,12 +388,10 @@ class PilotManager:
             log.warning("cluster %s: %s", self.cluster.name, exc)
             return False
         self.known.add(job_id)
+        self.starts.submitted(job_id, cluster)
         await self.hooks.submitted(self.cluster, job_id)
         log.info("cluster %s: requested pilot %s", self.cluster.name, job_id)
         return True
-
-    def _opener(self, job_id: str) -> PilotOpener:
-        return self.starts.opener(job_id, self._login_now)
 
     def _login_now(self) -> SlurmLogin:
         """The connection of the moment: the login node may have been reconnected."""

@@ -93,7 +93,9 @@ def install_lines(bundle: RunnerBundle) -> list[str]:
         BUNDLE_END,
         '  tar -xzf "$B/runner.tgz" -C "$B"',
         f"  X={shlex.quote(bundle.executable)}",
-        '  test -x "$X" || X=$(command -v python3)',
+        # Said in the pilot's log (and its alert), not a silent end under `set -e`.
+        '  test -x "$X" || X=$(command -v python3) || '
+        '{ echo "nvq pilot: python3: not found on $(hostname)"; exit 127; }',
         f'  ( flock 9; {have} || {install} >&2 ) 9> "$R/.install"',
         "  )",
         "fi",

@@ -130,20 +130,28 @@ def pilot_script(
     it does). `python`: the interpreter nvq installed the runner for (see
     `runner_install_node`); else `cluster.python`. `install`: lines that install that
     runner where the compute node lacks it."""
+    py = python or cluster.python
     lines = [
         "#!/bin/bash -l",
         f"# nvq pilot for cluster {cluster.name}",
         "set -e",
         f'H={_path(cluster.home.rstrip("/"))}/"$SLURM_JOB_ID"',
-        'mkdir -p "$H"',
+        SAID_FUNCTION,
+        'e=$(mkdir -p "$H" 2>&1) || { nvq_said "$e"; exit 1; }',
         # Slurm's own output is /dev/null (see `sbatch_command`): the script's goes
         # here, on the compute node, and the waiting attach step relays it to the
         # daemon, which names it when the pilot ends before its runner answers.
         f'exec >>"$H/{PILOT_LOG}" 2>&1',
+        # A pilot that fails before squeue ever showed it running had no attach step
+        # to relay its log: its last lines go in the job's Comment, which Slurm keeps
+        # (`end_command`). `exec` of the runner below never runs this trap.
+        f"trap 'nvq_said \"$(tail -n 3 \"$H/{PILOT_LOG}\")\"' EXIT",
         *cluster.setup,
         *(f"export {key}={shlex.quote(value)}" for key, value in cluster.env.items()),
         *install,
-        f"PY=$(command -v {_path(python or cluster.python)})",
+        # Under `set -e` a failed `command -v` would end the script without a word.
+        f"PY=$(command -v {_path(py)}) || "
+        f'{{ echo "nvq pilot: {py}: not found on $(hostname)"; exit 127; }}',
         # The socket appears only once `serve` holds the home's lock; an attach before
         # that would start a second runner that takes the lock and ends the pilot.
         "printf '#!/bin/bash\\ntest -S %q/runner.sock || { echo \"nvq pilot: runner not up"
@@ -156,6 +164,16 @@ def pilot_script(
         'exec "$PY" -m nvq_runner serve --home "$H"',
     ]
     return "\n".join(lines) + "\n"
+
+
+# `nvq_said TEXT`: TEXT on one line in the job's Comment (best effort: a site may
+# refuse it), between marks that find it in scontrol's KEY=VALUE line.
+SAID_START, SAID_END = "nvq-said: ", " :nvq-said"
+SAID_FUNCTION = (
+    "nvq_said() { scontrol update JobId=\"$SLURM_JOB_ID\" Comment=\""
+    f"{SAID_START}$(printf '%s' \"$1\" | tr -s '\\n' ' ' | cut -c1-240){SAID_END}\" "
+    ">/dev/null 2>&1 || true; }"
+)
 
 
 def sbatch_command(cluster: ClusterConfig) -> str:
@@ -181,20 +199,26 @@ def end_command(job_id: str) -> str:
     j = shlex.quote(job_id)
     return (
         f"sacct --noheader --parsable2 --allocations --jobs={j} "
-        f"--format=State,ExitCode,Reason 2>/dev/null | grep . || scontrol show job --oneliner {j}"
+        f"--format=State,ExitCode,Reason,Comment 2>/dev/null | grep . "
+        f"|| scontrol show job --oneliner {j}"
     )
+
+
+def log_command(home: str) -> str:
+    """The batch log in a pilot's `home` (`pilot_home`) where the login node sees it
+    (a `home` shared with the compute node); nothing, status 0, elsewhere."""
+    return f"tail -n 20 {_path(home)}/{PILOT_LOG} 2>/dev/null || true"
 
 
 def scancel_command(job_ids: list[str]) -> str:
     return "scancel " + " ".join(shlex.quote(j) for j in job_ids)
 
 
-def attach_command(cluster: ClusterConfig, job_id: str) -> str:
-    """A step inside the pilot's allocation that waits for its runner, relaying the
-    batch script's log on stderr meanwhile, then splices to it: one step per start,
-    however long the site's setup takes (its `sleep` is on the compute node, not an
-    `srun` each time)."""
-    home = pilot_home(cluster, job_id)
+def attach_command(job_id: str, home: str) -> str:
+    """A step inside the pilot's allocation that waits for its runner in `home` (its
+    `pilot_home`), relaying the batch script's log on stderr meanwhile, then splices
+    to it: one step per start, however long the site's setup takes (its `sleep` is on
+    the compute node, not an `srun` each time)."""
     return (
         f"{_srun(job_id)} /bin/sh -c {shlex.quote(ATTACH_WAIT)} nvq-attach {_path(home)}"
     )
@@ -335,6 +359,13 @@ def parse_squeue_json(text: str, name: str, now: float | None = None) -> list[Pi
     return out
 
 
+def parse_said(stdout: str) -> str | None:
+    """What the batch script left in its job's Comment (`SAID_FUNCTION`), from
+    `end_command`'s answer; None when it left nothing (or the site refused it)."""
+    said = re.search(re.escape(SAID_START) + "(.*?)" + re.escape(SAID_END), stdout)
+    return (said.group(1).strip() or None) if said else None
+
+
 def parse_end(stdout: str) -> str | None:
     """`end_command`'s answer → `FAILED, exit code 1:0 (NonZeroExitCode)`; None when
     Slurm no longer knows the job."""
@@ -346,7 +377,7 @@ def parse_end(stdout: str) -> str | None:
         state, code, reason = (
             fields.get("JobState", ""), fields.get("ExitCode", ""), fields.get("Reason", "")
         )
-    else:  # sacct: State|ExitCode|Reason
+    else:  # sacct: State|ExitCode|Reason|Comment
         state, code, reason, *_ = [*text.splitlines()[0].split("|"), "", "", ""]
     out = state or "ended"
     if code and code != "0:0":

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from nvq.config.types import Config, NodeConfig, QueueConfig
+from nvq.config.types import ClusterConfig, Config, NodeConfig, QueueConfig
 from nvq.values import format_mib
 
 # [queue] keys as config.toml names them, where the struct's name differs.
@@ -172,10 +172,29 @@ def _clusters(old: Config, new: Config, out: ConfigChanges) -> list[Any] | None:
     for name, cluster in after.items():
         prev = before[name]
         if prev != cluster:
-            keys = [k for k in type(cluster).__struct_fields__
-                    if getattr(prev, k) != getattr(cluster, k)]
-            out.applied.append(
-                f"cluster {name} {', '.join(keys)} changed: applied to its next pilots "
-                "(requests resume)"
-            )
+            out.applied.append(_cluster_applied(prev, cluster))
     return None
+
+
+def _cluster_applied(prev: ClusterConfig, cluster: ClusterConfig) -> str:
+    keys = [k for k in type(cluster).__struct_fields__ if getattr(prev, k) != getattr(cluster, k)]
+    return (
+        f"cluster {cluster.name} {', '.join(keys)} changed: applied to its next pilots "
+        "(requests resume)"
+    )
+
+
+def cluster_retry(old: Config, new: Config, name: str) -> tuple[ClusterConfig | None, str]:
+    """`nvq cluster retry NAME` with config.toml read again: the cluster's table to
+    apply (None: keep the running one) and the one line that says what was done. Only
+    this cluster's table is taken; the rest of the file waits for `daemon reload`."""
+    prev = next(c for c in old.clusters if c.name == name)
+    cluster = next((c for c in new.clusters if c.name == name), None)
+    if cluster is None:
+        return None, (
+            f"cluster {name} is no longer in config.toml (removing it needs a daemon "
+            "restart): requests resume with the running table"
+        )
+    if cluster == prev:
+        return None, f"cluster {name}: config.toml unchanged: requests resume"
+    return cluster, _cluster_applied(prev, cluster)

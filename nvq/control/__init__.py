@@ -4,6 +4,7 @@ replies. Everything is exported here (`__all__`) so callers write `c.Submit`, `c
 
 from __future__ import annotations
 
+from nvq.control.cluster_replies import ClusterPilot, ClusterRetried, ClusterView
 from nvq.control.frames import (
     Chunk,
     Done,
@@ -28,8 +29,6 @@ from nvq.control.replies import (
     BusyAssignment,
     BusyView,
     ChannelHealth,
-    ClusterPilot,
-    ClusterView,
     DaemonInfo,
     DaemonStopping,
     GcDone,
@@ -154,6 +153,7 @@ __all__ = [
     "Chunk",
     "ClusterDrain",
     "ClusterPilot",
+    "ClusterRetried",
     "ClusterRetry",
     "ClusterScale",
     "ClusterStatus",

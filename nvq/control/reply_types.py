@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from nvq.config.types import SubmitConfig
+from nvq.control import cluster_replies as cr
 from nvq.control import image_requests as qi
 from nvq.control import job_submits as qj
 from nvq.control import replies as r
@@ -60,10 +61,10 @@ REPLIES: dict[type[q.Request], Any] = {
     qi.ImagePush: r.ImagesPushed,
     qi.ImageList: list[r.NodeCache],
     q.GpuHistory: list[r.GpuPoint],
-    q.ClusterStatus: list[r.ClusterView],
-    q.ClusterScale: r.ClusterView,
-    q.ClusterDrain: r.ClusterView,
-    q.ClusterRetry: r.ClusterView,
+    q.ClusterStatus: list[cr.ClusterView],
+    q.ClusterScale: cr.ClusterView,
+    q.ClusterDrain: cr.ClusterView,
+    q.ClusterRetry: cr.ClusterRetried,
     q.Events: list[Event],
     q.Alerts: list[Alert],
     q.Ack: list[Alert],

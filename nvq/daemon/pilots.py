@@ -8,8 +8,9 @@ and the hooks through which its pilots become nodes.
 * A requested pilot shows in `queue nodes` with Slurm's pending reason.
 * Untimed jobs leave a pilot `vacate_before` its end: they are preempted like jobs
   on a machine that went away, keeping their checkpoints.
-* A pilot Slurm ended (scancel, walltime, preemption) is a node that went down: its
-  jobs are reassigned at once. One released while idle just disappears.
+* A pilot Slurm ended (scancel, walltime, preemption, its runner lost) is a node that
+  went down: its jobs are reassigned at once. An idle one is down too (`lost`), once,
+  unless the queue released it or its walltime ended it: then it just disappears.
 * Ids of submitted pilots live in queue.db (see `PilotIds`), so a restarted daemon
   adopts them; each pilot's request, start and end is an event.
 """
@@ -53,6 +54,21 @@ def cluster_name(node: str) -> str | None:
     """`hpc` for the pilot node `hpc/81234`; None for any other node."""
     name, sep, _ = node.partition("/")
     return name if sep else None
+
+
+def lost(
+    node: NodeRuntime, why: str, left: float | None, cluster: ClusterConfig | None
+) -> bool:
+    """Is the end of this idle pilot an outage (`node_down`, as when its link notices
+    first, so one is said whichever does)? Yes for one whose runner was up and that
+    neither the queue gave back nor its walltime ended; never for a starting one."""
+    margin = cluster.vacate_before if cluster is not None else 0.0
+    return (
+        node.hello is not None
+        and node.state != "down"
+        and not why.startswith("released")
+        and not (left is not None and left <= margin)
+    )
 
 
 class DaemonPilots:
@@ -300,6 +316,7 @@ class DaemonPilots:
         self.status[name] = (status, time.time())
 
     async def pilot_ended(self, name: str, why: str) -> None:
+        left = self.time_left(name)
         self.status.pop(name, None)
         self.vacated.discard(name)
         self.idle.pop(name, None)
@@ -311,7 +328,7 @@ class DaemonPilots:
             scope.cancel()
         state = self.state
         node = state.nodes.get(name) or NodeRuntime(name=name, config=None)
-        if state.jobs_on(name):
+        if state.jobs_on(name) or lost(node, why, left, self.clusters.get(cluster)):
             # Its jobs go back to the queue with their checkpoints, like any down node's.
             await self.events.on_disconnected(node, why)
             async with locked(state) as held:

@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from nvq.clusters import slurm
 from nvq.clusters.login import SlurmLogin, SubmitRefused, connect_login
 from nvq.clusters.slurm import PilotStatus
 from nvq.daemon.ssh import RunnerChannel
@@ -43,7 +44,9 @@ async def first_frame(login: SlurmLogin, job_id: str) -> Hello:
     """Attach until the runner answers: the pilot's runner may still be starting."""
     with anyio.fail_after(60):
         while True:
-            chan: RunnerChannel = await login.open_pilot(job_id)
+            chan: RunnerChannel = await login.open_pilot(
+                job_id, slurm.pilot_home(login.cluster, job_id)
+            )
             try:
                 frames = FrameReader()
                 with contextlib.suppress(anyio.EndOfStream):

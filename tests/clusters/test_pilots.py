@@ -254,7 +254,7 @@ class UnsharedLogin(SlurmLogin):
     def __init__(self, cluster: ClusterConfig) -> None:
         self.cluster = cluster
 
-    async def sees_pilot_home(self, job_id: str) -> bool:
+    async def sees_pilot_home(self, home: str) -> bool:
         return False
 
 

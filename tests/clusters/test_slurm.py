@@ -99,12 +99,12 @@ def test_commands_for_listing_cancelling_and_attaching() -> None:
     )
     assert slurm.scancel_command(["12", "13"]) == "scancel 12 13"
     # One step that waits for the runner on the compute node.
-    assert slurm.attach_command(HPC, "81234") == (
+    assert slurm.attach_command("81234", slurm.pilot_home(HPC, "81234")) == (
         "srun --jobid=81234 --overlap --nodes=1 --ntasks=1 --unbuffered --quiet "
         f"/bin/sh -c {shlex.quote(slurm.ATTACH_WAIT)} nvq-attach ~/.nvq/pilots/81234"
     )
     spaced = ClusterConfig(name="hpc", host="login", home="/scratch/my nvq/")
-    assert slurm.attach_command(spaced, "7").endswith(" nvq-attach '/scratch/my nvq/7'")
+    assert slurm.attach_command("7", slurm.pilot_home(spaced, "7")).endswith(" nvq-attach '/scratch/my nvq/7'")
     assert slurm.step_command("7", "/scratch/my nvq/7", "run").endswith(
         "--quiet '/scratch/my nvq/7'/run"
     )
@@ -301,6 +301,45 @@ def test_how_an_ended_pilot_ended_from_sacct_or_scontrol() -> None:
     )
     assert slurm.parse_end("") is None
     assert "scontrol show job --oneliner 4" in slurm.end_command("4")
+    # What the batch script left in its job's Comment, spaces and all.
+    said = f"{slurm.SAID_START}nvq pilot: python3: not found on c1 {slurm.SAID_END}"
+    assert slurm.parse_said(f"JobId=4 JobState=FAILED Comment={said} ExitCode=127:0") == (
+        "nvq pilot: python3: not found on c1"
+    )
+    assert slurm.parse_said(f"FAILED|127:0|NonZeroExitCode|{said}") == (
+        "nvq pilot: python3: not found on c1"
+    )
+    assert slurm.parse_said(scontrol) is None
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_a_script_that_fails_before_its_runner_leaves_its_words_in_the_jobs_comment(
+    tmp_path: Path,
+) -> None:
+    # A stand-in scontrol records the update the script makes on its way out.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scontrol = bin_dir / "scontrol"
+    scontrol.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$OUT"\n')
+    scontrol.chmod(0o755)
+    out = tmp_path / "out"
+    cluster = ClusterConfig(
+        name="hpc", host="login", home=str(tmp_path / "p"), python="/opt/nosuch/python3",
+        setup=["echo setting up"],
+    )
+    env = {
+        **os.environ,
+        "SLURM_JOB_ID": "42",
+        "OUT": str(out),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+    }
+    done = subprocess.run(["bash", "-c", slurm.pilot_script(cluster)], env=env)
+    assert done.returncode == 127
+    log = (tmp_path / "p" / "42" / slurm.PILOT_LOG).read_text()
+    assert "nvq pilot: /opt/nosuch/python3: not found on" in log, log
+    update, job, comment = out.read_text().splitlines()
+    assert (update, job) == ("update", "JobId=42")
+    assert slurm.parse_said(comment) == f"setting up {log.splitlines()[-1]}", comment
 
 
 def test_output_tail_leaves_out_sruns_own_notes() -> None:

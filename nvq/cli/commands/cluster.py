@@ -55,7 +55,8 @@ def cluster_drain(
 def cluster_retry(
     name: str = typer.Argument(..., help="Cluster name."), as_json: bool = JsonOpt
 ) -> int:
-    """Request pilots again after Slurm refused one (fix the cause first)."""
+    """Request pilots again after a refusal or failed starts (fix the cause first):
+    the cluster's table is read again from config.toml."""
     view = Client().cluster_retry(name)
-    emit(view, as_json, cluster_text(view))
+    emit(view, as_json, f"{view.applied}\n{cluster_text(view)}")
     return 0

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from nvq import control as c
+from nvq.config import ConfigError, load_config
+from nvq.config.changes import cluster_retry as retry_plan
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
+from nvq.daemon.held import locked
+
+log = logging.getLogger("nvq.clusters")
 
 if TYPE_CHECKING:
     from nvq.daemon.pilots import DaemonPilots
@@ -69,7 +75,26 @@ async def cluster_drain(ctx: Context, req: c.ClusterDrain, user: str) -> c.Clust
     return _view(manager)
 
 
-async def cluster_retry(ctx: Context, req: c.ClusterRetry, user: str) -> c.ClusterView:
-    manager = _pilots(ctx).manager(req.name)
-    manager.retry()
-    return _view(manager)
+async def cluster_retry(ctx: Context, req: c.ClusterRetry, user: str) -> c.ClusterRetried:
+    """Lift the block, with the cluster's table as config.toml has it now: a retry
+    after fixing the config must not ask Slurm again with the config it refused."""
+    pilots = _pilots(ctx)
+    manager = pilots.manager(req.name)
+    state = ctx.state
+    try:
+        new = load_config(state.home)
+    except ConfigError as exc:
+        raise RequestError(f"not retried, config.toml does not load: {exc}") from None
+    async with locked(state):
+        cluster, line = retry_plan(state.config, new, req.name)
+        if cluster is not None:
+            clusters = [cluster if k.name == req.name else k for k in state.config.clusters]
+            config = msgspec.structs.replace(state.config, clusters=clusters)
+            state.config = ctx.ops.config = ctx.ops.notifier.config = config
+            state.usage.config = config
+            pilots.reconfigure([cluster])
+        else:
+            manager.retry()
+    log.info("cluster retry: %s", line)
+    view = manager.view()
+    return msgspec.convert({**view, "applied": line}, c.ClusterRetried)
