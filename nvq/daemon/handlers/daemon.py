@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 
-from nvq import __version__
+from nvq import __version__, stopped_mark
 from nvq import control as c
-from nvq.client import stop_mark
 from nvq.daemon.context import Context
 from nvq.daemon.errors import RequestError
 
@@ -27,7 +26,7 @@ async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonSto
     # The mark is the daemon's to leave: an admin who is a member cannot write in the
     # owner's home, and an observer must not start what a stop allowed here ended.
     state = ctx.state
-    stop_mark.leave(state.home, os.getpid(), by=user)
+    stopped_mark.leave(state.home, os.getpid(), by=user)
     connected = [n for n in state.nodes.values() if n.send is not None]
     running = sum(len(js) for js in state.jobs_by_node().values())
     reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running)
