@@ -198,7 +198,7 @@ def test_cluster_retry_reads_the_fixed_config_and_says_what_it_applied(
     bad = nvq.run("cluster", "retry", "hpc")
     assert bad.code == 1 and bad.out == "", bad
     assert len(bad.err.strip().splitlines()) == 1 and "config.toml" in bad.err, bad.err
-    [view] = nvq.json("cluster", "status", "hpc")
+    [view] = nvq.json("cluster", "status", "hpc")["clusters"]
     assert view["refused"], view
 
     # The partition put right: the retry takes it (not the refused one again).
