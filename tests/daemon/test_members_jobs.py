@@ -187,6 +187,10 @@ def test_a_preempted_job_resumes_from_its_checkpoint_with_lazy_artifacts(
                         "--no-snapshot", "--",
                         "sleep", "600")
     lab.nvq.wait_for(urgent["id"], lambda j: j["state"] == "running", timeout=90)
+    lab.nvq.wait_for(job["id"], lambda j: j["state"] == "pending")
+    # While it waits to run again, its first attempt's output is the user's to read.
+    r = lab.run(role, "job", "logs", str(job["id"]), "--attempt", "1")
+    assert r.code == 0 and "checkpointed on SIGUSR1\n" in r.out, (r.out, r.err)
     lab.nvq.ok("job", "cancel", str(blocker["id"]))
     code, (done,) = lab.nvq.wait(job["id"], timeout=90)
     lab.nvq.ok("job", "cancel", str(urgent["id"]))
