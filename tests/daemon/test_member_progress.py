@@ -16,7 +16,7 @@ from tests.members import as_user, reachable_nvq, second_user
 
 LINE = "epoch-7-of-owner-secret-run"
 # The line is made by the job, not written in its command (a command is metadata).
-JOB = f"echo epoch-$((3+4))-of-owner-secret-run > $NVQ_STATUS_FILE; sleep 600"
+JOB = "echo epoch-$((3+4))-of-owner-secret-run > $NVQ_STATUS_FILE; sleep 600"
 
 
 def _lines(home: Path) -> dict[int, str | None]:
