@@ -181,7 +181,7 @@ class JobManager:
         rec.port = self._next_port()
         self._dirs[msg.job_id] = d
         write_start(d, msg)  # so a queue that forgets the job can know it again
-        self.order.watch(d.path, msg.attempt)  # before the job can write
+        self.order.watch(d.path, msg.attempt, cap=msg.max_log_size)  # before the job can write
         try:
             popen, pidfd = launch(msg, d, rec, self._job_umask, prepared, self.sockets.offer)
         except LaunchError as exc:
@@ -381,7 +381,7 @@ class JobManager:
             return
         log.info("adopting job %s attempt %s (pid %s)", rec.job_id, rec.attempt, rec.pid)
         self.sockets.reopen(rec.job_id, rec.attempt, d)
-        self.order.watch(d.path, rec.attempt, adopted=True)
+        self.order.watch(d.path, rec.attempt, adopted=True, cap=rec.max_log_size)
         self._watch(Running(rec=rec, dir=d, pidfd=pidfd, popen=None,
                             ended=self._loop.create_future()))
 

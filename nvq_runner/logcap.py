@@ -5,6 +5,9 @@ The job writes its log itself through an O_APPEND descriptor, so after the runne
 shortens the file the job's next write lands at the new end. Output written in the
 instant between copying the newest part forward and truncating is lost; that is the
 price of bounding disk use without the job's cooperation.
+
+The record of the order the job wrote its two streams in (write_order) is held under
+the same cap the same way, in whole records.
 """
 
 from __future__ import annotations
@@ -31,6 +34,16 @@ def over_cap(path: Path, cap: int) -> bool:
 
 def cut_log(path: Path, cap: int) -> bool:
     """Cut the middle out of `path` if it is over `cap` bytes; True when it was."""
+    return _cut(path, cap, marker(cap), 1)
+
+
+def cut_records(path: Path, cap: int, whole: int) -> bool:
+    """`cut_log` for a file of `whole`-byte records: the cut keeps whole records and
+    marks nothing (a marker would read as records)."""
+    return _cut(path, cap, b"", whole)
+
+
+def _cut(path: Path, cap: int, mark: bytes, whole: int) -> bool:
     try:
         fd = os.open(path, os.O_RDWR)
     except OSError:
@@ -39,9 +52,9 @@ def cut_log(path: Path, cap: int) -> bool:
         size = os.fstat(fd).st_size
         if size <= cap:
             return False
-        head = min(HEAD, cap // 4)
-        keep = cap // 2
-        mark = marker(cap)
+        size -= size % whole
+        head = min(HEAD, cap // 4) // whole * whole
+        keep = max(whole, cap // 2 // whole * whole)
         os.pwrite(fd, mark, head)
         dst, src = head + len(mark), size - keep
         while src < size:

@@ -34,7 +34,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Optional
 
-from .protocol import LogData
+from .logcap import cut_records
+from .protocol import DEFAULT_MAX_LOG_SIZE, LogData
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +120,10 @@ def parse_records(data: bytes) -> list[Piece]:
 
 
 class _Watch:
-    def __init__(self, path: Path, attempt: int, adopted: bool) -> None:
+    def __init__(self, path: Path, attempt: int, adopted: bool, cap: int) -> None:
         self.path = path
         self.attempt = attempt
+        self.cap = cap
         self.ends: dict[str, int] = {s: 0 for s in STREAMS}
         order = order_path(path, attempt)
         if adopted:  # what the runner before this one recorded stays, and goes on
@@ -171,14 +173,17 @@ class OrderWatch:
         self._libc, self._fd = libc, fd
         threading.Thread(target=self._run, name="write-order", daemon=True).start()
 
-    def watch(self, job_dir: Path, attempt: int, adopted: bool = False) -> None:
+    def watch(
+        self, job_dir: Path, attempt: int, adopted: bool = False, cap: int = DEFAULT_MAX_LOG_SIZE,
+    ) -> None:
         """Record the order of writes to `job_dir`'s logs from now on, for `attempt`
-        (`adopted`: after the records a runner before this one kept)."""
+        (`adopted`: after the records a runner before this one kept), the records held
+        under `cap` bytes (the job's max_log_size)."""
         if self._libc is None:
             return
         with self._lock:
             try:
-                w = _Watch(job_dir, attempt, adopted)
+                w = _Watch(job_dir, attempt, adopted, cap)
             except Exception as exc:  # a job's order is worth less than its adoption
                 log.warning("cannot keep the write order of %s: %s", job_dir, exc)
                 return
@@ -304,6 +309,8 @@ class OrderWatch:
         os.write(w.fd, b"".join(RECORD.pack(_CODE[s], end, stamp) for s, end in pieces))
         for s, end in pieces:
             w.ends[s] = end
+        if os.fstat(w.fd).st_size > w.cap:  # appends go on at the cut file's end (O_APPEND)
+            cut_records(order_path(w.path, w.attempt), w.cap, RECORD.size)
 
 
 # ---------------------------------------------------------------- following both logs
@@ -312,6 +319,9 @@ class OrderWatch:
 def _records_from(path: Path, pos: int) -> tuple[list[Piece], int]:
     try:
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < pos:  # its middle was cut (cut_records): go on from its end
+                pos = size - size % RECORD.size
             f.seek(pos)
             data = f.read()
     except OSError:

@@ -101,7 +101,8 @@ class QueueConfig(msgspec.Struct, kw_only=True, frozen=True):
     artifacts_quota_mb: int = 50 * 1024
     busy_idle: float = 600.0
     # What a job's output may cost (bytes): a result.json over `max_result` stays on
-    # its node, each log is cut past `max_log_size` (and so is the queue host's copy
+    # its node, each log is cut past `max_log_size` (and so are the node's record of
+    # the order its two streams were written in, and the queue host's copy
     # of each attempt's output, in $NVQ_HOME/logs), `job logs` sends at most
     # `max_log_tail` of a log's end.
     max_result: int = 1024 * 1024

@@ -40,6 +40,10 @@ CSS = """
 #detail { height: auto; max-height: 3; background: $boost; }
 #logs { height: 25%; border-top: solid $accent; }
 #status { height: 1; }
+/* No scrollbars in the main panes: a thumb on a track of nearly the pane's colour
+   shows, in 256-colour terminals (tmux), as stray eighth-block glyphs mid-screen
+   (issue 39). The panes still scroll (keys, wheel); Enter opens the whole log. */
+#nodes, #events, #jobs, #logs { scrollbar-size: 0 0; }
 """
 EVENT_LINES = 500
 LOG_LINES = 2000

@@ -51,9 +51,11 @@ def test_the_readme_gets_a_job_running_on_an_sshd_node(tmp_path: Path, sshd_node
     config = config.replace('"~/.ssh/id_ed25519"', f'"{node.identity}"')
     config = config.replace('"~/.ssh/known_hosts"', f'"{node.known_hosts}"')
     # the node's state in this test's directory, not in the real ~/.nvq of its user
-    config = config.replace("[nodes.env]", f'home = "{node.home}/.nvq"\n[nodes.env]', 1)
+    config = config.replace('home = "~/.nvq"', f'home = "{node.home}/.nvq"')
+    assert f'home = "{node.home}/.nvq"' in config
     nvq = make_nvq(tmp_path / "q", gpus=None)
     nvq.write_config(config)
+    loaded = False
     try:
         for words in commands(blocks(text, "sh")[1]):
             assert words[0] == "nvq", words
@@ -62,6 +64,11 @@ def test_the_readme_gets_a_job_running_on_an_sshd_node(tmp_path: Path, sshd_node
             assert r.code == 0, (words, r)
             if args[:2] == ["queue", "nodes"]:
                 assert "gpu1" in r.out, r.out
+                if loaded:  # what the README says it shows, once the node was sampled
+                    while "3.91GiB/80GiB" not in r.out:
+                        r = nvq.run(*args)
+            if "nvq_runner.fakeload" in " ".join(args):
+                loaded = True
             if args[:2] == ["job", "logs"]:
                 assert r.out.startswith("card 0 on "), r.out
     finally:

@@ -68,3 +68,19 @@ def test_an_adopted_job_keeps_the_order_written_across_a_runner_restart(
     assert code == 0
     want = "".join(f"out {i}\nerr {i}\n" for i in range(1, 7))
     assert nvq.ok("job", "logs", str(job), "-n", "-1").out == want
+
+
+def test_the_write_order_record_stays_under_max_log_size(nvq: Nvq) -> None:
+    """A record is 17 bytes a write however small the write: 120,000 writes of two
+    bytes would leave 2 MiB of records beside 240 KB of logs; they are held under the
+    job's max_log_size (1 MiB) as the logs are, and the logs stay whole."""
+    nvq.write_config('[queue]\nmax_log_size = "1MiB"\n')
+    pairs = 60_000
+    body = f'i=0; while [ $i -lt {pairs} ]; do echo o; echo e >&2; i=$((i+1)); done'
+    job = nvq.submit("--gpus", "0", "--", body)["id"]
+    code, _ = nvq.wait(job, timeout=180)
+    assert code == 0
+    (order,) = (nvq.node_home / "jobs").glob(f"*-{job}-*/order-1.log")
+    assert 0 < order.stat().st_size <= 1024 * 1024
+    logs = nvq.ok("job", "logs", str(job), "-n", "-1", timeout=120).out.splitlines()
+    assert logs.count("o") == pairs and logs.count("e") == pairs

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nvq_runner.logcap import cut_log, marker
+from nvq_runner.logcap import cut_log, cut_records, marker
 from nvq_runner.protocol import JobExited
+from nvq_runner.write_order import RECORD, parse_records
 from tests.runner.test_live import Node, job
 
 
@@ -47,3 +48,15 @@ def test_a_chatty_job_cannot_fill_the_disk(node_fast_checks: Node) -> None:
     quiet = c.expect(JobExited, job_id=2)
     assert not quiet.log_truncated
     assert (node.home / "jobs" / "2" / "stdout.log").read_bytes().endswith(b"999\n1000\n")
+
+
+def test_the_write_order_record_is_cut_in_whole_records(tmp_path: Path) -> None:
+    path = tmp_path / "order-1.log"
+    path.write_bytes(b"".join(RECORD.pack(b"o", i, i) for i in range(1, 10001)))  # 170,000 B
+    assert not cut_records(path, 170_000, RECORD.size)
+    assert cut_records(path, 100_000, RECORD.size)
+    data = path.read_bytes()
+    assert len(data) <= 100_000 and len(data) % RECORD.size == 0
+    ends = [end for _, end in parse_records(data)]
+    assert ends[:2] == [1, 2] and ends[-2:] == [9999, 10000]
+    assert ends == sorted(ends) and 5000 not in ends

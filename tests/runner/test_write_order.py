@@ -3,7 +3,15 @@ events is split into pieces, and how recorded pieces become what is sent."""
 
 from __future__ import annotations
 
-from nvq_runner.write_order import RECORD, parse_records, pieces_to_send, split_batch
+from pathlib import Path
+
+from nvq_runner.write_order import (
+    RECORD,
+    _records_from,
+    parse_records,
+    pieces_to_send,
+    split_batch,
+)
 
 
 def test_one_event_per_stream_takes_all_that_stream_holds() -> None:
@@ -59,3 +67,14 @@ def test_pieces_to_send_skip_what_was_sent_and_keep_the_order() -> None:
 def test_records_read_back_whole_ones_only() -> None:
     data = RECORD.pack(b"o", 6, 1) + RECORD.pack(b"e", 4, 2)
     assert parse_records(data + data[:5]) == [("stdout", 6), ("stderr", 4)]
+
+
+def test_a_follower_of_a_cut_record_goes_on_from_its_end(tmp_path: Path) -> None:
+    order = tmp_path / "order-1.log"
+    order.write_bytes(b"".join(RECORD.pack(b"o", i, 0) for i in (1, 2, 3)))
+    recs, pos = _records_from(order, 0)
+    assert recs == [("stdout", 1), ("stdout", 2), ("stdout", 3)] and pos == 3 * RECORD.size
+    order.write_bytes(RECORD.pack(b"e", 9, 0))  # cut shorter than where it had read to
+    assert _records_from(order, pos) == ([], RECORD.size)
+    order.write_bytes(order.read_bytes() + RECORD.pack(b"o", 7, 0))
+    assert _records_from(order, RECORD.size) == ([("stdout", 7)], 2 * RECORD.size)

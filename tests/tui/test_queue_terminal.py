@@ -83,3 +83,29 @@ def test_a_running_jobs_progress_and_both_streams_show_live_in_a_terminal(
     tmux.until("step 2/200")  # no key pressed, no event: the app reads it
     tmux("send-keys", "-t", "tui", "q")
     nvq.ok("job", "cancel", str(job["id"]))
+
+
+# Scrollbar thumbs' ends: eighth blocks. The filter's border (▊▎▔▁ on its own rows)
+# and the footer's palette mark (▏) are no scrollbar; the GPU bars use █▒░.
+SCROLLBAR_GLYPHS = set("▁▂▃▄▅▆▇▏▎▍▌▋▊▉")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)], ids=str)
+def test_no_stray_scrollbar_glyphs_with_many_jobs_and_long_lines(
+    nvq: Nvq, tmux: Tmux, size: tuple[int, int]
+) -> None:
+    nvq.submit(
+        "--gpus", "0", "--name", "wide", "--",
+        "for i in $(seq 1 60); do printf 'out %s %0300d\\n' $i 0; "
+        "printf 'err %s %0250d\\n' $i 0 >&2; done; sleep 600",
+    )
+    nvq.submit("--gpus", "0", "--array", "0-39", "--name", "many", "--", "sleep 600")
+    width, height = size
+    tmux("new-session", "-d", "-s", "tui", "-x", str(width), "-y", str(height),
+         f"{sys.executable} -m nvq queue")
+    screen = tmux.until("err| err 60")  # the selected job's log pane, full of long lines
+    rows = screen.splitlines()
+    body = [r for r in rows[:-1] if not r.startswith("▊")]
+    stray = [r for r in body if SCROLLBAR_GLYPHS & set(r)]
+    assert not stray, screen
+    tmux("send-keys", "-t", "tui", "q")
