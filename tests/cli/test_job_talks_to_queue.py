@@ -217,7 +217,10 @@ def test_a_members_job_has_its_owners_rights_only() -> None:
         theirs = nvq.submit("--gpus", "0", "--", "sleep", "60")
         script = (
             f"nvq job cancel {theirs['id']} --json; echo rc=$?; "
-            "nvq job show $NVQ_JOB_ID --json > own.json && echo own-ok"
+            "nvq job show $NVQ_JOB_ID --json > own.json && echo own-ok; "
+            # a child of the member's job: a snapshot the daemon took for them, theirs to run
+            "printf made > made.txt; nvq job submit --json --gpus 0 --wait -- cat made.txt "
+            "> child.json; echo child-rc=$?"
         )
         r = as_user(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", script)
         assert r.code == 0, r.err
@@ -228,5 +231,7 @@ def test_a_members_job_has_its_owners_rights_only() -> None:
         refused = json.JSONDecoder().raw_decode(out)[0]
         assert refused["exit_code"] == 1, refused
         assert "only its owner or a queue admin" in refused["error"], refused
-        assert "rc=1" in out and "own-ok" in out
+        assert "rc=1" in out and "own-ok" in out and "child-rc=0" in out, out
+        (child,) = [j for j in nvq.json("job", "ls")["jobs"] if j["submitter"] == f"job {mine['id']}"]
+        assert logs(nvq, child["id"]) == "made"
         assert nvq.show(theirs["id"])["state"] == "running"
