@@ -12,6 +12,7 @@ import shutil
 import stat
 import tarfile
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -20,6 +21,10 @@ from nvq.daemon.node_pipes import runner_pipe
 from nvq.daemon.nodes import NodeRuntime
 from nvq.model import JobRecord
 from nvq_runner.tree_paths import safe_path
+
+if TYPE_CHECKING:
+    from nvq.daemon.artifacts import Artifacts
+    from nvq.daemon.state import State
 
 
 def staging_root(home: Path) -> Path:
@@ -32,15 +37,33 @@ def check_paths(paths: list[str]) -> None:
             raise RequestError(f"{rel!r}: give paths inside the job's working directory")
 
 
-def sources(job: JobRecord, artifacts_root: str, paths: list[str]) -> list[tuple[str, str]]:
-    """(path on the node, name under the staging directory) to copy."""
+async def located(state: State, artifacts: Artifacts, job: JobRecord) -> tuple[NodeRuntime, str]:
+    """`job`'s node, up, and where its artifacts directory is there (its runner says)."""
+    if job.node is None:
+        raise RequestError(f"job {job.id} has not run yet: nothing to pull")
+    node = state.nodes.get(job.node)
+    if node is None or node.state != "up":
+        raise RequestError(f"job {job.id}'s node {job.node} is not reachable now")
+    listing = await artifacts.query(node, job.id)
+    if listing is None or not listing.root:
+        why = listing.error if listing is not None and listing.error else "no answer"
+        raise RequestError(f"cannot find job {job.id}'s directory on {node.name}: {why}")
+    return node, listing.root
+
+
+def work_dir(job: JobRecord, artifacts_root: str) -> PurePosixPath:
+    """Where `job` runs on its node, given where its artifacts directory is there."""
     job_dir = PurePosixPath(artifacts_root).parent
     if job.spec.in_place and job.spec.cwd:
-        work = PurePosixPath(job.spec.cwd)
-    elif job.spec.manifest_id:
-        work = job_dir / "work"
-    else:
-        work = PurePosixPath(job.spec.workdir) if job.spec.workdir else job_dir
+        return PurePosixPath(job.spec.cwd)
+    if job.spec.manifest_id:
+        return job_dir / "work"
+    return PurePosixPath(job.spec.workdir) if job.spec.workdir else job_dir
+
+
+def sources(job: JobRecord, artifacts_root: str, paths: list[str]) -> list[tuple[str, str]]:
+    """(path on the node, name under the staging directory) to copy."""
+    work = work_dir(job, artifacts_root)
     if paths:
         return [(str(work / rel), rel) for rel in paths]
     out = [(artifacts_root, "artifacts")]
@@ -148,12 +171,15 @@ def _give_to(root: Path, staging: Path, user: str) -> None:
 
 async def pull_into_staging(
     home: Path, node: NodeRuntime, job: JobRecord, artifacts_root: str, paths: list[str],
-    *, for_user: str | None = None,
+    *, for_user: str | None = None, whole: str | None = None,
 ) -> Path:
-    """The staging directory, `for_user`'s when they are not the queue's owner."""
+    """The staging directory, `for_user`'s when they are not the queue's owner.
+    `whole`: instead of `paths`, that directory of the node (`work` in the staging
+    directory)."""
     staging = staging_root(home) / f"{job.id}-{secrets.token_hex(4)}"
     staging.mkdir(parents=True, mode=0o700)
-    pairs = [(src, staging / name) for src, name in sources(job, artifacts_root, paths)]
+    pairs = [(src, staging / name) for src, name in sources(job, artifacts_root, paths)] \
+        if whole is None else [(whole, staging / "work")]
     try:
         if node.config is None:
             for src, dst in pairs:

@@ -9,12 +9,13 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
 from nvq.cli.json_shapes import schema
 from tests.cli.test_job_world import logs
-from tests.cluster import Nvq
+from tests.cluster import Nvq, make_nvq, write_mesh_config
 from tests.harness.sshd import SshdNode
 from tests.members import as_user, reachable_nvq, second_user
 
@@ -63,7 +64,8 @@ def skill_sweep_driver() -> str:
 def test_the_skills_sweep_driver_runs_as_written(remote: tuple[Nvq, SshdNode]) -> None:
     """A driver job, written as the skill says, submits three trials with notes, waits
     for them and writes the best into its own result.json: the trials run in the
-    driver's snapshot, on the node the queue picks."""
+    driver's directory as it is (unchanged here: the same snapshot), on the node the
+    queue picks."""
     nvq, _node = remote
     assert nvq.cwd is not None
     (nvq.cwd / "train.py").write_text(TRAIN)
@@ -75,10 +77,53 @@ def test_the_skills_sweep_driver_runs_as_written(remote: tuple[Nvq, SshdNode]) -
     trials = [j for j in nvq.json("job", "ls")["jobs"] if j["id"] != driver["id"]]
     assert sorted(t["note"] for t in trials) == ["lr 0.001 trial", "lr 0.01 trial", "lr 0.1 trial"]
     assert all(t["state"] == "completed" for t in trials)
-    # the trials are the driver's owner's, they say who made them, and took its snapshot
+    # the trials are the driver's owner's, they say who made them, and took a snapshot of
+    # its working copy, which holds what it started with
     assert {t["user"] for t in trials} == {done["user"]}
     assert {t["submitter"] for t in trials} == {f"job {driver['id']}"}
     assert {nvq.show(t["id"])["manifest_id"] for t in trials} == {nvq.show(driver["id"])["manifest_id"]}
+
+
+DRIVER = """\
+set -e
+mkdir gen && printf 'lr=0.02\\n' > gen/config.txt
+printf 'shard-7\\n' > shard.txt
+printf 'big.bin\\n' > .nvqignore && printf 'never sent\\n' > big.bin
+id() { python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+top=$(nvq job submit --json --gpus 0 --node n1 -- sh -c 'cat gen/config.txt shard.txt; test -e big.bin && echo big || echo no-big' | id)
+mkdir huge && head -c 2000000 /dev/zero > huge/blob.bin && cd huge
+nvq job submit --json --gpus 0 -- true > ../huge.json || echo "huge rc=$?"
+cd ../gen && cat ../huge.json
+sub=$(nvq job submit --json --gpus 0 --node n1 -- cat config.txt | id)
+nvq job wait $top $sub --json > /dev/null
+echo "children $top $sub"
+"""
+
+
+def test_a_job_from_a_job_takes_what_its_caller_wrote(tmp_path: Path, sshd_nodes: Any) -> None:
+    """A driver writes files after it started and submits from its working copy, and
+    from a directory it made: each child runs on the other node, in a fresh snapshot
+    holding those files, with the driver's ignore file and the queue's max_snapshot
+    heeded."""
+    a, b = sshd_nodes(2)
+    nvq = make_nvq(tmp_path / "q")
+    write_mesh_config(nvq, [a, b], queue_extra='\n[submit]\nmax_snapshot = "1MiB"')
+    try:
+        driver = nvq.submit("--gpus", "0", "--node", "n0", "--", DRIVER)
+        code, _ = nvq.wait(driver["id"], timeout=180)
+        out = logs(nvq, driver["id"])
+        assert code == 0, out
+        assert "huge rc=1" in out and "blob.bin (1.9 MiB)" in out, out
+        assert "/work/huge is 1.9 MiB" in out and "/pulls/" not in out, out  # the node's path
+        top, sub = (int(i) for i in out.split("children ", 1)[1].split()[:2])
+        for child in (top, sub):
+            shown = nvq.show(child)
+            assert (shown["state"], shown["node"]) == ("completed", "n1"), shown
+            assert shown["manifest_id"] and shown["manifest_id"] != nvq.show(driver["id"])["manifest_id"]
+        assert logs(nvq, top) == "lr=0.02\nshard-7\nno-big\n", logs(nvq, top)
+        assert logs(nvq, sub) == "lr=0.02\n"
+    finally:
+        nvq.shutdown()
 
 
 def test_the_in_job_nvq_takes_the_clis_words(
@@ -172,7 +217,10 @@ def test_a_members_job_has_its_owners_rights_only() -> None:
         theirs = nvq.submit("--gpus", "0", "--", "sleep", "60")
         script = (
             f"nvq job cancel {theirs['id']} --json; echo rc=$?; "
-            "nvq job show $NVQ_JOB_ID --json > own.json && echo own-ok"
+            "nvq job show $NVQ_JOB_ID --json > own.json && echo own-ok; "
+            # a child of the member's job: a snapshot the daemon took for them, theirs to run
+            "printf made > made.txt; nvq job submit --json --gpus 0 --wait -- cat made.txt "
+            "> child.json; echo child-rc=$?"
         )
         r = as_user(user, nvq, "job", "submit", "--gpus", "0", "--json", "--", script)
         assert r.code == 0, r.err
@@ -183,5 +231,7 @@ def test_a_members_job_has_its_owners_rights_only() -> None:
         refused = json.JSONDecoder().raw_decode(out)[0]
         assert refused["exit_code"] == 1, refused
         assert "only its owner or a queue admin" in refused["error"], refused
-        assert "rc=1" in out and "own-ok" in out
+        assert "rc=1" in out and "own-ok" in out and "child-rc=0" in out, out
+        (child,) = [j for j in nvq.json("job", "ls")["jobs"] if j["submitter"] == f"job {mine['id']}"]
+        assert logs(nvq, child["id"]) == "made"
         assert nvq.show(theirs["id"])["state"] == "running"

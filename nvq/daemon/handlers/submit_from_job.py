@@ -2,26 +2,26 @@
 CLI's own parser (nvq.cli.submit_argv), so every option and form is the CLI's, and
 gives the new job the world a submit from that place has.
 
-A job's directory lives on its node, out of the queue host's reach, so nothing is
-snapshotted afresh: where the caller runs in a snapshot, the new job runs in that same
-snapshot, at the directory the submit was typed in (what the caller started with, not
-what it wrote since); `--in-place`, a caller with no snapshot, or a directory the
-snapshot lacks (made since) runs it in that directory itself, on the caller's node. `--workdir` and `--no-snapshot` mean what they
-mean outside. The new job takes the caller's captured environment (not the job's own,
-which holds the caller's NVQ_* variables) and names it as its submitter."""
+Typed inside the caller's working copy, the new job gets a fresh snapshot of that
+directory as it is now on the node, files the caller wrote since it started included
+(nvq.daemon.job_dir_snapshot: the same ignore rules and max_snapshot as any submit), so
+it runs on any node. `--in-place`, a caller with no snapshot, or a directory outside
+its working copy runs it in that directory itself, on the caller's node. `--workdir`
+and `--no-snapshot` mean what they mean outside. The new job takes the caller's
+captured environment (not the job's own, which holds the caller's NVQ_* variables) and
+names it as its submitter."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.blobs import blob_store
 from nvq.daemon.context import Context
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.handlers import submit
+from nvq.daemon.job_dir_snapshot import snapshot_job_dir
 from nvq.domain.arrays import parse_array
 from nvq.model import JobRecord, JobSpec
 
@@ -45,9 +45,12 @@ async def submit_from_job(ctx: Context, req: c.SubmitFromJob, user: str) -> c.Js
         for field, flag in HOST_ONLY.items():
             if getattr(args, field) is not None:
                 raise CliError(f"{flag} is not taken inside a job (it reads the queue host)", 2)
-        known = await in_snapshot(ctx, caller.spec.manifest_id, req.subdir)
-        spec = msgspec.structs.replace(
-            spec_of(args), **world_of(args, ctx.state.live(caller), req.cwd, known))
+        live = ctx.state.live(caller)
+        fresh = None
+        if snapshots(args, live, req.subdir):
+            assert req.subdir is not None
+            fresh = await snapshot_job_dir(ctx, live, req.subdir, user)
+        spec = msgspec.structs.replace(spec_of(args), **world_of(args, live, req.cwd, fresh))
         checked(spec)
     except CliError as exc:
         raise BadRequest(str(exc)) from None
@@ -62,28 +65,19 @@ async def submit_from_job(ctx: Context, req: c.SubmitFromJob, user: str) -> c.Js
     return c.ArraySubmitted(id=first.id, ids=ids, count=len(ids))
 
 
-async def in_snapshot(ctx: Context, manifest_id: str | None, subdir: str | None) -> str | None:
-    """`subdir` when the caller's snapshot holds that directory (one it made after it
-    started is only on its node); else None."""
-    if not manifest_id or subdir is None:
-        return None
-    if subdir == "":
-        return subdir
-    try:
-        manifest = await anyio.to_thread.run_sync(
-            blob_store(ctx.state.home).get_manifest, manifest_id)
-    except (OSError, ValueError, msgspec.DecodeError):
-        return None
-    inside = subdir + "/"
-    return subdir if any(e.path == subdir or e.path.startswith(inside)
-                         for e in manifest.entries) else None
+def snapshots(args: SubmitArgs, caller: JobRecord, subdir: str | None) -> bool:
+    """Does the new job take a fresh snapshot of where it was typed? (Only a caller
+    that runs in a working copy of its own has one to take it from.)"""
+    return (args.workdir is None and not args.no_snapshot and args.in_place is not True
+            and bool(caller.spec.manifest_id) and not caller.spec.in_place
+            and subdir is not None)
 
 
 def world_of(
-    args: SubmitArgs, caller: JobRecord, cwd: str, subdir: str | None
+    args: SubmitArgs, caller: JobRecord, cwd: str, fresh: str | None
 ) -> dict[str, Any]:
-    """The JobSpec fields of the new job's world (see the module's doc). `subdir`:
-    where the submit was typed inside the caller's snapshot (None: not in it)."""
+    """The JobSpec fields of the new job's world (see the module's doc). `fresh`: the
+    snapshot taken of the directory it was typed in (None: none was)."""
     own: JobSpec = caller.spec
     fields: dict[str, Any] = {
         "submitter": f"job {caller.id}",
@@ -91,8 +85,8 @@ def world_of(
     }
     if args.workdir is not None or args.no_snapshot:
         return fields
-    if args.in_place is not True and own.manifest_id and subdir is not None:
-        return {**fields, "cwd": own.cwd, "manifest_id": own.manifest_id, "subdir": subdir}
+    if fresh is not None:
+        return {**fields, "cwd": cwd, "manifest_id": fresh}
     if args.in_place is False:
         from nvq.cli.flag_values import CliError
 

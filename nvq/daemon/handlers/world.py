@@ -15,9 +15,8 @@ from nvq.config import SubmitConfig
 from nvq.daemon.blobs import blob_store
 from nvq.daemon.chunk_sync import TreeLog
 from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError
 from nvq.daemon.held import locked
-from nvq.daemon.pull import check_paths, pull_into_staging
+from nvq.daemon.pull import check_paths, located, pull_into_staging
 from nvq.daemon.state import State
 from nvq.home import queue_owner
 from nvq.world.blobs import GcReport
@@ -45,18 +44,10 @@ async def pull(ctx: Context, req: c.Pull, user: str) -> c.Pulled:
     state = ctx.state
     check_paths(req.paths)
     job = await state.get_job(req.id)
-    if job.node is None:
-        raise RequestError(f"job {job.id} has not run yet: nothing to pull")
-    node = state.nodes.get(job.node)
-    if node is None or node.state != "up":
-        raise RequestError(f"job {job.id}'s node {job.node} is not reachable now")
-    listing = await ctx.machines.artifacts.query(node, job.id)
-    if listing is None or not listing.root:
-        why = listing.error if listing is not None and listing.error else "no answer"
-        raise RequestError(f"cannot find job {job.id}'s directory on {node.name}: {why}")
+    node, root = await located(state, ctx.machines.artifacts, job)
     mine = user == queue_owner()
     staging = await pull_into_staging(
-        state.home, node, job, listing.root, req.paths, for_user=None if mine else user
+        state.home, node, job, root, req.paths, for_user=None if mine else user
     )
     return c.Pulled(path=str(staging), node=node.name)
 
