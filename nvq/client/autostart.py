@@ -104,6 +104,21 @@ def start_daemon(root: Path, *, observing: bool = False) -> None:
     raise DaemonUnavailable(f"the daemon did not start within {START_TIMEOUT:g}s; see {home.log}")
 
 
+def wait_answering(root: Path) -> None:
+    """Wait for a daemon that something else (the keeper) starts to accept connections."""
+    home = Home(root)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            connect_unix(home.socket).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise DaemonUnavailable(
+        f"the keeper did not start the daemon within {START_TIMEOUT:g}s; see {home.log}"
+    )
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
