@@ -31,6 +31,9 @@ log = logging.getLogger("nvq.keeper")
 
 QUICK_EXIT = 10.0  # a daemon that dies sooner than this is restarted after a backoff
 MAX_BACKOFF = 60.0
+# The daemon's exit status when it ends with the stop mark there (`nvq daemon stop`):
+# systemd's RestartPreventExitStatus keeps such a planned stop stopped.
+EXIT_STOPPED = 4
 
 
 def unit_name(home: Path) -> str:
@@ -55,6 +58,9 @@ def unit_text(home: Path, python: str = sys.executable) -> str:
         f"ExecStart={python} -P -m nvq.daemon.main {home}\n"
         "Restart=always\n"
         "RestartSec=5\n"
+        # `nvq daemon stop` is a planned stop: the unit stays stopped until `nvq daemon
+        # start` starts it again; any other exit (a crash) is restarted.
+        f"RestartPreventExitStatus={EXIT_STOPPED}\n"
         # Stopping the unit stops the daemon only: runners and jobs live in their own
         # sessions and must survive it.
         "KillMode=process\n"
@@ -228,6 +234,31 @@ def _systemctl(verb: str, unit: str) -> None:
         )
 
 
+def start_kept(home: Path) -> bool:
+    """Let the keeper start the daemon (after `nvq daemon stop`, whose mark the caller
+    has cleared): True when one is installed and will start it, so that the daemon that
+    runs is the keeper's and a crash of it is restarted."""
+    marker = read_marker(home)
+    if marker is None:
+        return False
+    if marker.get("kind") == "systemd":
+        if not marker.get("enabled") or shutil.which("systemctl") is None:
+            return False
+        _systemctl("start", marker.get("unit", unit_name(home)))
+        return True
+    return _pid(home) is not None  # the supervisor starts it once the mark is gone
+
+
+def _wait_not_stopped(home: Path) -> None:
+    """A daemon stopped with `nvq daemon stop` stays stopped: wait for its mark to go
+    (`nvq daemon start`, or any command that starts the daemon, removes it)."""
+    mark = Home(home).stopped_mark
+    if mark.exists():
+        log.info("the daemon was stopped with `nvq daemon stop`: waiting for `nvq daemon start`")
+    while mark.exists():
+        time.sleep(0.1)
+
+
 def _wait_unpaused(home: Path) -> None:
     path = pause_path(home)
     if path.exists():
@@ -265,6 +296,7 @@ def supervise(home: Path) -> None:
     try:
         while not stopping:
             _wait_unpaused(home)
+            _wait_not_stopped(home)
             started = time.monotonic()
             with open(paths.log, "ab") as out:
                 child = subprocess.Popen(
@@ -275,6 +307,10 @@ def supervise(home: Path) -> None:
                     stderr=out,
                 )
             code = child.wait()
+            if paths.stopped_mark.exists():
+                quick = 0  # `nvq daemon stop`: the top of the loop waits for a start
+                log.info("daemon exited %d: stopped with `nvq daemon stop`", code)
+                continue
             if code == 3:
                 # Another daemon (started by a CLI) holds the lock: wait for it to end.
                 log.info("a daemon is already running; waiting for it to exit")

@@ -6,6 +6,10 @@ from __future__ import annotations
 import socket
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 from nvq.client.errors import ClientError, DaemonUnavailable
 from nvq.home import Home, socket_path_problem
@@ -88,7 +92,12 @@ def start_daemon(root: Path, *, observing: bool = False) -> None:
     home = Home(root)
     check_socket_path(home.socket)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    proc = spawn_detached("nvq.daemon.main", root, home.log)
+    wait_answering(root, spawn_detached("nvq.daemon.main", root, home.log))
+
+
+def wait_answering(root: Path, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Wait for the daemon `proc` is (None: one the keeper starts) to accept connections."""
+    home = Home(root)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         try:
@@ -96,7 +105,7 @@ def start_daemon(root: Path, *, observing: bool = False) -> None:
             return
         except OSError:
             pass
-        code = proc.poll()
+        code = None if proc is None else proc.poll()
         # Exit 3 means another client won the race and its daemon is starting: keep waiting.
         if code is not None and code != 3:
             raise DaemonUnavailable(f"the daemon failed to start: {_last_line(home.log)}")

@@ -28,6 +28,7 @@ may be set (`[queue] lease`, it must fit); a longer one cannot.
 from __future__ import annotations
 
 import math
+import time
 
 MIN_MARGIN = 2.0
 MIN_LEASE = 1.0  # shorter than this, a busy daemon's heartbeats would not keep up
@@ -96,3 +97,26 @@ def reassign_at(
     if granted_until > 0:
         at = max(at, granted_until + kill_grace + margin(node_grace))
     return at
+
+
+def reassign_reason(
+    node: str, noticed_down: float, node_grace: float, kill_grace: float, granted_until: float
+) -> str:
+    """Why a node's jobs run elsewhere now, in config.toml's words: which term of the
+    rule (`reassign_at`) was the later one."""
+    from nvq.config.changes import duration_text
+
+    def clock(at: float) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(at))
+
+    head = f"node {node} unreachable since {clock(noticed_down)}"
+    if granted_until <= 0:
+        return f"{head} for node_grace {duration_text(node_grace)} (it held no lease)"
+    m = margin(node_grace)
+    after_lease = (
+        f"its lease ran out at {clock(granted_until)}, then kill_grace "
+        f"{duration_text(kill_grace)} and margin {duration_text(m)}"
+    )
+    if granted_until + kill_grace + m >= noticed_down + node_grace:
+        return f"{head}: {after_lease} passed"
+    return f"{head} for node_grace {duration_text(node_grace)}; {after_lease} had passed"

@@ -1,7 +1,9 @@
 """The leases the daemon has granted, kept in queue.db (the `meta` table, one JSON
 document), so that a daemon that starts again honours what the previous one
 promised: nothing of a node it cannot reach runs elsewhere before that node's lease
-has run out (nvq.config.lease). And the grant of a planned stop: before it goes,
+has run out (nvq.config.lease). That holds for a Slurm pilot too, which the daemon
+adopts only after start: its saved grant outlives saves made meanwhile (`merged`)
+and is claimed when the pilot is added (`claim`). And the grant of a planned stop: before it goes,
 the daemon gives every runner it reaches `[queue] max_downtime`, so an upgrade or
 the queue host's reboot stops no job.
 """
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
+from collections.abc import Collection
 
 import anyio
 
+from nvq.daemon.nodes import NodeRuntime
 from nvq.daemon.state import State
-from nvq.store.meta import set_meta
+from nvq.store.meta import get_meta, set_meta
 
 log = logging.getLogger("nvq.daemon")
 
@@ -26,13 +31,31 @@ SAVE_WAIT = 10.0  # how long it tries to record them first
 
 
 async def load(state: State) -> None:
+    for node in state.nodes.values():
+        await claim(state, node)
+
+
+async def claim(state: State, node: NodeRuntime) -> None:
+    """The grant an earlier daemon saved for this node, into its book: at start, and
+    for a node added later (a Slurm pilot is adopted once its allocation is seen)."""
     raw = await state.store.meta(KEY)
-    if not raw:
-        return
-    for name, (until, lease) in json.loads(raw).items():
-        node = state.nodes.get(name)
-        if node is not None:
-            node.lease_book.grant(until, lease)
+    entry = json.loads(raw).get(node.name) if raw else None
+    if entry is not None:
+        until, lease = entry
+        node.lease_book.grant(until, lease)
+
+
+def merged(
+    stored: str | None, doc: dict[str, tuple[float, float]], present: Collection[str], now: float
+) -> dict[str, tuple[float, float]]:
+    """`doc`, plus the saved grants of nodes the daemon does not hold (yet) while they
+    last: a pilot adopted after a save must still find its grant."""
+    out: dict[str, tuple[float, float]] = {}
+    for name, (until, lease) in (json.loads(stored) if stored else {}).items():
+        if name not in present and until > now:
+            out[name] = (until, lease)
+    out.update(doc)
+    return out
 
 
 def _document(state: State, ahead: float) -> dict[str, tuple[float, float]]:
@@ -44,8 +67,13 @@ def _document(state: State, ahead: float) -> dict[str, tuple[float, float]]:
 
 
 async def _save(state: State, doc: dict[str, tuple[float, float]]) -> None:
-    text = json.dumps(doc, sort_keys=True)
-    await state.store.write(lambda conn: set_meta(conn, KEY, text))
+    present, now = set(state.nodes), time.time()
+
+    def write(conn: sqlite3.Connection) -> None:
+        text = json.dumps(merged(get_meta(conn, KEY), doc, present, now), sort_keys=True)
+        set_meta(conn, KEY, text)
+
+    await state.store.write(write)
 
 
 def _stale(saved: dict[str, tuple[float, float]], state: State) -> bool:

@@ -218,7 +218,13 @@ def run(home: Path, *, foreground: bool = True) -> int:
 
 def main() -> None:
     """Entry point of the detached daemon the CLI starts: `python -m nvq.daemon.main HOME`."""
-    sys.exit(run(Path(sys.argv[1]), foreground=False))
+    home = Path(sys.argv[1])
+    code = run(home, foreground=False)
+    if code == 0 and Home(home).stopped_mark.exists():
+        from nvq.keeper import EXIT_STOPPED
+
+        code = EXIT_STOPPED  # stopped on purpose: a systemd keeper leaves it stopped
+    sys.exit(code)
 
 
 if __name__ == "__main__":

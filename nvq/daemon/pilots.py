@@ -33,6 +33,7 @@ from nvq.clusters.pilots import PilotManager
 from nvq.clusters.scaling import WaitingJob, fits_shape, vacate_due
 from nvq.clusters.slurm import PilotStatus
 from nvq.config import NodeConfig
+from nvq.daemon import lease_grants
 from nvq.daemon.apply import apply
 from nvq.daemon.errors import BadRequest
 from nvq.daemon.held import locked
@@ -273,6 +274,8 @@ class DaemonPilots:
             runtime.applied_seq = record.applied_seq
             runtime.drained = record.drained
             runtime.last_seen = record.last_seen
+        # What an earlier daemon promised its runner (a stop's max_downtime) holds here
+        await lease_grants.claim(self.state, runtime)
         self.state.nodes[node.name] = runtime
         assert self._tg is not None
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from nvq.config.lease import reassign_reason
 from nvq.daemon.apply import apply
 from nvq.daemon.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts import Artifacts
@@ -115,8 +116,10 @@ class Machines:
     async def reassign_down(self, held: Held, node: NodeRuntime, tx: Tx, now: float) -> None:
         """Commit `tx` (the node's going down) with the reassignment of every job
         running there; their old attempts are owed a kill."""
-        grace = self.state.config.queue.node_grace
-        why = f"node {node.name} unreachable for more than {grace:g}s"
+        queue = self.state.config.queue
+        since = node.down_since if node.down_since is not None else now
+        why = reassign_reason(node.name, since, queue.node_grace, queue.kill_grace,
+                              node.lease_book.until)
         if node.error:
             why += f" ({node.error})"
         jobs = list(self.state.jobs.values())

@@ -111,11 +111,17 @@ class QueueApp(App[None]):
 
     @property
     def jobs_table(self) -> JobsTable:
-        return self.query_one("#jobs", JobsTable)
+        # The main screen's, also while a dialog is on top (a timer or a worker may ask)
+        return self.screen_stack[0].query_one("#jobs", JobsTable)
 
     @property
     def nodes_table(self) -> NodesTable:
-        return self.query_one("#nodes", NodesTable)
+        return self.screen_stack[0].query_one("#nodes", NodesTable)
+
+    def _shown(self) -> bool:
+        """Whether the main screen is up: not yet, or no more, while the app starts or
+        ends (a timer may fire then)."""
+        return bool(self.screen_stack) and self.screen_stack[0].is_mounted
 
     def say(self, text: str, *, error: bool = False) -> None:
         """A line in the status bar (and a toast): action results and daemon errors."""
@@ -136,6 +142,8 @@ class QueueApp(App[None]):
     def tick(self) -> None:
         """Move what moves on its own: the runtime of running jobs on screen, and the
         selected job's header."""
+        if not self._shown():
+            return
         now = self.clock()
         self.jobs_table.tick(now)
         job = self.jobs_table.view.jobs.get(self._following or -1)
@@ -156,13 +164,18 @@ class QueueApp(App[None]):
         if changed:
             self.jobs_table.apply(changed, [])
             self.tick()
+        # A link that drops raises no event: the nodes are read on this beat too.
+        try:
+            await self._read_nodes()
+        except ClientError:
+            return
 
     async def _start(self) -> None:
         while True:
             try:
                 # the position first: whatever happens after it is replayed onto the list
                 since = await latest_event_id(self.client)
-                self.nodes_table.show(await self.client.nodes())
+                await self._read_nodes()
                 self.jobs_table.load(await initial_jobs(self.client, RECENT_KEPT))
                 for event in await self.client.events(max(0, since - 30)):
                     self.query_one("#events", Log).write_line(event_line(event))
@@ -210,7 +223,18 @@ class QueueApp(App[None]):
                     self.query_one("#detail", Static).update(Text(detail_line(job, None)))
         # Every batch: the cards' figures come from samples, which are not events, so
         # any activity is the moment to redraw the few node rows.
-        self.nodes_table.show(await self.client.nodes())
+        await self._read_nodes()
+
+    async def _read_nodes(self) -> None:
+        """The node rows, and which nodes are out of reach until when: the moment
+        `job ls --json`'s `unreachable` map and `job show` give (nvq.daemon.unreachable),
+        which the jobs panel counts down to."""
+        nodes = await self.client.nodes()
+        if not self._shown():
+            return
+        self.nodes_table.show(nodes)
+        away = {n.name: n.grace_ends_at for n in nodes if n.grace_ends_at is not None}
+        self.jobs_table.set_away(away, self.clock())
 
     # ------------------------------------------------------------ selection and logs
 

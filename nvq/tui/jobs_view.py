@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import bisect
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from nvq.cli.render.jobs import job_where, runtime, state_label
+from nvq.cli.render.jobs import job_where, runtime, state_label, unreachable_state
 from nvq.cli.render.table import clip
 from nvq.model import Job, JobState
 from nvq.values import format_mib
@@ -76,11 +76,26 @@ def order_key(job: Job) -> tuple[int, float]:
     return (0, float(job.id))
 
 
-def row(job: Job) -> tuple[str, ...]:
+def away_at(job: Job, away: Mapping[str, float]) -> float | None:
+    """When a running job on a node out of reach may run elsewhere; None: in reach."""
+    return away.get(job.node) if job.state is JobState.RUNNING and job.node else None
+
+
+def state_cell(job: Job, away: Mapping[str, float], now: float | None = None) -> str:
+    """`running`, or `unreachable, reassign in 40s` while its node is out of reach (a
+    view: the job stays running), counted as `job show` counts."""
+    at = away_at(job, away)
+    return state_label(job) if at is None else unreachable_state(at, job.no_reassign, now)
+
+
+def row(
+    job: Job, away: Mapping[str, float] | None = None, now: float | None = None
+) -> tuple[str, ...]:
+    """`away`: node out of reach → its reassign moment (`job ls --json`'s `unreachable`)."""
     said = waiting_reason(job) if job.state in WAITING else (job.progress or job.reason or "")
     return (
         str(job.id),
-        state_label(job),
+        state_cell(job, away or {}, now),
         clip(job.submitter or job.user, 12),
         clip(job.name, 24),
         job_where(job),
@@ -107,6 +122,7 @@ class JobsView:
 
     def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
+        self.away: dict[str, float] = {}  # node out of reach → when its jobs may move
         self.shown: set[int] = set()
         self.filter = JobFilter()
         # the shown jobs as (order_key, id), kept sorted: a change moves one entry

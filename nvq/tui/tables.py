@@ -3,6 +3,8 @@ nodes' cards. Keys pressed on a table act on its selected row; the app does the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
@@ -11,7 +13,7 @@ from textual.widgets.data_table import RowKey
 from nvq.cli.render.jobs import runtime
 from nvq.model import Job, JobState, NodeView
 from nvq.tui.gpu_bar import node_rows
-from nvq.tui.jobs_view import COLUMNS, JobsView, order_key, row
+from nvq.tui.jobs_view import COLUMNS, JobsView, away_at, order_key, row, state_cell
 
 try:  # DataTable's row index (see JobsTable._take_order)
     from textual._two_way_dict import TwoWayDict
@@ -19,10 +21,12 @@ except ImportError:  # a Textual that moved it: the table sorts instead
     TwoWayDict = None  # type: ignore[assignment,misc]
 
 
-def cells(job: Job) -> tuple[Text, ...]:
+def cells(
+    job: Job, away: Mapping[str, float] | None = None, now: float | None = None
+) -> tuple[Text, ...]:
     """A job's row as literal text: DataTable reads a plain string as Rich markup, and
     names, notes and reasons are what users typed (`[reverse]AB[/]CD` is a name)."""
-    return tuple(Text(value) for value in row(job))
+    return tuple(Text(value) for value in row(job, away, now))
 
 
 class JobsTable(DataTable[Text]):
@@ -59,7 +63,10 @@ class JobsTable(DataTable[Text]):
         """Fill the table from scratch: at start and when the filter changes."""
         keep = self.selected_id()
         self.clear()
-        self._row_keys = {job.id: self.add_row(*cells(job), key=str(job.id)) for job in jobs}
+        away = self.view.away
+        self._row_keys = {
+            job.id: self.add_row(*cells(job, away), key=str(job.id)) for job in jobs
+        }
         self._restore(keep)
 
     def load(self, jobs: list[Job]) -> None:
@@ -75,25 +82,40 @@ class JobsTable(DataTable[Text]):
         for id in changes.removed:
             if self._row_keys.pop(id, None) is not None:
                 self.remove_row(str(id))
+        away = self.view.away
         for job in changes.updated:
-            for name, value in zip(COLUMNS, cells(job), strict=True):
+            for name, value in zip(COLUMNS, cells(job, away), strict=True):
                 self.update_cell(str(job.id), name, value)
         for job in changes.added:
-            self._row_keys[job.id] = self.add_row(*cells(job), key=str(job.id))
+            self._row_keys[job.id] = self.add_row(*cells(job, away), key=str(job.id))
         if changes.reorder:
             self._take_order(changes.moved_from)
         if changes.removed or changes.reorder:
             self._restore(keep)
 
     def tick(self, now: float) -> None:
-        """Count the runtime of the running jobs whose rows are on screen to `now`:
-        rows scrolled away wait for their turn, so 10,000 rows cost what 40 do."""
+        """Count the runtime of the running jobs whose rows are on screen to `now`
+        (and the countdown of those out of reach): rows scrolled away wait for their
+        turn, so 10,000 rows cost what 40 do."""
         first = int(self.scroll_offset.y)
-        jobs = self.view.jobs
+        jobs, away = self.view.jobs, self.view.away
         for line in self.ordered_rows[first : first + self.size.height + 1]:
             job = jobs.get(int(str(line.key.value)))
             if job is not None and job.state is JobState.RUNNING:
                 self.update_cell(line.key, "RUNTIME", Text(runtime(job, now)))
+                if away_at(job, away) is not None:
+                    self.update_cell(line.key, "STATE", Text(state_cell(job, away, now)))
+
+    def set_away(self, away: dict[str, float], now: float) -> None:
+        """Nodes out of reach → their reassign moment (read with the nodes): the
+        running jobs of a node that left or came back are redrawn."""
+        before, self.view.away = self.view.away, away
+        if before == away:
+            return
+        moved = {n for n in before.keys() | away.keys() if before.get(n) != away.get(n)}
+        for job in self.view.jobs.values():
+            if job.state is JobState.RUNNING and job.node in moved and job.id in self._row_keys:
+                self.update_cell(str(job.id), "STATE", Text(state_cell(job, away, now)))
 
     def _take_order(self, start: int) -> None:
         """Lay the rows out in the view's order, from position `start` on. DataTable

@@ -67,6 +67,13 @@ def test_a_reload_that_shortens_node_grace_never_runs_a_job_twice(
     finally:
         nodes[1].resume()
     _never_overlapped(ledger, job["id"])
+    # The reason says the rule, in config.toml's words: the lease granted, then kill_grace.
+    (moved,) = [e for e in nvq.events() if e["kind"] == "job_reassigned"]
+    assert re.fullmatch(
+        r"node n1 unreachable since \d\d:\d\d:\d\d(: | for node_grace 10s; )its lease ran "
+        r"out at \d\d:\d\d:\d\d, then kill_grace 1s and margin 2s (had )?passed( \(.*\))?",
+        moved["data"]["reason"],
+    ), moved
 
 
 def test_a_node_grace_that_leaves_no_lease_is_refused_at_start_and_reload(
@@ -112,6 +119,12 @@ def test_jobs_move_when_the_rule_allows_while_connects_hang(mesh: Any, tmp_path:
         assert moved["attempt"] >= 2
         (ev,) = [e for e in nvq.events() if e["kind"] == "node_down" and e["node"] == "n1"]
         assert ev["time"] >= lost["grace_ends_at"]  # never before the rule allows
+        (why,) = [e["data"]["reason"] for e in nvq.events() if e["kind"] == "job_reassigned"]
+        assert re.fullmatch(
+            r"node n1 unreachable since \d\d:\d\d:\d\d for node_grace 12s "
+            r"\(it held no lease\)( \(.*\))?",
+            why,
+        ), why
     finally:
         nodes[1].resume()
 

@@ -421,3 +421,36 @@ def test_a_pilot_running_another_runner_version_is_refused_with_one_alert(
     assert "0.0.1" in view["refused"]
     ended = [e for e in nvq.events() if e["kind"] == "pilot_released"]
     assert len(ended) == 1 and "0.0.1" in ended[0]["data"]["reason"]
+
+
+def _saved_grant(nvq: Nvq, node: str) -> float:
+    """The lease queue.db records as granted to `node` (0: none)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{nvq.home / 'queue.db'}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'lease_grants'").fetchone()
+    finally:
+        conn.close()
+    return float(json.loads(row[0]).get(node, (0.0, 0.0))[0]) if row else 0.0
+
+
+def test_a_planned_stop_grants_a_pilot_max_downtime_and_the_next_daemon_adopts_it(
+    cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
+) -> None:
+    """`daemon stop` records max_downtime granted to the pilot's runner (the next
+    daemon claims it when it adopts the pilot: nvq.daemon.lease_grants.claim), and the
+    job goes on there. Once the runner echoes the new daemon's own lease, the long one
+    is superseded, so it is checked right after the stop."""
+    nvq = cluster_queue()
+    config = (nvq.home / "config.toml").read_text()
+    nvq.write_config(config.replace('node_grace = "2s"\nlease = "off"', 'node_grace = "30s"'))
+    gpus = pilot_gpus(slurm_cluster)
+    job = nvq.submit("--gpus", gpus, "--timeout", "5m", "--", "sleep", "10")
+    node = nvq.wait_for(job["id"], lambda j: j["state"] == "running", timeout=90)["node"]
+
+    stopped_at = time.time()
+    nvq.ok("daemon", "stop")
+    assert _saved_grant(nvq, node) >= stopped_at + 3600  # max_downtime, 1h by default
+    code, [done] = nvq.wait(job["id"], timeout=90)  # a new daemon adopts the pilot
+    assert (code, done["node"], done["attempt"]) == (0, node, 1)

@@ -4,7 +4,9 @@ runner: what a person at the keyboard sees and what the keys do."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
@@ -13,8 +15,10 @@ pytest.importorskip("textual")
 
 from nvq.client.asynchronous import AsyncClient
 from nvq.tui.app import QueueApp
-from tests.cluster import Nvq
+from nvq.values import format_duration
+from tests.cluster import Nvq, make_nvq, write_mesh_config
 from tests.fakes.aio import run
+from tests.harness.fixtures import SshdNodesFactory
 
 SIZE = (160, 48)
 
@@ -142,3 +146,45 @@ def test_a_waiting_job_shows_why_and_a_node_drains_from_the_ui(nvq: Nvq) -> None
 
     run(main)
     assert nvq.json("queue", "nodes")["nodes"][0]["drained"] is True
+
+
+def test_a_job_on_an_unreachable_node_counts_down_as_job_ls_does(
+    tmp_path: Path, sshd_nodes: SshdNodesFactory
+) -> None:
+    """The jobs panel shows a running job whose node is out of reach as `unreachable,
+    reassign in ...`, counted to the moment `job ls --json`'s `unreachable` map gives,
+    and `running` again once the node is back."""
+    (node,) = sshd_nodes(1)
+    nvq = make_nvq(tmp_path / "q")
+    try:
+        write_mesh_config(nvq, [node])
+        config = nvq.home / "config.toml"
+        config.write_text(config.read_text().replace('node_grace = "2s"', 'node_grace = "1h"'))
+        gate = tmp_path / "gate"
+        job = nvq.submit("--vram", "2GiB", "--", f"while [ ! -e {gate} ]; do sleep 0.05; done")
+        nvq.wait_for(job["id"], lambda j: j["state"] == "running" and j["started_at"])
+        now = time.time()
+
+        async def main() -> None:
+            app = QueueApp(AsyncClient(nvq.home), clock=lambda: now)
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: state_shown(app, job["id"]) == "running", "running")
+                node.kill_all()  # sshd and its sessions die; the runner and the job go on
+                away: dict[str, float] = {}
+
+                def listed() -> bool:
+                    away.update(nvq.json("job", "ls").get("unreachable") or {})
+                    return "n0" in away
+
+                while not await asyncio.to_thread(listed):
+                    await pilot.pause(0.1)
+                want = f"unreachable, reassign in {format_duration(away['n0'] - now)}"
+                await until(pilot, lambda: state_shown(app, job["id"]) == want, want)
+                node.start()
+                await until(pilot, lambda: state_shown(app, job["id"]) == "running", "back")
+
+        run(main)
+        gate.touch()
+        assert nvq.wait(job["id"], timeout=60)[0] == 0
+    finally:
+        nvq.shutdown()

@@ -10,7 +10,7 @@ from nvq.cli.app import JsonOpt
 from nvq.cli.daemon_exit import wait_gone
 from nvq.cli.render.output import emit
 from nvq.client import Client, ClientError, DaemonUnavailable, stop_mark
-from nvq.client.autostart import start_daemon
+from nvq.client.autostart import start_daemon, wait_answering
 from nvq.control import Reloaded
 from nvq.home import Home, default_root, owns_home
 from nvq.values import format_duration
@@ -95,8 +95,8 @@ def daemon_start(as_json: bool = JsonOpt) -> int:
     """Start the daemon (detached) if none runs, after `nvq daemon stop` too.
 
     A daemon stopped with `nvq daemon stop` stays stopped for the web page, the TUI,
-    `queue events --follow` and MCP reads; this, or any command that needs it, starts
-    it again."""
+    `queue events --follow`, MCP reads and the keeper; this, or any command that needs
+    it, starts it again (through the keeper when one is installed)."""
     root = default_root()
     was = stop_mark.clear(root)
     try:
@@ -106,7 +106,12 @@ def daemon_start(as_json: bool = JsonOpt) -> int:
         return 0
     except DaemonUnavailable:
         pass
-    start_daemon(root)
+    from nvq.keeper import start_kept
+
+    if start_kept(root):
+        wait_answering(root)  # the keeper's daemon, so that a crash of it is restarted
+    else:
+        start_daemon(root)
     pid = Home(root).read_pid()
     text = f"daemon {pid} started" + (f" (it was {was})" if was else "")
     emit({"started": True, "pid": pid}, as_json, text)

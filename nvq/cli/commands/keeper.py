@@ -39,11 +39,15 @@ def keeper_install(
     systemd: bool = typer.Option(False, "--systemd", help="A systemd user service instead."),
     as_json: bool = JsonOpt,
 ) -> int:
-    """Install a keeper that restarts the daemon whenever it exits."""
+    """Install a keeper that restarts the daemon whenever it exits.
+
+    Except after `nvq daemon stop`: that stop stays until `nvq daemon start`."""
+    from nvq.client import stop_mark
     from nvq.keeper import KeeperError, install
 
     root = default_root()
     owner_only(root, "install its keeper")
+    was = stop_mark.clear(root) if start else None  # --start: it is meant to run
     try:
         doc = install(root, systemd=systemd, start=start)
     except KeeperError as exc:
@@ -51,6 +55,8 @@ def keeper_install(
     text = f"keeper installed ({doc['kind']})"
     if doc.get("pid"):
         text += f", running as pid {doc['pid']}"
+    if was:
+        text += f" (the daemon was {was})"
     if doc.get("unit_path"):
         text += f"; unit {doc['unit_path']}"
     if doc.get("note"):

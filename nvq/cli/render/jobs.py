@@ -55,9 +55,15 @@ def detail_state(doc: JobDetail) -> str:
     at = getattr(doc, "reassign_at", None)
     if doc.state != "running" or not isinstance(at, float | int):
         return state_label(doc)
-    left = format_duration(max(0.0, at - time.time()))
+    return unreachable_state(at, doc.no_reassign)
+
+
+def unreachable_state(at: float, no_reassign: bool, now: float | None = None) -> str:
+    """A running job out of reach until `at` (its node's reassign moment, as `job ls
+    --json`'s `unreachable` map gives it): `unreachable, reassign in 40s`."""
+    left = format_duration(max(0.0, at - (time.time() if now is None else now)))
     # --no-reassign: never run elsewhere, only called lost (running again if it returns)
-    return f"unreachable, {'lost' if doc.no_reassign else 'reassign'} in {left}"
+    return f"unreachable, {'lost' if no_reassign else 'reassign'} in {left}"
 
 
 def outcome(job: Job) -> str:
