@@ -17,9 +17,11 @@ class DaemonRequests(Requesting):
         return c.Ping()
 
     @returns(c.StopDaemon, c.DaemonStopping)
-    def stop_daemon(self) -> c.Request:
-        """Ask the daemon to exit; jobs (and their runners: it says how many) keep running."""
-        return c.StopDaemon()
+    def stop_daemon(self, *, planned: bool = True) -> c.Request:
+        """Ask the daemon to exit; jobs (and their runners: it says how many) keep running.
+        A planned stop stays stopped (`nvq daemon start` ends it); `planned=False`: one
+        that a keeper may undo (a restore's)."""
+        return c.StopDaemon(planned=planned)
 
     @returns(c.Reload, c.Reloaded)
     def reload(self) -> c.Request:

@@ -142,7 +142,10 @@ class Report(msgspec.Struct, tag="report", frozen=True):
 
 
 class StopDaemon(msgspec.Struct, tag="stop", frozen=True):
-    pass
+    # Planned: the daemon leaves the stop mark, so that no observer or keeper starts it
+    # again (nvq/stopped_mark.py). A restore's stop is not: the keeper it paused starts
+    # the daemon again on the restored queue.
+    planned: bool = True
 
 
 class Ping(msgspec.Struct, tag="ping", frozen=True):

@@ -121,7 +121,7 @@ def stop_daemon_for_restore(root: Path) -> None:
 
     pid = Home(root).read_pid()
     try:
-        Client(root, autostart=False).stop_daemon()
+        Client(root, autostart=False).stop_daemon(planned=False)
     except DaemonUnavailable:
         return
     wait_gone(pid)

@@ -26,7 +26,8 @@ async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonSto
     # The mark is the daemon's to leave: an admin who is a member cannot write in the
     # owner's home, and an observer must not start what a stop allowed here ended.
     state = ctx.state
-    stopped_mark.leave(state.home, os.getpid(), by=user)
+    if req.planned:
+        stopped_mark.leave(state.home, os.getpid(), by=user)
     connected = [n for n in state.nodes.values() if n.send is not None]
     running = sum(len(js) for js in state.jobs_by_node().values())
     reply = c.DaemonStopping(stopping=True, runners_left=len(connected), jobs_running=running)
