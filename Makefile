@@ -80,9 +80,11 @@ bench: install parts
 	cd bench && ../$(PY) run_all.py
 
 # A chaos soak (bench/soak.py): faults for MINUTES, then the invariants; one JSON line.
+# SOAK_ARGS adds options, e.g. SOAK_ARGS="--at-least link_freeze=10 --at-least total=60".
 MINUTES ?= 5
+SOAK_ARGS ?=
 soak: install parts
-	cd bench && ../$(PY) soak.py --minutes $(MINUTES)
+	cd bench && ../$(PY) soak.py --minutes $(MINUTES) $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -140,6 +140,9 @@ class Soak:
         self.planned: list[tuple[float, float]] = []  # planned stops and reboots (wall clock)
         self.fenced_in_planned: list[str] = []
         self.grace = "base"
+        self.at_least: dict[str, int] = {}  # kind (or "total") → faults it must have
+        self.spent: dict[str, list[float]] = {}  # kind → seconds each of its faults took
+        self.overran = 0.0
 
     # ------------------------------------------------------------ the CLI
 
@@ -376,19 +379,46 @@ class Soak:
             time.sleep(0.5)
         raise RuntimeError(f"job {job_id} did not start")
 
+    def owed(self) -> dict[str, int]:
+        """Faults still owed to `--at-least` (`total` for all kinds together)."""
+        made = Counter(self.faults)
+        made["total"] = sum(self.faults.values())
+        return {k: n - made[k] for k, n in self.at_least.items() if n > made[k]}
+
+    def cost(self, kind: str) -> float:
+        """Seconds one fault of `kind` has taken here (with its gap): the mean so far,
+        or a guess before the first (about a long frozen link's)."""
+        spent = self.spent.get(kind, [])
+        return sum(spent) / len(spent) if spent else 25.0
+
+    def next_kind(self, until: float, round_: list[str]) -> str:
+        """The shuffled round's next kind, unless what `--at-least` still owes would
+        not fit in the time left (or the time is up): then an owed kind, so the
+        minimums hold however the durations fall."""
+        owed = self.owed()
+        kinds = {k: n for k, n in owed.items() if k != "total"}
+        need = sum(n * self.cost(k) for k, n in kinds.items())
+        if kinds and until - time.monotonic() <= 1.5 * need + 60:
+            return self.rng.choice(sorted(kinds))
+        if not round_:
+            round_ += KINDS
+            self.rng.shuffle(round_)
+        return round_.pop()
+
     def fault_loop(self, until: float) -> None:
         round_: list[str] = []
-        while time.monotonic() < until:
-            if not round_:
-                round_ = list(KINDS)
-                self.rng.shuffle(round_)
-            kind = round_.pop()
+        cap = until + 15 * 60  # faults owed past the time given: at most this far
+        while time.monotonic() < until or (self.owed() and time.monotonic() < cap):
+            kind = self.next_kind(until, round_)
+            began = time.monotonic()
             try:
                 self.fault(kind)
                 self.faults[kind] += 1
             except Exception as exc:  # a fault that could not be made is not counted
                 self.fault_errors.append(f"{kind}: {exc}"[:200])
             time.sleep(self.rng.uniform(2, 6))
+            self.spent.setdefault(kind, []).append(time.monotonic() - began)
+        self.overran = max(0.0, time.monotonic() - until)
 
     def heal(self) -> None:
         (self.fs / "filler").unlink(missing_ok=True)
@@ -545,6 +575,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _minimum(text: str) -> tuple[str, int]:
+    """`KIND=N` of `--at-least`."""
+    kind, _, n = text.partition("=")
+    if kind not in [*KINDS, "total"] or not n.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: want KIND=N, KIND one of {', '.join(KINDS)}, total")
+    return kind, int(n)
+
+
 def _error(r: subprocess.CompletedProcess[str]) -> str:
     """A failed call's error: its JSON error document's, else its last line."""
     with contextlib.suppress(ValueError, AttributeError):
@@ -559,6 +598,11 @@ def main() -> None:
     ap.add_argument("--drain", type=float, default=180.0, help="seconds allowed to finish")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--submitters", type=int, default=3)
+    ap.add_argument("--at-least", action="append", default=[], metavar="KIND=N",
+                    type=_minimum,
+                    help="make at least N faults of KIND (or `total`), however the random "
+                         "durations fall: owed kinds come first once the time left is "
+                         "short, and the loop runs on (15 min at most) until they are made")
     ap.add_argument("--keep", action="store_true",
                     help="keep the ledger, queue.db and logs (copied to a directory named in the output)")
     args = ap.parse_args()
@@ -584,6 +628,7 @@ def main() -> None:
         nvq.write_config(config)
         nvq.ok("queue", "status")
         soak = Soak(root, nvq, nodes, rng, fs)
+        soak.at_least = dict(args.at_least)
         threads = [threading.Thread(target=soak.submitter, daemon=True)
                    for _ in range(args.submitters)]
         threads.append(threading.Thread(target=soak.watcher, daemon=True))
@@ -597,6 +642,9 @@ def main() -> None:
         doc |= soak.verdict(args.drain)
         doc["faults"] = dict(soak.faults) | {"total": sum(soak.faults.values())}
         doc["faults_not_made"] = soak.fault_errors
+        doc["at_least"] = soak.at_least
+        doc["faults_owed"] = soak.owed()
+        doc["fault_loop_overran_s"] = round(soak.overran, 1)
     finally:
         if nvq is not None:
             with contextlib.suppress(Exception):

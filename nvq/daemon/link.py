@@ -196,7 +196,11 @@ class Heartbeat:
     `Heartbeat` frame, so the runner knows its daemon is there (any frame renews the
     lease; this one also tells its length, read from the config each time, so a
     reload's lease goes out with the next one). The first goes out as soon as the
-    runner's `Hello` arrives. Each is entered in the node's lease book."""
+    runner's `Hello` arrives, and so does a changed length, idle link or not: the
+    runner holds the length it was told last, and a longer lease's interval would
+    outlast a shorter one still held (it fenced its jobs between two heartbeats, and
+    a busy link never got the new length to it). Each is entered in the node's
+    lease book."""
 
     def __init__(
         self, lease: Callable[[], float | None], node: NodeRuntime,
@@ -207,12 +211,14 @@ class Heartbeat:
         self.started = False
         self._post = post
         self._last = 0.0
+        self._told: float | None = None  # the length the last heartbeat carried
 
     def wrote(self) -> None:
         self._last = time.monotonic()
 
     def send(self, lease: float) -> bool:
         seq = self._node.lease_book.heartbeat(lease)
+        self._told = lease
         return self._post(p.Heartbeat(lease, seq=seq))
 
     async def run(self) -> None:
@@ -225,7 +231,7 @@ class Heartbeat:
                 continue
             interval = heartbeat_interval(lease)
             idle = time.monotonic() - self._last
-            if idle >= interval:
+            if idle >= interval or lease != self._told:
                 self.send(lease)
                 await anyio.sleep(interval)
             else:

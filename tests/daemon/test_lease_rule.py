@@ -76,6 +76,26 @@ def test_a_reload_that_shortens_node_grace_never_runs_a_job_twice(
     ), moved
 
 
+def test_a_reload_that_lengthens_the_lease_fences_nothing(mesh: Any, tmp_path: Path) -> None:
+    """Found by the soak: 2s -> 14s made the daemon speak on an idle link every 2.8s
+    while the runner still held 2s, so the runner stopped its jobs in each lull."""
+    nvq, _ = mesh(1, gpus=ONE_CARD)
+    _configure(nvq, "7s", 'lease = "2s"')
+    go = tmp_path / "go"
+    job = nvq.submit("--", f"while [ ! -e {go} ]; do sleep 0.05; done; sleep 8")
+    nvq.wait_for(job["id"], lambda x: x["state"] == "running")
+    config = (nvq.home / "config.toml").read_text()
+    config = re.sub(r'node_grace = "\w+"', 'node_grace = "20s"', config)
+    nvq.write_config(config.replace('lease = "2s"', 'lease = "14s"'))
+    said = nvq.ok("daemon", "reload").out
+    assert "lease: 2s -> 14s" in said, said
+    go.touch()  # idle lulls of 2-2.8s from here on, three of them at least
+    done = nvq.wait_for(job["id"], lambda x: x["state"] != "running" or x["attempt"] > 1,
+                        timeout=120)
+    assert done["state"] == "completed" and done["attempt"] == 1, done
+    assert not [e for e in nvq.events() if e["kind"] == "attempt_fenced"]
+
+
 def test_a_node_grace_that_leaves_no_lease_is_refused_at_start_and_reload(
     mesh: Any,
 ) -> None:
