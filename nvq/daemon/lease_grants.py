@@ -128,14 +128,26 @@ async def grant_downtime(state: State) -> int:
         # keep only their usual lease.
         log.error("could not record the downtime lease in queue.db: none granted")
         return 0
+    sent: dict[str, int] = {}
     for node in reached:
-        seq = node.lease_book.heartbeat(downtime)
-        node.post(Heartbeat(downtime, seq=seq))
-    # The writes reach the wire in the links' own tasks: wait for them (the book's
-    # `until` moves past the grant), but never hold a stop up for long.
+        sent[node.name] = node.lease_book.heartbeat(downtime)
+        node.post(Heartbeat(downtime, seq=sent[node.name]))
+    # Written is not enough: the daemon exits next and closes its connections, and a
+    # frame still in flight is lost with them, leaving the runner on its short lease
+    # (the soak saw a job fenced 2 s after a stop). Wait for each runner's echo that it
+    # holds the grant (`LeaseHeld`), but never hold a stop up for long.
+    def held(node: NodeRuntime) -> bool:
+        return node.send is None or node.lease_book.echoed >= sent[node.name]
+
     for _ in range(int(FLUSH_WAIT / 0.02)):
-        if all(n.lease_book.until > now + downtime or n.send is None for n in reached):
+        if all(held(n) for n in reached):
             break
         await anyio.sleep(0.02)
-    log.info("granted %d runner(s) a lease of %gs for the downtime", len(reached), downtime)
+    confirmed = sum(1 for n in reached if n.lease_book.echoed >= sent[n.name])
+    log.info("granted %d runner(s) a lease of %gs for the downtime (%d confirmed it)",
+             len(reached), downtime, confirmed)
+    if confirmed < len(reached):
+        log.warning("%d runner(s) did not confirm the downtime lease within %gs: their "
+                    "jobs may stop after their usual lease", len(reached) - confirmed,
+                    FLUSH_WAIT)
     return len(reached)

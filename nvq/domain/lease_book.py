@@ -28,6 +28,7 @@ class _Sent:
 class LeaseBook:
     until: float = 0.0  # 0: nothing promised
     lease: float = 0.0  # the longest lease the runner may hold now
+    echoed: int = 0  # the newest heartbeat seq the runner said it holds
     _sent: dict[int, _Sent] = field(default_factory=dict)
     _seq: int = 0
 
@@ -53,6 +54,7 @@ class LeaseBook:
     def held(self, seq: int) -> None:
         """The runner processed heartbeat `seq`: what was promised before it is
         superseded by what it and the frames after it promised."""
+        self.echoed = max(self.echoed, seq)
         sent = self._sent.get(seq)
         if sent is None or sent.until == 0:  # its write not yet counted: keep all
             return

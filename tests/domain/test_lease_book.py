@@ -42,3 +42,19 @@ def test_a_planned_stops_grant_is_honoured_until_superseded() -> None:
     assert book.until == 1501.0 + 3600.0
     book.held(seq)  # the runner now holds 98 s, from that write on
     assert (book.until, book.lease) == (1599.0, 98.0)
+
+
+def test_echoed_is_the_newest_heartbeat_the_runner_said_it_holds() -> None:
+    # A planned stop waits for this before the daemon closes its links: a grant
+    # written but never processed leaves the runner on its short lease.
+    book = LeaseBook()
+    first = book.heartbeat(14.0)
+    grant = book.heartbeat(3600.0)
+    assert book.echoed == 0
+    book.held(first)  # before its write was counted: the echo is still seen
+    assert book.echoed == first < grant
+    book.wrote(100.0)
+    book.held(grant)
+    assert book.echoed == grant
+    book.held(first)  # a late echo of an older one does not go back
+    assert book.echoed == grant
