@@ -31,7 +31,8 @@ host = "queue.lab"
 ```
 """
 
-from nvq.config.reader import load_config, parse_config
+from typing import TYPE_CHECKING, Any
+
 from nvq.config.types import (
     BackupConfig,
     ClusterConfig,
@@ -46,6 +47,9 @@ from nvq.config.types import (
     UserConfig,
     WebhookChannel,
 )
+
+if TYPE_CHECKING:
+    from nvq.config.reader import load_config, parse_config
 
 __all__ = [
     "BackupConfig",
@@ -63,3 +67,14 @@ __all__ = [
     "load_config",
     "parse_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The reader (tomllib and every section's parser) loads only for a call that reads
+    # the file: the control tables name SubmitConfig, and every typed CLI call imports
+    # them, where the reader cost ~4.5 ms.
+    if name in ("load_config", "parse_config"):
+        from nvq.config import reader
+
+        return getattr(reader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
