@@ -5,7 +5,7 @@ job's first read of its newest checkpoint then costs.
 The previous attempt left `--files` checkpoints of `--mib` MiB each (random data) and a
 `latest` pointer in the queue host's blob store (as a chunk tree). The node side is the
 runner's own code: ArtifactView over a real BlobFetcher with a cold blob cache, its
-NeedBlobs requests answered by the daemon's serving code (nvq/daemon/blobs.py) from
+NeedBlobs requests answered by the daemon's serving code (nvq/daemon/machines/blobs.py) from
 that store, in process (no SSH hop: the figures are the floor of a real link). The
 "job" reads `latest`, then the checkpoint it names. Prints one JSON line.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from common import emit, machine
 
-from nvq.daemon.blobs import pieces
+from nvq.daemon.machines.blobs import pieces
 from nvq.world.blobs import BlobStore
 from nvq_runner.artifact_tree import ArtifactTree, scan
 from nvq_runner.artifact_view import ArtifactView, LinkChunks

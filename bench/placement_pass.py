@@ -35,12 +35,12 @@ import msgspec
 from common import emit, machine, summary_ms
 
 from nvq.config import load_config
-from nvq.daemon.artifacts import Artifacts
-from nvq.daemon.held import locked
+from nvq.daemon.artifacts.artifacts import Artifacts
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.state import State
+from nvq.daemon.machines.reassign import Machines
 from nvq.daemon.ops import Ops
-from nvq.daemon.placing import place_once
-from nvq.daemon.reassign import Machines
-from nvq.daemon.state import State
+from nvq.daemon.placement.placing import place_once
 from nvq.domain import request, transitions
 from nvq.domain.reservations import CardReservation
 from nvq.home import Home

@@ -60,7 +60,7 @@ def socket_path() -> str:
 
 def _ask_typed(request: dict[str, Any], want: str) -> tuple[Any, int]:
     """What the daemon would have answered on the plain wire, through the typed client
-    (nvq.daemon.control_server does the same to the typed reply)."""
+    (nvq.daemon.serve.control_server does the same to the typed reply)."""
     import msgspec
 
     from nvq import control as c

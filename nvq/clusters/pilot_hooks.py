@@ -1,4 +1,4 @@
-"""What a cluster's `PilotManager` needs from the daemon (`nvq.daemon.pilots` provides
+"""What a cluster's `PilotManager` needs from the daemon (`nvq.daemon.machines.pilots` provides
 it), so that the manager knows nothing of the daemon's state."""
 
 from __future__ import annotations

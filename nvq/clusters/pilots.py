@@ -321,7 +321,7 @@ class PilotManager:
             if status.phase == "running" and job_id not in self.started:
                 self.started.add(job_id)
                 # Its time left is known before its node is: placement reads a pilot
-                # without one as ending (nvq.daemon.pilots.slot_fields).
+                # without one as ending (nvq.daemon.machines.pilots.slot_fields).
                 await self.hooks.pilot_status(name, status)
                 opener = self.starts.opener(job_id, home, self._login_now)
                 await self.hooks.pilot_started(pilot_node(self.cluster, job_id, home), opener)

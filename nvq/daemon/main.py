@@ -19,25 +19,25 @@ from pathlib import Path
 import anyio
 
 from nvq.config import Config, ConfigError, load_config
-from nvq.daemon import lease_grants
-from nvq.daemon.artifacts import Artifacts
-from nvq.daemon.context import Context
-from nvq.daemon.control_server import serve_control
-from nvq.daemon.disk_space import watch_disk
-from nvq.daemon.errors import RequestError
-from nvq.daemon.gpu_history import keep_history
-from nvq.daemon.link import ByteChannel, Opener
-from nvq.daemon.links import Links
-from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.artifacts.artifacts import Artifacts
+from nvq.daemon.artifacts.whole_file_conversion import convert_stored
+from nvq.daemon.core.disk_space import watch_disk
+from nvq.daemon.core.errors import RequestError
+from nvq.daemon.core.nodes import NodeRuntime
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.machines import lease_grants
+from nvq.daemon.machines.gpu_history import keep_history
+from nvq.daemon.machines.link import ByteChannel, Opener
+from nvq.daemon.machines.links import Links
+from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reload import Reloader
+from nvq.daemon.machines.runner_events import RunnerEvents
+from nvq.daemon.machines.time_limits import warn_time_limits
 from nvq.daemon.ops import Ops
-from nvq.daemon.output_copies import OutputCopies
-from nvq.daemon.placing import placement_loop
-from nvq.daemon.reassign import Machines
-from nvq.daemon.reload import Reloader
-from nvq.daemon.runner_events import RunnerEvents
-from nvq.daemon.state import State
-from nvq.daemon.time_limits import warn_time_limits
-from nvq.daemon.whole_file_conversion import convert_stored
+from nvq.daemon.output.output_copies import OutputCopies
+from nvq.daemon.placement.placing import placement_loop
+from nvq.daemon.serve.control_server import serve_control
 from nvq.home import AlreadyRunning, Home, socket_path_problem
 from nvq.home_root import PRIVATE_UMASK
 from nvq.store import Store, StoreError, store_error
@@ -46,7 +46,7 @@ log = logging.getLogger("nvq.daemon")
 
 
 def _local_opener(config: Config, node: NodeRuntime, home: Path) -> Opener:
-    from nvq.daemon.runner_stop import local_runner_home
+    from nvq.daemon.machines.runner_stop import local_runner_home
     from nvq_runner.launcher import ensure_running
 
     queue = config.queue
@@ -87,7 +87,7 @@ async def serve(home: Path) -> None:
     state.output_copies = copies = OutputCopies(state)
     pilots = None
     if config.clusters:
-        from nvq.daemon.pilots import DaemonPilots
+        from nvq.daemon.machines.pilots import DaemonPilots
 
         state.pilots = pilots = DaemonPilots(state, machines, runner_events)
     try:

@@ -1,6 +1,6 @@
 """Idle release of interactive sessions: a session whose terminal has had no input
 and whose cards no activity for `idle` seconds is warned, then ended `grace` seconds
-later unless someone comes back. Pure: the daemon's watcher (nvq.daemon.sessions)
+later unless someone comes back. Pure: the daemon's watcher (nvq.daemon.sessions.sessions)
 feeds it times and does what it says."""
 
 from __future__ import annotations

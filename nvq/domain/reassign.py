@@ -14,7 +14,7 @@ busy, or was only borrowed. No I/O and no clock (the caller passes `now`).
 * A busy node (its owner is at the keyboard) stops other users' jobs, and a job that
   outruns `--max-runtime` on a node it borrowed is stopped too (`preempt`): the job is
   `pending` at once, but is not placed again until the old attempt has exited and its
-  artifacts are synced (see `nvq.daemon.reassign`). Its next attempt avoids the
+  artifacts are synced (see `nvq.daemon.machines.reassign`). Its next attempt avoids the
   node whose time it ran out while another node could hold it (`steer_clear`).
 """
 

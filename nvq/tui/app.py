@@ -227,7 +227,7 @@ class QueueApp(App[None]):
 
     async def _read_nodes(self) -> None:
         """The node rows, and which nodes are out of reach until when: the moment
-        `job ls --json`'s `unreachable` map and `job show` give (nvq.daemon.unreachable),
+        `job ls --json`'s `unreachable` map and `job show` give (nvq.daemon.machines.unreachable),
         which the jobs panel counts down to."""
         nodes = await self.client.nodes()
         if not self._shown():

@@ -2,7 +2,7 @@
 queue's blob store (a member of a shared queue): taken here, with the queue's
 `[submit]` settings as the daemon gave them and this user's own stat cache, and only
 the blobs the queue lacks cross (nvq.world.blobsync; the daemon's end is
-nvq.daemon.snapshot_intake). Nothing is written into the owner's home by this user."""
+nvq.daemon.artifacts.snapshot_intake). Nothing is written into the owner's home by this user."""
 
 from __future__ import annotations
 

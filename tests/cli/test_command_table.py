@@ -15,7 +15,7 @@ from nvq.cli.commands import WHERE, command_info, full_app
 from nvq.daemon.handlers import HANDLERS
 
 # Served without a request handler of their own: the terminal sessions (streams in
-# nvq.daemon.sessions), what runs here (project test, keeper, skill, completion, the
+# nvq.daemon.sessions.sessions), what runs here (project test, keeper, skill, completion, the
 # servers, schema).
 CLI_ONLY = {
     "shell", "reach", "project", "keeper", "skill", "completion", "web", "mcp", "schema",
@@ -23,7 +23,14 @@ CLI_ONLY = {
 # Requests no `nvq` command sends: the event stream and card history (TUI, web
 # page), submit's dry run's helper, and the submit a job's own `nvq` sends
 # (nvq_runner/job_cli.py).
-HANDLERS_ONLY = {"subscribe", "history", "submit_preview", "submit_from_job"}
+HANDLERS_ONLY = {
+    "subscribe",
+    "history",
+    "submit_preview",
+    "submit_from_job",
+    "context",  # what every handler works with, not a verb family
+    "visibility",  # what a caller may see of a job, shared by the read handlers
+}
 
 
 def _modules(package: object) -> set[str]:

@@ -42,7 +42,7 @@ def test_job_logs_stream_when_asked_to(nvq: Nvq) -> None:
     comes from the iterator; any other stream is still refused."""
     sock = Home(nvq.home).socket
     # one stream: two streams written in the same instant may arrive either way round
-    # (nvq.daemon.output_copy), and their order is not what this test is about
+    # (nvq.daemon.output.output_copy), and their order is not what this test is about
     job = nvq.submit("--", "sh", "-c", "echo one; echo two")["id"]
     nvq.wait(job)
     request = {"type": "logs", "id": job, "lines": -1, "stream": "both"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvq.daemon.whole_file_conversion import done_marker
+from nvq.daemon.artifacts.whole_file_conversion import done_marker
 from tests.cluster import Nvq
 from tests.daemon.test_whole_file_conversion import MTIME, store_the_old_way
 

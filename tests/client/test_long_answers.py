@@ -14,7 +14,7 @@ import pytest
 from nvq import control as c
 from nvq.client.asynchronous import AsyncClient
 from nvq.client.plain import ask
-from nvq.daemon import control_server
+from nvq.daemon.serve import control_server
 from nvq.home import Home
 from nvq_runner.protocol import MAX_FRAME, FrameError, FrameReader, split_frames
 from tests.fakes import daemon as fake

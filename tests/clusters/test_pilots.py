@@ -52,7 +52,7 @@ class Hooks:
         return self.idle.get(name)
 
     async def pilot_started(self, node: NodeConfig, open_channel: PilotOpener) -> None:
-        # placement reads a pilot node without a status as ending (daemon/pilots.py)
+        # placement reads a pilot node without a status as ending (daemon/machines/pilots.py)
         assert node.name in self.statuses, "a pilot's node came before its status"
         self.openers[node.name] = open_channel
         self._note("started", node.name)

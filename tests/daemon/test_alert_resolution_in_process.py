@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from nvq.daemon.state import State
+from nvq.daemon.core.state import State
 from nvq.store import alerts as alert_table
 from tests.fakes.aio import run
 from tests.fakes.daemon import eventually, nodes_config, running_daemon

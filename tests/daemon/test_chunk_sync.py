@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from nvq.daemon.chunk_sync import (
+from nvq.daemon.artifacts.chunk_sync import (
     TreeLog,
     batches,
     load_tree,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nvq.daemon.effects import Effects
-from nvq.daemon.held import locked
+from nvq.daemon.core.effects import Effects
+from nvq.daemon.core.held import locked
 from nvq.model import NewEvent, Tx
 from tests.fakes.aio import run
 from tests.fakes.daemon import running_daemon

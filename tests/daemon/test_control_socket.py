@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from nvq.daemon import control_server
+from nvq.daemon.serve import control_server
 from nvq.home import Home
 
 
@@ -37,7 +37,7 @@ def _open(monkeypatch: pytest.MonkeyPatch, path: Path, group: str | None) -> int
         seen.append(stat.S_IMODE(os.lstat(p).st_mode))
         return listener
 
-    monkeypatch.setattr("nvq.daemon.control_server.anyio.create_unix_listener", watched)
+    monkeypatch.setattr("nvq.daemon.serve.control_server.anyio.create_unix_listener", watched)
 
     async def main() -> None:
         listener = await control_server.open_control_socket(path, group)

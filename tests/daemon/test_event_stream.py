@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from nvq import control as c
+from nvq.daemon.core.state import State
+from nvq.daemon.core.subscribers import Subscribers
 from nvq.daemon.handlers.subscribe import FellBehind, subscribe
-from nvq.daemon.state import State
-from nvq.daemon.subscribers import Subscribers
 from nvq.model import Event
 from tests.fakes.aio import run
 from tests.fakes.daemon import event_kinds, running_daemon, submit

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from nvq.daemon.reassign import Machines
+from nvq.daemon.machines.reassign import Machines
 from nvq.domain.request import record_of
 from nvq.model import Job, JobRecord, JobState
 

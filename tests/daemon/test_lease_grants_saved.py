@@ -1,4 +1,4 @@
-"""The saved lease grants (nvq.daemon.lease_grants.merged): a save made before a Slurm
+"""The saved lease grants (nvq.daemon.machines.lease_grants.merged): a save made before a Slurm
 pilot is adopted keeps that pilot's grant while it lasts, so the pilot, added later,
 still finds what an earlier daemon promised its runner."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from nvq.daemon.lease_grants import merged
+from nvq.daemon.machines.lease_grants import merged
 
 
 def test_a_node_not_yet_held_keeps_its_grant_while_it_lasts() -> None:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from nvq.daemon.link import Heartbeat, _pump
-from nvq.daemon.nodes import NodeRuntime, Sender
+from nvq.daemon.core.nodes import NodeRuntime, Sender
+from nvq.daemon.machines.link import Heartbeat, _pump
 from nvq_runner import protocol as p
 
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from nvq.daemon.state import State
+from nvq.daemon.core.state import State
 from nvq.domain import attempts
 from nvq.model import Job, JobState
 from nvq.store import alerts as alert_table

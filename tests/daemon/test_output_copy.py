@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvq.daemon.output_copy import (
+from nvq.daemon.output.output_copy import (
     CopyState,
     Renderer,
     append,
@@ -53,8 +53,8 @@ def test_last_lines() -> None:
 
 
 def test_offsets_are_recounted_from_the_records_after_a_restart(tmp_path: Path) -> None:
-    from nvq.daemon.output_copies import _recounted
-    from nvq.daemon.output_copy import CopyState
+    from nvq.daemon.output.output_copies import _recounted
+    from nvq.daemon.output.output_copy import CopyState
 
     path = tmp_path / "1.out"
     append(path, "stdout", b"abc")

@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from nvq import control as c
-from nvq.daemon.control_server import check_permission
-from nvq.daemon.errors import RequestError
+from nvq.daemon.core.errors import RequestError
 from nvq.daemon.handlers import HANDLERS, PERMISSIONS
+from nvq.daemon.serve.control_server import check_permission
 from nvq.home import queue_owner
 from nvq.model import JobSpec
 from tests.fakes import daemon as fake
@@ -167,7 +167,7 @@ def test_a_daemon_that_cannot_switch_user_refuses_other_users_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
 
-    monkeypatch.setattr("nvq.daemon.control_server.os.geteuid", lambda: 1000)
+    monkeypatch.setattr("nvq.daemon.serve.control_server.os.geteuid", lambda: 1000)
     submit = c.Submit(spec=JobSpec(command="true"))
     assert _allowed(tmp_path, submit, queue_owner()) is True
     assert _allowed(tmp_path, submit, STRANGER) is False

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from nvq.daemon.pilot_ids import PilotIds
+from nvq.daemon.machines.pilot_ids import PilotIds
 from nvq.store import Store
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nvq.clusters.slurm import PilotStatus
-from nvq.daemon.pilots import DaemonPilots
+from nvq.daemon.machines.pilots import DaemonPilots
 from nvq.domain.placement import NodeSlot, time_fits
 from tests.fakes.aio import run
 from tests.fakes.daemon import _contexts, running_daemon

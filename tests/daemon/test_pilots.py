@@ -439,7 +439,7 @@ def test_a_planned_stop_grants_a_pilot_max_downtime_and_the_next_daemon_adopts_i
     cluster_queue: ClusterQueue, slurm_cluster: SlurmCluster
 ) -> None:
     """`daemon stop` records max_downtime granted to the pilot's runner (the next
-    daemon claims it when it adopts the pilot: nvq.daemon.lease_grants.claim), and the
+    daemon claims it when it adopts the pilot: nvq.daemon.machines.lease_grants.claim), and the
     job goes on there. Once the runner echoes the new daemon's own lease, the long one
     is superseded, so it is checked right after the stop."""
     nvq = cluster_queue()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvq.daemon.explain import waiting_of
+from nvq.daemon.placement.explain import waiting_of
 from nvq.model import JobState
 from nvq_runner import protocol as p
 from tests.fakes.aio import run

@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from nvq.daemon.pull import copy_local
+from nvq.daemon.artifacts.pull import copy_local
 
 
 def test_a_local_copy_leaves_sockets_and_fifos_out(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nvq.daemon.pull import unpack_packed
+from nvq.daemon.artifacts.pull import unpack_packed
 
 
 def test_a_packed_directory_unpacks_as_it_was(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
-"""The tests' daemon refuses to answer with a JobRecord (nvq.daemon.reply_guard): one
+"""The tests' daemon refuses to answer with a JobRecord (nvq.daemon.serve.reply_guard): one
 found at any depth, in a struct, a dict or a list, and none in the flat Job."""
 
 from __future__ import annotations
 
-from nvq.daemon.reply_guard import holds_record
+from nvq.daemon.serve.reply_guard import holds_record
 from nvq.domain.request import view_of
 from nvq.model import JobRecord, JobSpec, JobState
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nvq.daemon import reserving
-from nvq.daemon.errors import BadRequest
+from nvq.daemon.core.errors import BadRequest
+from nvq.daemon.placement import reserving
 from nvq.domain.reservations import CardReservation
 from nvq.model import JobState
 from tests.fakes.aio import run

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nvq.cli.render.jobs import state_label
-from nvq.daemon.setup_phase import applied
+from nvq.daemon.core.setup_phase import applied
 from nvq.domain import transitions
 from nvq.domain.request import record_of, view_of
 from nvq.model import Job, JobRecord, JobState

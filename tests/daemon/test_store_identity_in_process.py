@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from nvq.daemon.state import State
+from nvq.daemon.core.state import State
 from nvq.model import JobState
 from nvq.store import alerts as alert_table
 from nvq_runner import protocol as p

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nvq.daemon.errors import BadRequest
+from nvq.daemon.core.errors import BadRequest
 from nvq.model import JobState
 from tests.fakes.aio import run
 from tests.fakes.daemon import eventually, nodes_config, running_daemon, submit

@@ -3,7 +3,7 @@ and one that falls behind is dropped instead of holding up commits."""
 
 from __future__ import annotations
 
-from nvq.daemon.subscribers import Subscribers
+from nvq.daemon.core.subscribers import Subscribers
 from nvq.model import Event
 from tests.fakes.aio import run
 

@@ -1,8 +1,8 @@
-"""Pure accounting of the cards (nvq.daemon.views)."""
+"""Pure accounting of the cards (nvq.daemon.placement.views)."""
 
 from __future__ import annotations
 
-from nvq.daemon.views import capacity_grew
+from nvq.daemon.placement.views import capacity_grew
 from nvq_runner.protocol import GpuSample, Sample
 
 

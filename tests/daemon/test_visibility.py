@@ -1,9 +1,9 @@
-"""What a reply shows of other users' jobs (nvq.daemon.visibility), decided in
+"""What a reply shows of other users' jobs (nvq.daemon.handlers.visibility), decided in
 process: the end-to-end rows, as a real second OS user, are in test_member_rights."""
 
 from __future__ import annotations
 
-from nvq.daemon.visibility import Viewer, event_job_ids, shown_to
+from nvq.daemon.handlers.visibility import Viewer, event_job_ids, shown_to
 from nvq.model import Alert, Event, Job, JobState, WrittenFile
 
 ADMINS = frozenset({"root"})

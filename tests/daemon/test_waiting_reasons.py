@@ -9,11 +9,11 @@ from typing import Any
 import anyio
 
 from nvq import control as c
+from nvq.daemon.core.state import State
 from nvq.daemon.handlers.jobs import list_jobs, show
 from nvq.daemon.handlers.policy import pause
 from nvq.daemon.handlers.queue import node_flag
 from nvq.daemon.handlers.why import why
-from nvq.daemon.state import State
 from nvq.model import Job, JobRecord, JobState
 from tests.fakes.aio import run
 from tests.fakes.daemon import _contexts, eventually, running_daemon, submit

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from nvq.daemon import whole_file_conversion as conversion
-from nvq.daemon.blobs import blob_store
-from nvq.daemon.chunk_sync import TreeLog, load_tree
+from nvq.daemon.artifacts import whole_file_conversion as conversion
+from nvq.daemon.artifacts.chunk_sync import TreeLog, load_tree
+from nvq.daemon.machines.blobs import blob_store
 
 MTIME = 1_700_000_000_123_456_789
 

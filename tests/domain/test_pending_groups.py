@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvq.daemon.pending_view import to_pending
+from nvq.daemon.placement.pending_view import to_pending
 from nvq.domain import arrays, ordering
 from nvq.domain.pending_groups import Capacity, PendingGroups, merged
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, PlacementResult

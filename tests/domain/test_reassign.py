@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nvq.daemon.views import gpu_view
+from nvq.daemon.placement.views import gpu_view
 from nvq.domain import attempts, reassign
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob, place
 from nvq.domain.request import record_of

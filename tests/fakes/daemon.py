@@ -17,15 +17,15 @@ import anyio
 
 from nvq import control as c
 from nvq.config import load_config
-from nvq.daemon.artifacts import Artifacts
-from nvq.daemon.context import Context
+from nvq.daemon.artifacts.artifacts import Artifacts
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.submit import submit as submit_handler
-from nvq.daemon.link import run_link
+from nvq.daemon.machines.link import run_link
+from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.runner_events import RunnerEvents
 from nvq.daemon.ops import Ops
-from nvq.daemon.placing import placement_loop
-from nvq.daemon.reassign import Machines
-from nvq.daemon.runner_events import RunnerEvents
-from nvq.daemon.state import State
+from nvq.daemon.placement.placing import placement_loop
 from nvq.home import Home
 from nvq.model import Job, JobRecord, JobSpec
 from nvq.store import Store

@@ -26,7 +26,7 @@ def data(n: int, seed: int) -> bytes:
 
 
 class QueueHost:
-    """Answers NeedBlobs from chunks stored here, as nvq/daemon/blobs.py does."""
+    """Answers NeedBlobs from chunks stored here, as nvq/daemon/machines/blobs.py does."""
 
     def __init__(self) -> None:
         self.chunks: dict[str, bytes] = {}

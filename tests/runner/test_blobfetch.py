@@ -1,5 +1,5 @@
 """Fetching snapshot blobs into a node's cache over the daemon link, with the daemon's
-side (`nvq.daemon.blobs`) answering: pieces reassembled, bad content refused, a
+side (`nvq.daemon.machines.blobs`) answering: pieces reassembled, bad content refused, a
 dropped link asked again."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nvq.daemon import blobs as serving
+from nvq.daemon.machines import blobs as serving
 from nvq.world.blobs import BlobStore
 from nvq_runner import blobfetch
 from nvq_runner.blobcache import BlobCache

@@ -3,7 +3,7 @@ flags and view, and which runtime a node uses."""
 
 from __future__ import annotations
 
-from nvq.daemon.slots import node_runtime
+from nvq.daemon.placement.slots import node_runtime
 from nvq_runner.container import card_env, card_flags, container_name, env_lines, run_argv
 
 JOB = "/home/q/.nvq/node/jobs/abc-7-n1"

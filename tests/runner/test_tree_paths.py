@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvq.daemon.errors import RequestError
-from nvq.daemon.pull import check_paths
+from nvq.daemon.artifacts.pull import check_paths
+from nvq.daemon.core.errors import RequestError
 from nvq_runner.artifact_tree import ArtifactTree, TreeEntry, TreeError, check_tree
 from nvq_runner.chunk_reads import open_beneath
 from nvq_runner.protocol import Entry, Manifest, ManifestError, check_manifest

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from nvq import control as c
-from nvq.daemon.context import Context
 from nvq.daemon.handlers import (
     artifacts,
     busy,
@@ -38,6 +37,7 @@ from nvq.daemon.handlers import (
     why,
     world,
 )
+from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.history import gpu_history
 from nvq.domain.permissions import ANYONE, Permission, admin, owner, private
 
@@ -119,7 +119,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.SubmitFromJob: owner("submit from"),  # a job's own `nvq`: its owner's rights
     c.ListJobs: ANYONE,
     # Reading a job: its metadata is anyone's, what it holds (logs, result, files) its
-    # owner's (nvq.daemon.visibility blanks the rest of other users' jobs in replies).
+    # owner's (nvq.daemon.handlers.visibility blanks the rest of other users' jobs in replies).
     c.ShowJob: lambda r: (
         owner("reveal the secrets of")
         if r.reveal
@@ -180,7 +180,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.Check: admin("check the queue's store"),
     c.Gc: admin("free the blob store"),
     c.SubmitSettings: ANYONE,
-    # a session-like exchange (nvq.daemon.snapshot_intake): any member may store blobs
+    # a session-like exchange (nvq.daemon.artifacts.snapshot_intake): any member may store blobs
     c.ReceiveSnapshot: ANYONE,
     c.Pull: private("pull the files of"),
     c.JobWindow: ANYONE,
@@ -193,7 +193,7 @@ PERMISSIONS: dict[type[c.Request], PermissionRule] = {
     c.ReserveRemove: admin("remove a reservation"),
     c.ImagePush: admin("stage an image on nodes"),
     c.ImageList: ANYONE,
-    # streams served by nvq.daemon.sessions (a shell's submit is checked as a submit)
+    # streams served by nvq.daemon.sessions.sessions (a shell's submit is checked as a submit)
     c.Shell: ANYONE,
     c.Exec: owner("exec into"),
     c.Forward: owner("forward a port to"),

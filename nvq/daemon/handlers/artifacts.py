@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.context import Context
+from nvq.daemon.handlers.context import Context
 
 
 async def job_artifacts(ctx: Context, req: c.JobArtifacts, user: str) -> c.Artifacts:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.context import Context
+from nvq.daemon.handlers.context import Context
 
 
 async def busy_mode(ctx: Context, req: c.BusyMode, user: str) -> c.BusyView:

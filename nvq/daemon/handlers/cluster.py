@@ -10,14 +10,14 @@ import msgspec
 from nvq import control as c
 from nvq.config import ConfigError, load_config
 from nvq.config.changes import cluster_retry as retry_plan
-from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError
-from nvq.daemon.held import locked
+from nvq.daemon.core.errors import RequestError
+from nvq.daemon.core.held import locked
+from nvq.daemon.handlers.context import Context
 
 log = logging.getLogger("nvq.clusters")
 
 if TYPE_CHECKING:
-    from nvq.daemon.pilots import DaemonPilots
+    from nvq.daemon.machines.pilots import DaemonPilots
 
 
 def _pilots(ctx: Context) -> DaemonPilots:
@@ -25,7 +25,7 @@ def _pilots(ctx: Context) -> DaemonPilots:
         raise RequestError("no [[clusters]] in config.toml")
     # Here, not at the top: pilots bring asyncssh, which a daemon without [[clusters]]
     # or SSH nodes never loads (daemon/main.py starts them the same way).
-    from nvq.daemon.pilots import DaemonPilots
+    from nvq.daemon.machines.pilots import DaemonPilots
 
     if not isinstance(ctx.state.pilots, DaemonPilots):
         raise RequestError("no [[clusters]] in config.toml")

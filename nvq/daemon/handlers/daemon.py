@@ -6,8 +6,8 @@ import os
 
 from nvq import __version__, stopped_mark
 from nvq import control as c
-from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError
+from nvq.daemon.core.errors import RequestError
+from nvq.daemon.handlers.context import Context
 
 
 async def ping(ctx: Context, req: c.Ping, user: str) -> c.Pong:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from nvq import control as c
-from nvq.daemon import reserving
-from nvq.daemon.apply import apply, check_allowed
-from nvq.daemon.context import Context
-from nvq.daemon.errors import map_exceptions
-from nvq.daemon.held import locked
-from nvq.daemon.pinning import check_pin, into_lane
-from nvq.daemon.submit_checks import check_runnable
+from nvq.daemon.core.apply import apply, check_allowed
+from nvq.daemon.core.errors import map_exceptions
+from nvq.daemon.core.held import locked
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.placement import reserving
+from nvq.daemon.placement.pinning import check_pin, into_lane
+from nvq.daemon.placement.submit_checks import check_runnable
 from nvq.domain import deps, job_edit, request, transitions
 from nvq.model import Job, JobRecord, JobState, Outcome
 

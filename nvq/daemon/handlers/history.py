@@ -1,4 +1,4 @@
-"""`GpuHistory`: the cards' down-sampled history (kept by nvq.daemon.gpu_history)."""
+"""`GpuHistory`: the cards' down-sampled history (kept by nvq.daemon.machines.gpu_history)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest
+from nvq.daemon.core.errors import BadRequest
+from nvq.daemon.handlers.context import Context
 from nvq.store import gpu_history as history_table
 
 DAY = 86400.0

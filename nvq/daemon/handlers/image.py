@@ -13,12 +13,12 @@ from __future__ import annotations
 import anyio
 
 from nvq import control as c
-from nvq.daemon.blobs import blob_store
-from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest
+from nvq.daemon.core.errors import BadRequest
+from nvq.daemon.core.nodes import NodeRuntime
+from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.queue import node_views
-from nvq.daemon.image_staging import LISTED, STAGED, refusal
-from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.machines.blobs import blob_store
+from nvq.daemon.machines.image_staging import LISTED, STAGED, refusal
 from nvq_runner import protocol as p
 from nvq_runner.protocol import is_hash
 

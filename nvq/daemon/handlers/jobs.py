@@ -13,17 +13,17 @@ import anyio
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.apply import queue_admins
-from nvq.daemon.context import Context
-from nvq.daemon.effects import Effects
-from nvq.daemon.errors import BadRequest, map_exceptions
-from nvq.daemon.explain import explain
+from nvq.daemon.core.apply import queue_admins
+from nvq.daemon.core.effects import Effects
+from nvq.daemon.core.errors import BadRequest, map_exceptions
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.state import LIVE_STATES
 from nvq.daemon.handlers import world
+from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.logs import tail_text
 from nvq.daemon.handlers.why import rows_of, with_reason
-from nvq.daemon.held import locked
-from nvq.daemon.state import LIVE_STATES
-from nvq.daemon.unreachable import reassign_times
+from nvq.daemon.machines.unreachable import reassign_times
+from nvq.daemon.placement.explain import explain
 from nvq.domain import attempts, request, selection
 from nvq.domain.permissions import may_read_private
 from nvq.domain.validate import check_note

@@ -10,13 +10,13 @@ from typing import Any
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.apply import queue_admins
-from nvq.daemon.context import Context
-from nvq.daemon.effects import Effects
-from nvq.daemon.errors import BadRequest, map_exceptions
-from nvq.daemon.held import locked
-from nvq.daemon.placing import dependency_states, lane_statuses
-from nvq.daemon.state import State
+from nvq.daemon.core.apply import queue_admins
+from nvq.daemon.core.effects import Effects
+from nvq.daemon.core.errors import BadRequest, map_exceptions
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.placement.placing import dependency_states, lane_statuses
 from nvq.domain import deps, lanes, permissions, request
 from nvq.model import JobRecord, JobState, NewEvent, Tx
 

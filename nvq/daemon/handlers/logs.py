@@ -1,6 +1,6 @@
 """`nvq logs` (streamed to the CLI chunk by chunk) and the tail `job show --logs`
 includes: from the queue host's copy of the attempt's output where there is one
-(`nvq.daemon.output_copies`: it works while the node is down or gone, and holds both
+(`nvq.daemon.output.output_copies`: it works while the node is down or gone, and holds both
 streams in the order written), else the job's node reads its log files and sends
 them over the link."""
 
@@ -13,9 +13,10 @@ from typing import Any
 
 import anyio
 
-from nvq.daemon.errors import BadRequest, RequestError
-from nvq.daemon.nodes import NodeRuntime
-from nvq.daemon.output_copy import (
+from nvq.daemon.core.errors import BadRequest, RequestError
+from nvq.daemon.core.nodes import NodeRuntime
+from nvq.daemon.core.state import State
+from nvq.daemon.output.output_copy import (
     Renderer,
     Shown,
     copy_paths,
@@ -24,7 +25,6 @@ from nvq.daemon.output_copy import (
     records,
     whole_records_end,
 )
-from nvq.daemon.state import State
 from nvq.domain import attempts
 from nvq.model import JobRecord, JobState
 from nvq_runner import protocol as p

@@ -6,13 +6,13 @@ from __future__ import annotations
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.apply import apply, check_allowed
-from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
-from nvq.daemon.held import locked
-from nvq.daemon.pinning import lane_tail
-from nvq.daemon.state import State
-from nvq.daemon.submit_checks import check_runnable
+from nvq.daemon.core.apply import apply, check_allowed
+from nvq.daemon.core.errors import BadRequest, RequestError, map_exceptions
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.placement.pinning import lane_tail
+from nvq.daemon.placement.submit_checks import check_runnable
 from nvq.domain import move as moving
 from nvq.domain import request
 from nvq.domain.lanes import lane_name

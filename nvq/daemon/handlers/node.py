@@ -26,13 +26,13 @@ import anyio
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.apply import apply
-from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
-from nvq.daemon.held import locked
-from nvq.daemon.nodes import NodeRuntime
-from nvq.daemon.runner_stop import stop_runner
-from nvq.daemon.state import State
+from nvq.daemon.core.apply import apply
+from nvq.daemon.core.errors import BadRequest, RequestError, map_exceptions
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.nodes import NodeRuntime
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.machines.runner_stop import stop_runner
 from nvq.domain import transitions
 from nvq.model import NewEvent, Tx
 

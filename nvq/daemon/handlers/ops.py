@@ -8,10 +8,10 @@ import anyio
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.context import Context
-from nvq.daemon.errors import RequestError, map_exceptions
-from nvq.daemon.nodes import NodeRuntime
-from nvq.daemon.state import State
+from nvq.daemon.core.errors import RequestError, map_exceptions
+from nvq.daemon.core.nodes import NodeRuntime
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
 
 
 async def alerts(ctx: Context, req: c.Alerts, user: str) -> c.Coded[list[c.Alert]]:

@@ -1,7 +1,7 @@
 """`nvq job cancel|release|requeue|priority|pause|resume`: moving jobs through their
 states or along the line. Each one locks, finds the jobs (those named, or those its
 selectors choose: `--user`, `--mine`, `--state`, `--tag`), and applies one pure
-transition to them (`nvq.daemon.apply`)."""
+transition to them (`nvq.daemon.core.apply`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import time
 from collections.abc import Iterable
 
 from nvq import control as c
-from nvq.daemon.apply import apply, check_allowed, queue_admins
-from nvq.daemon.context import Context
-from nvq.daemon.errors import USER_ERRORS, BadRequest, map_exceptions
-from nvq.daemon.held import locked
-from nvq.daemon.later import unless_disk_full
-from nvq.daemon.pinning import lane_tail
-from nvq.daemon.placing import dependency_states
-from nvq.daemon.state import LIVE_STATES, State
+from nvq.daemon.core.apply import apply, check_allowed, queue_admins
+from nvq.daemon.core.errors import USER_ERRORS, BadRequest, map_exceptions
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.later import unless_disk_full
+from nvq.daemon.core.state import LIVE_STATES, State
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.placement.pinning import lane_tail
+from nvq.daemon.placement.placing import dependency_states
 from nvq.domain import deps, ordering, request, selection, transitions
 from nvq.domain import requeue as requeueing
 from nvq.domain.transitions import TransitionError

@@ -10,17 +10,17 @@ import msgspec
 from nvq import __version__
 from nvq import control as c
 from nvq.config.stamp import file_stamp
-from nvq.daemon import reserving
-from nvq.daemon.array_summaries import summarise_arrays
-from nvq.daemon.card_flags import card_flag
-from nvq.daemon.context import Context
-from nvq.daemon.effects import Effects
-from nvq.daemon.errors import RequestError
-from nvq.daemon.held import locked
-from nvq.daemon.slots import node_runtime
-from nvq.daemon.state import State
-from nvq.daemon.unreachable import node_reassign_at, out_of_reach
-from nvq.daemon.views import gpu_views, with_health
+from nvq.daemon.core.effects import Effects
+from nvq.daemon.core.errors import RequestError
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.machines.card_flags import card_flag
+from nvq.daemon.machines.unreachable import node_reassign_at, out_of_reach
+from nvq.daemon.placement import reserving
+from nvq.daemon.placement.array_summaries import summarise_arrays
+from nvq.daemon.placement.slots import node_runtime
+from nvq.daemon.placement.views import gpu_views, with_health
 from nvq.domain import request
 from nvq.domain.card_marks import parse_card
 from nvq.model import ACTIVE_STATES, Event, JobState, NewEvent, NodeView, Tx

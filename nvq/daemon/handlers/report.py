@@ -6,8 +6,8 @@ from __future__ import annotations
 import anyio
 
 from nvq import control as c
-from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest
+from nvq.daemon.core.errors import BadRequest
+from nvq.daemon.handlers.context import Context
 from nvq.domain import report
 from nvq.home import Home
 from nvq.store.report import read_window

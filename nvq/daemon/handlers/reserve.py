@@ -1,11 +1,11 @@
 """`nvq reserve add|ls|rm`: cards set aside for some users over a window
-(`nvq.daemon.reserving`)."""
+(`nvq.daemon.placement.reserving`)."""
 
 from __future__ import annotations
 
 from nvq import control as c
-from nvq.daemon import reserving
-from nvq.daemon.context import Context
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.placement import reserving
 from nvq.domain.reservations import CardReservation
 
 

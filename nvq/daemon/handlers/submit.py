@@ -6,17 +6,17 @@ from __future__ import annotations
 import time
 
 from nvq import control as c
-from nvq.daemon import reserving
-from nvq.daemon.blobs import blob_store
-from nvq.daemon.context import Context
-from nvq.daemon.effects import Effects
-from nvq.daemon.errors import BadRequest, RequestError, map_exceptions
+from nvq.daemon.artifacts.snapshot_intake import check_sent
+from nvq.daemon.core.effects import Effects
+from nvq.daemon.core.errors import BadRequest, RequestError, map_exceptions
+from nvq.daemon.core.held import Held, locked
+from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.submit_preview import preview
-from nvq.daemon.held import Held, locked
-from nvq.daemon.pinning import check_pin, into_lane
-from nvq.daemon.quotas import check_queued
-from nvq.daemon.snapshot_intake import check_sent
-from nvq.daemon.submit_checks import await_reports, check_mail, check_runnable
+from nvq.daemon.machines.blobs import blob_store
+from nvq.daemon.placement import reserving
+from nvq.daemon.placement.pinning import check_pin, into_lane
+from nvq.daemon.placement.quotas import check_queued
+from nvq.daemon.placement.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, request, transitions
 from nvq.domain.validate import SpecError, validate_spec
 from nvq.home import queue_owner

@@ -4,7 +4,7 @@ gives the new job the world a submit from that place has.
 
 Typed inside the caller's working copy, the new job gets a fresh snapshot of that
 directory as it is now on the node, files the caller wrote since it started included
-(nvq.daemon.job_dir_snapshot: the same ignore rules and max_snapshot as any submit), so
+(nvq.daemon.artifacts.job_dir_snapshot: the same ignore rules and max_snapshot as any submit), so
 it runs on any node. `--in-place`, a caller with no snapshot, or a directory outside
 its working copy runs it in that directory itself, on the caller's node. `--workdir`
 and `--no-snapshot` mean what they mean outside. The new job takes the caller's
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from nvq import control as c
-from nvq.daemon.context import Context
-from nvq.daemon.errors import BadRequest
+from nvq.daemon.artifacts.job_dir_snapshot import snapshot_job_dir
+from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.handlers import submit
-from nvq.daemon.job_dir_snapshot import snapshot_job_dir
+from nvq.daemon.handlers.context import Context
 from nvq.domain.arrays import parse_array
 from nvq.model import JobRecord, JobSpec
 

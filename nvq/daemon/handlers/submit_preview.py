@@ -6,11 +6,11 @@ exist, and the placement itself for where it would go."""
 from __future__ import annotations
 
 from nvq import control as c
-from nvq.daemon.context import Context
-from nvq.daemon.pending_view import to_pending
-from nvq.daemon.placing import in_place_nodes, pass_facts
-from nvq.daemon.slots import node_slots
-from nvq.daemon.waits import PassFacts, analyze_all, lane_statuses
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.placement.pending_view import to_pending
+from nvq.daemon.placement.placing import in_place_nodes, pass_facts
+from nvq.daemon.placement.slots import node_slots
+from nvq.daemon.placement.waits import PassFacts, analyze_all, lane_statuses
 from nvq.domain import request
 from nvq.domain import waiting as w
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, place

@@ -1,5 +1,5 @@
 """The live event stream (`Subscribe`): the store's backlog after `since`, then each
-commit's events as `Held.commit` hands them to the fan-out (`nvq.daemon.subscribers`).
+commit's events as `Held.commit` hands them to the fan-out (`nvq.daemon.core.subscribers`).
 
 Streamed like `nvq logs`: the control server sends each yielded payload as a `Chunk`."""
 
@@ -9,10 +9,10 @@ import sqlite3
 from collections.abc import AsyncIterator
 
 from nvq import control as c
-from nvq.daemon.errors import RequestError
-from nvq.daemon.state import State
-from nvq.daemon.subscribers import Subscriber
-from nvq.daemon.visibility import Viewer, event_job_ids, shown_to
+from nvq.daemon.core.errors import RequestError
+from nvq.daemon.core.state import State
+from nvq.daemon.core.subscribers import Subscriber
+from nvq.daemon.handlers.visibility import Viewer, event_job_ids, shown_to
 from nvq.model import Event
 
 BACKLOG_PAGE = 1000  # events per chunk while catching up from the store

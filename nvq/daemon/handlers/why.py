@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import cast
 
 from nvq import control as c
-from nvq.daemon.context import Context
-from nvq.daemon.explain import waiting_of
-from nvq.daemon.placing import pass_facts, pending_of
-from nvq.daemon.slots import node_slots
-from nvq.daemon.waits import PassFacts, analyze_all, lane_block_of
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.placement.explain import waiting_of
+from nvq.daemon.placement.placing import pass_facts, pending_of
+from nvq.daemon.placement.slots import node_slots
+from nvq.daemon.placement.waits import PassFacts, analyze_all, lane_block_of
 from nvq.domain import request
 from nvq.domain.placement import PlacementResult
 from nvq.model import Job, JobRecord, JobState

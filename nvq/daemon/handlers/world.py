@@ -2,7 +2,7 @@
 store keeps what jobs still in the queue (in any state) reference, and frees the rest.
 Objects younger than the store's grace period stay, so a submit that has stored its
 snapshot but not yet its job is never robbed. Also the `[submit]` settings a member's
-submit asks for (their snapshot's blobs come in by nvq.daemon.snapshot_intake)."""
+submit asks for (their snapshot's blobs come in by nvq.daemon.artifacts.snapshot_intake)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import anyio
 
 from nvq import control as c
 from nvq.config import SubmitConfig
-from nvq.daemon.blobs import blob_store
-from nvq.daemon.chunk_sync import TreeLog
-from nvq.daemon.context import Context
-from nvq.daemon.held import locked
-from nvq.daemon.pull import check_paths, located, pull_into_staging
-from nvq.daemon.state import State
+from nvq.daemon.artifacts.chunk_sync import TreeLog
+from nvq.daemon.artifacts.pull import check_paths, located, pull_into_staging
+from nvq.daemon.core.held import locked
+from nvq.daemon.core.state import State
+from nvq.daemon.handlers.context import Context
+from nvq.daemon.machines.blobs import blob_store
 from nvq.home import queue_owner
 from nvq.world.blobs import GcReport
 

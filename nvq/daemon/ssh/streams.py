@@ -9,8 +9,8 @@ import anyio
 import anyio.abc
 import asyncssh
 
-from nvq.daemon.errors import RequestError
-from nvq.daemon.nodes import NodeRuntime
+from nvq.daemon.core.errors import RequestError
+from nvq.daemon.core.nodes import NodeRuntime
 
 STREAMLOCAL_RETRY = 0.01
 

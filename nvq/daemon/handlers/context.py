@@ -1,0 +1,22 @@
+"""What a request handler works with: the state, and the services built around it
+(`nvq.daemon.main` wires them)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from nvq import control as c
+from nvq.daemon.core.state import State
+from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.ops import Ops
+
+
+@dataclass(frozen=True)
+class Context:
+    state: State
+    machines: Machines  # reassignment, busy nodes, artifact syncs
+    ops: Ops  # alerts, notifier, backups
+    reload: Callable[[], Awaitable[c.Reloaded]] | None = None  # `daemon reload` (reload.py)
+    # user → the blobs (files, manifests) they sent through the daemon (snapshot_intake)
+    snapshots: dict[str, set[str]] = field(default_factory=dict)
