@@ -3,15 +3,30 @@ and every pilot as Slurm last listed it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from nvq.clusters.scaling import request_in
+from nvq.clusters.config import ClusterConfig
+from nvq.clusters.scaling import ScaleDecision, WaitingJob, request_in
+from nvq.clusters.slurm import PilotStatus
 
-if TYPE_CHECKING:
-    from nvq.clusters.pilots import PilotManager
+
+class Viewed(Protocol):
+    """What the view reads of a cluster's pilot manager (nvq.clusters.pilots), named
+    here so the view does not import the manager that calls it."""
+
+    cluster: ClusterConfig
+    statuses: dict[str, PilotStatus]
+    target: int | None
+    refused: str | None
+    last: ScaleDecision | None
+    error: str | None
+    waiting: list[WaitingJob]
+
+    @property
+    def login(self) -> object: ...
 
 
-def cluster_view(m: PilotManager, now: float) -> dict[str, Any]:
+def cluster_view(m: Viewed, now: float) -> dict[str, Any]:
     return {
         "name": m.cluster.name,
         "login": f"{m.cluster.host}:{m.cluster.port}",
