@@ -8,7 +8,9 @@ one of two tagged unions: `RunnerMsg` (runner → daemon) and `DaemonMsg`
 runner; it must import on the nodes' oldest CPython (3.9: `Optional`/`Union`, not
 `X | None`). Adding a message: its struct in the section of its direction, a member of
 its union at the end of the messages, and its name in `__all__`
-(tests/runner/test_protocol_contract.py checks all three).
+(tests/runner/test_protocol_contract.py checks all three); then its answer's row in
+`nvq.daemon.machines.runner_events.RUNNER_MESSAGES` or
+`nvq_runner.daemon_messages.DAEMON_MESSAGES` (a test holds each table to its union).
 
 Durable runner events (`JobStarted`, `JobExited`, `JobLost`, `LaunchFailed`,
 `AttemptFenced`, `JobSignalled`, `SetupPhase`) carry a per-node `seq`. The runner
