@@ -11,9 +11,10 @@ of two branches:
                     itself failed; the daemon answers "internal error: …" and logs it
                     unless the code that called knows what to say
 
-The daemon ends a request with the UserError branch as it is (its `RequestError` and
-`BadRequest` are of it); `map_exceptions` turns one kind into another where a caller
-knows better (a `SpecError` at submit is the user's bad input).
+A handler's UserError is its request's answer: the daemon runs every handler under
+`map_exceptions(USER_ERRORS)` (nvq.daemon.core.errors), which gives the branch its
+`RequestError` (exit 1) or `BadRequest` (BadInput, exit 2), the same message. Elsewhere
+`map_exceptions` turns one kind into another where a caller knows better.
 
 This module imports nothing: every front end and every floor may use it."""
 
