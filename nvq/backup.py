@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nvq.errors import UserError
 from nvq.home import AlreadyRunning, Home
 from nvq.store import jobs, meta
 from nvq.world.backup_blobs import carry, restore_blobs
@@ -28,7 +29,7 @@ NAME_RE = re.compile(r"queue-\d{8}-\d{6}(-\d+)?\.db")
 LAST_BACKUP = "last_backup_at"
 
 
-class BackupError(Exception):
+class BackupError(UserError):
     """One line for the user; nothing was published (or changed)."""
 
 

@@ -12,6 +12,7 @@ import pwd
 import stat
 from pathlib import Path
 
+from nvq.errors import UserError
 from nvq.home_root import config_text, root_text, socket_text
 
 TYPE_CHECKING = False
@@ -46,7 +47,7 @@ def queue_owner() -> str:
         return str(uid)
 
 
-class AlreadyRunning(Exception):
+class AlreadyRunning(UserError):
     """Another daemon holds this home's lock."""
 
 

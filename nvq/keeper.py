@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nvq.detach import spawn_detached
+from nvq.errors import UserError
 from nvq.home import Home
 
 log = logging.getLogger("nvq.keeper")
@@ -116,7 +117,7 @@ def _systemd_active(unit: str) -> bool:
     return proc.returncode == 0
 
 
-class KeeperError(Exception):
+class KeeperError(UserError):
     pass
 
 

@@ -40,11 +40,12 @@ import msgspec
 
 from nvq.domain import job_signal
 from nvq.domain.validate import SUBMIT_FIELDS, SpecError, validate_spec
+from nvq.errors import BadInput
 from nvq.model import JobSpec
 from nvq.values import duration_value, env_value, ids_value, parse_begin, show, size_value
 
 
-class ManifestError(Exception):
+class ManifestError(BadInput):
     """`<file>: job.<key>: <problem>`, one line."""
 
 

@@ -25,6 +25,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from nvq.errors import BadInput, UserError
 from nvq.remote_gate import END_ON_EOF, LOCAL_FLAG, leading_options, mentions_remote
 from nvq.remote_share import (
     MasterFailed,
@@ -65,7 +66,7 @@ WEB_FLAG = "--over-remote"
 SUBMITS = (["job", "submit"], ["job", "shell"])
 
 
-class RemoteError(Exception):
+class RemoteError(BadInput):
     pass
 
 
@@ -318,12 +319,13 @@ def maybe_forward(argv: list[str], home: Path) -> tuple[list[str], int | None]:
         return argv, exc.code
 
 
-class ForwardedExit(Exception):
+class ForwardedExit(UserError):
     """The forward stopped before the command ran there; its reason is already out."""
 
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code
+        self.exit_code = code
 
 
 def with_submit_world(

@@ -25,6 +25,8 @@ import socket
 import subprocess
 import sys
 
+from nvq.errors import Internal
+
 TYPE_CHECKING = False  # not from typing: every forwarded CLI call imports this module
 
 if TYPE_CHECKING:
@@ -113,7 +115,7 @@ def share_options(path: str) -> list[str]:
     return ["-o", "LogLevel=QUIET", "-o", "ControlMaster=no", "-o", f"ControlPath={path}"]
 
 
-class MasterFailed(Exception):
+class MasterFailed(Internal):
     """The master could not connect: ssh's exit status and what it said."""
 
     def __init__(self, code: int, stderr: bytes) -> None:

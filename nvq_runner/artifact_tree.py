@@ -21,6 +21,7 @@ from typing import Literal
 import msgspec
 
 from .chunking import chunks
+from .errors import NvqRunnerError
 from .tree_paths import TreePaths
 
 TREE_VERSION = 1
@@ -64,7 +65,7 @@ class ArtifactTree(msgspec.Struct, frozen=True, tag="artifact_tree"):
         return {e.path: e for e in self.entries}
 
 
-class TreeError(ValueError):
+class TreeError(NvqRunnerError, ValueError):
     """A tree that cannot be mounted or restored safely."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Optional
 
 from .blobcache import BlobCache, ObjectMismatch
+from .errors import NvqRunnerError
 from .protocol import BlobData, NeedBlobs, RunnerMsg
 
 BATCH_BYTES = 32 * 1024 * 1024
@@ -29,7 +30,7 @@ RECONNECT_TRIES = 60
 RECONNECT_DELAY = 2.0
 
 
-class FetchError(Exception):
+class FetchError(NvqRunnerError):
     """The blobs could not be fetched; the message is for the user."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
 from .container import found_runtimes
+from .errors import NvqRunnerError
 from .jobfiles import JobDir
 from .protocol import Manifest, Start
 
@@ -30,7 +31,7 @@ _loading: dict[str, asyncio.Lock] = {}
 LOADERS = ("podman", "docker")  # the runtimes with `load`, `pull` and `images`
 
 
-class ImageError(Exception):
+class ImageError(NvqRunnerError):
     pass
 
 

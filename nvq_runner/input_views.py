@@ -23,6 +23,7 @@ from pathlib import Path
 from .artifact_tree import FILE, ArtifactTree, TreeError, decode_tree
 from .artifact_view import LinkChunks, restore
 from .blobfetch import BlobFetcher, FetchError
+from .errors import NvqRunnerError
 from .job_artifacts import job_dir_owner
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 INDEX = "inputs.json"  # beside the inputs folder: what was given, for a remount
 
 
-class InputsError(Exception):
+class InputsError(NvqRunnerError):
     """The attempt cannot get its prerequisites' artifacts; the message is for the user."""
 
 

@@ -16,6 +16,7 @@ from .artifact_tree import ArtifactTree, TreeError, decode_tree, encode_tree
 from .artifact_view import ArtifactView, LinkChunks
 from .blobfetch import BlobFetcher, FetchError
 from .chunk_reads import read_chunks
+from .errors import NvqRunnerError
 from .protocol import (
     ArtifactsTreeQuery,
     ArtifactsTreeReply,
@@ -27,7 +28,7 @@ from .protocol import (
 log = logging.getLogger(__name__)
 
 
-class ArtifactsError(Exception):
+class ArtifactsError(NvqRunnerError):
     """The attempt cannot get its previous artifacts; the message is for the user."""
 
 

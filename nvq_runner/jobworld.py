@@ -25,6 +25,7 @@ from typing import Optional
 from . import workfiles
 from .blobcache import DEFAULT_CACHE_SIZE, BlobCache
 from .blobfetch import BlobFetcher, FetchError
+from .errors import NvqRunnerError
 from .image_load import ImageError, ensure_image
 from .input_views import InputsError, InputViews
 from .job_artifacts import ArtifactsError, JobArtifacts
@@ -49,7 +50,7 @@ SETUP_LOG = "setup.log"
 SETUP_LOG_LINES = 20
 
 
-class PrepareError(Exception):
+class PrepareError(NvqRunnerError):
     """The job cannot start; the message is for the user."""
 
 

@@ -13,10 +13,12 @@ import sys
 import time
 from pathlib import Path
 
+from .errors import NvqRunnerError
+
 SOCKET = "runner.sock"
 
 
-class RunnerError(Exception):
+class RunnerError(NvqRunnerError):
     """The runner could not be started or reached."""
 
 

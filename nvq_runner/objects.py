@@ -18,12 +18,14 @@ from typing import BinaryIO
 
 from nvq_runner.protocol import is_hash
 
+from .errors import NvqRunnerError
+
 BUFFER = 1024 * 1024
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
-class ObjectMismatch(Exception):
+class ObjectMismatch(NvqRunnerError):
     """What arrived does not hash to the name it was sent under."""
 
 

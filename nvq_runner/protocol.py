@@ -4,11 +4,13 @@ snapshot manifest a node reads out of the blob store.
 Every frame is a 4-byte big-endian length followed by a msgpack-encoded struct from
 one of two tagged unions: `RunnerMsg` (runner → daemon) and `DaemonMsg`
 (daemon → runner). This module is imported by both sides and depends on msgspec (and
-`tree_paths`, the path rule) alone, so a node needs nothing of the daemon to run the
+`tree_paths`, the path rule, and `errors`, the runner's exception root) alone, so a node needs nothing of the daemon to run the
 runner; it must import on the nodes' oldest CPython (3.9: `Optional`/`Union`, not
 `X | None`). Adding a message: its struct in the section of its direction, a member of
 its union at the end of the messages, and its name in `__all__`
-(tests/runner/test_protocol_contract.py checks all three).
+(tests/runner/test_protocol_contract.py checks all three); then its answer's row in
+`nvq.daemon.machines.runner_events.RUNNER_MESSAGES` or
+`nvq_runner.daemon_messages.DAEMON_MESSAGES` (a test holds each table to its union).
 
 Durable runner events (`JobStarted`, `JobExited`, `JobLost`, `LaunchFailed`,
 `AttemptFenced`, `JobSignalled`, `SetupPhase`) carry a per-node `seq`. The runner
@@ -68,6 +70,7 @@ from typing import Literal, Optional, Union
 
 import msgspec
 
+from .errors import NvqRunnerError
 from .tree_paths import TreePaths
 
 PROTOCOL_VERSION = 1
@@ -702,7 +705,7 @@ class Manifest(msgspec.Struct, frozen=True):
         return sum(e.size for e in self.entries if e.kind == FILE)
 
 
-class ManifestError(ValueError):
+class ManifestError(NvqRunnerError, ValueError):
     """A manifest that cannot be materialised safely."""
 
 
@@ -749,7 +752,7 @@ _daemon_decoder = msgspec.msgpack.Decoder(DaemonMsg)
 _encoder = msgspec.msgpack.Encoder()
 
 
-class FrameError(Exception):
+class FrameError(NvqRunnerError):
     """The byte stream is not a sequence of valid frames."""
 
 

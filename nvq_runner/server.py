@@ -16,19 +16,18 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from . import __version__, container, owner, procfs, recovery, write_order
+from . import __version__, container, owner, procfs
 from . import protocol as p
 from .allocation import allocated_gpus
-from .artifacts import manifest
 from .blobcache import BlobCache
 from .blobfetch import BlobFetcher
 from .conn import Conn
+from .daemon_messages import DAEMON_MESSAGES
 from .gpu import GpuBackend, GpuFacts, Watched, open_backend
 from .identity import QueueMemory
 from .image_stage import ImageStager
 from .job_artifacts import JobArtifacts
 from .job_socket import JobSockets
-from .jobfiles import JobDir
 from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
@@ -36,7 +35,6 @@ from .lease import Lease, fence, keep
 from .node_sample import take_sample
 from .outframes import fit_event
 from .sampling import worth_sending
-from .tail import tail
 
 log = logging.getLogger("nvq_runner")
 SOCKET = "runner.sock"
@@ -177,109 +175,22 @@ class Runner:
                 self.jobs.sockets.connection_lost()
 
     def _dispatch(self, conn: Conn, msg: p.DaemonMsg) -> None:
+        answer = DAEMON_MESSAGES.get(type(msg))
+        if answer is None:  # a union member without a row: tests/runner/test_daemon_messages.py
+            raise TypeError(f"no answer registered for daemon message {type(msg).__name__}")
         try:
-            if isinstance(msg, p.Start):
-                self.queue.saw(msg.queue_id, msg.job_id)
-                self.jobs.start(msg)
-            elif isinstance(msg, p.Kill):
-                self.jobs.kill(msg)
-            elif isinstance(msg, p.Ack):
-                self.journal.ack(msg.seq)
-            elif isinstance(msg, p.Tail):
-                self._tail(conn, msg)
-            elif isinstance(msg, p.Unfollow):
-                task = conn.tails.get(msg.req)
-                if task is not None:
-                    task.cancel()
-            elif isinstance(msg, p.Sync):
-                self._wake.set()
-            elif isinstance(msg, p.ArtifactsQuery):
-                asyncio.get_running_loop().create_task(self._artifacts(conn, msg))
-            elif isinstance(msg, p.BlobData):
-                self.fetcher.on_data(msg)
-            elif isinstance(msg, (p.ArtifactsTreeQuery, p.ReadChunks)):
-                asyncio.get_running_loop().create_task(self._artifacts_tree(conn, msg))
-            elif isinstance(msg, p.RelayDown):
-                self.jobs.sockets.on_down(msg)
-            elif isinstance(msg, p.Heartbeat):
-                self.lease.renew(msg.lease)
-                if msg.seq:
-                    conn.send(p.LeaseHeld(seq=msg.seq))
-            elif isinstance(msg, p.RecoverQuery):
-                asyncio.get_running_loop().create_task(self._recover(conn, msg))
-            elif isinstance(msg, (p.StageImage, p.ListImages)):
-                self.images.on_message(msg)
-            elif isinstance(msg, p.Owner):
-                self.owner = msg
-                self._busy = None  # report afresh on this connection
-                self._wake.set()
+            answer(self, conn, msg)
         except Exception:
             log.exception("handling %s failed", msg)
 
-    def _tail(self, conn: Conn, msg: p.Tail) -> None:
-        d = self.jobs.job_dir(msg.job_id)
-        if not d.path.is_dir():
-            conn.send(p.LogData(req=msg.req, eof=True, error=f"no job {msg.job_id} on this node"))
-            return
-        if msg.stream == "both":
-            self._tail_both(conn, msg, d)
-            return
-        path = d.attempt_log(msg.stream, msg.attempt)
-        if path is None:
-            error = f"no log of attempt {msg.attempt} of job {msg.job_id} on this node"
-            conn.send(p.LogData(req=msg.req, eof=True, error=error))
-            return
-        run = self.jobs.running.get(msg.job_id)
-        if run is not None and msg.attempt not in (None, run.rec.attempt):
-            run = None  # an earlier attempt's log: it grows no more
-        ended = run.ended if (run is not None and msg.follow) else None
-        task = asyncio.create_task(
-            tail(path, msg.req, msg.lines, ended, conn.send_log, msg.max_bytes, msg.offset))
-        conn.tails[msg.req] = task
-        task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
+    def wake(self) -> None:
+        """Sample (and report) now, not at the next interval."""
+        self._wake.set()
 
-    def _tail_both(self, conn: Conn, msg: p.Tail, d: JobDir) -> None:
-        logs = {s: d.attempt_log(s, msg.attempt) for s in write_order.STREAMS}
-        run = self.jobs.running.get(msg.job_id)
-        attempt = msg.attempt if msg.attempt is not None else (run.rec.attempt if run else None)
-        run = run if run is not None and attempt == run.rec.attempt else None
-        if attempt is None:
-            rec = d.read_record()
-            attempt = rec.attempt if rec is not None else None
-        if attempt is None or logs["stdout"] is None or logs["stderr"] is None:
-            error = f"no log of attempt {msg.attempt} of job {msg.job_id} on this node"
-            conn.send(p.LogData(req=msg.req, eof=True, error=error))
-            return
-        ended = run.ended if (run is not None and msg.follow) else None
-        drained = self.jobs.order.drained(d.path, attempt)
-        offsets = {"stdout": msg.offset or 0, "stderr": msg.err_offset or 0}
-        task = asyncio.create_task(write_order.merged_tail(
-            {s: path for s, path in logs.items() if path is not None},
-            write_order.order_path(d.path, attempt), msg.req, offsets, ended, drained,
-            conn.send_log))
-        conn.tails[msg.req] = task
-        task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
-
-    async def _artifacts(self, conn: Conn, msg: p.ArtifactsQuery) -> None:
-        root = self.jobs.job_dir(msg.job_id).artifacts
-        try:
-            files = await asyncio.to_thread(manifest, root)
-            conn.send(p.ArtifactsManifest(req=msg.req, job_id=msg.job_id, files=files,
-                                        root=str(root.absolute())))
-        except OSError as exc:
-            conn.send(p.ArtifactsManifest(req=msg.req, job_id=msg.job_id, error=str(exc)))
-
-    async def _recover(self, conn: Conn, msg: p.RecoverQuery) -> None:
-        running = [(r.rec.job_id, r.rec.attempt) for r in self.jobs.running.values()]
-        found = await asyncio.to_thread(
-            recovery.records, self.jobs.root, msg.job_ids, msg.queue_id, running)
-        conn.send(p.Recovered(req=msg.req, records=found))
-
-    async def _artifacts_tree(self, conn: Conn, msg: p.ArtifactsTreeQuery | p.ReadChunks) -> None:
-        directory = self.jobs.job_dir(msg.job_id).artifacts
-        reply = self.job_artifacts.read(msg, directory) if isinstance(msg, p.ReadChunks) \
-            else self.job_artifacts.describe(msg, directory)
-        conn.send(await reply)
+    def set_owner(self, msg: p.Owner) -> None:
+        self.owner = msg
+        self._busy = None  # report afresh on this connection
+        self._wake.set()
 
     async def _sync_requests(self, conn: Conn) -> None:
         """Jobs that touched `$NVQ_ARTIFACTS/.sync`: the daemon syncs them now."""
@@ -398,3 +309,4 @@ def _float_env(name: str, default: float) -> float:
         return float(os.environ.get(name, default))
     except ValueError:
         return default
+

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO, Optional
 
 from . import container, memlimit, procfs
+from .errors import NvqRunnerError
 from .gpu.base import visible_devices
 from .job_socket import BIN, SOCKET_NAME
 from .jobfiles import AttemptRecord, JobDir
@@ -32,7 +33,7 @@ PTYHOST = Path(__file__).with_name("ptyhost.py")
 PTYHOST_COPY = ".nvq-ptyhost.py"
 
 
-class LaunchError(Exception):
+class LaunchError(NvqRunnerError):
     pass
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from nvq.errors import UserError
+
 # a connection that broke mid-answer (the daemon died or was stopped meanwhile)
 WENT_AWAY = "the daemon went away while answering ({})"
 
 
-class ClientError(Exception):
+class ClientError(UserError):
     """The daemon refused a request (no such job, not allowed, bad value) or could not
     be asked. `str(exc)` is one line; `exit_code` is what `nvq` exits with for it."""
 

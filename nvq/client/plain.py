@@ -13,6 +13,7 @@ from _socket import AF_UNIX, SOCK_STREAM
 from _socket import socket as unix_socket
 
 from nvq.client.errors import WENT_AWAY, ClientError
+from nvq.errors import Internal
 
 TYPE_CHECKING = False  # typing itself costs the CLI call this module serves
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024  # nvq_runner.protocol.MAX_FRAME
 
 
-class NotAnswering(Exception):
+class NotAnswering(Internal):
     """Nothing listens on the socket, or what listens does not speak the plain wire:
     the caller asks again through the typed client."""
 

@@ -28,6 +28,7 @@ from nvq.daemon.ssh import (
     run_command,
 )
 from nvq.daemon.ssh.bootstrap import bootstrap_node
+from nvq.errors import Internal
 
 log = logging.getLogger("nvq.clusters")
 
@@ -37,7 +38,7 @@ DEFAULT_PYTHON: str = next(
 COMMAND_TIMEOUT = 60.0  # sbatch and squeue answer in well under a second unless slurmctld is stuck
 
 
-class SlurmError(Exception):
+class SlurmError(Internal):
     """A Slurm command failed; the message is Slurm's, on one line."""
 
 

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import msgspec
 
+from nvq.errors import BadInput
 
-class ConfigError(Exception):
+
+class ConfigError(BadInput):
     """A malformed config: the message names the file, the key and the problem."""
 
 

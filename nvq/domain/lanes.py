@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvq.domain import deps
+from nvq.errors import UserError
 from nvq.model import JobRecord, JobState
 
 _LANE_RE = re.compile(r"([^:\s]+):(\d+)")
 
 
-class LaneError(ValueError):
+class LaneError(UserError, ValueError):
     """A lane request that makes no sense (message for the user)."""
 
 

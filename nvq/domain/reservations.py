@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
+from nvq.errors import BadInput
+
 Card = tuple[str, int]  # (node, card index)
 
 
@@ -33,7 +35,7 @@ class CardReservation(msgspec.Struct, frozen=True, kw_only=True):
     created_at: float = 0.0
 
 
-class ReservationError(ValueError):
+class ReservationError(BadInput, ValueError):
     """A reservation that cannot be made, in words."""
 
 

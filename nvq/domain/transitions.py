@@ -13,11 +13,12 @@ import msgspec
 
 from nvq.domain import card_health, deps, request, retry_policy
 from nvq.domain.failure_reasons import failure_reason, oom_reason
+from nvq.errors import UserError
 from nvq.model import JobRecord, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
 from nvq_runner.protocol import JobExited, JobLost, JobStarted, LaunchFailed
 
 
-class TransitionError(Exception):
+class TransitionError(UserError):
     """The requested change is not allowed in the job's state (message for the user)."""
 
 

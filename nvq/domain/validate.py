@@ -24,6 +24,7 @@ from nvq.domain.lanes import parse_lane
 from nvq.domain.matching import parse_cuda
 from nvq.domain.notify_on import parse_notify_on
 from nvq.domain.retry_policy import parse_retries_on
+from nvq.errors import BadInput
 from nvq.model import JobSpec
 from nvq.values import MAX_INT, MIN_INT, check_id, check_seconds
 
@@ -128,7 +129,7 @@ def check_image(ref: str) -> str | None:
     return None
 
 
-class SpecError(ValueError):
+class SpecError(BadInput, ValueError):
     """A submission that cannot be queued: `field` is the JobSpec field at fault,
     `problem` what is wrong with it; the message names the flag."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from nvq.errors import Internal
 
-class DeliveryError(Exception):
+
+class DeliveryError(Internal):
     """The channel refused or failed; the message says why, in one line."""

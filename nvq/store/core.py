@@ -22,6 +22,7 @@ import msgspec
 
 from nvq.domain.alerts import resolutions
 from nvq.domain.fair_share import Usage
+from nvq.errors import Internal
 from nvq.model import Charge, Event, JobRecord, JobState, Reap, Tx
 from nvq.store import (
     alerts,
@@ -46,7 +47,7 @@ log = logging.getLogger("nvq.store")
 QUEUE_ID = "queue_id"
 
 
-class StoreError(Exception):
+class StoreError(Internal):
     """queue.db cannot be opened: one line for the user, naming the way out."""
 
 

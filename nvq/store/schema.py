@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from nvq.errors import Internal
+
 SCHEMA_VERSION = 25
 
 MIGRATIONS: list[str] = [
@@ -299,7 +301,7 @@ ALTER TABLE jobs ADD COLUMN phase TEXT NOT NULL DEFAULT '';
 ]
 
 
-class SchemaTooNew(Exception):
+class SchemaTooNew(Internal):
     """queue.db was written by a newer nvq: this one must not touch it."""
 
 

@@ -11,6 +11,7 @@ import socket
 import sys
 from pathlib import Path
 
+from nvq.errors import UserError
 from nvq.web import access
 from nvq.web.pages import Visitor
 
@@ -18,7 +19,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 
 
-class ListenError(Exception):
+class ListenError(UserError):
     """The address cannot be listened on (taken, not this machine's, not allowed)."""
 
 

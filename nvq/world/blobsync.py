@@ -24,6 +24,7 @@ from typing import IO
 
 import msgspec
 
+from nvq.errors import Internal
 from nvq.world.blobs import BlobStore, ObjectMismatch
 from nvq_runner.protocol import is_hash
 
@@ -34,7 +35,7 @@ MAX_LIST_LINE = 200 * 1024 * 1024  # a million blobs' names, with room to spare
 MAX_HEADER = 128
 
 
-class SyncError(Exception):
+class SyncError(Internal):
     """The exchange broke off; the message is one line for the user."""
 
 

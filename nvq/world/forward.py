@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from nvq.config import SubmitConfig
+from nvq.errors import Internal
 from nvq.world.blobsync import SourceChanged, SyncError, send
 from nvq.world.snapshot import SnapshotError, take_snapshot
 from nvq.world.submission import STAT_CACHE, blob_root
@@ -17,7 +18,7 @@ from nvq_runner.protocol import encode_manifest, manifest_id
 __all__ = ["ForwardError", "SnapshotError", "send_snapshot"]
 
 
-class ForwardError(Exception):
+class ForwardError(Internal):
     """The snapshot did not reach the queue host. `code` is the exit status to leave
     with (the remote command's, or ssh's); an empty message: the queue host has
     already said why."""

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nvq.errors import UserError
 from nvq.world.blobs import BlobStore, ObjectMismatch
 from nvq.world.statcache import StatCache
 from nvq_runner.objects import hash_file
@@ -40,7 +41,7 @@ STATE_MARKERS = ("queue.db", "daemon.lock", "runner.lock", "runner.pid")
 LARGEST_SHOWN = 5
 
 
-class SnapshotError(Exception):
+class SnapshotError(UserError):
     """The directory cannot be snapshotted; the message is one line for the user."""
 
 

@@ -7,6 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
+from ..errors import NvqRunnerError
 from ..protocol import GpuInfo, GpuSample
 from .health import CardEvidence
 
@@ -53,5 +54,5 @@ def visible_devices(indices: list[int]) -> str:
     return ",".join(_devices.get(i, str(i)) for i in indices)
 
 
-class BackendError(Exception):
+class BackendError(NvqRunnerError):
     """The backend asked for cannot run here."""

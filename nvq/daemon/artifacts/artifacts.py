@@ -37,6 +37,7 @@ from nvq.daemon.core.awaited import Awaited
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
+from nvq.errors import UserError
 from nvq.model import JobRecord, NewEvent, Tx
 from nvq_runner import protocol as p
 from nvq_runner.identity import dir_name
@@ -46,7 +47,7 @@ log = logging.getLogger("nvq.artifacts")
 QUERY_TIMEOUT = 30.0
 
 
-class SyncRefused(Exception):
+class SyncRefused(UserError):
     """The sync would exceed the artifacts quota."""
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from typing import get_args
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, get_args
 
 import anyio
 import msgspec
@@ -30,7 +30,6 @@ from nvq.daemon.sessions.relay import Relays
 from nvq.domain.card_health import unhealthy_events
 from nvq.model import NewAlert, NewEvent, Tx
 from nvq_runner import protocol as p
-from nvq_runner.protocol import ArtifactsTreeReply, SyncWanted
 
 log = logging.getLogger("nvq.daemon")
 
@@ -164,45 +163,63 @@ class RunnerEvents:
         node.mark_seen()
         if node.name in self._replaying and not isinstance(msg, (p.Hello, *_JOURNALED)):
             await self._replayed(node)
-        if isinstance(msg, p.Sample):
-            previous = node.sample
-            self._on_sample(node, msg)
-            if sick := unhealthy_events(node.name, previous, msg, node.card_marks):
-                async with locked(self.state) as held:
-                    await held.commit(Tx(events=sick))
-        elif isinstance(msg, p.LogData):
-            deliver = node.log_streams.get(msg.req)
-            if deliver is not None:
-                if msg.eof:
-                    node.log_streams.pop(msg.req, None)
-                deliver(msg)
-        elif isinstance(msg, p.Hello):
-            await self._on_hello(node, msg)
-        elif isinstance(msg, p.ArtifactsManifest):
-            self.machines.artifacts.on_manifest(msg)
-        elif isinstance(msg, p.Busy):
-            await self.machines.on_busy(node, msg)
-        elif isinstance(msg, p.NeedBlobs):
-            await blobs.serve(node, self.state.home, msg)
-        elif isinstance(msg, ArtifactsTreeReply):
-            self.machines.artifacts.chunked.on_reply(msg)
-        elif isinstance(msg, p.ChunkBytes):
-            self.machines.artifacts.chunked.link_reads.on_reply(msg)
-        elif isinstance(msg, SyncWanted):
-            self.machines.syncs.sync_now(node, msg.job_id, msg.attempt)
-        elif isinstance(msg, p.Recovered):
-            self.recovery.answer(msg)
-        elif isinstance(msg, p.RelayUp):
-            self.relays.on_up(node, msg)
-        elif isinstance(msg, p.LeaseHeld):
-            node.lease_book.held(msg.seq)
-        elif isinstance(msg, p.NodeImages):
-            node.images = msg
-            LISTED.answer(msg.req, msg)
-        elif isinstance(msg, p.ImageStaged):
-            STAGED.answer(msg.req, msg)
-        else:
-            await self._journaled(node, [msg])
+        answer = RUNNER_MESSAGES.get(type(msg))
+        if answer is None:  # a union member without a row: tests/daemon/test_runner_messages.py
+            raise TypeError(f"no answer registered for runner message {type(msg).__name__}")
+        await answer(self, node, msg)
+
+    # One answer per runner message, registered in RUNNER_MESSAGES below.
+
+    async def _sample(self, node: NodeRuntime, msg: p.Sample) -> None:
+        previous = node.sample
+        self._on_sample(node, msg)
+        if sick := unhealthy_events(node.name, previous, msg, node.card_marks):
+            async with locked(self.state) as held:
+                await held.commit(Tx(events=sick))
+
+    async def _log_data(self, node: NodeRuntime, msg: p.LogData) -> None:
+        deliver = node.log_streams.get(msg.req)
+        if deliver is not None:
+            if msg.eof:
+                node.log_streams.pop(msg.req, None)
+            deliver(msg)
+
+    async def _manifest(self, node: NodeRuntime, msg: p.ArtifactsManifest) -> None:
+        self.machines.artifacts.on_manifest(msg)
+
+    async def _busy(self, node: NodeRuntime, msg: p.Busy) -> None:
+        await self.machines.on_busy(node, msg)
+
+    async def _need_blobs(self, node: NodeRuntime, msg: p.NeedBlobs) -> None:
+        await blobs.serve(node, self.state.home, msg)
+
+    async def _tree_reply(self, node: NodeRuntime, msg: p.ArtifactsTreeReply) -> None:
+        self.machines.artifacts.chunked.on_reply(msg)
+
+    async def _chunk_bytes(self, node: NodeRuntime, msg: p.ChunkBytes) -> None:
+        self.machines.artifacts.chunked.link_reads.on_reply(msg)
+
+    async def _sync_wanted(self, node: NodeRuntime, msg: p.SyncWanted) -> None:
+        self.machines.syncs.sync_now(node, msg.job_id, msg.attempt)
+
+    async def _recovered(self, node: NodeRuntime, msg: p.Recovered) -> None:
+        self.recovery.answer(msg)
+
+    async def _relay_up(self, node: NodeRuntime, msg: p.RelayUp) -> None:
+        self.relays.on_up(node, msg)
+
+    async def _lease_held(self, node: NodeRuntime, msg: p.LeaseHeld) -> None:
+        node.lease_book.held(msg.seq)
+
+    async def _node_images(self, node: NodeRuntime, msg: p.NodeImages) -> None:
+        node.images = msg
+        LISTED.answer(msg.req, msg)
+
+    async def _image_staged(self, node: NodeRuntime, msg: p.ImageStaged) -> None:
+        STAGED.answer(msg.req, msg)
+
+    async def _journaled_one(self, node: NodeRuntime, msg: p.JournaledEvent) -> None:
+        await self._journaled(node, [msg])
 
     def _on_sample(self, node: NodeRuntime, sample: p.Sample) -> None:
         previous, node.sample = node.sample, sample
@@ -287,3 +304,27 @@ class RunnerEvents:
         replaying = node.name in self._replaying
         await apply_journaled(self.state, node, evs, replaying=replaying,
                               reconcile=self._reconcile)
+
+
+# What answers each runner message, one row per member of `p.RunnerMsg` (held
+# complete by tests/daemon/test_runner_messages.py): the method names the wing it
+# hands the message to. Journaled events that arrive in a run skip this table
+# (`on_messages` gives the run to `apply_journaled` whole).
+Answer = Callable[[RunnerEvents, NodeRuntime, Any], Awaitable[None]]
+RUNNER_MESSAGES: dict[type[p.RunnerMsg], Answer] = {
+    p.Hello: RunnerEvents._on_hello,
+    p.Sample: RunnerEvents._sample,
+    p.LogData: RunnerEvents._log_data,
+    p.ArtifactsManifest: RunnerEvents._manifest,
+    p.Busy: RunnerEvents._busy,
+    p.NeedBlobs: RunnerEvents._need_blobs,
+    p.ArtifactsTreeReply: RunnerEvents._tree_reply,
+    p.ChunkBytes: RunnerEvents._chunk_bytes,
+    p.SyncWanted: RunnerEvents._sync_wanted,
+    p.Recovered: RunnerEvents._recovered,
+    p.RelayUp: RunnerEvents._relay_up,
+    p.LeaseHeld: RunnerEvents._lease_held,
+    p.NodeImages: RunnerEvents._node_images,
+    p.ImageStaged: RunnerEvents._image_staged,
+    **{event: RunnerEvents._journaled_one for event in _JOURNALED},
+}

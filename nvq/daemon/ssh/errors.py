@@ -10,9 +10,10 @@ import socket
 import asyncssh
 
 from nvq.config import NodeConfig
+from nvq.errors import Internal
 
 
-class NodeUnreachable(Exception):
+class NodeUnreachable(Internal):
     """The node cannot be reached or the link to it broke: refused, timed out, DNS,
     authentication, host key, lost connection. The message is one line naming the node.
     `permanent`: retrying cannot help until a person acts (a host key to verify, a key

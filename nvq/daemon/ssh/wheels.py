@@ -36,6 +36,7 @@ from pathlib import Path
 import nvq
 import nvq_runner
 from nvq.daemon.ssh.errors import tail
+from nvq.errors import Internal
 
 # What the runner imports besides itself (distribution names, as pip knows them).
 RUNNER_DEPENDENCIES = ("msgspec", "nvidia-ml-py", "mfusepy")
@@ -99,7 +100,7 @@ def _matches_local(target: Target) -> bool:
 # ------------------------------------------------------------------ wheels
 
 
-class WheelError(Exception):
+class WheelError(Internal):
     """A queue-host side failure while making wheels (message: one line)."""
 
 
