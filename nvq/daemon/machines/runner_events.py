@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import get_args
+from typing import Protocol, get_args
 
 import anyio
 import msgspec
@@ -26,29 +26,46 @@ from nvq.daemon.machines.image_staging import LISTED, STAGED
 from nvq.daemon.machines.reassign import Machines
 from nvq.daemon.machines.unreachable import node_reassign_at
 from nvq.daemon.placement.views import capacity_grew
-from nvq.daemon.sessions.relay import Relays
 from nvq.domain.card_health import unhealthy_events
 from nvq.model import NewAlert, NewEvent, Tx
 from nvq_runner import protocol as p
-from nvq_runner.protocol import ArtifactsTreeReply, SyncWanted
 
 log = logging.getLogger("nvq.daemon")
 
 _JOURNALED: tuple[type, ...] = get_args(p.JournaledEvent)
 
 
+class ArtifactMessages(Protocol):
+    """The artifacts wing's door (`nvq.daemon.artifacts.runner_messages`), above this one."""
+
+    def on_manifest(self, msg: p.ArtifactsManifest) -> None: ...
+    def on_tree(self, msg: p.ArtifactsTreeReply) -> None: ...
+    def on_chunk(self, msg: p.ChunkBytes) -> None: ...
+    def on_sync_wanted(self, node: NodeRuntime, msg: p.SyncWanted) -> None: ...
+
+
+class RelayDoor(Protocol):
+    """Jobs' own requests, relayed from $NVQ_SOCKET (`nvq.daemon.sessions.relay.Relays`)."""
+
+    def on_up(self, node: NodeRuntime, msg: p.RelayUp) -> None: ...
+    def drop(self, node: NodeRuntime) -> None: ...
+
+
 class RunnerEvents:
     """What every node link calls (`nvq.daemon.machines.link`)."""
 
-    def __init__(self, state: State, machines: Machines) -> None:
+    def __init__(
+        self, state: State, machines: Machines, artifacts: ArtifactMessages, relays: RelayDoor
+    ) -> None:
         self.state = state
         self.machines = machines
+        self.artifacts = artifacts
         # Nodes whose replay of unacknowledged events is under way: it ends with the
         # first frame after it that is not a journaled event (the runner writes Hello
         # and the whole replay before anything else).
         self._replaying: set[str] = set()
         self.recovery = Recovery(state)  # jobs queue.db forgot, asked of their node
-        self.relays = Relays(state)  # jobs' own requests, relayed from $NVQ_SOCKET
+        self.relays = relays
 
     def find_node(self, name: str) -> NodeRuntime:
         return self.state.find_node(name)
@@ -179,17 +196,17 @@ class RunnerEvents:
         elif isinstance(msg, p.Hello):
             await self._on_hello(node, msg)
         elif isinstance(msg, p.ArtifactsManifest):
-            self.machines.artifacts.on_manifest(msg)
+            self.artifacts.on_manifest(msg)
         elif isinstance(msg, p.Busy):
             await self.machines.on_busy(node, msg)
         elif isinstance(msg, p.NeedBlobs):
             await blobs.serve(node, self.state.home, msg)
-        elif isinstance(msg, ArtifactsTreeReply):
-            self.machines.artifacts.chunked.on_reply(msg)
+        elif isinstance(msg, p.ArtifactsTreeReply):
+            self.artifacts.on_tree(msg)
         elif isinstance(msg, p.ChunkBytes):
-            self.machines.artifacts.chunked.link_reads.on_reply(msg)
-        elif isinstance(msg, SyncWanted):
-            self.machines.syncs.sync_now(node, msg.job_id, msg.attempt)
+            self.artifacts.on_chunk(msg)
+        elif isinstance(msg, p.SyncWanted):
+            self.artifacts.on_sync_wanted(node, msg)
         elif isinstance(msg, p.Recovered):
             self.recovery.answer(msg)
         elif isinstance(msg, p.RelayUp):
