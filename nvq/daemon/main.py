@@ -118,7 +118,7 @@ async def serve(home: Path) -> None:
                 _local_opener(config, node, home) if node.config is None
                 else _ssh_opener(state, node)))
             reloader = Reloader(state, ops, links, home, memory, pilots)
-            ctx = Context(state, machines, ops, memory, artifacts, syncs, reloader.reload)
+            ctx = Context(state, machines, ops, memory, artifacts, syncs, reloader)
 
             async def serve_relay(stream: ByteStream, user: str) -> None:
                 await serve_relayed(ctx, stream, user)

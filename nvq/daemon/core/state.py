@@ -78,9 +78,6 @@ class State:
         self._kick = anyio.Event()
         self._changed = anyio.Event()
         self.stop_requested = anyio.Event()
-        # The last reload's changes that need a restart (`queue status` names them
-        # until this daemon stops).
-        self.needs_restart: list[str] = []
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
         # `nvq reserve`: cards set aside over a window (daemon/placement/reserving.py)
         self.reservations: dict[str, CardReservation] = {}

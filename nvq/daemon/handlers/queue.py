@@ -50,9 +50,10 @@ async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
         **await ctx.ops.status(),  # open alerts, notify health, last backup, keeper
     }
     doc["arrays"] = arrays
-    doc["needs_restart"] = state.needs_restart
+    needs_restart = ctx.reloader.needs_restart if ctx.reloader is not None else []
+    doc["needs_restart"] = needs_restart
     doc["config_changed"] = (file_stamp(state.config.path) != state.config.read_stamp
-                             or bool(state.needs_restart))
+                             or bool(needs_restart))
     return msgspec.convert(doc, c.QueueStatus)
 
 

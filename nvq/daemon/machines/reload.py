@@ -40,6 +40,9 @@ class Reloader:
         self.home = home
         self.memory = memory  # placement's: a retired node's slot is forgotten
         self.pilots = pilots
+        # The last reload's changes that need a restart (`queue status` names them
+        # until this daemon stops).
+        self.needs_restart: list[str] = []
 
     async def reload(self) -> c.Reloaded:
         try:
@@ -77,7 +80,7 @@ class Reloader:
             state.mirror_cards()
             if self.pilots is not None:
                 self.pilots.reconfigure(config.clusters)
-            state.needs_restart = list(changes.refused)
+            self.needs_restart = list(changes.refused)
             if changes.applied or changes.refused:
                 data = {"applied": changes.applied, "refused": changes.refused}
                 await held.commit(Tx(events=[NewEvent("config_reloaded", None, None, data)]))
