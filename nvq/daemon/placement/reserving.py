@@ -21,10 +21,6 @@ from nvq.model import JobRecord, JobSpec, NewEvent, NodeView, Tx
 from nvq.store import reservations as table
 
 
-async def load(state: State) -> None:
-    state.reservations = {r.name: r for r in await state.store.sync(table.load)}
-
-
 async def add(
     state: State, res: CardReservation, user: str, *, gpus: int = 0, nodes: Sequence[str] = ()
 ) -> CardReservation:
