@@ -115,3 +115,25 @@ def test_the_check_sees_an_import_up_even_inside_a_function(tmp_path: Path) -> N
     late = tmp_path / "late.py"
     late.write_text("def f():\n    from nvq.daemon.serve.control_server import serve_relayed\n")
     assert "nvq.daemon.serve.control_server" in _imports("nvq.daemon.sessions.late", late)
+
+
+def drawing() -> str:
+    """The floor plan as the code has it: each wing and the wings it imports, with the
+    count of arrows (wing pairs), module ties and those running back up."""
+    ties = wing_ties()
+    pairs = {k: v for k, v in ties.items() if k[1] in {w for f in FLOORS for w in f}}
+    up = [k for k in pairs if _floor_of(k[1]) >= _floor_of(k[0])]
+    lines = [
+        f"{len(pairs)} arrows between wings ({sum(map(len, pairs.values()))} module ties), "
+        f"{len(up)} running back up; {len(list(DAEMON.glob('*.py')))} modules directly in "
+        "nvq/daemon"
+    ]
+    for i, floor in reversed(list(enumerate(FLOORS))):
+        for wing in sorted(floor):
+            below = sorted({t for (h, t) in pairs if h == wing})
+            lines.append(f"floor {i}  {wing:<10} -> {', '.join(below) or '-'}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python tests/layout/test_wings.py
+    print(drawing())
