@@ -39,7 +39,7 @@ from nvq.daemon.artifacts.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts.artifacts import Artifacts
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.ops import Ops
 from nvq.daemon.placement.memory import Memory
 from nvq.daemon.placement.placing import place_once
@@ -60,7 +60,7 @@ async def daemon(
     foreign_mb: int,
     fair_share: bool = True,
     reserved: bool = False,
-) -> tuple[State, Memory, Machines]:
+) -> tuple[State, Memory, Reassigner]:
     lines = ["[queue]", "local_node = false", 'headroom = "0"']
     lines += [f"fair_share = {'true' if fair_share else 'false'}", ""]
     for n in range(nodes):
@@ -71,7 +71,7 @@ async def daemon(
     state = State(config, store, home, hooks=Ops(config, store, home))
     syncs = ArtifactSyncs(state, Artifacts(state))
     state.follow(syncs)
-    machines = Machines(state, syncs)
+    machines = Reassigner(state, syncs)
     await state.load()
     await machines.load()
     if reserved:

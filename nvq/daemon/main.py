@@ -33,7 +33,7 @@ from nvq.daemon.handlers.context import Context
 from nvq.daemon.machines import lease_grants
 from nvq.daemon.machines.gpu_history import keep_history
 from nvq.daemon.machines.links import Links
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.reload import Reloader
 from nvq.daemon.machines.runner_events import RunnerEvents
 from nvq.daemon.machines.time_limits import warn_time_limits
@@ -97,7 +97,7 @@ async def serve(home: Path) -> None:
         from nvq.daemon.machines.pilots import DaemonPilots
 
         pilots = DaemonPilots(state)
-    machines = Machines(state, syncs, pilots)  # also placement's inputs
+    machines = Reassigner(state, syncs, pilots)  # also placement's inputs
     memory = Memory()  # placement's own, between passes
     relays = Relays(state)  # jobs' own requests, relayed from $NVQ_SOCKET
     runner_events = RunnerEvents(state, machines, ArtifactMessages(artifacts, syncs), relays)

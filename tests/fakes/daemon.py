@@ -2,7 +2,7 @@
 temporary path, one `run_link` per node driven by a `FakeRunner`, and the background
 tasks that `nvq.daemon.main.serve` starts (placement, machines, notifier).
 
-It wires the daemon the way `nvq.daemon.main.serve` does (State, Machines, Artifacts,
+It wires the daemon the way `nvq.daemon.main.serve` does (State, Reassigner, Artifacts,
 ArtifactSyncs, placement's Memory, RunnerEvents, Relays, Ops) and yields the `State`; submissions go through the real submit
 handler, so a test sees what a CLI submit would do.
 """
@@ -24,7 +24,7 @@ from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.submit import submit as submit_handler
 from nvq.daemon.machines.link import run_link
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.runner_events import RunnerEvents
 from nvq.daemon.ops import Ops
 from nvq.daemon.placement.memory import Memory
@@ -65,7 +65,7 @@ async def running_daemon(
     artifacts = Artifacts(state)
     syncs = ArtifactSyncs(state, artifacts)
     state.follow(syncs)
-    machines = Machines(state, syncs)
+    machines = Reassigner(state, syncs)
     memory = Memory()
     events = RunnerEvents(state, machines, ArtifactMessages(artifacts, syncs), Relays(state))
     _contexts[id(state)] = Context(state, machines, ops, memory, artifacts, syncs)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from nvq.daemon.artifacts.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts.artifacts import Artifacts
 from nvq.daemon.core.state import State
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.reload import Reloader
 from nvq.daemon.ops import Ops
 from nvq.daemon.placement.memory import Memory
@@ -17,7 +17,7 @@ from nvq.daemon.placement.memory import Memory
 @dataclass(frozen=True)
 class Context:
     state: State
-    machines: Machines  # reassignment, busy nodes, placement's inputs, the pilots
+    machines: Reassigner  # reassignment, busy nodes, placement's inputs, the pilots
     ops: Ops  # alerts, notifier, backups
     memory: Memory  # placement's: the last pass (`job why`, `queue status`, lanes)
     artifacts: Artifacts  # how artifacts travel and where they are kept

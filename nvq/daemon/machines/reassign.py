@@ -48,7 +48,10 @@ async def preempt(
     return await apply(held, jobs, lambda j: reassign.preempt(j, why, by))
 
 
-class Machines:
+class Reassigner:
+    """Reassignment, busy owners and `--max-runtime`; what placement asks of the machines
+    (`PlacementInputs`), the pilots included."""
+
     def __init__(self, state: State, syncs: Syncing, pilots: PilotNodes | None = None) -> None:
         self.state = state
         self.syncs = syncs

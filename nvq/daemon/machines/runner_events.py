@@ -23,7 +23,7 @@ from nvq.daemon.core.recovery import Recovery
 from nvq.daemon.core.state import State
 from nvq.daemon.machines import blobs
 from nvq.daemon.machines.image_staging import LISTED, STAGED
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.unreachable import node_reassign_at
 from nvq.daemon.placement.views import capacity_grew
 from nvq.domain.card_health import unhealthy_events
@@ -55,7 +55,7 @@ class RunnerEvents:
     """What every node link calls (`nvq.daemon.machines.link`)."""
 
     def __init__(
-        self, state: State, machines: Machines, artifacts: ArtifactMessages, relays: RelayDoor
+        self, state: State, machines: Reassigner, artifacts: ArtifactMessages, relays: RelayDoor
     ) -> None:
         self.state = state
         self.machines = machines

@@ -1,5 +1,5 @@
 """What placement asks of the wings above it, named here so that placement imports
-none of them: the reassignment side (`nvq.daemon.machines.reassign.Machines`: who may
+none of them: the reassignment side (`nvq.daemon.machines.reassign.Reassigner`: who may
 go where, fences, old attempts still stopping, preemption) and the Slurm pilot
 managers (`nvq.daemon.machines.pilots.DaemonPilots`). `nvq.daemon.main` hands the
 concrete ones in."""
