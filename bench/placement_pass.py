@@ -35,11 +35,13 @@ import msgspec
 from common import emit, machine, summary_ms
 
 from nvq.config import load_config
+from nvq.daemon.artifacts.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts.artifacts import Artifacts
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.ops import Ops
+from nvq.daemon.placement.memory import Memory
 from nvq.daemon.placement.placing import place_once
 from nvq.domain import request, transitions
 from nvq.domain.reservations import CardReservation
@@ -58,7 +60,7 @@ async def daemon(
     foreign_mb: int,
     fair_share: bool = True,
     reserved: bool = False,
-) -> tuple[State, Machines]:
+) -> tuple[State, Memory, Reassigner]:
     lines = ["[queue]", "local_node = false", 'headroom = "0"']
     lines += [f"fair_share = {'true' if fair_share else 'false'}", ""]
     for n in range(nodes):
@@ -67,7 +69,9 @@ async def daemon(
     store = await Store.open(Home(home).db)
     config = load_config(home)
     state = State(config, store, home, hooks=Ops(config, store, home))
-    machines = Machines(state, Artifacts(state))
+    syncs = ArtifactSyncs(state, Artifacts(state))
+    state.follow(syncs)
+    machines = Reassigner(state, syncs)
     await state.load()
     await machines.load()
     if reserved:
@@ -102,7 +106,7 @@ async def daemon(
         node.state = "up"
         node.reconciled = True
         node.send = lambda _msg: True
-    return state, machines
+    return state, Memory(), machines
 
 
 async def submit(state: State, specs: list[JobSpec], copies: int, accounts: int = 1) -> None:
@@ -119,13 +123,13 @@ async def submit(state: State, specs: list[JobSpec], copies: int, accounts: int 
 
 
 async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    state, machines = await daemon(
+    state, memory, machines = await daemon(
         home, nodes=1, cards=3 if args.reserved else 2, foreign_mb=0,
         fair_share=args.fair_share, reserved=args.reserved,
     )
     spec = JobSpec(command="true", gpus=1, vram_mb=CARD_MB)
     await submit(state, [spec], args.pending, args.accounts)
-    await place_once(state, machines)  # fills both cards
+    await place_once(state, memory, machines)  # fills both cards
     decision: list[float] = []
     whole: list[float] = []
     for _ in range(args.exits):
@@ -134,10 +138,10 @@ async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         async with locked(state) as held:
             await held.commit(Tx(jobs=[ended]))
         t0 = time.perf_counter()
-        await place_once(state, machines)
+        await place_once(state, memory, machines)
         whole.append((time.perf_counter() - t0) * 1000)
-        decision.append(float(state.placement_stats["last_pass_ms"]))
-        assert state.placement_stats["placed"] == 1
+        decision.append(float(memory.placement_stats["last_pass_ms"]))
+        assert memory.placement_stats["placed"] == 1
     await state.store.close()
     return {
         "case": "exit with identical jobs pending",
@@ -152,7 +156,7 @@ async def exit_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
 
 
 async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    state, machines = await daemon(
+    state, memory, machines = await daemon(
         home,
         nodes=64,
         cards=8,
@@ -167,9 +171,9 @@ async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     passes: list[float] = []
     for _ in range(args.passes):
         t0 = time.perf_counter()
-        await place_once(state, machines)
+        await place_once(state, memory, machines)
         passes.append((time.perf_counter() - t0) * 1000)
-        assert state.placement_stats["placed"] == 0
+        assert memory.placement_stats["placed"] == 0
     await state.store.close()
     return {
         "case": "full pass, nothing fits",
@@ -180,7 +184,7 @@ async def shapes_case(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "fair_share": args.fair_share,
         "reserved": args.reserved,
         "pass_ms": summary_ms([t / 1000 for t in passes]),
-        "considered": state.placement_stats.get("considered", args.pending),
+        "considered": memory.placement_stats.get("considered", args.pending),
     }
 
 

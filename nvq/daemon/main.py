@@ -1,8 +1,9 @@
 """`nvq daemon`: the process that owns queue.db and talks to every node.
 
-Wiring: the state (`state.py`), the services that receive it (machines, artifacts,
-alerts and backups), and one anyio task group: the control server, the placement
-loop, one link per node.
+Wiring: the state (`core/state.py`), the services built on it, each handed what it
+uses here and nowhere else (placement's memory and inputs, the artifact queue, the
+output copier, the pilots, the runner side, the relay), and one anyio task group:
+the control server, the placement loop, one link per node.
 `nvq daemon stop` (or SIGTERM) grants every runner it reaches a lease of
 `[queue] max_downtime`, then cancels it; runners and their jobs keep going.
 """
@@ -17,9 +18,12 @@ import sys
 from pathlib import Path
 
 import anyio
+from anyio.abc import ByteStream
 
 from nvq.config import Config, ConfigError, load_config
+from nvq.daemon.artifacts.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts.artifacts import Artifacts
+from nvq.daemon.artifacts.runner_messages import ArtifactMessages
 from nvq.daemon.artifacts.whole_file_conversion import convert_stored
 from nvq.daemon.core.disk_space import watch_disk
 from nvq.daemon.core.errors import RequestError
@@ -28,16 +32,18 @@ from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.machines import lease_grants
 from nvq.daemon.machines.gpu_history import keep_history
-from nvq.daemon.machines.link import ByteChannel, Opener
 from nvq.daemon.machines.links import Links
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.reload import Reloader
 from nvq.daemon.machines.runner_events import RunnerEvents
 from nvq.daemon.machines.time_limits import warn_time_limits
 from nvq.daemon.ops import Ops
 from nvq.daemon.output.output_copies import OutputCopies
+from nvq.daemon.placement.memory import Memory
 from nvq.daemon.placement.placing import placement_loop
-from nvq.daemon.serve.control_server import serve_control
+from nvq.daemon.serve.control_server import refuse_relayed, serve_control, serve_relayed
+from nvq.daemon.sessions.relay import Relays
+from nvq.daemon.ssh.byte_channel import ByteChannel, Opener
 from nvq.home import AlreadyRunning, Home, socket_path_problem
 from nvq.home_root import PRIVATE_UMASK
 from nvq.store import Store, StoreError, store_error
@@ -82,14 +88,19 @@ async def serve(home: Path) -> None:
     store = await Store.open(Home(home).db)
     ops = Ops(config, store, home)  # alerts and notifications ride on every commit
     state = State(config, store, home, hooks=ops)
-    machines = Machines(state, Artifacts(state))
-    runner_events = RunnerEvents(state, machines)
-    state.output_copies = copies = OutputCopies(state)
+    artifacts = Artifacts(state)
+    syncs = ArtifactSyncs(state, artifacts)  # the artifact work queue
+    copies = OutputCopies(state)
+    state.follow(syncs, copies)  # a commit's starts and ended attempts, its changed jobs
     pilots = None
     if config.clusters:
         from nvq.daemon.machines.pilots import DaemonPilots
 
-        state.pilots = pilots = DaemonPilots(state, machines, runner_events)
+        pilots = DaemonPilots(state)
+    machines = Reassigner(state, syncs, pilots)  # also placement's inputs
+    memory = Memory()  # placement's own, between passes
+    relays = Relays(state)  # jobs' own requests, relayed from $NVQ_SOCKET
+    runner_events = RunnerEvents(state, machines, ArtifactMessages(artifacts, syncs), relays)
     try:
         try:
             await state.load()
@@ -106,25 +117,31 @@ async def serve(home: Path) -> None:
             links = Links(tg, runner_events, lambda node: (
                 _local_opener(config, node, home) if node.config is None
                 else _ssh_opener(state, node)))
-            reloader = Reloader(state, ops, links, home)
-            ctx = Context(state, machines, ops, reloader.reload)
-            await tg.start(runner_events.relays.run, ctx)  # before any link delivers one
+            reloader = Reloader(state, ops, links, home, memory, pilots)
+            ctx = Context(state, machines, ops, memory, artifacts, syncs, reloader)
+
+            async def serve_relay(stream: ByteStream, user: str) -> None:
+                await serve_relayed(ctx, stream, user)
+
+            # before any link delivers one
+            await tg.start(relays.run, serve_relay, refuse_relayed)
             await tg.start(
                 serve_control,
                 ctx,
                 Home(home).socket,
                 config.queue.members_group,
             )
-            tg.start_soon(placement_loop, state, machines)
-            tg.start_soon(machines.run)  # artifact syncs, --max-runtime
+            tg.start_soon(placement_loop, state, memory, machines)
+            tg.start_soon(syncs.run)  # artifact syncs
+            tg.start_soon(machines.run)  # --max-runtime
             tg.start_soon(state.later.run)  # writes left waiting for disk space
             tg.start_soon(ops.notifier.run)  # woken by commits that owe deliveries
             tg.start_soon(ops.backup_loop)  # [queue.backup] enabled
-            tg.start_soon(keep_history, state)  # the Nodes page's chart
+            tg.start_soon(keep_history, state, pilots)  # the Nodes page's chart
             tg.start_soon(copies.run)  # every attempt's output, copied to this host
             tg.start_soon(warn_time_limits, state)  # 80 % of a --timeout: an event
             if pilots is not None:
-                tg.start_soon(pilots.run)  # [[clusters]]: one pilot manager each
+                tg.start_soon(pilots.run, runner_events)  # [[clusters]]: a manager each
             tg.start_soon(watch_disk, state)  # a full disk shown, and alerted once over
             tg.start_soon(runner_events.watch_down)  # reassignment when the lease rule allows
             tg.start_soon(lease_grants.keep, state)  # granted leases, kept in queue.db

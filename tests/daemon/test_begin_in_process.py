@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nvq.model import JobState
 from tests.fakes.aio import run
-from tests.fakes.daemon import eventually, job_now, running_daemon, submit
+from tests.fakes.daemon import eventually, job_now, memory_of, running_daemon, submit
 from tests.fakes.runner import FakeRunner
 
 
@@ -17,7 +17,7 @@ def test_a_job_starts_at_its_begin_time_on_the_loops_timer(tmp_path: Path) -> No
         runner = FakeRunner()
         async with runner, running_daemon(tmp_path, {"local": runner}) as core:
             await eventually(lambda: core.nodes["local"].reconciled)
-            await eventually(lambda: core.pass_facts is not None)
+            await eventually(lambda: memory_of(core).pass_facts is not None)
             begin = time.time() + 1.0
             job = await submit(core, gpus=1, begin_at=begin)
             # Nothing else happens on this queue: only the timer can start it.

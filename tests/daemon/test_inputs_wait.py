@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.domain.request import record_of
 from nvq.model import Job, JobRecord, JobState
 
@@ -24,7 +24,8 @@ def test_a_step_waits_for_its_prerequisites_final_sync() -> None:
         4: job(4, JobState.PENDING, after=[9]),
         5: job(5, JobState.RUNNING, after=[1]),
     }
-    machines = Machines(SimpleNamespace(jobs=jobs, reaps={}), SimpleNamespace())  # type: ignore[arg-type]
+    syncs = SimpleNamespace(syncing=set())
+    machines = Reassigner(SimpleNamespace(jobs=jobs, reaps={}), syncs)  # type: ignore[arg-type]
     assert machines.unplaceable() == set()
     machines.syncs.syncing.add(1)
     assert machines.unplaceable() == {1, 2, 3}

@@ -13,7 +13,7 @@ from nvq.clusters.slurm import PilotStatus
 from nvq.daemon.machines.pilots import DaemonPilots
 from nvq.domain.placement import NodeSlot, time_fits
 from tests.fakes.aio import run
-from tests.fakes.daemon import _contexts, running_daemon
+from tests.fakes.daemon import running_daemon
 
 CONFIG = """[queue]
 local_node = false
@@ -34,8 +34,7 @@ def _slot(fields: dict[str, Any]) -> NodeSlot:
 def test_a_vacated_pilot_stays_closed_to_untimed_jobs(tmp_path: Path) -> None:
     async def main() -> None:
         async with running_daemon(tmp_path, {}, CONFIG) as state:
-            ctx = _contexts[id(state)]
-            pilots = DaemonPilots(state, ctx.machines, None)  # type: ignore[arg-type]
+            pilots = DaemonPilots(state)
             status = PilotStatus("1", "RUNNING", None, 112.0, "c1")
             pilots.status["hpc/1"] = (status, time.time())
             assert time_fits(_slot(pilots.slot_fields("hpc/1")), None)  # 112 s > 110 s
@@ -58,8 +57,7 @@ def test_an_ending_pilot_takes_no_job(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with running_daemon(tmp_path, {}, CONFIG) as state:
-            ctx = _contexts[id(state)]
-            pilots = DaemonPilots(state, ctx.machines, None)  # type: ignore[arg-type]
+            pilots = DaemonPilots(state)
             pilots.status["hpc/1"] = (PilotStatus("1", "RUNNING", None, 115.0, "c1"), time.time())
             assert time_fits(_slot(pilots.slot_fields("hpc/1")), None)
             del pilots.status["hpc/1"]  # what pilot_ended does first

@@ -10,7 +10,7 @@ from nvq.daemon.placement.explain import waiting_of
 from nvq.model import JobState
 from nvq_runner import protocol as p
 from tests.fakes.aio import run
-from tests.fakes.daemon import _contexts, eventually, job_now, running_daemon, submit
+from tests.fakes.daemon import _contexts, eventually, job_now, memory_of, running_daemon, submit
 from tests.fakes.runner import GIB_MB, FakeRunner
 
 
@@ -36,24 +36,25 @@ def test_the_node_waits_for_the_urgent_job_whichever_victim_stops_first(tmp_path
                 lambda: all(core.jobs[j.id].state is JobState.RUNNING for j in (a, b))
             )
             urgent = await submit(core, gpus=2, vram_mb=20 * GIB_MB, priority=5)
-            await eventually(lambda: urgent.id in core.preempt_holds)
-            assert core.preempt_holds[urgent.id].victims == {a.id, b.id}
+            memory = memory_of(core)
+            await eventually(lambda: urgent.id in memory.preempt_holds)
+            assert memory.preempt_holds[urgent.id].victims == {a.id, b.id}
             # A job of the victims' own priority that one freed card would hold.
             small = await submit(core, gpus=1, vram_mb=big)
-            await eventually(lambda: core.pass_facts is not None and bool(core.pass_facts.holds))
-            assert core.pass_facts is not None and urgent.id in core.pass_facts.holds
+            await eventually(lambda: memory.pass_facts is not None and bool(memory.pass_facts.holds))
+            assert memory.pass_facts is not None and urgent.id in memory.pass_facts.holds
             ctx = _contexts[id(core)]
-            why = waiting_of(core, ctx.machines, core.jobs[urgent.id])
+            why = waiting_of(core, memory, ctx.machines, core.jobs[urgent.id])
             assert why is not None and why.reason == "Preempting", why
             assert why.detail == (
                 f"preempting jobs {a.id}, {b.id} on local: it starts there once they stopped"
             )
 
-            before = core.pass_facts.number
+            before = memory.pass_facts.number
             runner.exit(b.id, 143, reason="killed")  # the later one's exit comes first
             await eventually(lambda: not any(k[0] == b.id for k in core.reaps))
             # A pass after that exit (its own kick) still left both waiting.
-            await eventually(lambda: core.pass_facts is not None and core.pass_facts.number > before)
+            await eventually(lambda: memory.pass_facts is not None and memory.pass_facts.number > before)
             assert core.jobs[small.id].state is JobState.PENDING
             assert core.jobs[urgent.id].state is JobState.PENDING
 
@@ -81,11 +82,11 @@ def test_a_restarted_daemon_keeps_the_hold_of_victims_still_stopping(tmp_path: P
                     lambda: all(core.jobs[j.id].state is JobState.RUNNING for j in (a, b))
                 )
                 urgent = await submit(core, gpus=2, vram_mb=big, priority=5)
-                await eventually(lambda: urgent.id in core.preempt_holds)
+                await eventually(lambda: urgent.id in memory_of(core).preempt_holds)
             async with running_daemon(tmp_path, {"local": runner}) as again:
                 await eventually(lambda: again.nodes["local"].reconciled)
-                await eventually(lambda: urgent.id in again.preempt_holds)
-                hold = again.preempt_holds[urgent.id]
+                await eventually(lambda: urgent.id in memory_of(again).preempt_holds)
+                hold = memory_of(again).preempt_holds[urgent.id]
                 assert (hold.node, hold.victims) == ("local", frozenset({a.id, b.id}))
                 runner.exit(a.id, 143, reason="killed")
                 runner.exit(b.id, 143, reason="killed")

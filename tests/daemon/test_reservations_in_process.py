@@ -14,7 +14,7 @@ from nvq.daemon.placement import reserving
 from nvq.domain.reservations import CardReservation
 from nvq.model import JobState
 from tests.fakes.aio import run
-from tests.fakes.daemon import eventually, job_now, running_daemon, submit
+from tests.fakes.daemon import eventually, job_now, memory_of, running_daemon, submit
 from tests.fakes.runner import FakeRunner
 
 
@@ -23,7 +23,7 @@ def test_a_reservation_job_starts_when_the_window_opens(tmp_path: Path) -> None:
         runner = FakeRunner()
         async with runner, running_daemon(tmp_path, {"local": runner}) as core:
             await eventually(lambda: core.nodes["local"].reconciled)
-            await eventually(lambda: core.pass_facts is not None)
+            await eventually(lambda: memory_of(core).pass_facts is not None)
             start = time.time() + 1.0
             booked = CardReservation(
                 name="soon", cards=["local:1"], start=start, end=start + 3600, users=["tester"]

@@ -2,8 +2,8 @@
 temporary path, one `run_link` per node driven by a `FakeRunner`, and the background
 tasks that `nvq.daemon.main.serve` starts (placement, machines, notifier).
 
-It wires the daemon the way `nvq.daemon.main.serve` does (State, Machines, Artifacts,
-RunnerEvents, Ops) and yields the `State`; submissions go through the real submit
+It wires the daemon the way `nvq.daemon.main.serve` does (State, Reassigner, Artifacts,
+ArtifactSyncs, placement's Memory, RunnerEvents, Relays, Ops) and yields the `State`; submissions go through the real submit
 handler, so a test sees what a CLI submit would do.
 """
 
@@ -17,15 +17,19 @@ import anyio
 
 from nvq import control as c
 from nvq.config import load_config
+from nvq.daemon.artifacts.artifact_syncs import ArtifactSyncs
 from nvq.daemon.artifacts.artifacts import Artifacts
+from nvq.daemon.artifacts.runner_messages import ArtifactMessages
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.submit import submit as submit_handler
 from nvq.daemon.machines.link import run_link
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.runner_events import RunnerEvents
 from nvq.daemon.ops import Ops
+from nvq.daemon.placement.memory import Memory
 from nvq.daemon.placement.placing import placement_loop
+from nvq.daemon.sessions.relay import Relays
 from nvq.home import Home
 from nvq.model import Job, JobRecord, JobSpec
 from nvq.store import Store
@@ -58,14 +62,19 @@ async def running_daemon(
     loaded = load_config(home)
     ops = Ops(loaded, store, home)
     state = State(loaded, store, home, hooks=ops)
-    machines = Machines(state, Artifacts(state))
-    events = RunnerEvents(state, machines)
-    _contexts[id(state)] = Context(state, machines, ops)
+    artifacts = Artifacts(state)
+    syncs = ArtifactSyncs(state, artifacts)
+    state.follow(syncs)
+    machines = Reassigner(state, syncs)
+    memory = Memory()
+    events = RunnerEvents(state, machines, ArtifactMessages(artifacts, syncs), Relays(state))
+    _contexts[id(state)] = Context(state, machines, ops, memory, artifacts, syncs)
     try:
         await state.load()
         await machines.load()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(placement_loop, state, machines)
+            tg.start_soon(placement_loop, state, memory, machines)
+            tg.start_soon(syncs.run)
             tg.start_soon(machines.run)
             tg.start_soon(state.later.run)
             tg.start_soon(ops.notifier.run)
@@ -78,6 +87,11 @@ async def running_daemon(
         _contexts.pop(id(state), None)
         with anyio.CancelScope(shield=True):
             await store.close()
+
+
+def memory_of(core: State) -> Memory:
+    """Placement's memory of the daemon `running_daemon` yielded."""
+    return _contexts[id(core)].memory
 
 
 async def eventually(predicate: Callable[[], bool], timeout: float = 60) -> None:

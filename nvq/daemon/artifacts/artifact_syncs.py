@@ -61,7 +61,6 @@ class ArtifactSyncs:
         self.syncing: set[int] = set()  # jobs whose final sync runs: not placeable
         self._due: set[int] = set()  # jobs with a periodic sync queued or running
         self._send, self._recv = anyio.create_memory_object_stream[Work](10_000)
-        state.actions = self  # commits' starts and ended attempts come here
 
     # ------------------------------------------------------------ what commits owe
 

@@ -13,36 +13,37 @@ owner may `job pull` anyway."""
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING
 
 import anyio
 
+from nvq.daemon.artifacts.artifacts import Artifacts
 from nvq.daemon.artifacts.pull import located, pull_into_staging, work_dir
+from nvq.daemon.artifacts.snapshot_intake import Sent
 from nvq.daemon.core.errors import RequestError
+from nvq.daemon.core.state import State
 from nvq.daemon.machines.blobs import blob_store
 from nvq.model import JobRecord
 from nvq.world.snapshot import SnapshotError, store_snapshot, take_snapshot
 from nvq_runner.tree_paths import safe_path
 
-if TYPE_CHECKING:  # the handlers' context; importing it here would import every handler
-    from nvq.daemon.handlers.context import Context
 
-
-async def snapshot_job_dir(ctx: Context, caller: JobRecord, subdir: str, user: str) -> str:
+async def snapshot_job_dir(
+    state: State, artifacts: Artifacts, sent: Sent, caller: JobRecord, subdir: str, user: str
+) -> str:
     """The manifest id of `subdir` ("" its top) of running job `caller`'s working copy,
     as it is now on its node."""
     if subdir and not safe_path(subdir):
         raise RequestError(f"{subdir!r} is not a directory inside job {caller.id}'s working copy")
-    node, root = await located(ctx.state, ctx.machines.artifacts, caller)
+    node, root = await located(state, artifacts, caller)
     where = work_dir(caller, root)
     source = str(where / subdir) if subdir else str(where)
-    staging = await pull_into_staging(ctx.state.home, node, caller, root, [], whole=source)
-    config = ctx.state.config.submit
+    staging = await pull_into_staging(state.home, node, caller, root, [], whole=source)
+    config = state.config.submit
 
     def take() -> str:
         try:
             snapshot = take_snapshot(staging / "work", max_size=config.max_snapshot)
-            return store_snapshot(snapshot, blob_store(ctx.state.home))
+            return store_snapshot(snapshot, blob_store(state.home))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
@@ -52,5 +53,5 @@ async def snapshot_job_dir(ctx: Context, caller: JobRecord, subdir: str, user: s
         # the walk names the staged copy; the user knows the directory by its own path
         raise RequestError(str(exc).replace(str(staging / "work"), source)) from None
     # a member may submit it (snapshot_intake.check_sent): the daemon took it for them
-    ctx.snapshots.setdefault(user, set()).add(manifest)
+    sent.setdefault(user, set()).add(manifest)
     return manifest

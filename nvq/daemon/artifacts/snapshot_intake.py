@@ -19,8 +19,11 @@ from nvq.daemon.core.errors import RequestError
 from nvq.daemon.machines.blobs import blob_store
 from nvq.world.blobsync import SyncError, receive
 
-if TYPE_CHECKING:  # the handlers' context; importing it here would import every handler
-    from nvq.daemon.handlers.context import Context
+if TYPE_CHECKING:
+    from nvq.daemon.core.state import State
+
+# user → the blobs (files, manifests) they sent through the daemon (`Context.snapshots`)
+Sent = dict[str, set[str]]
 
 log = logging.getLogger("nvq.snapshots")
 
@@ -30,21 +33,21 @@ IDLE_LIMIT = 300.0
 EXCHANGES = 4
 
 
-def check_sent(ctx: Context, user: str, manifest_id: str) -> None:
+def check_sent(sent: Sent, user: str, manifest_id: str) -> None:
     """A member submits only a snapshot they sent (its manifest's bytes came from them,
     since this daemon started): another member's manifest id, read off `job show`,
     names their code but is not theirs to run."""
-    if manifest_id not in ctx.snapshots.get(user, ()):
+    if manifest_id not in sent.get(user, ()):
         raise RequestError(
             f"the snapshot {manifest_id[:12]} was not sent by {user}: submit from your own "
             "directory (or pass --no-snapshot)")
 
 
-def _proved(ctx: Context, user: str, names: list[str]) -> None:
-    sent = ctx.snapshots.setdefault(user, set())
-    if len(sent) + len(names) > KEPT_PER_USER:
-        sent.clear()  # memory stays bounded; their next submits send everything again
-    sent.update(names)
+def _proved(sent: Sent, user: str, names: list[str]) -> None:
+    theirs = sent.setdefault(user, set())
+    if len(theirs) + len(names) > KEPT_PER_USER:
+        theirs.clear()  # memory stays bounded; their next submits send everything again
+    theirs.update(names)
 
 
 # Blob names (files and manifests) remembered per member, in memory only: after a
@@ -53,19 +56,21 @@ def _proved(ctx: Context, user: str, names: list[str]) -> None:
 KEPT_PER_USER = 200_000
 
 
-async def receive_snapshot(ctx: Context, stream: SocketStream, go: bytes, user: str) -> None:
+async def receive_snapshot(
+    state: State, sent: Sent, stream: SocketStream, go: bytes, user: str
+) -> None:
     """Send `go` (the framed `Done`), then take the exchange in a thread, on a blocking
     copy of the connection's socket: the blob store's writes are blocking file I/O."""
     await stream.send(go)
     sock = stream.extra(SocketAttribute.raw_socket)
     fd = os.dup(sock.fileno())
-    store = blob_store(ctx.state.home)
-    limit = ctx.state.config.submit.max_snapshot
+    store = blob_store(state.home)
+    limit = state.config.submit.max_snapshot
 
-    known = ctx.snapshots.get(user, set())
+    known = sent.get(user, set())
 
     def proved(names: list[str]) -> None:  # in the exchange's thread, before the receipt
-        anyio.from_thread.run_sync(_proved, ctx, user, names)
+        anyio.from_thread.run_sync(_proved, sent, user, names)
 
     def exchange() -> int:
         with socket.socket(fileno=fd) as conn:

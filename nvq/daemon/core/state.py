@@ -15,13 +15,12 @@ import secrets
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 import msgspec
 
 from nvq.config import Config
-from nvq.config.types import ClusterConfig
 from nvq.daemon.core.effects import Actions, Effects
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.core.frames import kill_msg, start_msg, stop_signal
@@ -30,29 +29,15 @@ from nvq.daemon.core.live_index import LiveIndex
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.subscribers import Subscribers
 from nvq.daemon.core.usage import UsageBook
-from nvq.daemon.placement.waits import PassFacts
 from nvq.domain import alerts, card_marks, reassign
-from nvq.domain.placement import NodeSlot, PendingJob
-from nvq.domain.preemption import Hold
 from nvq.domain.reservations import CardReservation
-from nvq.domain.starvation import Reservation
-from nvq.model import JobRecord, JobState, NodeView, Reap, Tx
+from nvq.model import JobRecord, JobState, Reap, Tx
 from nvq.store import Store
 from nvq.store import reservations as reservation_table
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.daemon")
 
-
-class PilotNodes(Protocol):
-    """What placement and the node views ask of the [[clusters]] pilot managers
-    (daemon/machines/pilots.py), named here so the state does not import what builds on it."""
-
-    def after_placement(self) -> None: ...
-    def slot_fields(self, node: str) -> dict[str, Any]: ...
-    def may_fit(self, job: JobRecord) -> bool: ...
-    def node_views(self, views: list[NodeView]) -> list[NodeView]: ...
-    def reconfigure(self, clusters: list[ClusterConfig]) -> None: ...
 
 # States whose jobs live in memory (the rest are history, read from the database).
 LIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.HELD, JobState.PAUSED})
@@ -93,41 +78,30 @@ class State:
         self._kick = anyio.Event()
         self._changed = anyio.Event()
         self.stop_requested = anyio.Event()
-        # The last reload's changes that need a restart (`queue status` names them
-        # until this daemon stops).
-        self.needs_restart: list[str] = []
-        self.placement_stats: dict[str, float] = {}  # the last pass, for `queue status`
-        # job id → (job struct, its placement fields, PendingJob): see placing.pending_of
-        self.pending_cache: dict[int, tuple[JobRecord, dict[str, Any], PendingJob]] = {}
-        # node → (what its slot was made of, the slot): see placing.node_slots
-        self.slot_cache: dict[str, tuple[tuple[Any, ...], NodeSlot]] = {}
         self.lane_paused: dict[str, bool] = {}  # lanes table: lane → paused
-        self.lane_blocked: dict[str, str] = {}  # lane → why its head is not starting
-        self.reservation: Reservation | None = None  # a starving head's node
-        # urgent job → the node kept for it while its victims stop (daemon/placement/preempting.py)
-        self.preempt_holds: dict[int, Hold] = {}
-        self.preempt_holds_restored = False  # from the store's events, once after a start
-        # `nvq reserve`: cards set aside over a window (daemon/placement/reserving.py), and the
-        # next start or end of one (a timer on the placement loop)
+        # `nvq reserve`: cards set aside over a window (daemon/placement/reserving.py)
         self.reservations: dict[str, CardReservation] = {}
-        self.reservations_change_at: float | None = None
-        self.starves_at: float | None = None  # when the waiting head starts to starve
-        self.quota_wake_at: float | None = None  # when a user's day falls under its limit
-        self.begins_at: float | None = None  # the earliest --begin still to come
         self.subscribers = Subscribers()  # the live event stream's readers
-        self.pass_facts: PassFacts | None = None  # what the last placement pass saw
-        self.pilots: PilotNodes | None = None  # [[clusters]]: Slurm pilots as nodes
-        self.output_copies: JobsSeen | None = None  # every attempt's output, copied here
         # node → job ids its runner knows that queue.db does not (see runner_events)
         self.store_behind: dict[str, set[int]] = {}
         # node → job ids queue.db had forgotten and made again from its records
         self.recovered: dict[str, set[int]] = {}
         self.later = Later()  # writes a request left to land once the disk has room
         self.usage = UsageBook(config)  # fair share's ledger (see daemon/core/usage.py)
-        self.fair_share: dict[str, float] | None = None  # the last pass's standings
         self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
-        self.actions: Actions | None = None  # carries out starts and ended attempts
+        self._followers: tuple[Actions, JobsSeen | None] | None = None  # see follow
 
+    def follow(self, actions: Actions, copies: JobsSeen | None = None) -> None:
+        """Name who carries out what a commit owes beyond the mirror: starts and ended
+        attempts (the artifact queue), and every changed job (the output copier). Both
+        are built on this state, so `nvq.daemon.main` hands them over once they exist,
+        before `load`; a commit with starts before then is a wiring bug."""
+        self._followers = (actions, copies)
+
+    @property
+    def copies(self) -> JobsSeen | None:
+        """The output copier (`job logs` asks it how far a copy is)."""
+        return self._followers[1] if self._followers is not None else None
 
     async def load(self) -> None:
         queue = self.config.queue
@@ -258,7 +232,6 @@ class State:
             else:
                 self.jobs.pop(job.id, None)
                 self.index.forget(job.id)
-                self.pending_cache.pop(job.id, None)
         for reap in tx.add_reaps:
             key = (reap.job_id, reap.attempt)
             self.reaps[key] = reap
@@ -270,8 +243,8 @@ class State:
             self.reaping.pop(key, None)
         for lane, paused in tx.lanes:
             self.lane_paused[lane] = paused
-        if self.output_copies is not None and tx.jobs:
-            self.output_copies.on_jobs(tx.jobs)
+        if self.copies is not None and tx.jobs:
+            self.copies.on_jobs(tx.jobs)
         if tx.jobs or inserted:
             self.notify()
         return inserted
@@ -295,12 +268,13 @@ class State:
             node.applied_seq = max(node.applied_seq, seq)
             node.post(p.Ack(seq))
         if fx.starts or fx.ended:
-            assert self.actions is not None, "no one to carry out starts and syncs"
+            assert self._followers is not None, "no one to carry out starts and syncs"
+            actions = self._followers[0]
             for job in fx.starts:
                 if job.node is not None:
-                    self.actions.post_start(self.nodes[job.node], job)
+                    actions.post_start(self.nodes[job.node], job)
             for e in fx.ended:
-                self.actions.attempt_ended(e.node, e.job, e.attempt, kept=e.kept)
+                actions.attempt_ended(e.node, e.job, e.attempt, kept=e.kept)
         if fx.reconciled:
             self.notify()  # a node's picture changed: waiters look again
         if fx.kick:

@@ -10,4 +10,4 @@ from nvq.daemon.handlers.context import Context
 
 async def job_artifacts(ctx: Context, req: c.JobArtifacts, user: str) -> c.Artifacts:
     await ctx.state.get_job(req.id)  # no such job: one line, exit 1
-    return msgspec.convert(ctx.machines.artifacts.listing(req.id), c.Artifacts)
+    return msgspec.convert(ctx.artifacts.listing(req.id), c.Artifacts)

@@ -21,15 +21,15 @@ if TYPE_CHECKING:
 
 
 def _pilots(ctx: Context) -> DaemonPilots:
-    if ctx.state.pilots is None:
+    if ctx.machines.pilots is None:
         raise RequestError("no [[clusters]] in config.toml")
     # Here, not at the top: pilots bring asyncssh, which a daemon without [[clusters]]
     # or SSH nodes never loads (daemon/main.py starts them the same way).
     from nvq.daemon.machines.pilots import DaemonPilots
 
-    if not isinstance(ctx.state.pilots, DaemonPilots):
+    if not isinstance(ctx.machines.pilots, DaemonPilots):
         raise RequestError("no [[clusters]] in config.toml")
-    return ctx.state.pilots
+    return ctx.machines.pilots
 
 
 FRESH_WAIT = 10.0  # at most this long for a fresh squeue before the last one is shown

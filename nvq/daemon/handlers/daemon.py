@@ -15,9 +15,9 @@ async def ping(ctx: Context, req: c.Ping, user: str) -> c.Pong:
 
 
 async def reload(ctx: Context, req: c.Reload, user: str) -> c.Reloaded:
-    if ctx.reload is None:
+    if ctx.reloader is None:
         raise RequestError("this daemon cannot reload its config")
-    return await ctx.reload()
+    return await ctx.reloader.reload()
 
 
 async def stop_daemon(ctx: Context, req: c.StopDaemon, user: str) -> c.DaemonStopping:

@@ -34,7 +34,7 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
             placed = into_lane(state, request.replaced(job, fields).spec, job)
             fields |= {"lane": placed.spec.lane, "lane_pos": placed.lane_pos}
         if job.state is not JobState.RUNNING:
-            check_runnable(state, ctx.machines, request.replaced(job, fields))
+            check_runnable(state, ctx.memory, ctx.machines, request.replaced(job, fields))
 
         def change(one: JobRecord) -> Any:
             return job_edit.edit_fields(one, fields, by=user)

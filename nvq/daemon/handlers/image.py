@@ -16,9 +16,9 @@ from nvq import control as c
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.handlers.context import Context
-from nvq.daemon.handlers.queue import node_views
 from nvq.daemon.machines.blobs import blob_store
 from nvq.daemon.machines.image_staging import LISTED, STAGED, refusal
+from nvq.daemon.machines.node_views import node_views
 from nvq_runner import protocol as p
 from nvq_runner.protocol import is_hash
 
@@ -68,4 +68,4 @@ async def image_list(ctx: Context, req: c.ImageList, user: str) -> list[c.NodeCa
         for node in list(ctx.state.nodes.values()):
             tg.start_soon(one, node)
     return [c.NodeCache(node=v.name, runtime=v.runtime, images=v.images)
-            for v in node_views(ctx.state)]
+            for v in node_views(ctx.state, ctx.machines.pilots)]

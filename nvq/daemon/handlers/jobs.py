@@ -60,12 +60,12 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     if tried and tried[-1].outcome is not None and tried[-1].result is None:
         tried[-1].result = job.result  # the latest attempt's is the job's own
     doc["attempts"] = msgspec.to_builtins(tried)
-    doc["why"] = await explain(state, job)
+    doc["why"] = await explain(state, ctx.memory, job)
     if req.logs:
         doc["logs"] = await tail_text(state, job, req.logs)
     if isinstance(shown, c.JobRow):
         doc["reason_detail"] = reason_detail
-    synced = ctx.machines.artifacts.chunked.shown(req.id)
+    synced = ctx.artifacts.chunked.shown(req.id)
     if synced["syncs"]:
         doc["artifact_syncs"] = synced["syncs"]
         doc["artifact_notes"] = synced["notes"]
@@ -178,7 +178,7 @@ async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
                 Tx(delete_jobs=ids, events=[NewEvent("jobs_purged", None, None, data)]),
                 Effects(kick=True),
             )
-            ctx.machines.artifacts.delete(ids)  # their checkpoints go with them
+            ctx.artifacts.delete(ids)  # their checkpoints go with them
     if ids:
         await world.free_blobs(state)  # and their snapshots, unless another job shares one
     return c.Purged(purged=len(ids), ids=ids)

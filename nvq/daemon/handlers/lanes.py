@@ -5,6 +5,7 @@ A lane's order is its queued jobs' `lane_pos`; every reordering renumbers the la
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -43,11 +44,13 @@ async def _dep_status(state: State) -> dict[int, deps.DepStatus]:
     return {j.id: deps.dependency_status(j, states) for j in waiting}
 
 
-def _status_doc(state: State, st: lanes.LaneStatus) -> dict[str, Any]:
+def _status_doc(
+    state: State, st: lanes.LaneStatus, blocked: Mapping[str, str]
+) -> dict[str, Any]:
     node, gpu = lanes.parse_lane(st.lane)
-    blocked = st.blocked
-    if blocked is None and st.next is not None:
-        blocked = _node_block(state, node) or state.lane_blocked.get(st.lane)
+    why = st.blocked
+    if why is None and st.next is not None:
+        why = _node_block(state, node) or blocked.get(st.lane)
     return {
         "lane": st.lane,
         "node": node,
@@ -55,7 +58,7 @@ def _status_doc(state: State, st: lanes.LaneStatus) -> dict[str, Any]:
         "running": st.running,
         "next": st.queue,
         "paused": st.paused,
-        "blocked": blocked,
+        "blocked": why,
     }
 
 
@@ -71,7 +74,7 @@ def _node_block(state: State, name: str) -> str | None:
     return f"node {'connecting' if shown == 'up' else shown}"
 
 
-async def lanes_view(state: State) -> list[dict[str, Any]]:
+async def lanes_view(state: State, blocked: Mapping[str, str]) -> list[dict[str, Any]]:
     """Every GPU of every known node, plus any lane that still has jobs."""
     statuses = {s.lane: s for s in lane_statuses(state, await _dep_status(state))}
     names = set(statuses)
@@ -85,7 +88,7 @@ async def lanes_view(state: State) -> list[dict[str, Any]]:
             running=_running_on_card(state, name),
             paused=state.lane_paused.get(name, False),
         )
-        docs.append(_status_doc(state, st))
+        docs.append(_status_doc(state, st, blocked))
     return docs
 
 
@@ -101,13 +104,13 @@ def _running_on_card(state: State, lane: str) -> int | None:
     )
 
 
-async def lane_view(state: State, text: str) -> dict[str, Any]:
+async def lane_view(state: State, text: str, blocked: Mapping[str, str]) -> dict[str, Any]:
     name = resolve(state, text)
     statuses = {s.lane: s for s in lane_statuses(state, await _dep_status(state))}
     st = statuses.get(name) or lanes.LaneStatus(
         lane=name, running=None, paused=state.lane_paused.get(name, False)
     )
-    doc = _status_doc(state, st)
+    doc = _status_doc(state, st, blocked)
     running = state.jobs.get(st.running) if st.running is not None else None
     doc["running_job"] = request.view_of(running) if running is not None else None
     doc["jobs"] = [
@@ -118,16 +121,18 @@ async def lane_view(state: State, text: str) -> dict[str, Any]:
 
 
 async def lanes_request(ctx: Context, req: c.Lanes, user: str) -> list[c.LaneStatus]:
-    return msgspec.convert(await lanes_view(ctx.state), list[c.LaneStatus])
+    return msgspec.convert(await lanes_view(ctx.state, ctx.memory.lane_blocked), list[c.LaneStatus])
 
 
 async def lane_request(ctx: Context, req: c.Lane, user: str) -> c.LaneDetail:
     if req.action is None:
-        return msgspec.convert(await lane_view(ctx.state, req.lane), c.LaneDetail)
-    doc = await lane_action(
+        return msgspec.convert(
+            await lane_view(ctx.state, req.lane, ctx.memory.lane_blocked), c.LaneDetail
+        )
+    name = await lane_action(
         ctx.state, req.lane, req.action, req.ids, to=req.to, before=req.before, at=req.at, user=user
     )
-    return msgspec.convert(doc, c.LaneDetail)
+    return msgspec.convert(await lane_view(ctx.state, name, ctx.memory.lane_blocked), c.LaneDetail)
 
 
 async def lane_action(
@@ -140,7 +145,8 @@ async def lane_action(
     before: int | None,
     at: str | None,
     user: str,
-) -> dict[str, Any]:
+) -> str:
+    """Carry out `action` on a lane; its resolved name."""
     async with locked(state) as held:
         name = resolve(state, text)
         queued = lanes.queued_order([j for j in state.jobs.values() if j.spec.lane == name])
@@ -166,7 +172,7 @@ async def lane_action(
                     )
                 )
         await held.commit(tx, Effects(kick=True))
-    return await lane_view(state, name)
+    return name
 
 
 def _reorder(

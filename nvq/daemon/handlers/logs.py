@@ -83,7 +83,7 @@ async def open_logs(
 def _has_copy(state: State, job_id: int, attempt: int) -> bool:
     """Whether the queue host's copy answers: one is being made, holds output, or
     is complete and empty (a job that printed nothing, whose node may be gone)."""
-    copier = state.output_copies
+    copier = state.copies
     if copier is not None and copier.copying(job_id, attempt):
         return True
     out_path, state_path = copy_paths(state.home, job_id, attempt)
@@ -125,7 +125,7 @@ async def _from_copy(
     """The queue host's copy: its last `lines`, then (with follow) each piece as it
     arrives, until the attempt's output is all here."""
     path = copy_paths(state.home, job_id, attempt)[0]
-    copier = state.output_copies
+    copier = state.copies
     shown: Shown = stream if stream in ("stdout", "stderr", "both") else "stdout"  # type: ignore[assignment]
     renderer = Renderer(shown, marks)
     if copier is not None and ended and not follow:

@@ -56,7 +56,7 @@ async def move(ctx: Context, req: c.Move, user: str) -> c.Moved:
         if not job.state.finished:
             # As at submit: a pin no card there could ever hold is refused, not queued.
             as_waiting = msgspec.structs.replace(request.replaced(job, fields), state=JobState.PENDING)
-            check_runnable(state, ctx.machines, as_waiting)
+            check_runnable(state, ctx.memory, ctx.machines, as_waiting)
 
         def move_one(one: JobRecord) -> Outcome:
             if one.state.finished:

@@ -153,9 +153,9 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
         for job in requeued:
             kept = None
             if modes[job.id] == "fresh":
-                if ctx.machines.artifacts.has_any(job.id):
-                    kept = str(ctx.machines.artifacts.set_aside_dir(job.id, job.attempt))
-                ctx.machines.syncs.start_fresh(job, ended[job.id].node)
+                if ctx.artifacts.has_any(job.id):
+                    kept = str(ctx.artifacts.set_aside_dir(job.id, job.attempt))
+                ctx.syncs.start_fresh(job, ended[job.id].node)
             fields = request.fields_of(job)
             replies.append(c.Requeued(**fields, artifacts=modes[job.id], artifacts_kept=kept))
         return replies

@@ -66,7 +66,7 @@ async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, Job
             "(submit from the queue host, or pass --no-snapshot)"
         )
     if spec.manifest_id and user != queue_owner():  # the owner stores their own
-        check_sent(ctx, user, spec.manifest_id)
+        check_sent(ctx.snapshots, user, spec.manifest_id)
     job = transitions.new_job(spec, user=user, now=time.time())
     await await_reports(state, spec)
     return spec, job
@@ -81,7 +81,7 @@ async def _rows(
         await ctx.state.get_job(dep)
     new_jobs = await shape_submission(held, spec, job)
     check_queued(ctx.state, user, len(new_jobs))
-    return new_jobs, check_runnable(ctx.state, ctx.machines, new_jobs[0])
+    return new_jobs, check_runnable(ctx.state, ctx.memory, ctx.machines, new_jobs[0])
 
 
 async def shape_submission(held: Held, spec: JobSpec, job: JobRecord) -> list[JobRecord]:

@@ -49,7 +49,9 @@ async def submit_from_job(ctx: Context, req: c.SubmitFromJob, user: str) -> c.Js
         fresh = None
         if snapshots(args, live, req.subdir):
             assert req.subdir is not None
-            fresh = await snapshot_job_dir(ctx, live, req.subdir, user)
+            fresh = await snapshot_job_dir(
+                ctx.state, ctx.artifacts, ctx.snapshots, live, req.subdir, user
+            )
         spec = msgspec.structs.replace(spec_of(args), **world_of(args, live, req.cwd, fresh))
         checked(spec)
     except CliError as exc:

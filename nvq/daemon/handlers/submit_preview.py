@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from nvq import control as c
 from nvq.daemon.handlers.context import Context
-from nvq.daemon.placement.pending_view import to_pending
-from nvq.daemon.placement.placing import in_place_nodes, pass_facts
+from nvq.daemon.placement.pending_view import in_place_nodes, to_pending
+from nvq.daemon.placement.placing import pass_facts
 from nvq.daemon.placement.slots import node_slots
 from nvq.daemon.placement.waits import PassFacts, analyze_all, lane_statuses
 from nvq.domain import request
@@ -27,10 +27,12 @@ async def preview(ctx: Context, jobs: list[JobRecord], unreported: list[str]) ->
         fields = {**fields, "nodes": in_place_nodes(state.config, job.spec.cwd)}
     pending = to_pending(job, **fields)
     # The nodes as they are now (the last pass's facts predate what it started).
-    slots = node_slots(state, machines)
-    last = state.pass_facts
+    slots = node_slots(state, machines, ctx.memory.slot_cache)
+    last = ctx.memory.pass_facts
     empty = PlacementResult(placements=[], unschedulable=[])
-    facts = pass_facts(state, machines, slots, [], empty, last.dep_status if last else {})
+    facts = pass_facts(
+        state, ctx.memory, machines, slots, [], empty, last.dep_status if last else {}
+    )
     lane_block = _lane_block(facts, job, state.jobs)
     fits = analyze_all(facts, pending, lane_block)
     answer = c.SubmitPreview(count=len(jobs), job=request.view_of(job), nodes=fits, unreported=unreported)

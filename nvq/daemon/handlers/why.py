@@ -24,7 +24,7 @@ def with_reason(ctx: Context, job: JobRecord) -> Job:
     reassigned, is kept at the end of the words)."""
     if job.state not in WAITING_STATES:
         return request.view_of(job)
-    waiting = waiting_of(ctx.state, ctx.machines, job)
+    waiting = waiting_of(ctx.state, ctx.memory, ctx.machines, job)
     if waiting is None:
         return request.view_of(job)
     detail = waiting.detail
@@ -45,10 +45,12 @@ def rows_of(jobs: list[Job]) -> list[c.JobRow]:
 def current_facts(ctx: Context) -> PassFacts:
     """The last pass's facts; before any pass, the nodes as they are now."""
     state = ctx.state
-    if state.pass_facts is not None and state.pass_facts.nodes:
-        return state.pass_facts
+    last = ctx.memory.pass_facts
+    if last is not None and last.nodes:
+        return last
     empty = PlacementResult(placements=[], unschedulable=[])
-    return pass_facts(state, ctx.machines, node_slots(state, ctx.machines), [], empty, {})
+    slots = node_slots(state, ctx.machines, ctx.memory.slot_cache)
+    return pass_facts(state, ctx.memory, ctx.machines, slots, [], empty, {})
 
 
 async def why(ctx: Context, req: c.Why, user: str) -> c.WhyReport:
@@ -59,7 +61,7 @@ async def why(ctx: Context, req: c.Why, user: str) -> c.WhyReport:
     if job.state in WAITING_STATES:
         facts = current_facts(ctx)
         block = lane_block_of(facts, job, state.jobs)
-        nodes = analyze_all(facts, pending_of(state, ctx.machines, job), block)
+        nodes = analyze_all(facts, pending_of(state, ctx.memory, ctx.machines, job), block)
     report = c.WhyReport(
         id=job.id,
         state=str(job.state),

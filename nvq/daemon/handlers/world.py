@@ -44,7 +44,7 @@ async def pull(ctx: Context, req: c.Pull, user: str) -> c.Pulled:
     state = ctx.state
     check_paths(req.paths)
     job = await state.get_job(req.id)
-    node, root = await located(state, ctx.machines.artifacts, job)
+    node, root = await located(state, ctx.artifacts, job)
     mine = user == queue_owner()
     staging = await pull_into_staging(
         state.home, node, job, root, req.paths, for_user=None if mine else user

@@ -13,7 +13,8 @@ from typing import Any
 import anyio
 
 from nvq.daemon.core.state import State
-from nvq.daemon.handlers.queue import node_views
+from nvq.daemon.machines.node_views import node_views
+from nvq.daemon.placement.inputs import PilotNodes
 from nvq.store import gpu_history as history_table
 
 log = logging.getLogger("nvq.history")
@@ -29,10 +30,10 @@ def interval() -> float:
         return EVERY
 
 
-def points_now(state: State, at: float) -> list[tuple[Any, ...]]:
+def points_now(state: State, pilots: PilotNodes | None, at: float) -> list[tuple[Any, ...]]:
     """One row (history_table.COLUMNS) per card of every node that reported one."""
     rows: list[tuple[Any, ...]] = []
-    for node in node_views(state):
+    for node in node_views(state, pilots):
         if node.state not in ("up", "draining"):
             continue
         for g in node.gpus:
@@ -43,13 +44,13 @@ def points_now(state: State, at: float) -> list[tuple[Any, ...]]:
     return rows
 
 
-async def keep_history(state: State) -> None:
+async def keep_history(state: State, pilots: PilotNodes | None) -> None:
     every = interval()
     while True:
         now = time.time()
         await anyio.sleep(every - now % every)  # on the minute, so points line up
         at = time.time() // every * every
-        rows = points_now(state, at)
+        rows = points_now(state, pilots, at)
         if rows:
             await record(state, rows, at)
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import anyio
 
 from nvq.config.lease import heartbeat_interval
 from nvq.daemon.core.nodes import NodeRuntime, Sender
+from nvq.daemon.ssh.byte_channel import ByteChannel, Opener
 from nvq_runner import protocol as p
 
 log = logging.getLogger("nvq.link")
@@ -24,19 +25,6 @@ log = logging.getLogger("nvq.link")
 BACKOFF_FIRST = 0.2
 BACKOFF_MAX = 30.0
 SEND_QUEUE = 100_000
-
-
-class ByteChannel(Protocol):
-    async def receive(self) -> bytes:
-        """Next bytes; raises anyio.EndOfStream (or returns b"") when the peer closed."""
-        ...
-
-    async def send(self, data: bytes) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
-Opener = Callable[[], Awaitable[ByteChannel]]
 
 
 class NodeEvents(Protocol):

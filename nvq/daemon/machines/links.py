@@ -11,7 +11,8 @@ import anyio
 import anyio.abc
 
 from nvq.daemon.core.nodes import NodeRuntime
-from nvq.daemon.machines.link import NodeEvents, Opener, run_link
+from nvq.daemon.machines.link import NodeEvents, run_link
+from nvq.daemon.ssh.byte_channel import Opener
 
 
 class Links:

@@ -42,7 +42,7 @@ from nvq.daemon.machines import lease_grants
 from nvq.daemon.machines.link import NodeEvents, run_link
 from nvq.daemon.machines.pilot_ids import PilotIds
 from nvq.daemon.machines.pilot_link import STARTING, PilotLinkEvents
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import preempt
 from nvq.daemon.placement.pending_view import time_limit
 from nvq.domain import card_marks, reassign
 from nvq.model import JobRecord, JobState, NewEvent, NodeView, Tx
@@ -73,10 +73,9 @@ def lost(
 
 
 class DaemonPilots:
-    def __init__(self, state: State, machines: Machines, events: NodeEvents) -> None:
+    def __init__(self, state: State) -> None:
         self.state = state
-        self.machines = machines
-        self.events = events
+        self.events: NodeEvents | None = None  # the pilots' links report here: see run
         self.clusters = {c.name: c for c in state.config.clusters}
         self.managers: dict[str, PilotManager] = {}
         self.status: dict[str, tuple[PilotStatus, float]] = {}  # node → (status, seen at)
@@ -94,7 +93,10 @@ class DaemonPilots:
 
     # ---------------------------------------------------------- daemon side
 
-    async def run(self) -> None:
+    async def run(self, events: NodeEvents) -> None:
+        """The managers, and the pilots' links, reporting to `events` (the runner side,
+        which is built on the machines that hold these pilots: so handed in here)."""
+        self.events = events
         if not self.clusters:
             return
         queue = self.state.config.queue
@@ -277,13 +279,14 @@ class DaemonPilots:
         # What an earlier daemon promised its runner (a stop's max_downtime) holds here
         await lease_grants.claim(self.state, runtime)
         self.state.nodes[node.name] = runtime
-        assert self._tg is not None
+        events = self.events
+        assert self._tg is not None and events is not None
 
         async def link() -> None:
             with anyio.CancelScope() as scope:
                 self.scopes[node.name] = scope
                 await run_link(
-                    PilotLinkEvents(self.events, self._refuse_runner, self._runner_up),
+                    PilotLinkEvents(events, self._refuse_runner, self._runner_up),
                     runtime,
                     open_channel,
                 )
@@ -333,7 +336,8 @@ class DaemonPilots:
         node = state.nodes.get(name) or NodeRuntime(name=name, config=None)
         if state.jobs_on(name) or lost(node, why, left, self.clusters.get(cluster)):
             # Its jobs go back to the queue with their checkpoints, like any down node's.
-            await self.events.on_disconnected(node, why)
+            if self.events is not None:
+                await self.events.on_disconnected(node, why)
             async with locked(state) as held:
                 node.state = "down"
                 tx = Tx(
@@ -384,7 +388,7 @@ class DaemonPilots:
                         if j.state is JobState.RUNNING and time_limit(j) is None
                     ]
                     if untimed:
-                        await self.machines.preempt(
+                        await preempt(
                             held,
                             untimed, f"the Slurm allocation of {name} ends in {left or 0:.0f}s"
                         )

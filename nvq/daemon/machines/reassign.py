@@ -1,7 +1,8 @@
 """The daemon's side of machines that come and go: reassigning the jobs of a node
 that stays down, stopping jobs on a node that turned busy or that outran
 `--max-runtime` on a borrowed node, and fencing placement until old attempts are
-gone (or their last artifacts synced: `nvq.daemon.artifacts.artifact_syncs`, run from here).
+gone (or their last artifacts synced: `nvq.daemon.artifacts.artifact_syncs`). It is
+what placement reads through `nvq.daemon.placement.inputs.PlacementInputs`.
 
 Decisions come from `nvq.domain.reassign` (pure); every change goes through
 `nvq.daemon.core.apply` or `Held.commit` under the state's lock.
@@ -11,19 +12,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
 from nvq.config.lease import reassign_reason
-from nvq.daemon.artifacts.artifact_syncs import ArtifactSyncs
-from nvq.daemon.artifacts.artifacts import Artifacts
 from nvq.daemon.core.apply import apply
 from nvq.daemon.core.effects import Effects
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.core.held import Held, locked
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
+from nvq.daemon.placement.inputs import PilotNodes
 from nvq.domain import reassign
 from nvq.domain.card_share import holds_whole
 from nvq.model import JobRecord, JobState, NewEvent, Tx
@@ -34,11 +34,28 @@ log = logging.getLogger("nvq.machines")
 TICK = 1.0  # seconds between checks of --max-runtime
 
 
-class Machines:
-    def __init__(self, state: State, artifacts: Artifacts) -> None:
+class Syncing(Protocol):
+    """What reassignment reads of the artifact queue (`ArtifactSyncs`, above it)."""
+
+    syncing: set[int]  # jobs whose final sync runs: not placeable
+
+
+async def preempt(
+    held: Held, jobs: list[JobRecord], why: str, by: int | None = None
+) -> list[JobRecord]:
+    """Stop running attempts and put their jobs back in line (`by`: the urgent job
+    they make room for)."""
+    return await apply(held, jobs, lambda j: reassign.preempt(j, why, by))
+
+
+class Reassigner:
+    """Reassignment, busy owners and `--max-runtime`; what placement asks of the machines
+    (`PlacementInputs`), the pilots included."""
+
+    def __init__(self, state: State, syncs: Syncing, pilots: PilotNodes | None = None) -> None:
         self.state = state
-        self.artifacts = artifacts
-        self.syncs = ArtifactSyncs(state, artifacts)  # the artifact work queue
+        self.syncs = syncs
+        self._pilots = pilots  # [[clusters]]: Slurm pilots as nodes
         self.forbidden: set[str] = set()  # owners who ran `queue forbid-busy-assign`
         # job → the borrowed node whose --max-runtime it ran out: avoided next time
         self.avoid: dict[int, str] = {}
@@ -52,6 +69,10 @@ class Machines:
         self.forbidden = await self.state.store.sync(busy_table.forbidden)
 
     # ------------------------------------------------------------ placement inputs
+
+    @property
+    def pilots(self) -> PilotNodes | None:
+        return self._pilots
 
     def busy(self, node: NodeRuntime) -> bool:
         return reassign.effective_busy(node.busy_mode, node.busy_reported)
@@ -81,7 +102,8 @@ class Machines:
                 and not syncing.isdisjoint([*j.spec.after, *j.spec.after_any])}
 
     def slot_fields(self, node: NodeRuntime) -> dict[str, Any]:
-        return {"busy": self.busy(node), "owner": node.owner}
+        pilot = self._pilots.slot_fields(node.name) if self._pilots is not None else {}
+        return {"busy": self.busy(node), "owner": node.owner, **pilot}
 
     def pending_fields(self, job: JobRecord) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -98,9 +120,7 @@ class Machines:
         """The nodes a job that ran out its time on `avoid` may go to now (none given:
         any), by the rule of `reassign.steer_clear`."""
         from nvq.daemon.placement.pending_view import to_pending
-        from nvq.daemon.placement.slots import (
-            node_slots,  # slots names a Machines protocol of its own
-        )
+        from nvq.daemon.placement.slots import node_slots
 
         queue = self.state.config.queue
         base = to_pending(job, **fields)
@@ -132,9 +152,7 @@ class Machines:
     async def preempt(
         self, held: Held, jobs: list[JobRecord], why: str, by: int | None = None
     ) -> list[JobRecord]:
-        """Stop running attempts and put their jobs back in line (`by`: the urgent job
-        they make room for)."""
-        return await apply(held, jobs, lambda j: reassign.preempt(j, why, by))
+        return await preempt(held, jobs, why, by)
 
     async def _busy_changed(self, held: Held, node: NodeRuntime, was: bool) -> None:
         now = self.busy(node)
@@ -201,11 +219,7 @@ class Machines:
     # ------------------------------------------------------------ tasks
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.syncs.run)
-            tg.start_soon(self._ticker)
-
-    async def _ticker(self) -> None:
+        """--max-runtime on borrowed nodes, checked every TICK."""
         while True:
             await anyio.sleep(TICK)
             try:

@@ -21,6 +21,8 @@ from nvq.daemon.core.state import State
 from nvq.daemon.machines.links import Links
 from nvq.daemon.machines.runner_stop import stop_runner
 from nvq.daemon.ops import Ops
+from nvq.daemon.placement.inputs import PilotNodes
+from nvq.daemon.placement.memory import Memory
 from nvq.model import NewEvent, Tx
 from nvq_runner import protocol as p
 
@@ -28,11 +30,19 @@ log = logging.getLogger("nvq.daemon")
 
 
 class Reloader:
-    def __init__(self, state: State, ops: Ops, links: Links, home: Path) -> None:
+    def __init__(
+        self, state: State, ops: Ops, links: Links, home: Path, memory: Memory,
+        pilots: PilotNodes | None = None,
+    ) -> None:
         self.state = state
         self.ops = ops
         self.links = links
         self.home = home
+        self.memory = memory  # placement's: a retired node's slot is forgotten
+        self.pilots = pilots
+        # The last reload's changes that need a restart (`queue status` names them
+        # until this daemon stops).
+        self.needs_restart: list[str] = []
 
     async def reload(self) -> c.Reloaded:
         try:
@@ -68,9 +78,9 @@ class Reloader:
                 node.removed = node.drained = True
                 self.links.tg.start_soon(self._retire, node)
             state.mirror_cards()
-            if state.pilots is not None:
-                state.pilots.reconfigure(config.clusters)
-            state.needs_restart = list(changes.refused)
+            if self.pilots is not None:
+                self.pilots.reconfigure(config.clusters)
+            self.needs_restart = list(changes.refused)
             if changes.applied or changes.refused:
                 data = {"applied": changes.applied, "refused": changes.refused}
                 await held.commit(Tx(events=[NewEvent("config_reloaded", None, None, data)]))
@@ -113,6 +123,6 @@ class Reloader:
                 return
             self.links.stop(node.name)
             state.nodes.pop(node.name, None)
-            state.slot_cache.pop(node.name, None)
+            self.memory.slot_cache.pop(node.name, None)
             state.notify()
         log.info("node %s removed from config.toml: idle, forgotten", node.name)

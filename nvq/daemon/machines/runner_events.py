@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
 import anyio
 import msgspec
@@ -23,10 +23,9 @@ from nvq.daemon.core.recovery import Recovery
 from nvq.daemon.core.state import State
 from nvq.daemon.machines import blobs
 from nvq.daemon.machines.image_staging import LISTED, STAGED
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.unreachable import node_reassign_at
 from nvq.daemon.placement.views import capacity_grew
-from nvq.daemon.sessions.relay import Relays
 from nvq.domain.card_health import unhealthy_events
 from nvq.model import NewAlert, NewEvent, Tx
 from nvq_runner import protocol as p
@@ -36,18 +35,37 @@ log = logging.getLogger("nvq.daemon")
 _JOURNALED: tuple[type, ...] = get_args(p.JournaledEvent)
 
 
+class ArtifactMessages(Protocol):
+    """The artifacts wing's door (`nvq.daemon.artifacts.runner_messages`), above this one."""
+
+    def on_manifest(self, msg: p.ArtifactsManifest) -> None: ...
+    def on_tree(self, msg: p.ArtifactsTreeReply) -> None: ...
+    def on_chunk(self, msg: p.ChunkBytes) -> None: ...
+    def on_sync_wanted(self, node: NodeRuntime, msg: p.SyncWanted) -> None: ...
+
+
+class RelayDoor(Protocol):
+    """Jobs' own requests, relayed from $NVQ_SOCKET (`nvq.daemon.sessions.relay.Relays`)."""
+
+    def on_up(self, node: NodeRuntime, msg: p.RelayUp) -> None: ...
+    def drop(self, node: NodeRuntime) -> None: ...
+
+
 class RunnerEvents:
     """What every node link calls (`nvq.daemon.machines.link`)."""
 
-    def __init__(self, state: State, machines: Machines) -> None:
+    def __init__(
+        self, state: State, machines: Reassigner, artifacts: ArtifactMessages, relays: RelayDoor
+    ) -> None:
         self.state = state
         self.machines = machines
+        self.artifacts = artifacts
         # Nodes whose replay of unacknowledged events is under way: it ends with the
         # first frame after it that is not a journaled event (the runner writes Hello
         # and the whole replay before anything else).
         self._replaying: set[str] = set()
         self.recovery = Recovery(state)  # jobs queue.db forgot, asked of their node
-        self.relays = Relays(state)  # jobs' own requests, relayed from $NVQ_SOCKET
+        self.relays = relays
 
     def find_node(self, name: str) -> NodeRuntime:
         return self.state.find_node(name)
@@ -185,7 +203,7 @@ class RunnerEvents:
             deliver(msg)
 
     async def _manifest(self, node: NodeRuntime, msg: p.ArtifactsManifest) -> None:
-        self.machines.artifacts.on_manifest(msg)
+        self.artifacts.on_manifest(msg)
 
     async def _busy(self, node: NodeRuntime, msg: p.Busy) -> None:
         await self.machines.on_busy(node, msg)
@@ -194,13 +212,13 @@ class RunnerEvents:
         await blobs.serve(node, self.state.home, msg)
 
     async def _tree_reply(self, node: NodeRuntime, msg: p.ArtifactsTreeReply) -> None:
-        self.machines.artifacts.chunked.on_reply(msg)
+        self.artifacts.on_tree(msg)
 
     async def _chunk_bytes(self, node: NodeRuntime, msg: p.ChunkBytes) -> None:
-        self.machines.artifacts.chunked.link_reads.on_reply(msg)
+        self.artifacts.on_chunk(msg)
 
     async def _sync_wanted(self, node: NodeRuntime, msg: p.SyncWanted) -> None:
-        self.machines.syncs.sync_now(node, msg.job_id, msg.attempt)
+        self.artifacts.on_sync_wanted(node, msg)
 
     async def _recovered(self, node: NodeRuntime, msg: p.Recovered) -> None:
         self.recovery.answer(msg)

@@ -6,26 +6,25 @@ from __future__ import annotations
 import time
 
 from nvq.daemon.core.state import State
-from nvq.daemon.machines.reassign import Machines
-from nvq.daemon.placement.placing import (
-    dependency_states,
-    in_place_nodes,
-    lane_statuses,
-    pending_of,
-)
+from nvq.daemon.placement.inputs import PlacementInputs
+from nvq.daemon.placement.memory import Memory
+from nvq.daemon.placement.pending_view import in_place_nodes
+from nvq.daemon.placement.placing import dependency_states, lane_statuses, pending_of
 from nvq.daemon.placement.waits import reason_of
 from nvq.domain import deps
 from nvq.domain.waiting import Waiting
 from nvq.model import JobRecord, JobState
 
 
-def waiting_of(state: State, machines: Machines, job: JobRecord) -> Waiting | None:
+def waiting_of(
+    state: State, memory: Memory, inputs: PlacementInputs, job: JobRecord
+) -> Waiting | None:
     """Why a pending, held or paused job is not running (None for other states)."""
-    pending = pending_of(state, machines, job) if job.state is JobState.PENDING else None
-    return reason_of(state.pass_facts, job, pending, state.jobs)
+    pending = pending_of(state, memory, inputs, job) if job.state is JobState.PENDING else None
+    return reason_of(memory.pass_facts, job, pending, state.jobs)
 
 
-async def explain(state: State, job: JobRecord) -> str | None:
+async def explain(state: State, memory: Memory, job: JobRecord) -> str | None:
     """Why a job that is not running is where it is, in words (for `job show`)."""
     if job.state is JobState.HELD:
         states = await dependency_states(state, [job])
@@ -55,8 +54,8 @@ async def explain(state: State, job: JobRecord) -> str | None:
                 return f"{where}; the lane is paused"
             if st.running is not None:
                 return f"{where}; job {st.running} runs on the lane now"
-            if st.blocked or job.spec.lane in state.lane_blocked:
-                return f"{where}; blocked: {st.blocked or state.lane_blocked[job.spec.lane]}"
+            if st.blocked or job.spec.lane in memory.lane_blocked:
+                return f"{where}; blocked: {st.blocked or memory.lane_blocked[job.spec.lane]}"
             return where
     if job.array_id is not None and job.array_limit is not None:
         running = sum(
@@ -66,7 +65,7 @@ async def explain(state: State, job: JobRecord) -> str | None:
         )
         if running >= job.array_limit:
             return f"array {job.array_id}: {running} of at most {job.array_limit} members running"
-    reservation = state.reservation
+    reservation = memory.reservation
     if reservation is not None and reservation.job_id == job.id:
         when = "when its running jobs end (they have no --timeout)"
         if reservation.ready_at is not None:

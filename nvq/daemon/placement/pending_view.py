@@ -1,10 +1,13 @@
 """A job as placement sees it (`PendingJob`), and the time it may run: shared by the
-placement pass, the submit checks, reassignment and the Slurm pilots."""
+placement pass, the submit checks, reassignment and the Slurm pilots; and the nodes an
+in-place job may go to."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from nvq.config import Config
 from nvq.domain import lanes
 from nvq.domain.matching import parse_cuda
 from nvq.domain.placement import PendingJob
@@ -38,3 +41,17 @@ def time_limit(job: JobRecord) -> float | None:
     remaining walltime must hold."""
     limits = [t for t in (job.spec.timeout, job.spec.max_runtime) if t is not None]
     return min(limits) if limits else None
+
+
+def in_place_nodes(config: Config, cwd: str | None) -> tuple[str, ...]:
+    """The nodes where an in-place job's directory is the same directory: the local
+    node when it exists on the queue host, and nodes whose `shared` prefixes cover it."""
+    if cwd is None:
+        return ()
+    names: list[str] = []
+    if config.queue.local_node and os.path.isdir(cwd):
+        names.append(config.queue.local_node_name)
+    for node in config.nodes:
+        if any(cwd == p or cwd.startswith(p.rstrip("/") + "/") for p in node.shared):
+            names.append(node.name)
+    return tuple(names)

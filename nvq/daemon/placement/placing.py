@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import anyio
 
-from nvq.config import Config
 from nvq.daemon.core.apply import record
 from nvq.daemon.core.effects import Effects
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
-from nvq.daemon.machines.reassign import Machines
 from nvq.daemon.placement import preempting, quotas, reserving
-from nvq.daemon.placement.pending_view import time_limit, to_pending
+from nvq.daemon.placement.inputs import PlacementInputs
+from nvq.daemon.placement.memory import Memory
+from nvq.daemon.placement.pending_view import in_place_nodes, time_limit, to_pending
 from nvq.daemon.placement.slots import node_slots
 from nvq.daemon.placement.waits import PassFacts, after_placements, node_facts
 from nvq.domain import arrays, deps, fair_share, lanes, ordering, starvation, transitions
@@ -35,42 +34,43 @@ from nvq.model import JobRecord, JobState, Tx
 log = logging.getLogger("nvq.daemon")
 
 
-async def placement_loop(state: State, machines: Machines) -> None:
+async def placement_loop(state: State, memory: Memory, inputs: PlacementInputs) -> None:
     while True:
         # Passes follow events; the timed exceptions are the moment the head of the
         # queue starts to starve, when it must reserve a node even if nothing happens,
         # and the moment a user's rolling day falls back under `max_gpu_hours`.
         # and the `--begin` time of a waiting job.
         # and a reservation's start or end.
-        timers = (state.starves_at, state.quota_wake_at, state.begins_at)
-        due = [t for t in (*timers, state.reservations_change_at) if t]
+        timers = (memory.starves_at, memory.quota_wake_at, memory.begins_at)
+        due = [t for t in (*timers, memory.reservations_change_at) if t]
         wait = max(0.0, min(due) - time.time()) if due else math.inf
         with anyio.move_on_after(wait):
             await state.kicked()
-        state.starves_at = state.quota_wake_at = state.begins_at = None
-        state.reservations_change_at = None
+        memory.starves_at = memory.quota_wake_at = memory.begins_at = None
+        memory.reservations_change_at = None
         try:
-            await place_once(state, machines)
+            await place_once(state, memory, inputs)
         except Exception:
             log.exception("placement pass failed")
-        if state.pilots is not None:
-            state.pilots.after_placement()
+        if inputs.pilots is not None:
+            inputs.pilots.after_placement()
 
 
-async def place_once(state: State, machines: Machines) -> None:
+async def place_once(state: State, memory: Memory, inputs: PlacementInputs) -> None:
     async with locked(state) as held:
         now = time.time()
         pass_started = time.perf_counter()  # the whole decision, as `queue status` shows
         tx = Tx()
-        unplaceable = machines.unplaceable()
+        unplaceable = inputs.unplaceable()
         queue = state.index.pending
+        memory.prune(state.jobs)
         if not len(queue):
-            state.pass_facts = PassFacts(unplaceable=unplaceable)
+            memory.pass_facts = PassFacts(unplaceable=unplaceable)
             return
-        slots = node_slots(state, machines)
+        slots = node_slots(state, inputs, memory.slot_cache)
         # Each shape's first members only: the rest cannot start in this pass (see
         # nvq.domain.pending_groups), so a long queue of alike jobs costs one check.
-        singles, grouped = queue.window(_bounds(state, machines, slots), skip=unplaceable)
+        singles, grouped = queue.window(_bounds(state, memory, inputs, slots), skip=unplaceable)
         with_deps = [j for j in singles if j.spec.after or j.spec.after_any]
         dep_status: dict[int, deps.DepStatus] = {}
         if with_deps:
@@ -80,16 +80,17 @@ async def place_once(state: State, machines: Machines) -> None:
                 dep_status[job.id] = status
                 if isinstance(status, deps.Blocked):
                     record(tx, transitions.hold(job, status.on, status.state))
-        ready = pending_for_placement(state, machines, [*singles, *grouped], dep_status)
+        ready = pending_for_placement(state, memory, inputs, [*singles, *grouped], dep_status)
         # Users' limits: who is held back now, and how much the rest may still start.
         limited = quotas.standings(state, ready, now)
         pending = quotas.admitted(ready, limited)
         caps = Caps(limited.values()) if limited else None
         # Nodes kept for urgent jobs whose preemption victims are stopping, then the rest.
         result = await preempting.place_around_holds(
-            state, slots, pending, lambda s, js: place_with_reservation(state, s, js, now, caps)
+            state, memory, slots, pending,
+            lambda s, js: place_with_reservation(state, memory, s, js, now, caps),
         )
-        state.placement_stats = {
+        memory.placement_stats = {
             "last_pass_ms": round((time.perf_counter() - pass_started) * 1000, 3),
             "pending": len(queue),
             "considered": len(pending),
@@ -100,37 +101,40 @@ async def place_once(state: State, machines: Machines) -> None:
             job = state.jobs[decision.job_id]
             record(tx, transitions.dispatch(job, node=decision.node, gpus=decision.gpus, now=now,
                                             note=decision.note))
-        note_lane_blocks(state, slots, pending, result)
-        state.pass_facts = pass_facts(state, machines, slots, pending, result, dep_status)
-        state.pass_facts.unplaceable = unplaceable
-        state.pass_facts.quota = quota_after(limited, ready, result)
-        state.pass_facts.reservations = dict(state.reservations)
-        state.quota_wake_at = min(
+        note_lane_blocks(memory, slots, pending, result)
+        facts = pass_facts(state, memory, inputs, slots, pending, result, dep_status)
+        facts.unplaceable = unplaceable
+        facts.quota = quota_after(limited, ready, result)
+        facts.reservations = dict(state.reservations)
+        memory.pass_facts = facts
+        memory.quota_wake_at = min(
             (s.hours_free_at for s in limited.values() if s.hours_free_at is not None),
             default=None,
         )
-        for job, reason in _unschedulable(state, result, unplaceable):
+        for job, reason in _unschedulable(state, inputs, result, unplaceable):
             record(tx, transitions.unschedulable(job, reason, now))
         started = [j for j in tx.jobs if j.state is JobState.RUNNING and j.node is not None]
         await held.commit(tx, Effects(starts=started))
         for job in started:
-            machines.avoid.pop(job.id, None)  # placed: the --max-runtime rule served its turn
+            inputs.avoid.pop(job.id, None)  # placed: the --max-runtime rule served its turn
         # Jobs still waiting may stop lower-priority --preemptible ones.
-        await preempting.preempt_for_waiting(held, machines, slots, pending, result)
+        await preempting.preempt_for_waiting(held, memory, inputs, slots, pending, result)
 
 
-def begun(state: State, jobs: list[JobRecord], now: float) -> list[JobRecord]:
+def begun(memory: Memory, jobs: list[JobRecord], now: float) -> list[JobRecord]:
     """The jobs whose `--begin` time has come; the earliest still to come sets the
     loop's timer (a group shares its begin time, so its first member speaks for it)."""
     later = [j.spec.begin_at for j in jobs if j.spec.begin_at is not None and j.spec.begin_at > now]
     if not later:
         return jobs
     first = min(later)
-    state.begins_at = first if state.begins_at is None else min(state.begins_at, first)
+    memory.begins_at = first if memory.begins_at is None else min(memory.begins_at, first)
     return [j for j in jobs if j.spec.begin_at is None or j.spec.begin_at <= now]
 
 
-def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Callable[[JobRecord], int]:
+def _bounds(
+    state: State, memory: Memory, inputs: PlacementInputs, slots: Sequence[NodeSlot]
+) -> Callable[[JobRecord], int]:
     """How many jobs shaped like a given one a pass over `slots` could place at most."""
     queue = state.config.queue
     capacity = Capacity(
@@ -138,21 +142,21 @@ def _bounds(state: State, machines: Machines, slots: Sequence[NodeSlot]) -> Call
     )
 
     def bound(job: JobRecord) -> int:
-        shaped = pending_of(state, machines, job)
+        shaped = pending_of(state, memory, inputs, job)
         return capacity.bound(shaped.gpus, shaped.vram_mb)
 
     return bound
 
 
 def _unschedulable(
-    state: State, result: PlacementResult, unplaceable: set[int]
+    state: State, inputs: PlacementInputs, result: PlacementResult, unplaceable: set[int]
 ) -> Iterator[tuple[JobRecord, str]]:
     """The jobs no node could ever hold, with the reason: a grouped job's reason holds
     for every member of its group (the reason depends only on the shape)."""
     seen: set[int] = set()
     for bad in result.unschedulable:
         job = state.jobs[bad.job_id]
-        if job.id in seen or _may_fit_unknown_node(state, job):
+        if job.id in seen or _may_fit_unknown_node(state, inputs, job):
             continue
         group = state.index.pending.group_of(job.id)
         members = [job] if group is None else list(group.members.values())
@@ -162,10 +166,10 @@ def _unschedulable(
                 yield member, bad.reason
 
 
-def _may_fit_unknown_node(state: State, job: JobRecord) -> bool:
+def _may_fit_unknown_node(state: State, inputs: PlacementInputs, job: JobRecord) -> bool:
     """A node that never reported its cards might hold anything: a job is only
     unschedulable once every node it could go to is known."""
-    if state.pilots is not None and state.pilots.may_fit(job):
+    if inputs.pilots is not None and inputs.pilots.may_fit(job):
         return True  # a pilot Slurm starts on request could take it
     prefix = job.spec.node or ""
     return any(
@@ -203,7 +207,8 @@ _READY = deps.Ready()
 
 def pending_for_placement(
     state: State,
-    machines: Machines,
+    memory: Memory,
+    inputs: PlacementInputs,
     candidates: Sequence[JobRecord],
     dep_status: dict[int, deps.DepStatus],
 ) -> list[PendingJob]:
@@ -216,43 +221,29 @@ def pending_for_placement(
     ]
     heads = [state.jobs[s.next] for s in lane_statuses(state, dep_status) if s.next is not None]
     now = time.time()
-    may_start = reserving.admitted(state, begun(state, [*ready, *heads], now), now)
+    may_start = reserving.admitted(state, memory, begun(memory, [*ready, *heads], now), now)
     ordered = ordering.dispatch_order(may_start)
     running = state.index.running.values()
-    return [pending_of(state, machines, j) for j in arrays.admit(ordered, running)]
+    return [pending_of(state, memory, inputs, j) for j in arrays.admit(ordered, running)]
 
 
-def pending_of(state: State, machines: Machines, job: JobRecord) -> PendingJob:
+def pending_of(state: State, memory: Memory, inputs: PlacementInputs, job: JobRecord) -> PendingJob:
     """`to_pending`, remembered while the job object stays the same: transitions
     replace a job's struct, so identity says nothing changed, and a long queue is
     not rebuilt field by field on every pass."""
     # Who submitted it decides whether a busy node may take it.
-    fields = machines.pending_fields(job)
+    fields = inputs.pending_fields(job)
     fields = {**fields, "account": state.usage.account(job)}
     if job.spec.in_place:
         fields = {**fields, "nodes": in_place_nodes(state.config, job.spec.cwd)}
     if state.reservations:  # which cards it may use: nvq.domain.reservations
         fields |= reserving.restriction(state, job, time_limit(job), time.time())
-    cached = state.pending_cache.get(job.id)
+    cached = memory.pending_cache.get(job.id)
     if cached is not None and cached[0] is job and cached[1] == fields:
         return cached[2]
     pending = to_pending(job, **fields)
-    state.pending_cache[job.id] = (job, fields, pending)
+    memory.pending_cache[job.id] = (job, fields, pending)
     return pending
-
-
-def in_place_nodes(config: Config, cwd: str | None) -> tuple[str, ...]:
-    """The nodes where an in-place job's directory is the same directory: the local
-    node when it exists on the queue host, and nodes whose `shared` prefixes cover it."""
-    if cwd is None:
-        return ()
-    names: list[str] = []
-    if config.queue.local_node and os.path.isdir(cwd):
-        names.append(config.queue.local_node_name)
-    for node in config.nodes:
-        if any(cwd == p or cwd.startswith(p.rstrip("/") + "/") for p in node.shared):
-            names.append(node.name)
-    return tuple(names)
 
 
 # ------------------------------------------------------------ the decision
@@ -273,6 +264,7 @@ def quota_after(
 
 def place_with_reservation(
     state: State,
+    memory: Memory,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
     now: float,
@@ -291,7 +283,7 @@ def place_with_reservation(
     ]
     queue = state.config.queue
     usage = fair_share_usage(state, pending, now)
-    result, state.reservation = starvation.place_fairly(
+    result, memory.reservation = starvation.place_fairly(
         slots,
         pending,
         # How long a job has waited is wall time since it was submitted, not its rank.
@@ -305,13 +297,13 @@ def place_with_reservation(
         usage=usage,
         caps=caps,
     )
-    state.fair_share = usage
+    memory.fair_share = usage
     placed = {p.job_id for p in result.placements}
     waiting = [p for p in pending if p.id not in placed]
-    if state.reservation is None and waiting:
+    if memory.reservation is None and waiting:
         head = min(waiting, key=dispatch_key(usage))
         starves_at = jobs[head.id].created_at + queue.starvation_after
-        state.starves_at = starves_at if starves_at > now else None
+        memory.starves_at = starves_at if starves_at > now else None
     return result
 
 
@@ -331,13 +323,13 @@ def fair_share_usage(
 
 
 def note_lane_blocks(
-    state: State, slots: Sequence[NodeSlot], pending: Sequence[PendingJob], result: PlacementResult
+    memory: Memory, slots: Sequence[NodeSlot], pending: Sequence[PendingJob], result: PlacementResult
 ) -> None:
     """Remember why a ready lane head did not start: its card is full — of foreign
     work (`foreign`) or of the queue's own (`full`)."""
     placed = {p.job_id for p in result.placements}
     by_name = {s.name: s for s in slots}
-    state.lane_blocked = {}
+    memory.lane_blocked = {}
     for job in pending:
         if job.gpu is None or job.id in placed or job.node is None:
             continue
@@ -346,7 +338,7 @@ def note_lane_blocks(
         reason = "foreign" if card is not None and card.foreign_mb > 0 else "full"
         if slot is not None and not slot.accepting:
             reason = "node not accepting"
-        state.lane_blocked[lanes.lane_name(job.node, job.gpu)] = reason
+        memory.lane_blocked[lanes.lane_name(job.node, job.gpu)] = reason
 
 
 # ------------------------------------------------------------ explaining
@@ -354,7 +346,8 @@ def note_lane_blocks(
 
 def pass_facts(
     state: State,
-    machines: Machines,
+    memory: Memory,
+    inputs: PlacementInputs,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
     result: PlacementResult,
@@ -364,7 +357,7 @@ def pass_facts(
     by_name = after_placements(slots, pending, result)
     queue = state.config.queue
     placed = {p.job_id for p in result.placements}
-    standings = state.fair_share if pending else None
+    standings = memory.fair_share if pending else None
     rivals = (
         fair_share.rivals(
             ((p.account, p.priority, p.created_at) for p in pending if p.id not in placed),
@@ -381,7 +374,7 @@ def pass_facts(
                 n.shown_state if n.ignored else n.state,
                 ready=n.reconciled and n.sample is not None,
                 drained=n.drained,
-                fenced=machines.fenced(n.name),
+                fenced=inputs.fenced(n.name),
                 slot=by_name.get(n.name),
             )
             for n in state.nodes.values()
@@ -389,7 +382,7 @@ def pass_facts(
         considered={p.id for p in pending},
         placed=placed,
         dep_status=dep_status,
-        reservation=state.reservation,
+        reservation=memory.reservation,
         lane_paused=dict(state.lane_paused),
         headroom_mb=queue.headroom_mb,
         max_cpu_jobs=queue.max_cpu_jobs_per_node,

@@ -1,7 +1,7 @@
 """The placement pass's preemption: nodes held for urgent jobs while their victims
 stop, and the victims chosen (`nvq.domain.preemption`) for jobs the pass left waiting.
 
-A victim is stopped the way a move or a busy owner stops a job (`Machines.preempt`:
+A victim is stopped the way a move or a busy owner stops a job (`PlacementInputs.preempt`:
 its `--signal` or TERM, `kill_grace`, KILL; its artifacts synced) and goes back to
 the queue without spending a `--retries` restart; `job_preempted` names the job it
 made room for (`by`). Must run under the state's lock, inside the pass."""
@@ -15,33 +15,34 @@ import msgspec
 from nvq.daemon.core.apply import queue_admins
 from nvq.daemon.core.held import Held
 from nvq.daemon.core.state import State
-from nvq.daemon.machines.reassign import Machines
 from nvq.daemon.placement import quotas
+from nvq.daemon.placement.inputs import PlacementInputs
+from nvq.daemon.placement.memory import Memory
 from nvq.domain import preemption
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, dispatch_key, place
 from nvq.model import JobRecord, JobState
 
 
-def holds(state: State) -> dict[str, preemption.Hold]:
+def holds(state: State, memory: Memory) -> dict[str, preemption.Hold]:
     """The holds still in force, by node (ended ones are forgotten here)."""
     stopping = {j for (j, _), r in state.reaps.items() if r.reason == "preempted"}
     kept: dict[str, preemption.Hold] = {}
-    for job_id, hold in list(state.preempt_holds.items()):
+    for job_id, hold in list(memory.preempt_holds.items()):
         job = state.jobs.get(job_id)
         node = state.nodes.get(hold.node)
         sample = node.sample.time if node is not None and node.sample is not None else None
         ends, hold.cleared = preemption.hold_ends(hold, bool(hold.victims & stopping), sample)
         if job is None or job.state is not JobState.PENDING or ends or hold.node in kept:
-            del state.preempt_holds[job_id]
+            del memory.preempt_holds[job_id]
             continue
         kept[hold.node] = hold
     return kept
 
 
-async def restore_holds(state: State) -> None:
+async def restore_holds(state: State, memory: Memory) -> None:
     """After a restart: the holds of victims still stopping, from their `job_preempted`
     events (`by`), so an urgent job does not ask for more victims meanwhile."""
-    state.preempt_holds_restored = True
+    memory.preempt_holds_restored = True
     for (job_id, _), reap in list(state.reaps.items()):
         if reap.reason != "preempted":
             continue
@@ -50,9 +51,9 @@ async def restore_holds(state: State) -> None:
         by = said.data.get("by") if said is not None else None
         if not isinstance(by, int) or said is None or said.node is None:
             continue
-        hold = state.preempt_holds.get(by)
+        hold = memory.preempt_holds.get(by)
         if hold is None:
-            state.preempt_holds[by] = preemption.Hold(
+            memory.preempt_holds[by] = preemption.Hold(
                 job_id=by, node=said.node, victims=frozenset({job_id})
             )
         elif hold.node == said.node:
@@ -61,6 +62,7 @@ async def restore_holds(state: State) -> None:
 
 async def place_around_holds(
     state: State,
+    memory: Memory,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
     place_rest: Callable[[Sequence[NodeSlot], Sequence[PendingJob]], PlacementResult],
@@ -68,9 +70,9 @@ async def place_around_holds(
     """`place_rest` on every node but the held ones; then each held node whose victims
     have all stopped, for its urgent job alone when it went nowhere else (not before:
     a stopping victim may still hold memory a sample has not shown)."""
-    if not state.preempt_holds_restored:
-        await restore_holds(state)
-    held = holds(state)
+    if not memory.preempt_holds_restored:
+        await restore_holds(state, memory)
+    held = holds(state, memory)
     if not held:
         return place_rest(slots, pending)
     queue = state.config.queue
@@ -99,24 +101,25 @@ async def place_around_holds(
 
 async def preempt_for_waiting(
     held: Held,
-    machines: Machines,
+    memory: Memory,
+    inputs: PlacementInputs,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
     result: PlacementResult,
 ) -> None:
     """Stop victims for the jobs this pass left waiting that preemption can place;
     tell the pass's facts which jobs wait for their victims (`job why`)."""
-    state = held.state
-    await _preempt(held, machines, slots, pending, result)
-    if state.pass_facts is not None:
-        state.pass_facts.holds = {
-            h.job_id: (h.node, sorted(h.victims)) for h in state.preempt_holds.values()
+    await _preempt(held, memory, inputs, slots, pending, result)
+    if memory.pass_facts is not None:
+        memory.pass_facts.holds = {
+            h.job_id: (h.node, sorted(h.victims)) for h in memory.preempt_holds.values()
         }
 
 
 async def _preempt(
     held: Held,
-    machines: Machines,
+    memory: Memory,
+    inputs: PlacementInputs,
     slots: Sequence[NodeSlot],
     pending: Sequence[PendingJob],
     result: PlacementResult,
@@ -129,8 +132,8 @@ async def _preempt(
         return  # the usual pass: nothing may be preempted, nothing to work out
     settled = {p.job_id for p in result.placements} | {u.job_id for u in result.unschedulable}
     waiting = sorted(
-        (p for p in pending if p.id not in settled and p.id not in state.preempt_holds),
-        key=dispatch_key(state.fair_share),
+        (p for p in pending if p.id not in settled and p.id not in memory.preempt_holds),
+        key=dispatch_key(memory.fair_share),
     )
     if not waiting:
         return
@@ -150,8 +153,8 @@ async def _preempt(
             f"by job {urgent.id} (priority {urgent.spec.priority}), "
             f"which needs its cards on {chosen.node}"
         )
-        stopped = await machines.preempt(held, victims, why, by=urgent.id)
-        state.preempt_holds[urgent.id] = preemption.Hold(
+        stopped = await inputs.preempt(held, victims, why, by=urgent.id)
+        memory.preempt_holds[urgent.id] = preemption.Hold(
             job_id=urgent.id, node=chosen.node, victims=frozenset(j.id for j in stopped)
         )
 

@@ -14,14 +14,11 @@ from nvq.daemon.core.effects import Effects
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
+from nvq.daemon.placement.memory import Memory
 from nvq.domain import reservations as rsv
 from nvq.domain.reservations import CardReservation
 from nvq.model import JobRecord, JobSpec, NewEvent, NodeView, Tx
 from nvq.store import reservations as table
-
-
-async def load(state: State) -> None:
-    state.reservations = {r.name: r for r in await state.store.sync(table.load)}
 
 
 async def add(
@@ -124,12 +121,14 @@ def restriction(state: State, job: JobRecord, time_limit: float | None, now: flo
     return {"closed": closed} if closed else {}
 
 
-def admitted(state: State, jobs: Sequence[JobRecord], now: float) -> list[JobRecord]:
+def admitted(
+    state: State, memory: Memory, jobs: Sequence[JobRecord], now: float
+) -> list[JobRecord]:
     """The jobs that may start now: a `--reservation` job only in its window. Sets the
     loop's timer to the next start or end of a reservation."""
     if not state.reservations:
         return list(jobs)
-    state.reservations_change_at = rsv.next_change(state.reservations.values(), now)
+    memory.reservations_change_at = rsv.next_change(state.reservations.values(), now)
     return [
         j
         for j in jobs

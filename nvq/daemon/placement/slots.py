@@ -5,23 +5,17 @@ A node whose inputs did not change since the last pass keeps its slot."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
+from nvq.daemon.placement.inputs import PlacementInputs
+from nvq.daemon.placement.memory import SlotCache
 from nvq.daemon.placement.views import gpu_views
 from nvq.domain.card_share import holds_whole
 from nvq.domain.matching import memory_free, node_cuda
 from nvq.domain.placement import GpuSlot, NodeSlot
 from nvq.model import JobRecord
-
-
-class Machines(Protocol):
-    """What slots read from reassign.Machines (busy owners, fences), named here so
-    that reassignment may ask for slots without an import circle."""
-
-    def slot_fields(self, node: NodeRuntime) -> dict[str, Any]: ...
-    def fenced(self, node: str) -> bool: ...
 
 
 def node_matching(node: NodeRuntime, on_node: Sequence[JobRecord]) -> dict[str, Any]:
@@ -47,7 +41,11 @@ def node_runtime(configured: str | None, found: Sequence[str]) -> str:
     return found[0] if found else ""
 
 
-def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
+def node_slots(
+    state: State, inputs: PlacementInputs, cache: SlotCache | None = None
+) -> list[NodeSlot]:
+    """Every reporting node's slot; `cache` (placement's memory) keeps the slots of
+    nodes whose inputs did not change."""
     slots: list[NodeSlot] = []
     headroom = state.config.queue.headroom_mb
     share = state.config.queue.share_cards
@@ -56,22 +54,20 @@ def node_slots(state: State, machines: Machines) -> list[NodeSlot]:
         if node.hello is None or node.ignored:
             continue
         on_node = by_node.get(node.name, [])
-        extra = {
-            **machines.slot_fields(node),
-            **(state.pilots.slot_fields(node.name) if state.pilots is not None else {}),
-        }
+        extra = inputs.slot_fields(node)
         # Not while an old attempt owed a kill may still hold its cards.
-        accepting = node.accepting and not machines.fenced(node.name)
+        accepting = node.accepting and not inputs.fenced(node.name)
         # Everything the slot is made of: an unchanged node (the common case after an
         # event elsewhere) keeps its slot, instead of its cards being worked out again.
         key = (node.hello, node.sample, accepting, node.open_cards, node.out_cards, headroom,
                share, extra, *on_node)
-        cached = state.slot_cache.get(node.name)
+        cached = cache.get(node.name) if cache is not None else None
         if cached is not None and _same(cached[0], key):
             slots.append(cached[1])
             continue
         slot = _node_slot(node, on_node, headroom, accepting, extra, share)
-        state.slot_cache[node.name] = (key, slot)
+        if cache is not None:
+            cache[node.name] = (key, slot)
         slots.append(slot)
     return slots
 

@@ -9,7 +9,8 @@ import anyio
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
-from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.placement.inputs import PlacementInputs
+from nvq.daemon.placement.memory import Memory
 from nvq.daemon.placement.pending_view import to_pending
 from nvq.daemon.placement.slots import node_slots
 from nvq.domain import lanes
@@ -61,7 +62,9 @@ async def await_reports(state: State, spec: JobSpec) -> None:
                 await changed.wait()
 
 
-def check_runnable(state: State, machines: Machines, job: JobRecord) -> list[str]:
+def check_runnable(
+    state: State, memory: Memory, inputs: PlacementInputs, job: JobRecord
+) -> list[str]:
     """Refuse `job` when no node could ever hold it, even idle. Only once every node it
     could go to has reported its cards: one that has not might hold anything, and the
     job is then accepted (placement marks it unschedulable later if need be). Returns
@@ -70,8 +73,8 @@ def check_runnable(state: State, machines: Machines, job: JobRecord) -> list[str
     unreported = [n.name for n in _unreported(state, prefix)]
     if unreported:
         return unreported
-    slots = node_slots(state, machines)
-    pending = to_pending(job, **machines.pending_fields(job))
+    slots = node_slots(state, inputs, memory.slot_cache)
+    pending = to_pending(job, **inputs.pending_fields(job))
     queue = state.config.queue
     result = place(
         slots,

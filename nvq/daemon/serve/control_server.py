@@ -152,7 +152,7 @@ async def _handle(ctx: Context, stream: SocketStream) -> None:
             from nvq.daemon.artifacts.snapshot_intake import receive_snapshot
 
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await receive_snapshot(ctx, stream, _frame(c.Done()), user)
+                await receive_snapshot(ctx.state, ctx.snapshots, stream, _frame(c.Done()), user)
             return
         reply = await _reply(ctx, stream, request, plain, user)
         if reply is None:

@@ -10,6 +10,7 @@ ended (or a newer one runs, or it runs elsewhere) it is answered with a refusal.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -17,12 +18,15 @@ import anyio.abc
 
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
-from nvq.daemon.handlers.context import Context
 from nvq.model import JobState
 from nvq_runner.protocol import RelayDown, RelayUp
 
 log = logging.getLogger("nvq.relay")
 BUFFERED = 64  # pieces of one request carried up before it is read; past it, dropped
+# The control server's two answers to a relayed connection (`serve_relayed` bound to
+# the handlers' context, and `refuse_relayed`), handed in by `nvq.daemon.main`: the
+# relay sits below the server that answers it.
+Serve = Callable[[anyio.abc.ByteStream, str], Awaitable[None]]
 
 
 class RelayStream(anyio.abc.ByteStream):
@@ -86,11 +90,16 @@ class Relays:
         self.state = state
         self._open: dict[tuple[str, int], RelayStream] = {}
         self._tg: anyio.abc.TaskGroup | None = None
-        self._ctx: Context | None = None
+        self._serve_as: Serve | None = None
+        self._refuse: Serve | None = None
 
-    async def run(self, ctx: Context, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, serve: Serve, refuse: Serve, *, task_status: Any = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve relayed connections: `serve(stream, owner)` answers one as its job's
+        owner, `refuse(stream, why)` turns one down."""
         async with anyio.create_task_group() as tg:
-            self._tg, self._ctx = tg, ctx
+            self._tg, self._serve_as, self._refuse = tg, serve, refuse
             task_status.started()
             await anyio.sleep_forever()
 
@@ -115,19 +124,18 @@ class Relays:
             self._open.pop(key).cut()
 
     async def _serve(self, node: NodeRuntime, first: RelayUp, stream: RelayStream) -> None:
-        from nvq.daemon.serve.control_server import refuse_relayed, serve_relayed
-
         key = (node.name, first.req)
+        assert self._serve_as is not None and self._refuse is not None  # set before _tg
         try:
             user = attempt_owner(self.state, node.name, first.job_id, first.attempt)
-            if user is None or self._ctx is None:
-                await refuse_relayed(
+            if user is None:
+                await self._refuse(
                     stream,
                     f"attempt {first.attempt} of job {first.job_id} no longer runs on "
                     f"{node.name}: only a running job talks to its queue",
                 )
             else:
-                await serve_relayed(self._ctx, stream, user)
+                await self._serve_as(stream, user)
         except Exception:
             log.exception("relayed request from node %s failed", node.name)
         finally:

@@ -24,8 +24,8 @@ import asyncssh
 import msgspec
 
 from nvq.config import NodeConfig, QueueConfig
-from nvq.daemon.machines.link import ByteChannel, Opener
 from nvq.daemon.ssh.bootstrap import BootstrapResult, bootstrap_node, runner_python
+from nvq.daemon.ssh.byte_channel import ByteChannel, Opener
 from nvq.daemon.ssh.channel import open_runner_channel
 from nvq.daemon.ssh.connection import connect_node, run_command, shell_path
 
