@@ -174,8 +174,9 @@ def estimate_starts(
     ends = [(h.ends_at, h.job_id) for h in holders if h.ends_at is not None]
     heapq.heapify(ends)
     found: dict[int, StartEstimate] = {}
-    t, because = now, "now: it fits, the next pass starts it"
-    for _ in range(MAX_STEPS + 1):
+    t, because = now, "it fits: the next placement pass starts it"
+    steps = 0
+    while True:
         result = place(list(by_name.values()), list(waiting.values()),
                        headroom_mb=headroom_mb, max_cpu_jobs=max_cpu_jobs, usage=usage)
         for never in result.unschedulable:
@@ -184,8 +185,7 @@ def estimate_starts(
         for placed in result.placements:
             job = waiting.pop(placed.job_id)
             found[job.id] = StartEstimate(t, because)
-            slot = by_name[placed.node]
-            by_name[placed.node] = preemption.deduct(slot, placed, job)
+            by_name[placed.node] = preemption.deduct(by_name[placed.node], placed, job)
             q = runs[job.id]
             end = None if q.runs_for is None else t + q.runs_for
             said = "" if end is None else (
@@ -195,8 +195,9 @@ def estimate_starts(
                                      memory_mb=job.memory_mb, ends_at=end, ends_because=said)
             if end is not None:
                 heapq.heappush(ends, (end, job.id))
-        if want <= found.keys() or not waiting or not ends:
+        if want <= found.keys() or not waiting or not ends or steps == MAX_STEPS:
             break
+        steps += 1
         # The next moment some job ends: every job ending then frees its cards.
         t = ends[0][0]
         freed: list[Holder] = []
@@ -204,12 +205,14 @@ def estimate_starts(
             freed.append(holding.pop(heapq.heappop(ends)[1]))
         because = "when " + "; ".join(h.ends_because for h in freed)
         for h in freed:
-            slot = by_name.get(h.node)
-            if slot is not None:
-                by_name[h.node] = preemption.free(slot, [_leaving(h)])
+            if h.node in by_name:
+                by_name[h.node] = preemption.free(by_name[h.node], [_leaving(h)])
     for job_id in want - found.keys():
         if job_id in deep:
             found[job_id] = StartEstimate(None, f"more than {MAX_QUEUE} jobs wait ahead of it")
+        elif job_id in waiting and ends:  # the play stopped with ends still to come
+            found[job_id] = StartEstimate(
+                None, f"it cannot be known: more than {MAX_STEPS} jobs end before it could start")
         elif job_id in waiting:
             found[job_id] = StartEstimate(None, _unknown(holding.values()))
     return found

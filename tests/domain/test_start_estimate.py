@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from nvq.domain.placement import GpuSlot, NodeSlot, PendingJob
 from nvq.domain.start_estimate import (
     MAX_QUEUE,
+    MAX_STEPS,
     Holder,
     Queued,
     RunFacts,
@@ -146,7 +147,7 @@ def test_a_job_behind_a_timed_job_starts_when_its_timeout_ends() -> None:
 
 def test_a_job_that_fits_now_starts_now() -> None:
     found = estimate([node(used=[0])], [], [waiting(13)])
-    assert found[13][0] == NOW and found[13][1].startswith("now")
+    assert found[13] == (NOW, "it fits: the next placement pass starts it")
 
 
 def test_the_card_that_frees_first_decides() -> None:
@@ -215,6 +216,18 @@ def test_a_job_deeper_than_the_play_goes_is_not_estimated() -> None:
     last = MAX_QUEUE + 1
     found = estimate([node()], [holder(0, NOW + 1)], queue, wanted=[last])
     assert found[last] == (None, f"more than {MAX_QUEUE} jobs wait ahead of it")
+
+
+def test_the_play_stops_after_so_many_ends() -> None:
+    # Many small jobs share the card: the 20 GiB job fits only once most have ended.
+    def crowd(count: int) -> dict[int, tuple[float | None, str]]:
+        slots = [node(used=[count * 200])]
+        holders = [holder(i, NOW + i, {0: 200}) for i in range(1, count + 1)]
+        return estimate(slots, holders, [waiting(999)])
+
+    assert crowd(40)[999][0] == NOW + 23  # 23 ended: 17 × 200 MiB left, 20 GiB free
+    assert crowd(MAX_STEPS + 40)[999] == (
+        None, f"it cannot be known: more than {MAX_STEPS} jobs end before it could start")
 
 
 def test_a_cpu_job_waits_for_a_cpu_slot() -> None:

@@ -10,6 +10,7 @@ from nvq.cli.render.array_member import member_label
 from nvq.cli.render.artifacts import artifact_lines
 from nvq.cli.render.events import data_text, kind_text
 from nvq.cli.render.table import ago, clip, safe, table
+from nvq.cli.render.why import start_clock
 from nvq.cli.render.world import world_lines
 from nvq.values import format_duration, format_mib
 
@@ -88,6 +89,8 @@ def jobs_table(jobs: Sequence[Job], unreachable: Collection[str] = ()) -> str:
     jobs show `unreachable` rather than a frozen `running` (a view, not a state)."""
     reasons = {j.id: waiting_reason(j) for j in jobs}
     with_reasons = any(reasons.values())  # once: asked per row, a long list took minutes
+    starts = {j.id: start_column(j) for j in jobs} if with_reasons else {}
+    with_starts = any(starts.values())
     rows = []
     for j in jobs:
         why = reasons[j.id]
@@ -103,11 +106,25 @@ def jobs_table(jobs: Sequence[Job], unreachable: Collection[str] = ()) -> str:
         ]
         if with_reasons:
             row.insert(7, why[0] if why else "")
+        if with_starts:
+            row.insert(8, starts[j.id] or "")
         rows.append(row)
     header = ["ID", "STATE", "NAME", "USER", "WHERE", "VRAM", "RUNTIME", "PROGRESS"]
     if with_reasons:
         header.insert(7, "REASON")
+    if with_starts:
+        header.insert(8, "START")
     return table(header, rows)
+
+
+def start_column(job: Job) -> str:
+    """A pending job's estimated start (`~14:20`, `now`), or "" when none is known."""
+    start = getattr(job, "start_estimate", None)
+    at = getattr(start, "at", None)
+    if not isinstance(at, float | int):
+        return ""
+    now = time.time()
+    return "now" if at <= now else "~" + start_clock(at, now)
 
 
 LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|DATE)"

@@ -1,0 +1,107 @@
+"""The estimated start of waiting jobs (`job why`, `job ls`): the daemon's facts —
+nodes, running jobs with their limits, progress and history, the queue in order —
+handed to `nvq.domain.start_estimate`, once per placement pass."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+
+from nvq.daemon.core.state import State
+from nvq.daemon.machines.reassign import Machines
+from nvq.daemon.placement.pending_view import time_limit
+from nvq.daemon.placement.placing import pending_of
+from nvq.daemon.placement.preempting import candidate
+from nvq.daemon.placement.slots import node_slots
+from nvq.domain import ordering
+from nvq.domain import start_estimate as se
+from nvq.domain import waiting as w
+from nvq.model import JobRecord
+
+# Reasons a job waits for cards: only those have a start the running jobs' ends tell.
+FOR_CARDS = frozenset({w.PRIORITY, w.RESOURCES, w.FAIR_SHARE, w.STARVATION, w.BUSY})
+
+
+def not_for_cards(reason: str) -> se.StartEstimate:
+    return se.StartEstimate(None, f"it cannot be known: it waits on {reason}, not on cards")
+
+
+async def start_estimates(
+    state: State, machines: Machines, wanted: Collection[int]
+) -> dict[int, se.StartEstimate]:
+    """The estimated start of each pending job in `wanted` (remembered until the next
+    placement pass; another job asked for plays the queue again)."""
+    facts = state.pass_facts
+    known = facts.starts if facts is not None else None
+    if known is not None and all(i in known for i in wanted):
+        return known
+    now = time.time()
+    running = [j for j in state.index.running.values() if j.node is not None]
+    queue = ordering.dispatch_order([j for j in state.index.pending.jobs() if _ready(state, j, now)])
+    deep = {j.id for j in queue[se.MAX_QUEUE :]}
+    queue = queue[: se.MAX_QUEUE]
+    by_command, by_array = await state.store.run_times(
+        {j.spec.command for j in [*running, *queue]},
+        {j.array_id for j in [*running, *queue] if j.array_id is not None},
+    )
+
+    def typical(job: JobRecord) -> tuple[float | None, int]:
+        runs = by_array.get(job.array_id, []) if job.array_id is not None else []
+        runs = runs or by_command.get(job.spec.command, [])
+        return se.typical_run(runs), len(runs)
+
+    holders = [_holder(state, j, typical(j), now) for j in running]
+    queued = [
+        se.Queued(job=pending_of(state, machines, j), runs_for=runs, runs_because=because)
+        for j in queue
+        for runs, because in [se.queued_run(time_limit(j), *typical(j))]
+    ]
+    found = se.estimate_starts(
+        node_slots(state, machines),
+        [h for h in holders if h is not None],
+        queued,
+        now=now,
+        headroom_mb=state.config.queue.headroom_mb,
+        max_cpu_jobs=state.config.queue.max_cpu_jobs_per_node,
+        usage=state.fair_share,
+        wanted=[i for i in wanted if i in state.index.pending],
+    )
+    for job_id in deep & set(wanted):
+        found[job_id] = se.StartEstimate(None, f"more than {se.MAX_QUEUE} jobs wait ahead of it")
+    if facts is not None and facts is state.pass_facts:
+        facts.starts = {**(facts.starts or {}), **found}
+    return found
+
+
+def _ready(state: State, job: JobRecord, now: float) -> bool:
+    """Whether a pending job competes for cards now (what the last pass tried, and the
+    alike members of a long array it did not need to look at)."""
+    facts = state.pass_facts
+    if facts is not None and job.id in facts.considered:
+        return True
+    spec = job.spec
+    return not (spec.after or spec.after_any or spec.lane or spec.reservation
+                or (spec.begin_at is not None and spec.begin_at > now))
+
+
+def _holder(
+    state: State, job: JobRecord, typical: tuple[float | None, int], now: float
+) -> se.Holder | None:
+    held = candidate(state, job)
+    if held is None or job.node is None:
+        return None
+    node = state.nodes.get(job.node)
+    line, seen = (node.progress_seen.get(job.id) if node is not None else None) or (None, None)
+    run = se.RunFacts(
+        job_id=job.id,
+        started_at=job.started_at or job.dispatched_at or now,
+        timeout=job.spec.timeout,
+        max_runtime=job.spec.max_runtime,
+        progress=line,
+        progress_at=seen,
+        typical=typical[0],
+        typical_of=typical[1],
+    )
+    ends_at, because = se.run_end(run, now)
+    return se.Holder(job_id=job.id, node=job.node, cards=held.cards, memory_mb=held.memory_mb,
+                     ends_at=ends_at, ends_because=because)
