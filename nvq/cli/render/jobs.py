@@ -17,6 +17,7 @@ from nvq.values import format_duration, format_mib
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
     from nvq.control import JobDetail, JobPage
+    from nvq.domain.contention import Contention
     from nvq.model import Job
 
 
@@ -127,6 +128,22 @@ def start_column(job: Job) -> str:
     return "now" if at <= now else "~" + start_clock(at, now)
 
 
+def contention_text(c: Contention) -> str:
+    """An attempt's contention record in one line: `quiet: nothing else on its cards`,
+    or `shared: foreign util p50 0% p95 95%, foreign memory p50 1GiB p95 8GiB; with
+    jobs 12, 14`."""
+    of = f"({c.samples} card samples)"
+    if c.quiet:
+        return f"quiet: nothing else on its cards {of}"
+    line = (f"shared: foreign util p50 {c.foreign_util_p50}% p95 {c.foreign_util_p95}%, "
+            f"foreign memory p50 {format_mib(c.foreign_mem_p50_mb)} "
+            f"p95 {format_mib(c.foreign_mem_p95_mb)} {of}")
+    if c.shared_with:
+        jobs = "job" if len(c.shared_with) == 1 else "jobs"
+        line += f"; with queue {jobs} {', '.join(map(str, c.shared_with))}"
+    return line
+
+
 LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|DATE)"
 
 
@@ -182,6 +199,9 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
                 f"started {ago(a.started_at):>10}  ended {ago(a.ended_at):>10}  {how}"
             )
+            shared = getattr(a, "contention", None)
+            if shared is not None:
+                out.append(f"         {contention_text(shared)}")
     out.extend(artifact_lines(doc))
     if doc.events:
         out.append("  events:")

@@ -31,7 +31,7 @@ from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.subscribers import Subscribers
 from nvq.daemon.core.usage import UsageBook
 from nvq.daemon.placement.waits import PassFacts
-from nvq.domain import alerts, card_marks, reassign
+from nvq.domain import alerts, card_marks, contention, reassign
 from nvq.domain.placement import NodeSlot, PendingJob
 from nvq.domain.preemption import Hold
 from nvq.domain.reservations import CardReservation
@@ -127,6 +127,9 @@ class State:
         self.fair_share: dict[str, float] | None = None  # the last pass's standings
         self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
         self.actions: Actions | None = None  # carries out starts and ended attempts
+        # running attempt → what shared its cards so far (domain/contention.py): fed by
+        # samples, closed into an event by the commit that ends the attempt
+        self.tallies: dict[tuple[int, int], contention.Tally] = {}
 
 
     async def load(self) -> None:
@@ -239,6 +242,8 @@ class State:
         self._name_jobs(tx)
         if tx.jobs:
             self.usage.charge(tx, self.jobs, self.card_sizes)
+            if self.tallies:
+                tx.events = [*tx.events, *contention.closing(tx.jobs, self.jobs, self.tallies)]
         marks = card_marks.apply(self.cards, tx.events, time.time())
         if marks is not None:
             tx.meta = [*tx.meta, (card_marks.META_KEY, card_marks.encode(marks))]

@@ -21,7 +21,7 @@ from nvq.daemon.core.nodes import NodeRuntime, Sender
 from nvq.daemon.core.reconcile import reconcile
 from nvq.daemon.core.recovery import Recovery
 from nvq.daemon.core.state import State
-from nvq.daemon.machines import blobs
+from nvq.daemon.machines import blobs, contention_watch
 from nvq.daemon.machines.image_staging import LISTED, STAGED
 from nvq.daemon.machines.reassign import Machines
 from nvq.daemon.machines.unreachable import node_reassign_at
@@ -211,6 +211,7 @@ class RunnerEvents:
             job = self.state.jobs.get(job_id)
             if job is not None and job.node == node.name:
                 job.progress = line
+        contention_watch.on_sample(self.state, node.name, sample)
         node.progress_seen = {
             job_id: seen[job_id] if job_id in seen and seen[job_id][0] == line else (line, sample.time)
             for job_id, line in sample.progress.items()

@@ -1,0 +1,75 @@
+"""Each attempt's record of what shared its cards, through the real CLI: `job show`
+and `--json` carry it (fake cards with a foreign process)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.cluster import Nvq
+
+CARDS = """\
+cuda = "13.0"
+
+[[gpu]]
+name = "Fake A100"
+memory = "24GiB"
+util = 95
+[[gpu.process]]
+pid = 4242
+user = "alice"
+used = "1GiB"
+
+[[gpu]]
+name = "Fake A10"
+memory = "16GiB"
+util = 0
+"""
+
+
+def sampled(nvq: Nvq) -> None:
+    """Wait until the node reports alice's process on card 0."""
+    deadline = time.monotonic() + 60
+    while True:
+        (node,) = nvq.json("queue", "nodes")["nodes"]
+        if len(node["gpus"]) == 2 and node["gpus"][0]["external_mem_mb"]:
+            return
+        assert time.monotonic() < deadline, node
+        time.sleep(0.1)
+
+
+def ran(nvq: Nvq, tmp_path: Path, name: str, *args: str) -> dict[str, Any]:
+    """A job that runs until the queue has seen it in a sample (its progress line),
+    then ends: its one attempt's record."""
+    go = tmp_path / name
+    script = f'echo seen > "$NVQ_STATUS_FILE"; while [ ! -e {go} ]; do sleep 0.05; done'
+    job = nvq.submit(*args, "--", script)["id"]
+    nvq.wait_for(job, lambda j: j["progress"] == "seen")
+    go.touch()
+    code, _ = nvq.wait(job)
+    assert code == 0
+    return nvq.json("job", "show", str(job))  # type: ignore[no-any-return]
+
+
+def test_each_attempt_records_what_shared_its_cards(nvq: Nvq, tmp_path: Path) -> None:
+    nvq.write_gpus(CARDS)
+    sampled(nvq)
+    # 20 GiB fits only beside alice's process, on the busy card
+    busy = ran(nvq, tmp_path, "busy", "--vram", "20GiB")
+    assert busy["gpus"] == [0]
+    (attempt,) = busy["attempts"]
+    record = attempt["contention"]
+    assert record["samples"] >= 1 and record["quiet"] is False
+    assert (record["foreign_util_p50"], record["foreign_util_p95"]) == (95, 95)
+    assert (record["foreign_mem_p50_mb"], record["foreign_mem_p95_mb"]) == (1024, 1024)
+    assert record["shared_with"] == []
+    text = nvq.ok("job", "show", str(busy["id"])).out
+    assert "shared: foreign util p50 95% p95 95%, foreign memory p50 1GiB p95 1GiB (" in text
+
+    # a small job takes the quiet card: nothing else was on it
+    quiet = ran(nvq, tmp_path, "quiet", "--vram", "2GiB")
+    assert quiet["gpus"] == [1]
+    record = quiet["attempts"][0]["contention"]
+    assert record["quiet"] is True and record["foreign_util_p95"] == record["foreign_mem_p95_mb"] == 0
+    assert "quiet: nothing else on its cards (" in nvq.ok("job", "show", str(quiet["id"])).out
