@@ -73,3 +73,62 @@ def test_each_attempt_records_what_shared_its_cards(nvq: Nvq, tmp_path: Path) ->
     record = quiet["attempts"][0]["contention"]
     assert record["quiet"] is True and record["foreign_util_p95"] == record["foreign_mem_p95_mb"] == 0
     assert "quiet: nothing else on its cards (" in nvq.ok("job", "show", str(quiet["id"])).out
+
+
+BUSY_AND_FREE = """\
+cuda = "13.0"
+
+[[gpu]]
+name = "Fake A100"
+memory = "24GiB"
+util = 95
+[[gpu.process]]
+pid = 4242
+user = "alice"
+used = "1GiB"
+
+[[gpu]]
+name = "Fake A100"
+memory = "24GiB"
+util = 0
+"""
+
+
+def test_quiet_waits_for_a_card_with_nothing_else_and_keeps_it(nvq: Nvq, tmp_path: Path) -> None:
+    nvq.write_gpus(BUSY_AND_FREE)
+    sampled(nvq)
+    go1, go2 = tmp_path / "go1", tmp_path / "go2"
+    occupant = nvq.submit("--vram", "4GiB", "--", f"while [ ! -e {go1} ]; do sleep 0.05; done")["id"]
+    assert nvq.wait_for(occupant, lambda j: j["state"] == "running")["gpus"] == [1]
+
+    script = f'echo seen > "$NVQ_STATUS_FILE"; while [ ! -e {go2} ]; do sleep 0.05; done'
+    quiet = nvq.submit("--quiet", "--vram", "4GiB", "--", script)["id"]
+    waits = nvq.wait_for(quiet, lambda j: j["reason"] == "Resources")
+    said = ("0 of its GPUs have nothing else on them, needs 1 (--quiet; queue jobs on 1, "
+            "processes the queue did not start on 1)")
+    assert waits["reason_detail"] == f"local: {said}" and waits["quiet"] is True
+    checks = nvq.json("job", "why", str(quiet))["nodes"][0]["checks"]
+    assert {"constraint": "quiet cards", "ok": False, "detail": said} in checks
+    assert f"quiet cards: {said}" in nvq.ok("job", "why", str(quiet)).out
+
+    go1.touch()
+    running = nvq.wait_for(quiet, lambda j: j["progress"] == "seen")
+    assert running["gpus"] == [1]
+    # held whole: a job that would fit beside it goes to the busy card instead
+    other = nvq.submit("--vram", "2GiB", "--", "true")["id"]
+    code, (done,) = nvq.wait(other)
+    assert code == 0 and done["gpus"] == [0]
+
+    go2.touch()
+    code, _ = nvq.wait(quiet)
+    assert code == 0
+    (attempt,) = nvq.json("job", "show", str(quiet))["attempts"]
+    assert attempt["contention"]["quiet"] is True and attempt["contention"]["shared_with"] == []
+
+
+def test_quiet_from_a_manifest(nvq: Nvq, tmp_path: Path) -> None:
+    manifest = tmp_path / "job.toml"
+    manifest.write_text('[job]\ncommand = "true"\nquiet = true\n')
+    job = nvq.submit("--manifest", str(manifest))
+    assert job["quiet"] is True
+    assert nvq.wait(job["id"])[0] == 0

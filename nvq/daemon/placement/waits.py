@@ -251,6 +251,7 @@ def _shape(job: PendingJob) -> PendingJob:
         user=job.user,
         forbid_busy=job.forbid_busy,
         whole=job.whole,
+        quiet=job.quiet,
     )
 
 
