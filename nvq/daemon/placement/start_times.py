@@ -68,6 +68,8 @@ async def start_estimates(
     )
     for job_id in deep & set(wanted):
         found[job_id] = se.StartEstimate(None, f"more than {se.MAX_QUEUE} jobs wait ahead of it")
+    for job_id in set(wanted) - found.keys():  # answered too, so the next ask is remembered
+        found[job_id] = se.StartEstimate(None, "it cannot be known: it is not in line for cards yet")
     if facts is not None and facts is state.pass_facts:
         facts.starts = {**(facts.starts or {}), **found}
     return found
