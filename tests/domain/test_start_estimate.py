@@ -254,3 +254,70 @@ def test_never_before_enough_cards_could_be_free(ends: list[int], gpus: int) -> 
         assert at is None
     else:
         assert at == NOW + sorted(ends)[gpus - 1]
+
+
+def reference(slots: list[NodeSlot], holders: list[Holder], queue: list[Queued]) -> dict[int, float | None]:
+    """The play at its plainest: every step, every node, every waiting job."""
+    import heapq
+
+    from nvq.domain import preemption
+    from nvq.domain.placement import place
+    from nvq.domain.start_estimate import _leaving
+
+    by_name = {s.name: s for s in slots}
+    waiting = {q.job.id: q for q in queue}
+    holding = {h.job_id: h for h in holders}
+    ends = [(h.ends_at, h.job_id) for h in holders if h.ends_at is not None]
+    heapq.heapify(ends)
+    found: dict[int, float | None] = {}
+    t = NOW
+    for _ in range(MAX_STEPS + 1):
+        result = place(list(by_name.values()), [q.job for q in waiting.values()],
+                       headroom_mb=512, max_cpu_jobs=4)
+        for never in result.unschedulable:
+            waiting.pop(never.job_id, None)
+        for p in result.placements:
+            q = waiting.pop(p.job_id)
+            found[p.job_id] = t
+            by_name[p.node] = preemption.deduct(by_name[p.node], p, q.job)
+            end = None if q.runs_for is None else t + q.runs_for
+            holding[p.job_id] = Holder(job_id=p.job_id, node=p.node, cards={g: q.job.vram_mb for g in p.gpus},
+                                       ends_at=end)
+            if end is not None:
+                heapq.heappush(ends, (end, p.job_id))
+        if not waiting or not ends:
+            break
+        t = ends[0][0]
+        while ends and ends[0][0] == t:
+            h = holding.pop(heapq.heappop(ends)[1])
+            by_name[h.node] = preemption.free(by_name[h.node], [_leaving(h)])
+    return found
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    nodes=st.lists(st.lists(st.sampled_from([0, 4, 12, 20]), min_size=1, max_size=3),
+                   min_size=1, max_size=3),
+    ends=st.lists(st.one_of(st.none(), st.integers(1, 50)), min_size=9, max_size=9),
+    asks=st.lists(st.tuples(st.sampled_from([1, 2]), st.sampled_from([2, 8, 16, 20]),
+                            st.one_of(st.none(), st.integers(1, 30)), st.integers(0, 2)),
+                  max_size=12),
+)
+def test_the_play_offers_only_what_changed_and_still_agrees_with_the_plain_one(
+    nodes: list[list[int]], ends: list[int | None], asks: list[tuple[int, int, int | None, int]],
+) -> None:
+    slots, holders = [], []
+    for n, used in enumerate(nodes):
+        slots.append(NodeSlot(f"n{n}", True, [GpuSlot(i, 24 * GiB, 0, mb * GiB, queue_jobs=1 if mb else 0)
+                                             for i, mb in enumerate(used)], 0, sum(1 for mb in used if mb)))
+        for i, mb in enumerate(used):
+            if mb:
+                end = ends[(n * 3 + i) % len(ends)]
+                holders.append(Holder(job_id=100 + n * 3 + i, node=f"n{n}", cards={i: mb * GiB},
+                                      ends_at=None if end is None else NOW + end))
+    queue = [Queued(job=PendingJob(k + 1, prio, float(k), gpus, vram * GiB), runs_for=run)
+             for k, (gpus, vram, run, prio) in enumerate(asks)]
+    queue.sort(key=lambda q: (-q.job.priority, q.job.created_at))
+    played = estimate_starts(slots, holders, queue, now=NOW, headroom_mb=512, max_cpu_jobs=4)
+    plain = reference(slots, holders, queue)
+    assert {i: e.at for i, e in played.items() if e.at is not None} == plain
