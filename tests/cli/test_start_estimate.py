@@ -109,3 +109,22 @@ def test_no_estimate_without_an_end_or_for_a_job_that_waits_on_no_card(nvq: Nvq)
         "at": None, "rests_on": "it cannot be known: it waits on Dependency, not on cards"}
     assert nvq.json("job", "why", str(blocker))["start_estimate"] is None
     nvq.ok("job", "cancel", "--mine")
+
+
+def test_an_array_member_runs_for_its_arrays_typical_run(nvq: Nvq, tmp_path: Path) -> None:
+    # Each member's command differs ({} is its index): only the array's own completed
+    # members say how long the next one runs.
+    go = tmp_path / "go"
+    work = (f'if [ {{}} -lt 2 ]; then sleep 1; else while [ ! -e {go} ]; do sleep 0.05; done; fi')
+    sweep = nvq.submit(*WHOLE_NODE, "--timeout", "10m", "--array", "0-4", "--", work)
+    first = sweep["id"] if "id" in sweep else sweep["jobs"][0]
+    holder = nvq.wait_for(first + 2, lambda j: j["started_at"] is not None)
+    assert [nvq.show(first + i)["state"] for i in (0, 1)] == ["completed", "completed"]
+    nvq.wait_for(first + 4, lambda j: j["reason"] == "Resources")
+    start = nvq.json("job", "why", str(first + 4))["start_estimate"]
+    assert start["rests_on"].startswith(
+        f"when job {first + 3} (ahead of it) ends after its command's typical "), start
+    assert "(median of 2 runs)" in start["rests_on"], start
+    # (member 2's own end is its array's typical run too, or its timeout once that passed)
+    assert holder["started_at"] < start["at"] < holder["started_at"] + 660, (holder, start)
+    nvq.ok("job", "cancel", "--mine")
