@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.cluster import Nvq
 
-CARDS = """\
+BUSY_CARD = """\
 cuda = "13.0"
 
 [[gpu]]
@@ -20,12 +20,10 @@ util = 95
 pid = 4242
 user = "alice"
 used = "1GiB"
-
-[[gpu]]
-name = "Fake A10"
-memory = "16GiB"
-util = 0
 """
+# beside it, a card too small for 20 GiB, or one as large
+CARDS = BUSY_CARD + '\n[[gpu]]\nname = "Fake A10"\nmemory = "16GiB"\nutil = 0\n'
+BUSY_AND_FREE = BUSY_CARD + '\n[[gpu]]\nname = "Fake A100"\nmemory = "24GiB"\nutil = 0\n'
 
 
 def sampled(nvq: Nvq) -> None:
@@ -73,25 +71,6 @@ def test_each_attempt_records_what_shared_its_cards(nvq: Nvq, tmp_path: Path) ->
     record = quiet["attempts"][0]["contention"]
     assert record["quiet"] is True and record["foreign_util_p95"] == record["foreign_mem_p95_mb"] == 0
     assert "quiet: nothing else on its cards (" in nvq.ok("job", "show", str(quiet["id"])).out
-
-
-BUSY_AND_FREE = """\
-cuda = "13.0"
-
-[[gpu]]
-name = "Fake A100"
-memory = "24GiB"
-util = 95
-[[gpu.process]]
-pid = 4242
-user = "alice"
-used = "1GiB"
-
-[[gpu]]
-name = "Fake A100"
-memory = "24GiB"
-util = 0
-"""
 
 
 def test_quiet_waits_for_a_card_with_nothing_else_and_keeps_it(nvq: Nvq, tmp_path: Path) -> None:
