@@ -129,7 +129,7 @@ def run_end(run: RunFacts, now: float) -> tuple[float | None, str]:
                     f"{format_duration(run.progress_at - run.started_at)}) about {clock(at, now)}")
     elif run.typical is not None:
         at = run.started_at + run.typical
-        runs = "run" if run.typical_of == 1 else f"median of {run.typical_of} runs"
+        runs = "1 run" if run.typical_of == 1 else f"median of {run.typical_of} runs"
         soft = (at, f"job {run.job_id} ends after its command's typical "
                     f"{format_duration(run.typical)} ({runs}) about {clock(at, now)}")
     if soft is not None and soft[0] >= now and (hard is None or soft[0] < hard):
@@ -143,7 +143,7 @@ def queued_run(time_limit: float | None, typical: float | None, typical_of: int)
     """How long a waiting job runs once started: its typical run within its time
     limit, else its time limit."""
     if typical is not None and (time_limit is None or typical < time_limit):
-        runs = "run" if typical_of == 1 else f"median of {typical_of} runs"
+        runs = "1 run" if typical_of == 1 else f"median of {typical_of} runs"
         return typical, f"its command's typical {format_duration(typical)} ({runs})"
     if time_limit is not None:
         return time_limit, f"its time limit {format_duration(time_limit)}"

@@ -84,7 +84,7 @@ def test_a_job_ahead_runs_for_its_commands_typical_run(nvq: Nvq) -> None:
     start = nvq.json("job", "why", str(job))["start_estimate"]
     assert start["rests_on"].startswith(
         f"when job {ahead} (ahead of it) ends after its command's typical "), start
-    assert start["rests_on"].endswith(f"(run) at {clock(start['at'], time.time())}")
+    assert start["rests_on"].endswith(f"(1 run) at {clock(start['at'], time.time())}")
     assert started + 600 < start["at"] < started + 600 + 60, (started, start)
     nvq.ok("job", "cancel", "--mine")
 

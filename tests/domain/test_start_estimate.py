@@ -321,3 +321,9 @@ def test_the_play_offers_only_what_changed_and_still_agrees_with_the_plain_one(
     played = estimate_starts(slots, holders, queue, now=NOW, headroom_mb=512, max_cpu_jobs=4)
     plain = reference(slots, holders, queue)
     assert {i: e.at for i, e in played.items() if e.at is not None} == plain
+
+
+def test_one_finished_run_is_named_as_one() -> None:
+    run = RunFacts(job_id=4, started_at=NOW, typical=60.0, typical_of=1)
+    assert run_end(run, NOW)[1].startswith("job 4 ends after its command's typical 1m00s (1 run)")
+    assert queued_run(None, 60.0, 1) == (60.0, "its command's typical 1m00s (1 run)")
