@@ -220,7 +220,7 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     if req.limit is not None and not req.all and len(rows) > req.limit:
         rows, more = rows[-req.limit :], True
     page = c.JobPage(jobs=rows_of([with_reason(ctx, j) for j in rows]), more=more)
-    await with_starts(ctx, page.jobs)
+    await with_starts(ctx, page.jobs, user)
     away = reassign_times(state)
     if any(j.state is JobState.RUNNING and j.node in away for j in rows):
         page.unreachable = {node: at for node, (_, at) in away.items()}

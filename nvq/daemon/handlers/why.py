@@ -44,23 +44,25 @@ def rows_of(jobs: list[Job]) -> list[c.JobRow]:
     return cast(list[c.JobRow], jobs)
 
 
-async def with_starts(ctx: Context, rows: list[c.JobRow]) -> None:
+async def with_starts(ctx: Context, rows: list[c.JobRow], user: str) -> None:
     """Each pending row `with_reason` made gets its estimated start: played forward for
     a job that waits for cards, "cannot be known" for one that waits on anything else."""
     pending = [r for r in rows if r.state is JobState.PENDING and isinstance(r, c.JobRow)]
     asked = [r.id for r in pending if r.reason in FOR_CARDS]
-    found = await start_estimates(ctx.state, ctx.machines, asked) if asked else {}
+    found = await start_estimates(ctx.state, ctx.machines, asked, user) if asked else {}
     for row in pending:
         if row.reason is not None:
             row.start_estimate = found.get(row.id) or not_for_cards(row.reason)
 
 
-async def estimated_start(ctx: Context, job: JobRecord, reason: str | None) -> StartEstimate | None:
+async def estimated_start(
+    ctx: Context, job: JobRecord, reason: str | None, user: str
+) -> StartEstimate | None:
     if job.state is not JobState.PENDING or reason is None:
         return None
     if reason not in FOR_CARDS:
         return not_for_cards(reason)
-    found = await start_estimates(ctx.state, ctx.machines, [job.id])
+    found = await start_estimates(ctx.state, ctx.machines, [job.id], user)
     return found.get(job.id) or not_for_cards(reason)
 
 
@@ -88,6 +90,6 @@ async def why(ctx: Context, req: c.Why, user: str) -> c.WhyReport:
         reason=shown.reason,
         reason_detail=getattr(shown, "reason_detail", None),
         nodes=nodes,
-        start_estimate=await estimated_start(ctx, job, shown.reason),
+        start_estimate=await estimated_start(ctx, job, shown.reason, user),
     )
     return report

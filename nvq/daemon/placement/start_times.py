@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 
+from nvq.daemon.core.apply import queue_admins
 from nvq.daemon.core.state import State
 from nvq.daemon.machines.reassign import Machines
 from nvq.daemon.placement.pending_view import time_limit
@@ -16,6 +17,7 @@ from nvq.daemon.placement.slots import node_slots
 from nvq.domain import ordering
 from nvq.domain import start_estimate as se
 from nvq.domain import waiting as w
+from nvq.domain.permissions import may_read_private
 from nvq.model import JobRecord
 
 # Reasons a job waits for cards: only those have a start the running jobs' ends tell.
@@ -27,12 +29,16 @@ def not_for_cards(reason: str) -> se.StartEstimate:
 
 
 async def start_estimates(
-    state: State, machines: Machines, wanted: Collection[int]
+    state: State, machines: Machines, wanted: Collection[int], asker: str
 ) -> dict[int, se.StartEstimate]:
     """The estimated start of each pending job in `wanted` (remembered until the next
-    placement pass; another job asked for plays the queue again)."""
+    placement pass; another job asked for plays the queue again). A running job's
+    progress line is private to its owner (handlers/visibility.py): only the lines
+    `asker` may read tell when jobs end, so the estimate leaks none of the others."""
+    admins, members_read = queue_admins(state), state.config.queue.members_read
+    reader = "*" if may_read_private("", asker, admins, members_read) else asker
     facts = state.pass_facts
-    known = facts.starts if facts is not None else None
+    known = facts.starts.get(reader) if facts is not None else None
     if known is not None and all(i in known for i in wanted):
         return known
     now = time.time()
@@ -50,7 +56,7 @@ async def start_estimates(
         runs = runs or by_command.get(job.spec.command, [])
         return se.typical_run(runs), len(runs)
 
-    holders = [_holder(state, j, typical(j), now) for j in running]
+    holders = [_holder(state, j, typical(j), now, reader in ("*", j.user)) for j in running]
     queued = [
         se.Queued(job=pending_of(state, machines, j), runs_for=runs, runs_because=because)
         for j in queue
@@ -71,7 +77,7 @@ async def start_estimates(
     for job_id in set(wanted) - found.keys():  # answered too, so the next ask is remembered
         found[job_id] = se.StartEstimate(None, "it cannot be known: it is not in line for cards yet")
     if facts is not None and facts is state.pass_facts:
-        facts.starts = {**(facts.starts or {}), **found}
+        facts.starts[reader] = {**facts.starts.get(reader, {}), **found}
     return found
 
 
@@ -87,13 +93,14 @@ def _ready(state: State, job: JobRecord, now: float) -> bool:
 
 
 def _holder(
-    state: State, job: JobRecord, typical: tuple[float | None, int], now: float
+    state: State, job: JobRecord, typical: tuple[float | None, int], now: float, readable: bool
 ) -> se.Holder | None:
     held = candidate(state, job)
     if held is None or job.node is None:
         return None
     node = state.nodes.get(job.node)
-    line, seen = (node.progress_seen.get(job.id) if node is not None else None) or (None, None)
+    seen_line = node.progress_seen.get(job.id) if node is not None and readable else None
+    line, seen = seen_line or (None, None)
     run = se.RunFacts(
         job_id=job.id,
         started_at=job.started_at or job.dispatched_at or now,

@@ -58,7 +58,8 @@ class PassFacts:
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
     lanes: dict[str, lanes.LaneStatus] | None = None
     arrays_running: dict[int, int] | None = None
-    starts: dict[int, StartEstimate] | None = None  # estimated starts (start_times.py)
+    # Estimated starts (start_times.py), per reader: whose progress lines they rest on.
+    starts: dict[str, dict[int, StartEstimate]] = field(default_factory=dict)
 
 
 def after_placements(
