@@ -21,7 +21,7 @@ after = [12, 13]
 
 Every `job submit` option has its key (`nvq.domain.validate.SUBMIT_FIELDS`): also
 `node`, `note`, `priority`, `tags`, `after_any`, `array`, `max_runtime`,
-`no_reassign`, `preemptible` and `reservation`.
+`no_reassign`, `preemptible`, `quiet` and `reservation`.
 
 `parse` turns the `[job]` table into JobSpec field values; `merge` lays the command
 line over it (a flag given on the command line wins; `env` merges key by key).
@@ -181,6 +181,7 @@ _READERS: dict[str, _Conv] = {
     "max_runtime": _duration,
     "no_reassign": _boolean,
     "preemptible": _boolean,
+    "quiet": _boolean,
     "reservation": _string,
     "in_place": _boolean,
     "setup": _string,

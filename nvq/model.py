@@ -93,6 +93,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     signal: str = ""
     preemptible: bool = False  # a more urgent job may stop it (nvq.domain.preemption)
     reservation: str | None = None  # only on its cards, in its window (domain.reservations)
+    # --quiet: only cards with nothing else on them (no foreign process, no queue job),
+    # held whole while it runs; its contention record says whether they stayed so
+    quiet: bool = False
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -181,6 +184,7 @@ class Job(msgspec.Struct, kw_only=True):
     preemptible: bool = False
     reservation: str | None = None
     phase: str = ""
+    quiet: bool = False
 
 
 class JobRecord(msgspec.Struct, kw_only=True):

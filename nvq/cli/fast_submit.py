@@ -50,6 +50,7 @@ OPTIONS: dict[str, tuple[str, str | bool]] = {
     "--wait": ("wait", True),
     "--no-reassign": ("no_reassign", True),
     "--preemptible": ("preemptible", True),
+    "--quiet": ("quiet", True),
     "--email-on-success": ("email_on_success", True),
     "--no-email-on-success": ("email_on_success", False),
     "--email-on-failure": ("email_on_failure", True),

@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from nvq.domain.attempts import Attempt
+from nvq.domain.start_estimate import StartEstimate
 from nvq.domain.waiting import NodeFit
 from nvq.model import Alert, Event, Job, NodeView  # Alert: `Alerts`/`Ack` send store rows
 from nvq_runner.protocol import CachedImage
@@ -56,6 +57,8 @@ class JobRow(Job, kw_only=True):
     """A job in `ListJobs`: a waiting one has its reason code, and `reason_detail`."""
 
     reason_detail: str | Unset | None = UNSET
+    # A pending job's estimated start (`job ls` only; nvq.domain.start_estimate).
+    start_estimate: StartEstimate | Unset = UNSET
 
 
 class Moved(Job, kw_only=True):
@@ -186,6 +189,8 @@ class WhyReport(msgspec.Struct, kw_only=True):
     reason: str | None
     reason_detail: str | None
     nodes: list[NodeFit]
+    # A pending job's estimated start and what it rests on; None for other states.
+    start_estimate: StartEstimate | None = None
 
 
 class WaitResult(msgspec.Struct, kw_only=True):

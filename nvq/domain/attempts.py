@@ -10,6 +10,8 @@ from typing import Any
 
 import msgspec
 
+from nvq.domain.contention import EVENT as CONTENTION_EVENT
+from nvq.domain.contention import Contention
 from nvq.model import Event
 
 # event kind → how the attempt ended, in one word
@@ -50,6 +52,8 @@ class Attempt(msgspec.Struct, kw_only=True):
     exit_code: int | None = None
     # its result.json, once a requeue kept it (the job's own `result` is the latest's)
     result: Any = None
+    # what shared its cards while it ran (nvq.domain.contention), once it ended
+    contention: Contention | None = None
 
 
 def derive(events: Iterable[Event]) -> list[Attempt]:
@@ -74,6 +78,8 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
             att.started_at = ev.time
         elif ev.kind == "job_requeued":
             att.result = data.get("result")
+        elif ev.kind == CONTENTION_EVENT:
+            att.contention = msgspec.convert(data.get("contention"), Contention)
         elif ev.kind == "job_exit_after_settle":
             att.exit_code = data.get("exit_code", att.exit_code)
         elif ev.kind == "attempt_fenced" and att.outcome == "reassigned" and data.get("fenced_at"):

@@ -13,4 +13,6 @@ from nvq.model import JobRecord
 
 def holds_whole(job: JobRecord, share_cards: bool) -> bool:
     spec = job.spec
+    if spec.quiet and spec.gpus > 0 and spec.lane is None:
+        return True  # --quiet: nothing else on its cards, whatever it reserved
     return not share_cards and spec.gpus > 0 and spec.vram_mb == 0 and spec.lane is None

@@ -59,6 +59,7 @@ def shape_of(job: JobRecord) -> Shape | None:
         job.spec.cwd if job.spec.in_place else None,
         job.spec.begin_at,
         job.spec.reservation,
+        job.spec.quiet,
         job.array_id if job.array_limit is not None else None,
         job.array_limit,
     )

@@ -120,6 +120,8 @@ class PendingJob(msgspec.Struct, frozen=True):
     closed: frozenset[tuple[str, int]] = frozenset()
     # Holds its cards whole: only cards no queue job is on, and no job after it there.
     whole: bool = False
+    # --quiet (held whole too): only cards no process the queue did not start is on.
+    quiet: bool = False
 
 
 class Placement(msgspec.Struct, frozen=True):
@@ -188,6 +190,7 @@ class _Node:
         "cards",
         "cpu_jobs",
         "cuda",
+        "foreign",
         "jobs_on",
         "key",
         "memory_free",
@@ -214,6 +217,8 @@ class _Node:
         )
         # index → utilisation of the cards busy with foreign work (usually none)
         self.busy_cards = {g.index: g.foreign_util for g in slot.gpus if busyness(g.foreign_util)}
+        # cards with any process the queue did not start on them: none for a --quiet job
+        self.foreign = {g.index for g in slot.gpus if g.foreign_mb or g.foreign_util}
         # A held card is busy, not gone: it counts for the load.
         self._capacity = max(1, sum(1 for g in slot.gpus if g.schedulable and not g.out))
         self.total_free = sum(-neg for neg, _ in self.cards if neg < 0)  # overdrawn cards: 0
@@ -251,7 +256,7 @@ class _Node:
     def open_cards(self, job: PendingJob) -> list[tuple[int, int]]:
         """This node's cards `job` may use (most free first): its reservation's only,
         none it must keep off, its lane's card; for a job holding cards whole, only
-        those no queue job is on."""
+        those no queue job is on; for a --quiet one, only those no foreign process is on."""
         only, closed, name, jobs = job.only, job.closed, self.name, self.jobs_on
         return [
             (neg, index)
@@ -260,6 +265,7 @@ class _Node:
             and (name, index) not in closed
             and (job.gpu is None or index == job.gpu)
             and not (job.whole and jobs[index])
+            and not (job.quiet and index in self.foreign)
         ]
 
     def hold(self, picked: Sequence[int]) -> None:
@@ -375,7 +381,7 @@ class _Pass:
 
     def _place(self, job: PendingJob, profile: Profile, placements: list[Placement]) -> bool:
         """Place one job if it fits now; whether it did."""
-        if job.only is not None or job.closed or (job.whole and job.gpus and job.gpu is None):
+        if job.only is not None or job.closed or job.quiet or (job.whole and job.gpus and job.gpu is None):
             return self._place_restricted(job, profile, placements)
         if job.gpu is not None:
             return self._place_pinned(job, profile, placements)
@@ -411,7 +417,7 @@ class _Pass:
         whole = job.whole and gpus > 0
         # Capacity only shrinks during a pass: once (gpus, vram) did not fit these cards,
         # no job asking as much or more will (the fast path's memo, per restriction).
-        memo = (id(profile), gpus, job.memory_mb, job.only, job.closed, whole)
+        memo = (id(profile), gpus, job.memory_mb, job.only, job.closed, whole, job.quiet)
         if vram >= self.restricted_failed.get(memo, NEVER_FAILED):
             return False
         best: tuple[_Node, list[int]] | None = None

@@ -64,7 +64,7 @@ class NodeFacts(msgspec.Struct, frozen=True, kw_only=True):
 
 class Check(msgspec.Struct, frozen=True):
     constraint: str  # pin, state, drained, fenced, busy, walltime, untimed, cuda,
-    # runtime, host memory, cards, memory per card, cpu slots, lane
+    # runtime, host memory, cards, memory per card, whole cards, quiet cards, cpu slots, lane
     ok: bool
     detail: str
 
@@ -199,6 +199,8 @@ def _cards(
                 f"--vram, {len(free)} left, needs {job.gpus}"
             )
         return [Check("cards", False, detail)], -1
+    if job.quiet:
+        return _quiet_cards(job, slot, free)
     if job.whole:
         empty = sum(1 for g in slot.gpus if g.index in free and not g.queue_jobs)
         detail = (
@@ -233,6 +235,21 @@ def _cards(
         detail = f"{room} of {counted(len(free), 'GPU')} have {need} free, needs {job.gpus}"
     cards_ok = Check("cards", True, f"has {counted(len(free), 'schedulable GPU')}, needs {job.gpus}")
     return [cards_ok, Check("memory per card", have >= job.vram_mb, detail)], have
+
+
+def _quiet_cards(job: PendingJob, slot: NodeSlot, free: dict[int, int]) -> tuple[list[Check], int]:
+    """--quiet: enough cards with nothing else on them — no queue job, no process the
+    queue did not start — and the memory it asks on each."""
+    cards = [g for g in slot.gpus if g.index in free]
+    jobs = sum(1 for g in cards if g.queue_jobs)
+    foreign = sum(1 for g in cards if not g.queue_jobs and (g.foreign_mb or g.foreign_util))
+    quiet = [g for g in cards if not g.queue_jobs and not (g.foreign_mb or g.foreign_util)
+             and free[g.index] >= job.vram_mb]
+    ok = len(quiet) >= job.gpus
+    detail = (f"{len(quiet)} of its GPUs have nothing else on them, needs {job.gpus} "
+              f"(--quiet; queue jobs on {jobs}, processes the queue did not start on {foreign})")
+    cards_ok = Check("cards", True, f"has {counted(len(free), 'schedulable GPU')}, needs {job.gpus}")
+    return [cards_ok, Check("quiet cards", ok, detail)], 0 if ok else -1
 
 
 def _held_by(gpu: GpuSlot) -> str:

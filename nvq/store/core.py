@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +32,7 @@ from nvq.store import (
     lanes,
     meta,
     nodes,
+    run_times,
     schema,
     space,
     usage,
@@ -235,6 +236,12 @@ class Store:
 
     async def manifest_ids(self) -> set[str]:
         return await self.sync(windows.manifest_ids)
+
+    async def run_times(
+        self, commands: Collection[str], arrays: Collection[int]
+    ) -> tuple[dict[str, list[float]], dict[int, list[float]]]:
+        """Completed runs' durations per command and per array (nvq.store.run_times)."""
+        return await self.sync(lambda conn: run_times.run_times(conn, commands, arrays))
 
     async def array_members(self, array_id: int) -> list[JobRecord]:
         return await self.sync(lambda conn: jobs.array_members(conn, array_id))

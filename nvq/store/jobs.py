@@ -35,6 +35,7 @@ _JSON_FIELDS = frozenset(
         "interactive",
         "notify_on",
         "preemptible",
+        "quiet",
     }
 )
 # JSON fields decoded into structs, not plain dicts

@@ -10,7 +10,7 @@ import sqlite3
 
 from nvq.errors import Internal
 
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -297,6 +297,10 @@ ALTER TABLE jobs ADD COLUMN reservation TEXT;
     # 25: the phase of a running job ("setup" while its --setup runs).
     """
 ALTER TABLE jobs ADD COLUMN phase TEXT NOT NULL DEFAULT '';
+""",
+    # 26: jobs that asked for cards with nothing else on them (`--quiet`).
+    """
+ALTER TABLE jobs ADD COLUMN quiet TEXT NOT NULL DEFAULT 'false';
 """,
 ]
 

@@ -37,6 +37,8 @@ def test_ls_show_and_why_say_why_a_job_waits(nvq: Nvq) -> None:
     assert why == [
         f"job {waits['id']} is pending: Resources: best candidate: local:0 (24GiB) has 3.5GiB "
         "free, needs 20GiB (queue jobs hold 20GiB)",
+        f"estimated start: it cannot be known: running job {big['id']} has no time limit, "
+        "progress or finished runs of their command to tell when they end",
         "  local  memory per card: local:0 (24GiB) has 3.5GiB free, needs 20GiB (queue jobs hold 20GiB)",
     ]
     doc = nvq.json("job", "why", str(waits["id"]))

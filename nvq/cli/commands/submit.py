@@ -81,6 +81,9 @@ def job_submit(
     reservation: str = typer.Option(
         None, "--reservation", help="Run on this reservation's cards, in its window."
     ),
+    quiet: bool = typer.Option(
+        False, "--quiet", help="Only cards with nothing else on them, held whole while it runs."
+    ),
     email_on_success: bool = typer.Option(
         None, "--email-on-success/--no-email-on-success", help="E-mail me when it completes."
     ),
@@ -116,7 +119,7 @@ def job_submit(
         after_any=after_any, script=script, wait=wait, dry_run=dry_run, retries=retries,
         notify_on=notify_on, retries_on=retries_on, cuda=cuda, image=image, memory=memory,
         lane=lane, array=array, manifest=manifest, max_runtime=max_runtime, begin=begin,
-        signal=signal, no_reassign=no_reassign, preemptible=preemptible,
+        signal=signal, no_reassign=no_reassign, preemptible=preemptible, quiet=quiet,
         reservation=reservation, email_on_success=email_on_success,
         email_on_failure=email_on_failure, no_env=no_env, no_snapshot=no_snapshot,
         in_place=in_place, setup=setup, setup_files=setup_files, from_cwd=from_cwd,

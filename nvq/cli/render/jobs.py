@@ -10,12 +10,14 @@ from nvq.cli.render.array_member import member_label
 from nvq.cli.render.artifacts import artifact_lines
 from nvq.cli.render.events import data_text, kind_text
 from nvq.cli.render.table import ago, clip, safe, table
+from nvq.cli.render.why import start_clock
 from nvq.cli.render.world import world_lines
 from nvq.values import format_duration, format_mib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
     from nvq.control import JobDetail, JobPage
+    from nvq.domain.contention import Contention
     from nvq.model import Job
 
 
@@ -88,6 +90,8 @@ def jobs_table(jobs: Sequence[Job], unreachable: Collection[str] = ()) -> str:
     jobs show `unreachable` rather than a frozen `running` (a view, not a state)."""
     reasons = {j.id: waiting_reason(j) for j in jobs}
     with_reasons = any(reasons.values())  # once: asked per row, a long list took minutes
+    starts = {j.id: start_column(j) for j in jobs} if with_reasons else {}
+    with_starts = any(starts.values())
     rows = []
     for j in jobs:
         why = reasons[j.id]
@@ -103,11 +107,41 @@ def jobs_table(jobs: Sequence[Job], unreachable: Collection[str] = ()) -> str:
         ]
         if with_reasons:
             row.insert(7, why[0] if why else "")
+        if with_starts:
+            row.insert(8, starts[j.id] or "")
         rows.append(row)
     header = ["ID", "STATE", "NAME", "USER", "WHERE", "VRAM", "RUNTIME", "PROGRESS"]
     if with_reasons:
         header.insert(7, "REASON")
+    if with_starts:
+        header.insert(8, "START")
     return table(header, rows)
+
+
+def start_column(job: Job) -> str:
+    """A pending job's estimated start (`~14:20`, `now`), or "" when none is known."""
+    start = getattr(job, "start_estimate", None)
+    at = getattr(start, "at", None)
+    if not isinstance(at, float | int):
+        return ""
+    now = time.time()
+    return "now" if at <= now else "~" + start_clock(at, now)
+
+
+def contention_text(c: Contention) -> str:
+    """An attempt's contention record in one line: `quiet: nothing else on its cards`,
+    or `shared: foreign util p50 0% p95 95%, foreign memory p50 1GiB p95 8GiB; with
+    jobs 12, 14`."""
+    of = f"({c.samples} card samples)"
+    if c.quiet:
+        return f"quiet: nothing else on its cards {of}"
+    line = (f"shared: foreign util p50 {c.foreign_util_p50}% p95 {c.foreign_util_p95}%, "
+            f"foreign memory p50 {format_mib(c.foreign_mem_p50_mb)} "
+            f"p95 {format_mib(c.foreign_mem_p95_mb)} {of}")
+    if c.shared_with:
+        jobs = "job" if len(c.shared_with) == 1 else "jobs"
+        line += f"; with queue {jobs} {', '.join(map(str, c.shared_with))}"
+    return line
 
 
 LEFT_OUT = "(older jobs not shown: --all for every job, --limit N or --since ID|DATE)"
@@ -165,6 +199,9 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
                 f"started {ago(a.started_at):>10}  ended {ago(a.ended_at):>10}  {how}"
             )
+            shared = getattr(a, "contention", None)
+            if shared is not None:
+                out.append(f"         {contention_text(shared)}")
     out.extend(artifact_lines(doc))
     if doc.events:
         out.append("  events:")

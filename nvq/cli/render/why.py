@@ -6,6 +6,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
     from nvq.control import SubmitPreview, WhyReport
+    from nvq.domain.start_estimate import StartEstimate
     from nvq.domain.waiting import NodeFit
 
 
@@ -15,7 +16,33 @@ def why_text(report: WhyReport) -> str:
         return head + ": it is not waiting"
     if report.reason_detail is None:  # a running job placed on a busy card says so
         return f"{head}: {report.reason}"
-    return "\n".join([f"{head}: {report.reason}: {report.reason_detail}", *_nodes(report.nodes)])
+    start = getattr(report, "start_estimate", None)
+    return "\n".join([f"{head}: {report.reason}: {report.reason_detail}",
+                      *([start_line(start)] if start is not None else []), *_nodes(report.nodes)])
+
+
+def start_line(start: StartEstimate, now: float | None = None) -> str:
+    """`estimated start 14:20 (in 9m32s), when job 12's timeout ends at 14:20`, or why
+    it cannot be known."""
+    if start.at is None:
+        return f"estimated start: {start.rests_on}"
+    import time
+
+    from nvq.values import format_duration
+
+    now = time.time() if now is None else now
+    if start.at <= now:
+        return f"estimated start now: {start.rests_on}"
+    return (f"estimated start {start_clock(start.at, now)} (in {format_duration(start.at - now)}), "
+            f"{start.rests_on}")
+
+
+def start_clock(at: float, now: float) -> str:
+    """The start as a column shows it: the local time, with the day when not today."""
+    import time
+
+    fmt = "%H:%M" if time.localtime(at)[:3] == time.localtime(now)[:3] else "%m-%d %H:%M"
+    return time.strftime(fmt, time.localtime(at))
 
 
 def preview_text(doc: SubmitPreview) -> str:

@@ -63,6 +63,9 @@ class NodeRuntime:
     # stay out of placement until an admin returns them (`queue resume NODE:IDX`).
     card_marks: dict[int, CardMark] = field(default_factory=dict)
     images: NodeImages | None = None  # the runner's last list of its runtime's store
+    # Each running job's progress line and when it was first seen (a sample's time):
+    # how far a job is at a known moment tells when it ends (domain/start_estimate.py).
+    progress_seen: dict[int, tuple[str, float]] = field(default_factory=dict)
 
     @property
     def usable_cards(self) -> list[int] | None:

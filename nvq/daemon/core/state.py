@@ -29,7 +29,7 @@ from nvq.daemon.core.live_index import LiveIndex
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.subscribers import Subscribers
 from nvq.daemon.core.usage import UsageBook
-from nvq.domain import alerts, card_marks, reassign
+from nvq.domain import alerts, card_marks, contention, reassign
 from nvq.domain.reservations import CardReservation
 from nvq.model import JobRecord, JobState, Reap, Tx
 from nvq.store import Store
@@ -90,6 +90,9 @@ class State:
         self.usage = UsageBook(config)  # fair share's ledger (see daemon/core/usage.py)
         self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
         self._followers: tuple[Actions, JobsSeen | None] | None = None  # see follow
+        # running attempt → what shared its cards so far (domain/contention.py): fed by
+        # samples, closed into an event by the commit that ends the attempt
+        self.tallies: dict[tuple[int, int], contention.Tally] = {}
 
     def follow(self, actions: Actions, copies: JobsSeen | None = None) -> None:
         """Name who carries out what a commit owes beyond the mirror: starts and ended
@@ -213,6 +216,8 @@ class State:
         self._name_jobs(tx)
         if tx.jobs:
             self.usage.charge(tx, self.jobs, self.card_sizes)
+            if self.tallies:
+                tx.events = [*tx.events, *contention.closing(tx.jobs, self.jobs, self.tallies)]
         marks = card_marks.apply(self.cards, tx.events, time.time())
         if marks is not None:
             tx.meta = [*tx.meta, (card_marks.META_KEY, card_marks.encode(marks))]

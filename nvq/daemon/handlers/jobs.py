@@ -21,7 +21,7 @@ from nvq.daemon.core.state import LIVE_STATES
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.logs import tail_text
-from nvq.daemon.handlers.why import rows_of, with_reason
+from nvq.daemon.handlers.why import rows_of, with_reason, with_starts
 from nvq.daemon.machines.unreachable import reassign_times
 from nvq.daemon.placement.explain import explain
 from nvq.domain import attempts, request, selection
@@ -220,6 +220,7 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     if req.limit is not None and not req.all and len(rows) > req.limit:
         rows, more = rows[-req.limit :], True
     page = c.JobPage(jobs=rows_of([with_reason(ctx, j) for j in rows]), more=more)
+    await with_starts(ctx, page.jobs, user)
     away = reassign_times(state)
     if any(j.state is JobState.RUNNING and j.node in away for j in rows):
         page.unreachable = {node: at for node, (_, at) in away.items()}

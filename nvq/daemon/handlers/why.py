@@ -10,9 +10,11 @@ from nvq.daemon.handlers.context import Context
 from nvq.daemon.placement.explain import waiting_of
 from nvq.daemon.placement.placing import pass_facts, pending_of
 from nvq.daemon.placement.slots import node_slots
+from nvq.daemon.placement.start_times import FOR_CARDS, not_for_cards, start_estimates
 from nvq.daemon.placement.waits import PassFacts, analyze_all, lane_block_of
 from nvq.domain import request
 from nvq.domain.placement import PlacementResult
+from nvq.domain.start_estimate import StartEstimate
 from nvq.model import Job, JobRecord, JobState
 
 WAITING_STATES = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
@@ -42,6 +44,28 @@ def rows_of(jobs: list[Job]) -> list[c.JobRow]:
     return cast(list[c.JobRow], jobs)
 
 
+async def with_starts(ctx: Context, rows: list[c.JobRow], user: str) -> None:
+    """Each pending row `with_reason` made gets its estimated start: played forward for
+    a job that waits for cards, "cannot be known" for one that waits on anything else."""
+    pending = [r for r in rows if r.state is JobState.PENDING and isinstance(r, c.JobRow)]
+    asked = [r.id for r in pending if r.reason in FOR_CARDS]
+    found = await start_estimates(ctx.state, ctx.memory, ctx.machines, asked, user) if asked else {}
+    for row in pending:
+        if row.reason is not None:
+            row.start_estimate = found.get(row.id) or not_for_cards(row.reason)
+
+
+async def estimated_start(
+    ctx: Context, job: JobRecord, reason: str | None, user: str
+) -> StartEstimate | None:
+    if job.state is not JobState.PENDING or reason is None:
+        return None
+    if reason not in FOR_CARDS:
+        return not_for_cards(reason)
+    found = await start_estimates(ctx.state, ctx.memory, ctx.machines, [job.id], user)
+    return found.get(job.id) or not_for_cards(reason)
+
+
 def current_facts(ctx: Context) -> PassFacts:
     """The last pass's facts; before any pass, the nodes as they are now."""
     state = ctx.state
@@ -68,5 +92,6 @@ async def why(ctx: Context, req: c.Why, user: str) -> c.WhyReport:
         reason=shown.reason,
         reason_detail=getattr(shown, "reason_detail", None),
         nodes=nodes,
+        start_estimate=await estimated_start(ctx, job, shown.reason, user),
     )
     return report

@@ -21,7 +21,7 @@ from nvq.daemon.core.nodes import NodeRuntime, Sender
 from nvq.daemon.core.reconcile import reconcile
 from nvq.daemon.core.recovery import Recovery
 from nvq.daemon.core.state import State
-from nvq.daemon.machines import blobs
+from nvq.daemon.machines import blobs, contention_watch
 from nvq.daemon.machines.image_staging import LISTED, STAGED
 from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.unreachable import node_reassign_at
@@ -241,10 +241,16 @@ class RunnerEvents:
 
     def _on_sample(self, node: NodeRuntime, sample: p.Sample) -> None:
         previous, node.sample = node.sample, sample
+        seen = node.progress_seen
         for job_id, line in sample.progress.items():
             job = self.state.jobs.get(job_id)
             if job is not None and job.node == node.name:
                 job.progress = line
+        contention_watch.on_sample(self.state, node.name, sample)
+        node.progress_seen = {
+            job_id: seen[job_id] if job_id in seen and seen[job_id][0] == line else (line, sample.time)
+            for job_id, line in sample.progress.items()
+        }
         # Samples arrive from every node every few seconds; a placement pass over a
         # long queue is only worth it when a node may now hold more than before.
         if capacity_grew(previous, sample):

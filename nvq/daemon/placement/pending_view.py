@@ -32,6 +32,7 @@ def to_pending(job: JobRecord, **extra: Any) -> PendingJob:
         gpu=lane_gpu,
         time_limit=time_limit(job),
         image=job.spec.image is not None,
+        quiet=job.spec.quiet,
         **extra,
     )
 

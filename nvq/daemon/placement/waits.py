@@ -20,6 +20,7 @@ from nvq.domain import fair_share as fs
 from nvq.domain import reservations as rsv
 from nvq.domain import waiting as w
 from nvq.domain.placement import NodeSlot, PendingJob, PlacementResult, place
+from nvq.domain.start_estimate import StartEstimate
 from nvq.domain.starvation import Reservation
 from nvq.model import JobRecord, JobState
 from nvq.values import format_duration
@@ -57,6 +58,8 @@ class PassFacts:
     by_shape: dict[PendingJob, w.Waiting] = field(default_factory=dict)
     lanes: dict[str, lanes.LaneStatus] | None = None
     arrays_running: dict[int, int] | None = None
+    # Estimated starts (start_times.py), per reader: whose progress lines they rest on.
+    starts: dict[str, dict[int, StartEstimate]] = field(default_factory=dict)
 
 
 def after_placements(
@@ -249,6 +252,7 @@ def _shape(job: PendingJob) -> PendingJob:
         user=job.user,
         forbid_busy=job.forbid_busy,
         whole=job.whole,
+        quiet=job.quiet,
     )
 
 
