@@ -93,6 +93,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     signal: str = ""
     preemptible: bool = False  # a more urgent job may stop it (nvq.domain.preemption)
     reservation: str | None = None  # only on its cards, in its window (domain.reservations)
+    # --kill-on-invalid-dep (Slurm's): cancelled, not held, when an --after prerequisite
+    # ends badly (nvq.domain.transitions.hold)
+    kill_on_invalid_dep: bool = False
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -181,6 +184,7 @@ class Job(msgspec.Struct, kw_only=True):
     preemptible: bool = False
     reservation: str | None = None
     phase: str = ""
+    kill_on_invalid_dep: bool = False
 
 
 class JobRecord(msgspec.Struct, kw_only=True):

@@ -182,6 +182,8 @@ def held_note(client: Client, job: Job) -> str:
                 break
         else:
             return ""
+    if job.kill_on_invalid_dep:
+        return f"; to be cancelled{why} (--kill-on-invalid-dep)"
     return (
         f"; held{why} (`nvq job release {job.id}` runs it anyway, "
         f"`nvq job cancel {job.id}` drops it)"

@@ -120,6 +120,8 @@ SUBMIT_OPTIONS: tuple[SubmitOption, ...] = (
        edit_flags=("--preemptible/--not-preemptible",)),
     _o("--reservation", help="Run on this reservation's cards, in its window.",
        field="reservation", edit="Run in this reservation ('' for none)."),
+    _o("--kill-on-invalid-dep", kind="flag", default=False, field="kill_on_invalid_dep",
+       help="Cancel it, rather than hold it, if an --after job ends badly."),
     _o("--email-on-success/--no-email-on-success", kind="switch", field="email_on_success",
        help="E-mail me when it completes."),
     _o("--email-on-failure/--no-email-on-failure", kind="switch", field="email_on_failure",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -295,6 +295,11 @@ ALTER TABLE jobs ADD COLUMN reservation TEXT;
     # 25: the phase of a running job ("setup" while its --setup runs).
     """
 ALTER TABLE jobs ADD COLUMN phase TEXT NOT NULL DEFAULT '';
+""",
+    # 26: jobs cancelled, not held, when a prerequisite ends badly
+    # (`--kill-on-invalid-dep`).
+    """
+ALTER TABLE jobs ADD COLUMN kill_on_invalid_dep TEXT NOT NULL DEFAULT 'false';
 """,
 ]
 

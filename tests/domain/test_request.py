@@ -51,6 +51,7 @@ EVERY_FIELD = JobSpec(
     signal="USR1@300",
     preemptible=True,
     reservation="nightly",
+    kill_on_invalid_dep=True,
 )
 
 
