@@ -12,7 +12,6 @@ import typer.main
 from nvq.cli.commands import full_app
 from nvq.cli.fast_submit import OPTIONS
 from nvq.cli.submit_flow import SubmitArgs
-from nvq.domain.job_edit import EDITABLE_FIELDS
 from nvq.domain.submit_options import SUBMIT_OPTIONS
 from nvq.domain.validate import SUBMIT_FIELDS, flag_of
 from nvq.manifest import KEYS
@@ -58,7 +57,6 @@ def test_typer_takes_the_table_as_declared() -> None:
         "--drop-after", "--add-after", "--command", "--json"}
     assert {o.param: o.edit for o in SUBMIT_OPTIONS if o.edit} == {
         p: help for p, (_, help, _) in edit.items()}
-    assert EDITABLE_FIELDS == {"command", *(o.field for o in SUBMIT_OPTIONS if o.edit)}
 
 
 def test_the_fast_path_takes_the_table_less_what_only_typer_parses() -> None:
