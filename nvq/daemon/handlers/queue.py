@@ -15,6 +15,7 @@ from nvq.daemon.core.errors import RequestError
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.machines.card_flags import card_flag
 from nvq.daemon.machines.unreachable import node_reassign_at, out_of_reach
 from nvq.daemon.placement import reserving
@@ -23,6 +24,7 @@ from nvq.daemon.placement.slots import node_runtime
 from nvq.daemon.placement.views import gpu_views, with_health
 from nvq.domain import request
 from nvq.domain.card_marks import parse_card
+from nvq.domain.permissions import ANYONE, admin
 from nvq.model import ACTIVE_STATES, Event, JobState, NewEvent, NodeView, Tx
 
 _FLAG_EVENTS = {
@@ -82,6 +84,7 @@ def node_views(state: State, *, include_ignored: bool = False) -> list[NodeView]
     return views
 
 
+@handles(c.Status, may=ANYONE)
 async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
     state = ctx.state
     counts = await state.store.state_counts()
@@ -109,10 +112,12 @@ async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
     return msgspec.convert(doc, c.QueueStatus)
 
 
+@handles(c.Nodes, may=ANYONE)
 async def nodes(ctx: Context, req: c.Nodes, user: str) -> list[NodeView]:
     return node_views(ctx.state, include_ignored=req.include_ignored)
 
 
+@handles(c.NodeFlag, may=admin("drain, resume or ignore a node"))
 async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     """drain/resume (no new placements) and ignore/unignore (no link at all); drain
     and resume of one card (`NODE:IDX`)."""
@@ -143,5 +148,6 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     return view
 
 
+@handles(c.Events, may=ANYONE)
 async def events(ctx: Context, req: c.Events, user: str) -> list[Event]:
     return await ctx.state.store.events(since=req.since, limit=req.limit, job_id=req.job_id)
