@@ -32,6 +32,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Submit: r.Submitted,
     q.SubmitDry: r.SubmitPreview,
     qj.SubmitFromJob: JsonValue,  # Submitted, ArraySubmitted or SubmitPreview
+    q.Clone: r.Submitted,
     q.ListJobs: list[r.JobRow],
     q.JobWindow: r.JobPage,
     q.ShowJob: r.JobDetail,

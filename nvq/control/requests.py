@@ -324,9 +324,17 @@ class ReserveRemove(msgspec.Struct, tag="reserve_rm", frozen=True):
     name: str
 
 
+class Clone(msgspec.Struct, tag="clone", frozen=True):
+    """`job clone ID` (gflow's `gjob redo`): a new job asking for what job `id` asked
+    for, its command, world and snapshot; job `id` is left as it is."""
+
+    id: int
+
+
 Request = (
     Submit
     | SubmitFromJob
+    | Clone
     | ReserveAdd
     | ReserveList
     | ReserveRemove

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from nvq.cli.app import JsonOpt
 from nvq.cli.dashes import KeepsRawArgs, check_before_dashes
 from nvq.cli.params import with_manifest
 from nvq.cli.submit_flow import SubmitArgs, submit
@@ -69,3 +70,19 @@ _fixed = list(inspect.signature(job_submit).parameters.values())[:2]
 job_submit.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [*_fixed, *parameters(SUBMIT_OPTIONS)], return_annotation=int
 )
+
+
+@on_job.command("clone")
+def job_clone(
+    job_id: int = typer.Argument(..., help="The job to copy (it is left as it is)."),
+    as_json: bool = JsonOpt,
+) -> int:
+    """Queue a new job asking for what this one asked for: its command, world, snapshot."""
+    from nvq import control as c
+    from nvq.cli.render.output import emit
+    from nvq.cli.submit_flow import without_env
+    from nvq.client import Client
+
+    job = Client().ask(c.Clone(id=job_id), c.Submitted)
+    emit(without_env(job), as_json, f"submitted job {job.id} ({job.name}), a copy of job {job_id}")
+    return 0

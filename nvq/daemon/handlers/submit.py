@@ -19,7 +19,7 @@ from nvq.daemon.placement.pinning import check_pin, into_lane
 from nvq.daemon.placement.quotas import check_queued
 from nvq.daemon.placement.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, request, transitions
-from nvq.domain.permissions import ANYONE
+from nvq.domain.permissions import ANYONE, owner
 from nvq.domain.validate import SpecError, validate_spec
 from nvq.home import queue_owner
 from nvq.model import JobRecord, JobSpec, Tx
@@ -38,6 +38,16 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
         # Accepted unchecked: the reply says which nodes it waits to hear from.
         return c.Submitted(**fields, unreported=unreported)
     return c.Submitted(**fields)
+
+
+@handles(c.Clone, may=owner("clone"))
+async def clone(ctx: Context, req: c.Clone, user: str) -> c.Submitted:
+    """A new job asking for what job `req.id` asked for, submitted as any submit is
+    (checked again: its snapshot must still be in the blob store)."""
+    spec = (await ctx.state.get_job(req.id)).spec
+    if spec.interactive:
+        raise BadRequest(f"job {req.id} is a shell session: `nvq job shell` opens another")
+    return await submit(ctx, c.Submit(spec), user)
 
 
 @handles(c.SubmitDry, may=ANYONE)
