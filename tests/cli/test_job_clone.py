@@ -9,6 +9,7 @@ from tests.cluster import Nvq
 
 def test_a_clone_runs_what_the_job_asked_for_in_its_world(nvq: Nvq) -> None:
     nvq.nodes_up()
+    assert nvq.cwd is not None  # the submit directory the snapshot is taken of
     (nvq.cwd / "data.txt").write_text("from the snapshot\n")
     first = nvq.submit("--gpus", "0", "--name", "twice", "--env", "LR=0.1", "--tag", "t",
                        "--", "sh", "-c", "cat data.txt; echo $LR")
