@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from nvq.control.cluster_replies import *  # noqa: F403
 from nvq.control.frames import *  # noqa: F403
-from nvq.control.image_requests import *  # noqa: F403
-from nvq.control.job_submits import *  # noqa: F403
 from nvq.control.progress import *  # noqa: F403
 from nvq.control.replies import *  # noqa: F403
 from nvq.control.reply_types import *  # noqa: F403
 from nvq.control.requests import *  # noqa: F403
-from nvq.control.snapshot_requests import *  # noqa: F403
 from nvq.control.state_requests import *  # noqa: F403
 from nvq.control.terminal import *  # noqa: F403
 from nvq.model import Alert as Alert

@@ -9,7 +9,7 @@ import msgspec
 
 from nvq import __version__
 from nvq import control as c
-from nvq.config.stamp import file_stamp
+from nvq.config.reader import file_stamp
 from nvq.daemon.core.effects import Effects
 from nvq.daemon.core.errors import RequestError
 from nvq.daemon.core.held import locked
