@@ -65,7 +65,8 @@ def job_submit(
     )
 
 
-# Its options are the table's (nvq.domain.submit_options), as typer reads a signature.
+# Its options are the table's (nvq.domain.submit_options), as typer reads a signature
+# (when it builds the click command, after this module has loaded).
 _fixed = list(inspect.signature(job_submit).parameters.values())[:2]
 job_submit.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [*_fixed, *parameters(SUBMIT_OPTIONS)], return_annotation=int
