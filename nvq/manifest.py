@@ -155,46 +155,39 @@ def _retries_on(v: Any, source: str, key: str) -> str:
         raise _fail(source, key, str(exc).removeprefix("--retries-on: ")) from None
 
 
-# JobSpec field → how its manifest value is read. Every field of SUBMIT_FIELDS has
-# one (a field added to JobSpec without one fails at import, in every test).
+# JobSpec field → how its manifest value is read, where its type does not say
+# (`_BY_TYPE`): a field added to JobSpec with a type neither names fails at import, in
+# every test.
 _READERS: dict[str, _Conv] = {
     "command": _command,
-    "name": _string,
     "gpus": _count,
     "vram_mb": _size,
-    "node": _string,
-    "priority": _int,
     "timeout": _duration,
     "env": _env,
-    "workdir": _string,
-    "tags": _strings,
-    "note": _string,
     "after": _ids,
     "after_any": _ids,
     "retries": _count,
-    "cuda": _string,
     "memory_mb": _size,
-    "lane": _string,
-    "array": _string,
-    "email_on_success": _boolean,
-    "email_on_failure": _boolean,
     "max_runtime": _duration,
-    "no_reassign": _boolean,
-    "preemptible": _boolean,
-    "quiet": _boolean,
-    "reservation": _string,
-    "in_place": _boolean,
-    "setup": _string,
-    "setup_files": _strings,
     "retries_on": _retries_on,
     "begin_at": _begin,
     "notify_on": _notify_on,
-    "image": _string,
     "signal": _signal,
 }
+_BY_TYPE: dict[object, _Conv] = {
+    str: _string, str | None: _string, int: _int, bool: _boolean, bool | None: _boolean,
+    list[str]: _strings,
+}
+_TYPES = {f.name: f.type for f in msgspec.structs.fields(JobSpec)}
+
+
+def _reader(field: str) -> _Conv:
+    read = _READERS.get(field)
+    return read if read is not None else _BY_TYPE[_TYPES[field]]
+
 
 # manifest key → (JobSpec field, reader): the same fields `job submit` takes.
-KEYS: dict[str, tuple[str, _Conv]] = {f.key: (f.field, _READERS[f.field]) for f in SUBMIT_FIELDS}
+KEYS: dict[str, tuple[str, _Conv]] = {f.key: (f.field, _reader(f.field)) for f in SUBMIT_FIELDS}
 _KEY_OF = {f.field: f.key for f in SUBMIT_FIELDS}
 
 # `job submit` parameter → the JobSpec field it sets (to know what the command line

@@ -96,6 +96,9 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     # --quiet: only cards with nothing else on them (no foreign process, no queue job),
     # held whole while it runs; its contention record says whether they stayed so
     quiet: bool = False
+    # --kill-on-invalid-dep (Slurm's): cancelled, not held, when an --after prerequisite
+    # ends badly (nvq.domain.transitions.hold)
+    kill_on_invalid_dep: bool = False
 
 
 class WrittenFile(msgspec.Struct, frozen=True):
@@ -185,6 +188,7 @@ class Job(msgspec.Struct, kw_only=True):
     reservation: str | None = None
     phase: str = ""
     quiet: bool = False
+    kill_on_invalid_dep: bool = False
 
 
 class JobRecord(msgspec.Struct, kw_only=True):

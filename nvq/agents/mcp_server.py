@@ -35,6 +35,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 import nvq
 from nvq.agents import skill
 from nvq.agents.mcp_contract import NvqServer, refusal
+from nvq.cli.fast import READS
 from nvq.client.stop_mark import OBSERVE_ENV
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -57,17 +58,14 @@ INSTRUCTIONS = (
 )
 
 
-# Commands that only read: run with NVQ_OBSERVE=1, they start no daemon that was
-# stopped on purpose (nvq.client.stop_mark).
-READS = {("queue", "status"), ("queue", "nodes"), ("queue", "lanes"), ("queue", "alerts"),
-         ("queue", "events"), ("job", "ls"), ("job", "show"), ("job", "why"), ("job", "logs"),
-         ("job", "result"), ("job", "wait")}
 
 
 async def nvq_json(*args: str, cwd: Path | None = None, said: str = "") -> CallToolResult:
     """`nvq ARGS --json`'s document, as text and as structured content (run in `cwd`;
     `said`: a line to add); a tool error when it is an error document."""
     head, sep, tail = _split(list(args))
+    # A read runs with NVQ_OBSERVE=1: it starts no daemon stopped on purpose
+    # (nvq.client.stop_mark).
     env = {**os.environ, OBSERVE_ENV: "1"} if tuple(head[:2]) in READS else None
     done = await anyio.run_process(
         [sys.executable, "-m", "nvq", *head, "--json", *sep, *tail],

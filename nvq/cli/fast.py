@@ -80,6 +80,12 @@ COMMANDS: dict[tuple[str, str], tuple[Callable[..., int], str, dict[str, str]]] 
     ("image", "ls"): (_reads("image_ls"), NONE, {}),
 }
 
+# Reads whose argv typer parses (no plain shape): reads all the same.
+TYPER_READS = frozenset({("job", "wait")})
+# Every command that only reads, the one list: each takes `--no-tick` (nvq.cli.main),
+# and the MCP server runs them observing (nvq.agents.mcp_server).
+READS = frozenset(COMMANDS) | TYPER_READS
+
 
 # (group, command) → its options that take a whole number: option → the body's keyword
 NUMBERS: dict[tuple[str, str], dict[str, str]] = {

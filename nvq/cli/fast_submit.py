@@ -18,49 +18,27 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from nvq.cli.submit_flow import SubmitArgs
 
-# option → (SubmitArgs field, kind): "str" takes the next word (or `=value`), "int" a
-# plain decimal number, "list" is repeatable, "flag" sets the field to the value given.
-OPTIONS: dict[str, tuple[str, str | bool]] = {
-    "--name": ("name", "str"),
-    "-n": ("name", "str"),
-    "--vram": ("vram", "str"),
-    "--gpus": ("gpus", "int"),
-    "--node": ("node", "str"),
-    "--note": ("note", "str"),
-    "--priority": ("priority", "int"),
-    "--timeout": ("timeout", "str"),
-    "--env": ("env", "list"),
-    "--workdir": ("workdir", "str"),
-    "--tag": ("tag", "list"),
-    "--after": ("after", "str"),
-    "--after-any": ("after_any", "str"),
-    "--retries": ("retries", "int"),
-    "--retries-on": ("retries_on", "str"),
-    "--notify-on": ("notify_on", "str"),
-    "--cuda": ("cuda", "str"),
-    "--memory": ("memory", "str"),
-    "--lane": ("lane", "str"),
-    "--array": ("array", "str"),
-    "--max-runtime": ("max_runtime", "str"),
-    "--begin": ("begin", "str"),
-    "--signal": ("signal", "str"),
-    "--reservation": ("reservation", "str"),
-    "--setup": ("setup", "str"),
-    "--setup-files": ("setup_files", "list"),
-    "--wait": ("wait", True),
-    "--no-reassign": ("no_reassign", True),
-    "--preemptible": ("preemptible", True),
-    "--quiet": ("quiet", True),
-    "--email-on-success": ("email_on_success", True),
-    "--no-email-on-success": ("email_on_success", False),
-    "--email-on-failure": ("email_on_failure", True),
-    "--no-email-on-failure": ("email_on_failure", False),
-    "--no-env": ("no_env", True),
-    "--no-snapshot": ("no_snapshot", True),
-    "--in-place": ("in_place", True),
-    "--snapshot": ("in_place", False),
-    "--json": ("as_json", True),
-}
+
+def _table() -> dict[str, tuple[str, str | bool]]:
+    """option → (SubmitArgs field, kind): "str" takes the next word (or `=value`), "int"
+    a plain decimal number, "list" is repeatable; a bool sets the field to itself. Made
+    from nvq.domain.submit_options, leaving out the options only typer takes."""
+    from nvq.domain.submit_options import SUBMIT_OPTIONS
+
+    table: dict[str, tuple[str, str | bool]] = {}
+    for o in SUBMIT_OPTIONS:
+        if not o.fast:
+            continue
+        if o.kind == "switch":
+            on, off = o.flags[0].split("/")
+            table[on], table[off] = (o.param, True), (o.param, False)
+            continue
+        kind: str | bool = True if o.kind == "flag" else {"text": "str"}.get(o.kind, o.kind)
+        table.update((flag, (o.param, kind)) for flag in o.flags)
+    return table
+
+
+OPTIONS = _table()
 
 
 def _int(text: str) -> int | None:
@@ -133,7 +111,7 @@ def parse(args: list[str]) -> SubmitArgs | None:
         return None
     from nvq.cli.submit_flow import SubmitArgs
 
-    return SubmitArgs(command=command, **values)  # type: ignore[arg-type]
+    return SubmitArgs(command=command, **values)
 
 
 def run(args: list[str], as_json: bool) -> int | None:

@@ -10,6 +10,13 @@ from pathlib import Path
 from nvq.client.errors import ClientError
 from nvq.values import parse_duration, parse_size
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from nvq.domain.submit_options import SubmitOption
+
 
 class CliError(ClientError):
     """A bad flag, or a failure on this side of the socket: shown like the daemon's
@@ -78,3 +85,56 @@ def notify_on(text: str | None) -> list[str] | None:
         return parse_notify_on(text)
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
+
+
+def retries_on(text: str) -> str:
+    from nvq.domain.retry_policy import parse_retries_on
+
+    try:
+        return parse_retries_on(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def begin(text: str | None) -> float | None:
+    if text is None:
+        return None
+    import time
+
+    from nvq.values import parse_begin
+
+    try:
+        return parse_begin(text, time.time())
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def signal(text: str | None) -> str:
+    if text is None:
+        return ""
+    from nvq.domain.job_signal import normal
+
+    try:
+        return normal(text)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+# A submit option's reader (`SubmitOption.read`): its value as typed, and its flag for
+# the message → the JobSpec field's value.
+READERS: dict[str, Callable[[Any, str], Any]] = {
+    "size": size,
+    "duration": duration,
+    "ids": ids,
+    "env": lambda values, _flag: env_pairs(values),
+    "notify_on": lambda text, _flag: notify_on(text),
+    "retries_on": lambda text, _flag: retries_on(text),
+    "begin": lambda text, _flag: begin(text),
+    "signal": lambda text, _flag: signal(text),
+}
+
+
+def read(option: SubmitOption, value: Any) -> Any:
+    """The JobSpec value of `option` given as `value` (CliError, exit 2, when it is not
+    one)."""
+    return READERS[option.read](value, option.flag) if option.read else value

@@ -166,6 +166,7 @@ SHAPES: dict[str, Shape] = {
         "SubmitPreview",
         (c.ArraySubmitted, c.WaitResult, c.SubmitPreview),
     ),
+    "job clone": Shape(c.REPLIES[c.Clone], "`env_captured` is null, as a submit's"),
     "job ls": Shape(
         c.JobPage, "`more`: the window left jobs out; `env_captured` is null (`job show`)"
     ),

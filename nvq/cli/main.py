@@ -20,32 +20,15 @@ def wants_json(argv: list[str]) -> bool:
     return "--json" in head
 
 
-# Read commands: `--no-tick` (the reference skill's "a pure database read") is taken
-# and changes nothing, since a read is always current: the daemon learns of every
-# change as it happens.
-READS = frozenset(
-    {
-        ("job", "ls"),
-        ("job", "show"),
-        ("job", "why"),
-        ("job", "logs"),
-        ("job", "wait"),
-        ("job", "result"),
-        ("job", "artifacts"),
-        ("queue", "status"),
-        ("queue", "nodes"),
-        ("queue", "lanes"),
-        ("queue", "lane"),
-        ("queue", "alerts"),
-        ("queue", "events"),
-        ("node", "status"),
-        ("cluster", "status"),
-    }
-)
-
-
 def without_no_tick(args: list[str]) -> list[str]:
-    if tuple(args[:2]) not in READS or "--no-tick" not in args:
+    """`--no-tick` (the reference skill's "a pure database read") is taken by every read
+    command (nvq.cli.fast.READS) and changes nothing: a read is always current, since
+    the daemon learns of every change as it happens."""
+    if "--no-tick" not in args:
+        return args
+    from nvq.cli.fast import READS
+
+    if tuple(args[:2]) not in READS:
         return args
     end = args.index("--") if "--" in args else len(args)
     return [a for a in args[:end] if a != "--no-tick"] + args[end:]

@@ -13,64 +13,39 @@ import sys
 
 import msgspec
 
-from nvq.cli.flag_values import CliError, duration, env_pairs, ids, notify_on, read_local, size
+from nvq.cli.flag_values import CliError, read, read_local
 from nvq.cli.render.output import emit
+from nvq.domain.submit_options import SUBMIT_OPTIONS
 from nvq.model import Job, JobSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a submit milliseconds
     from collections.abc import Callable
-    from pathlib import Path
+    from typing import Any
 
     from nvq.client.sync import Client
 
 
-class SubmitArgs(msgspec.Struct, kw_only=True):
-    """Every flag of `job submit`, with typer's defaults: what the user typed."""
+def _args_fields() -> list[tuple[str, object, object]]:
+    # Each option's field, its type as typer hands it over, and typer's default. The
+    # types are for reading: msgspec checks none on construction.
+    types: dict[str, object] = {"int": int, "list": list[str], "flag": bool, "switch": bool | None}
+    return [("command", list[str], []), *(
+        (o.param, types.get(o.kind, str | None), o.default) for o in SUBMIT_OPTIONS
+    )]
 
-    command: list[str] = []
-    name: str = ""
-    vram: str | None = None
-    gpus: int = 1
-    node: str | None = None
-    note: str = ""
-    priority: int = 0
-    timeout: str | None = None
-    env: list[str] = []
-    workdir: str | None = None
-    tag: list[str] = []
-    after: str | None = None
-    after_any: str | None = None
-    script: Path | None = None
-    wait: bool = False
-    dry_run: bool = False
-    retries: int = 0
-    notify_on: str | None = None
-    retries_on: str = "lost"
-    cuda: str | None = None
-    image: str | None = None
-    memory: str | None = None
-    lane: str | None = None
-    array: str | None = None
-    manifest: Path | None = None
-    max_runtime: str | None = None
-    begin: str | None = None
-    signal: str | None = None
-    no_reassign: bool = False
-    preemptible: bool = False
-    quiet: bool = False
-    reservation: str | None = None
-    email_on_success: bool | None = None
-    email_on_failure: bool | None = None
-    no_env: bool = False
-    no_snapshot: bool = False
-    in_place: bool | None = None
-    setup: str | None = None
-    setup_files: list[str] = []
-    from_cwd: str | None = None
-    from_env: str | None = None
-    from_snapshot: str | None = None
-    as_json: bool = False
+
+if TYPE_CHECKING:
+    class SubmitArgs(msgspec.Struct, kw_only=True):
+        """Every flag of `job submit`, with typer's defaults: what the user typed
+        (one field per row of nvq.domain.submit_options, named by its `param`)."""
+
+        command: list[str]
+
+        def __init__(self, **values: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    SubmitArgs = msgspec.defstruct("SubmitArgs", _args_fields(), kw_only=True, module=__name__)
 
 
 def submit(
@@ -176,38 +151,8 @@ def spec_of(a: SubmitArgs, shell: bool = False) -> JobSpec:
         )
     return JobSpec(
         command=body,
-        name=a.name,
-        gpus=a.gpus,
-        vram_mb=size(a.vram, "--vram"),
-        node=a.node,
-        priority=a.priority,
-        timeout=duration(a.timeout, "--timeout"),
-        env=env_pairs(a.env),
-        workdir=a.workdir,
-        tags=a.tag,
-        note=a.note,
         submitter=os.environ.get("NVQ_SUBMITTER", ""),
-        after=ids(a.after, "--after"),
-        after_any=ids(a.after_any, "--after-any"),
-        retries=a.retries,
-        cuda=a.cuda,
-        image=a.image,
-        memory_mb=size(a.memory, "--memory"),
-        lane=a.lane,
-        array=a.array,
-        email_on_success=a.email_on_success,
-        email_on_failure=a.email_on_failure,
-        max_runtime=duration(a.max_runtime, "--max-runtime"),
-        no_reassign=a.no_reassign,
-        preemptible=a.preemptible,
-        quiet=a.quiet,
-        reservation=a.reservation,
-        retries_on=_retries_on(a.retries_on),
-        notify_on=notify_on(a.notify_on),
-        begin_at=_begin(a.begin),
-        signal=_signal(a.signal),
-        setup=a.setup,
-        setup_files=a.setup_files,
+        **{o.field: read(o, getattr(a, o.param)) for o in SUBMIT_OPTIONS if o.field},
     )
 
 
@@ -237,6 +182,8 @@ def held_note(client: Client, job: Job) -> str:
                 break
         else:
             return ""
+    if job.kill_on_invalid_dep:
+        return f"; to be cancelled{why} (--kill-on-invalid-dep)"
     return (
         f"; held{why} (`nvq job release {job.id}` runs it anyway, "
         f"`nvq job cancel {job.id}` drops it)"
@@ -256,41 +203,6 @@ def unchecked_note(job: Job) -> str:
         f"not reported (whether any node can run it is checked when "
         f"{'it does' if one else 'they do'})"
     )
-
-
-def _signal(text: str | None) -> str:
-    if text is None:
-        return ""
-    from nvq.domain.job_signal import normal
-
-    try:
-        return normal(text)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def _begin(text: str | None) -> float | None:
-    if text is None:
-        return None
-    import time
-
-    from nvq.values import parse_begin
-
-    try:
-        return parse_begin(text, time.time())
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-
-
-def _retries_on(text: str) -> str:
-    from nvq.domain.retry_policy import parse_retries_on
-
-    try:
-        return parse_retries_on(text)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
 
 
 def checked(spec: JobSpec, *, shell: bool = False) -> None:

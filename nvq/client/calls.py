@@ -66,9 +66,13 @@ def returns(request: type[c.Request], kind: type[T]) -> Callable[[Build[P]], Cal
     """The answer to `request` is `Done.data` decoded into `kind`: the reply
     nvq.control.REPLIES names for it (written here too so that the method's type is
     known statically; a mismatch fails on import)."""
+    _check(request, kind)
+    return reads(lambda done: typed(done, kind))
+
+
+def _check(request: type[c.Request], kind: object) -> None:
     if c.REPLIES[request] != kind:
         raise TypeError(f"{request.__name__} is answered with {c.REPLIES[request]}, not {kind}")
-    return reads(lambda done: typed(done, kind))
 
 
 def reads(read: Callable[[c.Done], T]) -> Callable[[Build[P]], Call[P, T]]:
@@ -113,6 +117,12 @@ class BlockingBinding(Requesting):
 
         return method
 
+    def ask(self, request: c.Request, kind: type[T]) -> T:
+        """The answer to `request`, decoded into `kind`, the reply nvq.control.REPLIES
+        names for it (TypeError if not): any request, without a method of its own."""
+        _check(type(request), kind)
+        return typed(self.request(request), kind)
+
 
 class AwaitingBinding(Requesting):
     """Request methods as coroutines over `request` (the client's transport)."""
@@ -125,3 +135,9 @@ class AwaitingBinding(Requesting):
             return call.read(await self.request(call.build(self, *args, **kwargs)))
 
         return method
+
+    async def ask(self, request: c.Request, kind: type[T]) -> T:
+        """The answer to `request`, decoded into `kind`, the reply nvq.control.REPLIES
+        names for it (TypeError if not): any request, without a method of its own."""
+        _check(type(request), kind)
+        return typed(await self.request(request), kind)

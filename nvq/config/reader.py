@@ -15,7 +15,6 @@ from nvq.config.fields import Convert, FieldReader
 from nvq.config.jumps import one_hop, resolve
 from nvq.config.lease import lease_problem, no_room
 from nvq.config.sharing import SHARE_KEYS, queue_fields, read_limits, user_sharing
-from nvq.config.stamp import file_stamp
 from nvq.config.submit import read_submit
 from nvq.config.types import (
     WEBHOOK_EVENTS,
@@ -53,6 +52,16 @@ def load_config(home: Path) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {_toml_error(str(exc))}") from exc
     return msgspec.structs.replace(parse_config(data, path), read_stamp=stamp)
+
+
+def file_stamp(path: Path | None) -> tuple[int, int] | None:
+    """What tells that config.toml changed since it was read (`queue status`): (mtime
+    ns, size)."""
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st is not None else None
 
 
 def parse_config(data: dict[str, Any], path: Path) -> Config:

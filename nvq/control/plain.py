@@ -14,13 +14,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from nvq.control.image_requests import ImageList
 from nvq.control.replies import JobPage
 from nvq.control.requests import (
     Ack,
     Alerts,
     ClusterStatus,
     Events,
+    ImageList,
     JobWindow,
     Lanes,
     Nodes,

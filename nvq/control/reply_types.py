@@ -11,11 +11,8 @@ from typing import Any, Generic, TypeVar
 
 from nvq.config.types import SubmitConfig
 from nvq.control import cluster_replies as cr
-from nvq.control import image_requests as qi
-from nvq.control import job_submits as qj
 from nvq.control import replies as r
 from nvq.control import requests as q
-from nvq.control import snapshot_requests as qsn
 from nvq.control import state_requests as qs
 from nvq.control.progress import ProgressLine, ProgressLines
 from nvq.domain.report import UsageReport
@@ -31,7 +28,8 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Ping: r.Pong,
     q.Submit: r.Submitted,
     q.SubmitDry: r.SubmitPreview,
-    qj.SubmitFromJob: JsonValue,  # Submitted, ArraySubmitted or SubmitPreview
+    q.SubmitFromJob: JsonValue,  # Submitted, ArraySubmitted or SubmitPreview
+    q.Clone: r.Submitted,
     q.ListJobs: list[r.JobRow],
     q.JobWindow: r.JobPage,
     q.ShowJob: r.JobDetail,
@@ -58,8 +56,8 @@ REPLIES: dict[type[q.Request], Any] = {
     q.NodeStop: r.NodesStopped,
     q.NodeStatus: r.RunnerStatus,
     q.NodeRestart: r.RunnerStatus,
-    qi.ImagePush: r.ImagesPushed,
-    qi.ImageList: list[r.NodeCache],
+    q.ImagePush: r.ImagesPushed,
+    q.ImageList: list[r.NodeCache],
     q.GpuHistory: list[r.GpuPoint],
     q.ClusterStatus: list[cr.ClusterView],
     q.ClusterScale: cr.ClusterView,
@@ -70,7 +68,7 @@ REPLIES: dict[type[q.Request], Any] = {
     q.Ack: list[Alert],
     q.Pull: r.Pulled,
     q.Gc: r.GcDone,
-    qsn.SubmitSettings: SubmitConfig,
+    q.SubmitSettings: SubmitConfig,
     q.Backup: r.BackupMade,
     q.Check: r.StoreCheck,
     q.Lanes: list[r.LaneStatus],

@@ -7,10 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from nvq.control.image_requests import ImageList, ImagePush
-from nvq.control.job_submits import SubmitFromJob
 from nvq.control.progress import ProgressLines
-from nvq.control.snapshot_requests import ReceiveSnapshot, SubmitSettings
 from nvq.control.state_requests import Cancel, Pause, Release, Resume
 from nvq.control.terminal import Exec, Forward, Shell
 from nvq.model import JobSpec
@@ -324,9 +321,68 @@ class ReserveRemove(msgspec.Struct, tag="reserve_rm", frozen=True):
     name: str
 
 
+class Clone(msgspec.Struct, tag="clone", frozen=True):
+    """`job clone ID` (gflow's `gjob redo`): a new job asking for what job `id` asked
+    for, its command, world and snapshot; job `id` is left as it is."""
+
+    id: int
+
+
+# Only a running job's own `nvq` sends this (over its `$NVQ_SOCKET`,
+# nvq_runner/job_cli.py).
+
+
+class SubmitFromJob(msgspec.Struct, tag="submit_from_job", frozen=True):
+    """`nvq job submit ARGV` typed inside job `id` (over its `$NVQ_SOCKET`): the queue
+    parses `argv` with the CLI's own parser (nvq.cli.submit_argv). `cwd`: where it was
+    typed, on the job's node; `subdir`: the same place inside the job's working copy
+    ("" its top; None: outside it). Answered with the document `job submit --json`
+    prints: the job, the array, or (--dry-run) the preview."""
+
+    argv: list[str]
+    id: int  # the calling job (its owner's rights: the permission table's `owner`)
+    cwd: str
+    subdir: str | None = None
+
+
+# A client who cannot touch the queue's home (a member of a shared queue) submits with
+# a snapshot as the owner does: the `[submit]` settings, and a connection that takes
+# the snapshot's blobs the queue lacks into the daemon's store (nvq.world.blobsync's
+# exchange, on the socket after one `Done`).
+
+
+class SubmitSettings(msgspec.Struct, tag="submit_settings", frozen=True):
+    """The queue's `[submit]` section (`SubmitConfig`): what a submit takes with a job."""
+
+
+class ReceiveSnapshot(msgspec.Struct, tag="receive_snapshot", frozen=True):
+    """Store a snapshot's blobs: answered with one `Done`; then, when it holds no error,
+    the connection carries the blob exchange (nvq.world.blobsync) until its receipt."""
+
+
+# Container images on the nodes (`nvq image push|ls`).
+
+
+class ImagePush(msgspec.Struct, tag="image_push", frozen=True):
+    """Stage image `image` on `nodes` (every node when empty) ahead of its jobs, from
+    the archive the client saved into the queue's blob store (`image_manifest`,
+    nvq/world/images.py); a node whose runtime has it already fetches nothing."""
+
+    image: str
+    image_manifest: str
+    image_id: str = ""
+    size: int = 0  # the archive's bytes
+    nodes: list[str] = []
+
+
+class ImageList(msgspec.Struct, tag="image_list", frozen=True):
+    """Each node's runtime store, as its runner lists it now."""
+
+
 Request = (
     Submit
     | SubmitFromJob
+    | Clone
     | ReserveAdd
     | ReserveList
     | ReserveRemove

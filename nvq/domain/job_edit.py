@@ -9,21 +9,11 @@ from typing import Any
 import msgspec
 
 from nvq.domain import request
+from nvq.domain.submit_options import EDITABLE_FIELDS, WHILE_RUNNING
 from nvq.domain.transitions import TransitionError
 from nvq.domain.validate import SpecError, flag_of, validate_spec
 from nvq.model import JobRecord, JobSpec, JobState, NewEvent, Outcome
 
-# The JobSpec fields `job edit` may change.
-EDITABLE_FIELDS = frozenset(
-    {
-        "command", "name", "note", "tags", "priority", "timeout", "node", "gpus", "vram_mb",
-        "memory_mb", "cuda", "env", "lane", "image", "signal", "preemptible", "reservation",
-        "notify_on",
-    }
-)
-# A running job keeps its node, cards, process and the deadline its runner enforces;
-# what its webhooks hear of may change while it runs (that is when it matters).
-WHILE_RUNNING = frozenset({"name", "note", "tags", "priority", "notify_on"})
 WAITING = frozenset({JobState.PENDING, JobState.HELD, JobState.PAUSED})
 
 

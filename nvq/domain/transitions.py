@@ -241,14 +241,21 @@ def cancel(job: JobRecord, *, now: float, by: str) -> Outcome:
     return Outcome(new, [NewEvent("job_cancelled", job.id, job.node, {"by": by})], reap)
 
 
-def hold(job: JobRecord, on: int, on_state: JobState) -> Outcome:
-    """A prerequisite of `--after` ended badly: wait for a person (nothing cascades)."""
+def hold(job: JobRecord, on: int, on_state: JobState, *, now: float) -> Outcome:
+    """A prerequisite of `--after` ended badly: wait for a person (nothing cascades),
+    or, for a job that asked so (`--kill-on-invalid-dep`), end it cancelled; its own
+    dependents then meet the same rule."""
     if job.state is not JobState.PENDING:
         return Outcome()
+    data = {"after": on, "state": str(on_state)}
+    if job.spec.kill_on_invalid_dep:
+        reason = f"cancelled: prerequisite {on} ended {on_state} (--kill-on-invalid-dep)"
+        new = msgspec.structs.replace(job, state=JobState.CANCELLED, ended_at=now, reason=reason)
+        return Outcome(new, [NewEvent("job_cancelled", job.id, None, {"by": "queue", **data})])
     new = msgspec.structs.replace(
         job, state=JobState.HELD, reason=f"held: prerequisite {on} ended {on_state}"
     )
-    return Outcome(new, [NewEvent("job_held", job.id, None, {"after": on, "state": str(on_state)})])
+    return Outcome(new, [NewEvent("job_held", job.id, None, data)])
 
 
 def release(job: JobRecord, dead: list[int], *, by: str) -> Outcome:

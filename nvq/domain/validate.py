@@ -24,6 +24,7 @@ from nvq.domain.lanes import parse_lane
 from nvq.domain.matching import parse_cuda
 from nvq.domain.notify_on import parse_notify_on
 from nvq.domain.retry_policy import parse_retries_on
+from nvq.domain.submit_options import BY_FIELD
 from nvq.errors import BadInput
 from nvq.model import JobSpec
 from nvq.values import MAX_INT, MIN_INT, check_id, check_seconds
@@ -36,8 +37,7 @@ class SubmitField(NamedTuple):
     key: str  # the key in manifest.toml's [job] table
 
 
-# Where a flag or key is not the field's name: sizes drop their unit, --tag repeats.
-_FLAG_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "tags": "tag", "begin_at": "begin"}
+# Where a manifest key is not the field's name: sizes drop their unit.
 _KEY_NAMES = {"vram_mb": "vram", "memory_mb": "memory", "begin_at": "begin"}
 # Set from the environment (NVQ_SUBMITTER; the submitting shell's directory, its
 # variables and their snapshot), not by a flag or a manifest; `interactive` is what
@@ -51,7 +51,8 @@ _NOT_SUBMITTED = frozenset(
 def _submit_field(field: str) -> SubmitField:
     if field == "command":
         return SubmitField(field, "", "command", "command")
-    param = _FLAG_NAMES.get(field, field)
+    option = BY_FIELD.get(field)
+    param = field if option is None else option.param
     return SubmitField(field, "--" + param.replace("_", "-"), param, _KEY_NAMES.get(field, field))
 
 

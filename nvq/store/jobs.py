@@ -12,32 +12,13 @@ from typing import Any
 import msgspec
 
 from nvq.domain import request
-from nvq.model import FINISHED_STATES, JobRecord, JobState, WrittenFile
+from nvq.model import FINISHED_STATES, Job, JobRecord, JobState, WrittenFile
 
 _JOB_FIELDS = request.JOB_FIELDS  # the columns, in order
-_JSON_FIELDS = frozenset(
-    {
-        "env",
-        "tags",
-        "gpus",
-        "result",
-        "after",
-        "after_any",
-        "email_on_success",
-        "email_on_failure",
-        "no_reassign",
-        "log_truncated",
-        "env_captured",
-        "in_place",
-        "setup_files",
-        "env_dropped",
-        "written",
-        "interactive",
-        "notify_on",
-        "preemptible",
-        "quiet",
-    }
-)
+# What SQLite has no column type for (lists, maps, booleans: the tri-state ones need
+# their null) is stored as JSON text, read off `Job`'s field types.
+_PLAIN = {str, int, float, str | None, int | None, float | None, JobState}
+_JSON_FIELDS = frozenset(f.name for f in msgspec.structs.fields(Job) if f.type not in _PLAIN)
 # JSON fields decoded into structs, not plain dicts
 _TYPED: dict[str, Any] = {"written": list[WrittenFile]}
 _json = msgspec.json.Encoder()

@@ -10,7 +10,7 @@ import sqlite3
 
 from nvq.errors import Internal
 
-SCHEMA_VERSION = 26
+SCHEMA_VERSION = 27
 
 MIGRATIONS: list[str] = [
     # 1: jobs, their events, nodes and the kills owed to them.
@@ -301,6 +301,11 @@ ALTER TABLE jobs ADD COLUMN phase TEXT NOT NULL DEFAULT '';
     # 26: jobs that asked for cards with nothing else on them (`--quiet`).
     """
 ALTER TABLE jobs ADD COLUMN quiet TEXT NOT NULL DEFAULT 'false';
+""",
+    # 27: jobs cancelled, not held, when a prerequisite ends badly
+    # (`--kill-on-invalid-dep`).
+    """
+ALTER TABLE jobs ADD COLUMN kill_on_invalid_dep TEXT NOT NULL DEFAULT 'false';
 """,
 ]
 

@@ -29,6 +29,7 @@ HANDLERS_ONLY = {
     "submit_preview",
     "submit_from_job",
     "context",  # what every handler works with, not a verb family
+    "registry",  # where each handler registers, not a verb family
     "visibility",  # what a caller may see of a job, shared by the read handlers
 }
 

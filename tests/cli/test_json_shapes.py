@@ -96,6 +96,8 @@ CASES: list[tuple[str, str]] = [
     ("job submit", "job submit --gpus 0 --array 0-1 --wait -- true"),
     ("job submit", "job submit --gpus 0 --dry-run -- true"),
     ("job submit", "job submit --vram 20GB -- true"),
+    ("job clone", "job clone {done}"),
+    ("job clone", "job clone 999999"),
     ("job show", "job show {done}"),
     ("job show", "job show 999999"),
     ("job why", "job why {waiting}"),

@@ -116,3 +116,18 @@ def test_async_client(nvq: Nvq) -> None:
     chunks, done, detail = anyio.run(main)
     assert b"".join(chunks) == b"async\n"
     assert done.exit_code == 0 and detail.state is JobState.COMPLETED
+
+
+def test_any_request_is_asked_without_a_method_of_its_own(nvq: Nvq) -> None:
+    q = _client(nvq)
+    job = q.submit("true", gpus=0)
+    assert q.ask(c.ShowJob(id=job.id), c.JobDetail).id == job.id
+    assert [j.id for j in q.ask(c.Wait(ids=[job.id]), list[Job])] == [job.id]
+    with pytest.raises(TypeError, match="ShowJob is answered with"):
+        q.ask(c.ShowJob(id=job.id), Job)
+
+    async def asked() -> int:
+        async with nvq_pkg.AsyncClient(nvq.home, autostart=False) as aq:
+            return (await aq.ask(c.ShowJob(id=job.id), c.JobDetail)).id
+
+    assert anyio.run(asked) == job.id

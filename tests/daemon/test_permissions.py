@@ -28,6 +28,7 @@ CASES: list[tuple[c.Request, str]] = [
     (c.Submit(spec=JobSpec(command="true")), "anyone"),
     (c.SubmitDry(spec=JobSpec(command="true")), "anyone"),
     (c.SubmitFromJob(argv=["--", "true"], id=1, cwd="/"), "owner"),
+    (c.Clone(id=1), "owner"),
     (c.NodeStatus(node="local"), "anyone"),
     (c.NodeRestart(node="local"), "admin"),
     (c.ImagePush(image="x:1", image_manifest="0" * 64), "admin"),

@@ -35,7 +35,9 @@ def test_the_client_reads_the_tables_reply() -> None:
     # Requests gathers one class per request family: every method is in one of them.
     methods = {k: v for cls in Requests.__mro__ for k, v in vars(cls).items()}
     calls = [v for v in methods.values() if isinstance(v, Call)]
-    assert len(calls) >= len(c.REPLIES)  # returns() refuses any other type on import
+    # returns() refuses any other type on import; a request with no method of its own
+    # is sent with client.ask(request, Reply), held to the same table when it is sent.
+    assert calls
 
 
 def test_a_mismatch_is_refused_when_the_client_is_defined() -> None:

@@ -52,6 +52,7 @@ EVERY_FIELD = JobSpec(
     preemptible=True,
     reservation="nightly",
     quiet=True,
+    kill_on_invalid_dep=True,
 )
 
 

@@ -34,7 +34,7 @@ __all__ = ["app", "command_info", "full_app"]
 # `nvq GROUP --help` lists them.
 WHERE: dict[str, dict[str, str]] = {
     "job": {
-        "submit": "submit", "shell": "shell",
+        "submit": "submit", "shell": "shell", "clone": "submit",
         "ls": "jobs", "show": "jobs", "why": "why", "logs": "logs", "wait": "jobs",
         "cancel": "policy", "release": "policy", "note": "jobs", "result": "jobs",
         "requeue": "policy", "purge": "jobs", "edit": "edit", "move": "move",

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import typer
 
-from nvq.cli import flag_values
-from nvq.cli.app import JsonOpt
-from nvq.cli.params import CliError, duration, env_pairs, ids, size
+from nvq.cli.commands.submit import TYPES, parameters, typer_option
+from nvq.cli.flag_values import read
+from nvq.cli.params import CliError, ids
 from nvq.cli.render.output import emit
 from nvq.client import Client
+from nvq.domain.submit_options import SUBMIT_OPTIONS, SubmitOption
 
 on_job = typer.Typer()  # attached to the `job` group in nvq.cli.commands
+
+
+# The submit options an edit changes (those the table marks), in the order its --help
+# has always listed them; one marked later follows in the table's order. `command` is
+# edit's own: a submit takes the command after --.
+ORDER = ("node", "vram", "gpus", "memory", "cuda", "image", "timeout", "priority", "name", "note",
+         "tag", "env", "lane", "command", "signal", "preemptible", "reservation", "notify_on")
+_EDITED = {o.param: o for o in SUBMIT_OPTIONS if o.edit} | {"command": SubmitOption(
+    flags=("--command",), param="command", kind="text", field="command",
+    edit="The command, as one string.",
+)}
+EDITED = [_EDITED[p] for p in (*ORDER, *(p for p in _EDITED if p not in ORDER))]
 
 
 @on_job.command("edit")
@@ -20,35 +34,7 @@ def job_edit(
     job_id: int = typer.Argument(..., help="A waiting (pending, held or paused) job."),
     drop_after: str = typer.Option(None, "--drop-after", help="Stop waiting for these: 12,13."),
     add_after: str = typer.Option(None, "--add-after", help="Also wait for these to complete."),
-    node: str = typer.Option(None, "--node", help="Pin to a node (prefix match)."),
-    vram: str = typer.Option(None, "--vram", help="VRAM to reserve on each GPU."),
-    gpus: int = typer.Option(None, "--gpus", help="GPUs needed; 0 for a CPU-only job."),
-    memory: str = typer.Option(None, "--memory", help="Host RAM it needs (and its limit)."),
-    cuda: str = typer.Option(None, "--cuda", help="Minimum driver CUDA version."),
-    image: str = typer.Option(None, "--image", help="Run it in this container image."),
-    timeout: str = typer.Option(None, "--timeout", help="Kill it after this long."),
-    priority: int = typer.Option(None, "--priority", help="Higher runs first."),
-    name: str = typer.Option(None, "--name", "-n", help="A short label."),
-    note: str = typer.Option(None, "--note", help="What the job is for."),
-    tag: list[str] = typer.Option(None, "--tag", help="Its tags (replaces them), repeatable."),
-    env: list[str] = typer.Option(
-        None, "--env", help="KEY=VALUE (replaces its environment), repeatable."
-    ),
-    lane: str = typer.Option(None, "--lane", help="Move it to the tail of a lane: NODE:GPU."),
-    command: str = typer.Option(None, "--command", help="The command, as one string."),
-    signal: str = typer.Option(
-        None, "--signal", help="Send SIG this long before --timeout ends it: USR1@5m."
-    ),
-    preemptible: bool = typer.Option(
-        None, "--preemptible/--not-preemptible", help="Whether a more urgent job may stop it."
-    ),
-    reservation: str = typer.Option(
-        None, "--reservation", help="Run in this reservation ('' for none)."
-    ),
-    notify_on: str = typer.Option(
-        None, "--notify-on", help="What its webhooks hear of: start,end,fail,time-limit-80."
-    ),
-    as_json: bool = JsonOpt,
+    **options: Any,
 ) -> int:
     """Change what a waiting job waits for; it keeps its id, note, place and submitter.
 
@@ -56,27 +42,10 @@ def job_edit(
     records each value before and after). A running job can change only --priority
     --name --note --tag --notify-on."""
     drop, add = ids(drop_after, "--drop-after"), ids(add_after, "--add-after")
-    given: dict[str, Any] = {
-        "node": node,
-        "vram_mb": None if vram is None else size(vram, "--vram"),
-        "gpus": gpus,
-        "memory_mb": None if memory is None else size(memory, "--memory"),
-        "cuda": cuda,
-        "image": image,
-        "timeout": duration(timeout, "--timeout"),
-        "priority": priority,
-        "name": name,
-        "note": note,
-        "tags": tag or None,
-        "env": env_pairs(env) if env else None,
-        "lane": lane,
-        "command": command,
-        "signal": signal,
-        "preemptible": preemptible,
-        "reservation": reservation,
-        "notify_on": flag_values.notify_on(notify_on),
+    changes = {
+        o.field: read(o, options[o.param]) for o in EDITED if options[o.param] not in (None, [])
     }
-    changes = {k: v for k, v in given.items() if v is not None}
+    as_json = bool(options["as_json"])
     if not drop and not add and not changes:
         raise CliError("nothing to change: give --drop-after/--add-after or what to change", 2)
     client = Client()
@@ -92,5 +61,22 @@ def job_edit(
     waits = ",".join(map(str, job.after)) or "nothing"
     emit(job, as_json, f"job {job.id} {job.state}, waiting for {waits}")
     return 0
+
+
+def _edit_parameters() -> list[inspect.Parameter]:
+    return [
+        inspect.Parameter(
+            o.param, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[o.kind],
+            default=typer_option(o, o.edit_flags or o.flags, None, o.edit),
+        )
+        for o in EDITED
+    ]
+
+
+_fixed = list(inspect.signature(job_edit).parameters.values())[:3]
+json_opt = parameters(o for o in SUBMIT_OPTIONS if o.param == "as_json")
+job_edit.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [*_fixed, *_edit_parameters(), *json_opt], return_annotation=int
+)
 
 

@@ -13,6 +13,8 @@ from nvq.config.changes import cluster_retry as retry_plan
 from nvq.daemon.core.errors import RequestError
 from nvq.daemon.core.held import locked
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
+from nvq.domain.permissions import ANYONE, admin
 
 log = logging.getLogger("nvq.clusters")
 
@@ -35,6 +37,7 @@ def _pilots(ctx: Context) -> DaemonPilots:
 FRESH_WAIT = 10.0  # at most this long for a fresh squeue before the last one is shown
 
 
+@handles(c.ClusterStatus, may=ANYONE)
 async def cluster_status(ctx: Context, req: c.ClusterStatus, user: str) -> list[c.ClusterView]:
     pilots = _pilots(ctx)
     names = [req.name] if req.name is not None else sorted(pilots.managers)
@@ -58,6 +61,7 @@ def _drain_pilots(ctx: Context, cluster: str, drained: bool) -> None:
     ctx.state.kick()
 
 
+@handles(c.ClusterScale, may=admin("scale a cluster"))
 async def cluster_scale(ctx: Context, req: c.ClusterScale, user: str) -> c.ClusterView:
     if req.pilots is not None and req.pilots < 0:
         raise RequestError(f"cannot keep {req.pilots} pilots")
@@ -68,6 +72,7 @@ async def cluster_scale(ctx: Context, req: c.ClusterScale, user: str) -> c.Clust
     return _view(manager)
 
 
+@handles(c.ClusterDrain, may=admin("drain a cluster"))
 async def cluster_drain(ctx: Context, req: c.ClusterDrain, user: str) -> c.ClusterView:
     manager = _pilots(ctx).manager(req.name)
     manager.drain()
@@ -75,6 +80,7 @@ async def cluster_drain(ctx: Context, req: c.ClusterDrain, user: str) -> c.Clust
     return _view(manager)
 
 
+@handles(c.ClusterRetry, may=admin("retry a cluster"))
 async def cluster_retry(ctx: Context, req: c.ClusterRetry, user: str) -> c.ClusterRetried:
     """Lift the block, with the cluster's table as config.toml has it now: a retry
     after fixing the config must not ask Slurm again with the config it refused."""

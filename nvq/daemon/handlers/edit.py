@@ -12,13 +12,16 @@ from nvq.daemon.core.apply import apply, check_allowed
 from nvq.daemon.core.errors import map_exceptions
 from nvq.daemon.core.held import locked
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.placement import reserving
 from nvq.daemon.placement.pinning import check_pin, into_lane
 from nvq.daemon.placement.submit_checks import check_runnable
 from nvq.domain import deps, job_edit, request, transitions
+from nvq.domain.permissions import owner
 from nvq.model import Job, JobRecord, JobState, Outcome
 
 
+@handles(c.EditJob, may=owner("edit"))
 async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
     state = ctx.state
     async with locked(state) as held:
@@ -43,6 +46,7 @@ async def edit_job(ctx: Context, req: c.EditJob, user: str) -> Job:
     return request.view_of(changed[0] if changed else job)
 
 
+@handles(c.Edit, may=owner("edit"))
 async def edit(ctx: Context, req: c.Edit, user: str) -> Job:
     state = ctx.state
     async with locked(state) as held:

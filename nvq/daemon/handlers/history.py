@@ -9,11 +9,14 @@ import msgspec
 from nvq import control as c
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
+from nvq.domain.permissions import ANYONE
 from nvq.store import gpu_history as history_table
 
 DAY = 86400.0
 
 
+@handles(c.GpuHistory, may=ANYONE)
 async def gpu_history(ctx: Context, req: c.GpuHistory, user: str) -> list[c.GpuPoint]:
     if req.step < 60:
         raise BadRequest("step: the history holds one point a minute; ask for 60 s or more")

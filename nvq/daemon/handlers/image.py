@@ -16,13 +16,16 @@ from nvq import control as c
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.machines.blobs import blob_store
 from nvq.daemon.machines.image_staging import LISTED, STAGED, refusal
 from nvq.daemon.machines.node_views import node_views
+from nvq.domain.permissions import ANYONE, admin
 from nvq_runner import protocol as p
 from nvq_runner.protocol import is_hash
 
 
+@handles(c.ImagePush, may=admin("stage an image on nodes"))
 async def image_push(ctx: Context, req: c.ImagePush, user: str) -> c.ImagesPushed:
     state = ctx.state
     if not is_hash(req.image_manifest) or not blob_store(state.home).has(req.image_manifest):
@@ -57,6 +60,7 @@ async def image_push(ctx: Context, req: c.ImagePush, user: str) -> c.ImagesPushe
                           nodes=[results[n.name] for n in nodes])
 
 
+@handles(c.ImageList, may=ANYONE)
 async def image_list(ctx: Context, req: c.ImageList, user: str) -> list[c.NodeCache]:
     """Each node's runtime store, listed now by every node that can say (the others:
     what they said last, or nothing)."""

@@ -21,16 +21,18 @@ from nvq.daemon.core.state import LIVE_STATES
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.logs import tail_text
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.handlers.why import rows_of, with_reason, with_starts
 from nvq.daemon.machines.unreachable import reassign_times
 from nvq.daemon.placement.explain import explain
 from nvq.domain import attempts, request, selection
-from nvq.domain.permissions import may_read_private
+from nvq.domain.permissions import ANYONE, may_read_private, owner, private
 from nvq.domain.validate import check_note
 from nvq.model import Job, JobRecord, JobState, NewEvent, Tx
 from nvq.store.windows import JobFilter
 
 
+@handles(c.ListJobs, may=ANYONE)
 async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> list[c.JobRow]:
     state = ctx.state
     if req.array is not None:
@@ -48,6 +50,15 @@ async def list_jobs(ctx: Context, req: c.ListJobs, user: str) -> list[c.JobRow]:
     return rows_of([with_reason(ctx, state.live(j)) for j in jobs])
 
 
+# Reading a job: its metadata is anyone's, what it holds (logs, result, files) its
+# owner's (nvq.daemon.handlers.visibility blanks the rest of other users' jobs in replies).
+@handles(c.ShowJob, may=lambda r: (
+    owner("reveal the secrets of")
+    if r.reveal
+    else private("read the logs of")
+    if r.logs
+    else ANYONE
+))
 async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     state = ctx.state
     job = state.live(await state.get_job(req.id))
@@ -75,6 +86,11 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     return msgspec.convert(doc, c.JobDetail)
 
 
+@handles(c.Note, may=lambda r: (
+    ANYONE
+    if r.text is None and r.append is None and not r.clear
+    else owner("change the note of")
+))
 async def note(ctx: Context, req: c.Note, user: str) -> Job:
     state = ctx.state
     async with locked(state) as held:
@@ -97,6 +113,9 @@ async def note(ctx: Context, req: c.Note, user: str) -> Job:
         return request.view_of(new)
 
 
+@handles(c.Result, may=lambda r: (
+    private("read the result of") if r.set_json is None else owner("set the result of")
+))
 async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
     state = ctx.state
     async with locked(state) as held:
@@ -113,6 +132,7 @@ async def result(ctx: Context, req: c.Result, user: str) -> c.JsonValue:
         return value
 
 
+@handles(c.Wait, may=ANYONE)
 async def wait(ctx: Context, req: c.Wait, user: str) -> c.Coded[list[Job]]:
     """Until every job has ended or the timeout passes. Exit 1 when any job ended
     badly, even if others still run (the reply shows which); else 2 when the timeout
@@ -157,6 +177,8 @@ def wait_exit(jobs: list[JobRecord]) -> int:
     return 0 if all(j.state is JobState.COMPLETED for j in jobs) else 2
 
 
+# anyone's: the handler purges a member's own finished jobs, an admin's everyone's
+@handles(c.Purge, may=ANYONE)
 async def purge(ctx: Context, req: c.Purge, user: str) -> c.Purged:
     state = ctx.state
     async with locked(state) as held:
@@ -193,6 +215,7 @@ def _states(names: list[str] | None) -> frozenset[JobState]:
         return selection.parse_states(names)
 
 
+@handles(c.JobWindow, may=ANYONE)
 async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     state = ctx.state
     if req.limit is not None and req.limit < 1:
@@ -227,6 +250,7 @@ async def job_window(ctx: Context, req: c.JobWindow, user: str) -> c.JobPage:
     return page
 
 
+@handles(c.ProgressLines, may=ANYONE)  # only the lines the asker may read are answered
 async def progress_lines(ctx: Context, req: c.ProgressLines, user: str) -> list[c.ProgressLine]:
     """The running jobs' progress lines, from memory (samples keep them there; they
     raise no event), for the front ends that show them moving. A line is what a job

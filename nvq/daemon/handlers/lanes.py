@@ -17,8 +17,10 @@ from nvq.daemon.core.errors import BadRequest, map_exceptions
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.placement.placing import dependency_states, lane_statuses
 from nvq.domain import deps, lanes, permissions, request
+from nvq.domain.permissions import ANYONE, admin, owner
 from nvq.model import JobRecord, JobState, NewEvent, Tx
 
 
@@ -120,10 +122,18 @@ async def lane_view(state: State, text: str, blocked: Mapping[str, str]) -> dict
     return doc
 
 
+@handles(c.Lanes, may=ANYONE)
 async def lanes_request(ctx: Context, req: c.Lanes, user: str) -> list[c.LaneStatus]:
     return msgspec.convert(await lanes_view(ctx.state, ctx.memory.lane_blocked), list[c.LaneStatus])
 
 
+@handles(c.Lane, may=lambda r: (
+    ANYONE
+    if r.action is None
+    else admin(f"{r.action} a lane")
+    if r.action in ("pause", "resume")
+    else owner(f"{r.action} in a lane")
+))
 async def lane_request(ctx: Context, req: c.Lane, user: str) -> c.LaneDetail:
     if req.action is None:
         return msgspec.convert(

@@ -11,11 +11,13 @@ from nvq.daemon.core.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.placement.pinning import lane_tail
 from nvq.daemon.placement.submit_checks import check_runnable
 from nvq.domain import move as moving
 from nvq.domain import request
 from nvq.domain.lanes import lane_name
+from nvq.domain.permissions import owner
 from nvq.domain.transitions import TransitionError
 from nvq.model import JobRecord, JobState, Outcome
 
@@ -41,6 +43,7 @@ def resolve(state: State, to: str) -> tuple[str, int | None]:
     return node.name, gpu
 
 
+@handles(c.Move, may=owner("move"))
 async def move(ctx: Context, req: c.Move, user: str) -> c.Moved:
     state = ctx.state
     async with locked(state) as held:

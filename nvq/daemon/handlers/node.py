@@ -32,8 +32,10 @@ from nvq.daemon.core.held import locked
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.machines.runner_stop import stop_runner
 from nvq.domain import transitions
+from nvq.domain.permissions import ANYONE, admin
 from nvq.model import NewEvent, Tx
 
 RESTART_WAIT = 60.0  # for the new runner's hello and reconciliation
@@ -41,6 +43,7 @@ RESTART_WAIT = 60.0  # for the new runner's hello and reconciliation
 log = logging.getLogger("nvq.nodes")
 
 
+@handles(c.NodeStop, may=admin("stop a node's runner"))
 async def node_stop(ctx: Context, req: c.NodeStop, user: str) -> c.NodesStopped:
     state = ctx.state
     if (req.node is None) == (not req.all):
@@ -110,6 +113,7 @@ async def _until_reaped(state: State, node: str, timeout: float) -> bool:
     return False
 
 
+@handles(c.Bootstrap, may=admin("bootstrap a node"))
 async def bootstrap(ctx: Context, req: c.Bootstrap, user: str) -> c.Bootstrapped:
     """Install (or refresh) the runner on an SSH node, then reconnect to it."""
     # asyncssh is only loaded when a node is bootstrapped.
@@ -166,10 +170,12 @@ def runner_status(state: State, node: NodeRuntime) -> c.RunnerStatus:
     )
 
 
+@handles(c.NodeStatus, may=ANYONE)
 async def node_status(ctx: Context, req: c.NodeStatus, user: str) -> c.RunnerStatus:
     return runner_status(ctx.state, ctx.state.find_node(req.node))
 
 
+@handles(c.NodeRestart, may=admin("restart a node's runner"))
 async def node_restart(ctx: Context, req: c.NodeRestart, user: str) -> c.RunnerStatus:
     state = ctx.state
     node = state.find_node(req.node)

@@ -12,20 +12,25 @@ from nvq.daemon.core.errors import RequestError, map_exceptions
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
+from nvq.domain.permissions import ANYONE, admin
 
 
+@handles(c.Alerts, may=ANYONE)
 async def alerts(ctx: Context, req: c.Alerts, user: str) -> c.Coded[list[c.Alert]]:
     shown = await ctx.ops.alerts(req.include_acked)
     # Non-zero while anything is unacknowledged: a cheap health check.
     return c.Coded(shown, 1 if any(a.acked_at is None for a in shown) else 0)
 
 
+@handles(c.Ack, may=admin("acknowledge alerts"))
 async def ack(ctx: Context, req: c.Ack, user: str) -> list[c.Alert]:
     # An unknown alert id: the alerts table's ack names it before changing anything.
     with map_exceptions({LookupError: RequestError}):
         return await ctx.ops.ack(req.ids, by=user)
 
 
+@handles(c.Backup, may=admin("back up the queue"))
 async def backup(ctx: Context, req: c.Backup, user: str) -> c.BackupMade:
     return msgspec.convert(await ctx.ops.backup(req.path), c.BackupMade)
 
@@ -57,6 +62,7 @@ def _node_check(state: State, node: NodeRuntime) -> c.NodeCheck:
     )
 
 
+@handles(c.Check, may=admin("check the queue's store"))
 async def check(ctx: Context, req: c.Check, user: str) -> c.Coded[c.StoreCheck]:
     state = ctx.state
     await _wait_for_nodes(state, max(0.0, min(req.wait, 60.0)))

@@ -15,10 +15,12 @@ from nvq.daemon.core.held import locked
 from nvq.daemon.core.later import unless_disk_full
 from nvq.daemon.core.state import LIVE_STATES, State
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.placement.pinning import lane_tail
 from nvq.daemon.placement.placing import dependency_states
 from nvq.domain import deps, ordering, request, selection, transitions
 from nvq.domain import requeue as requeueing
+from nvq.domain.permissions import owner
 from nvq.domain.transitions import TransitionError
 from nvq.model import Job, JobRecord, JobState, Outcome
 
@@ -74,6 +76,7 @@ async def chosen_jobs(
         )
 
 
+@handles(c.Cancel, may=owner("cancel"))
 async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
     """The cancelled jobs; while the queue host's disk is full, at once the jobs as they
     stand (not yet cancelled), the cancel landing when the disk has room."""
@@ -110,6 +113,7 @@ async def cancel(ctx: Context, req: c.Cancel, user: str) -> list[Job]:
     return [request.view_of(j) for j in (jobs if cancelled is None else cancelled)]
 
 
+@handles(c.Release, may=owner("release"))
 async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
     state = ctx.state
     async with locked(state) as held:
@@ -125,6 +129,7 @@ async def release(ctx: Context, req: c.Release, user: str) -> list[Job]:
         return [request.view_of(j) for j in await apply(held, jobs, release_one)]
 
 
+@handles(c.Requeue, may=owner("requeue"))
 async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
     state, now = ctx.state, time.time()
     if req.command is not None and len(req.ids) != 1:
@@ -161,6 +166,7 @@ async def requeue(ctx: Context, req: c.Requeue, user: str) -> list[c.Requeued]:
         return replies
 
 
+@handles(c.Priority, may=owner("re-prioritise"))
 async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
     """Set/adjust the priority (`change`), or move `up` places (negative: down)."""
     state = ctx.state
@@ -185,6 +191,7 @@ async def priority(ctx: Context, req: c.Priority, user: str) -> list[Job]:
         return [request.view_of(j) for j in await apply(held, jobs, reorder_one, by=user, action="re-prioritise")]
 
 
+@handles(c.Pause, may=owner("pause"))
 async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
     state, now = ctx.state, time.time()
     async with locked(state) as held:
@@ -200,6 +207,7 @@ async def pause(ctx: Context, req: c.Pause, user: str) -> list[Job]:
         return [request.view_of(j) for j in await apply(held, jobs, pause_one, by=user, action="pause")]
 
 
+@handles(c.Resume, may=owner("resume"))
 async def resume(ctx: Context, req: c.Resume, user: str) -> list[Job]:
     state = ctx.state
     async with locked(state) as held:

@@ -9,16 +9,18 @@ import msgspec
 
 from nvq import __version__
 from nvq import control as c
-from nvq.config.stamp import file_stamp
+from nvq.config.reader import file_stamp
 from nvq.daemon.core.effects import Effects
 from nvq.daemon.core.errors import RequestError
 from nvq.daemon.core.held import locked
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.machines.card_flags import card_flag
 from nvq.daemon.machines.node_views import node_views
 from nvq.daemon.placement.array_summaries import summarise_arrays
 from nvq.domain import request
 from nvq.domain.card_marks import parse_card
+from nvq.domain.permissions import ANYONE, admin
 from nvq.model import ACTIVE_STATES, Event, JobState, NewEvent, NodeView, Tx
 
 _FLAG_EVENTS = {
@@ -29,6 +31,7 @@ _FLAG_EVENTS = {
 }
 
 
+@handles(c.Status, may=ANYONE)
 async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
     state = ctx.state
     counts = await state.store.state_counts()
@@ -57,10 +60,12 @@ async def status(ctx: Context, req: c.Status, user: str) -> c.QueueStatus:
     return msgspec.convert(doc, c.QueueStatus)
 
 
+@handles(c.Nodes, may=ANYONE)
 async def nodes(ctx: Context, req: c.Nodes, user: str) -> list[NodeView]:
     return node_views(ctx.state, ctx.machines.pilots, include_ignored=req.include_ignored)
 
 
+@handles(c.NodeFlag, may=admin("drain, resume or ignore a node"))
 async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     """drain/resume (no new placements) and ignore/unignore (no link at all); drain
     and resume of one card (`NODE:IDX`)."""
@@ -91,5 +96,6 @@ async def node_flag(ctx: Context, req: c.NodeFlag, user: str) -> NodeView:
     return view
 
 
+@handles(c.Events, may=ANYONE)
 async def events(ctx: Context, req: c.Events, user: str) -> list[Event]:
     return await ctx.state.store.events(since=req.since, limit=req.limit, job_id=req.job_id)

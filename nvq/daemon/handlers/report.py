@@ -8,11 +8,14 @@ import anyio
 from nvq import control as c
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.domain import report
+from nvq.domain.permissions import ANYONE
 from nvq.home import Home
 from nvq.store.report import read_window
 
 
+@handles(c.Report, may=ANYONE)
 async def usage_report(ctx: Context, req: c.Report, user: str) -> report.UsageReport:
     if req.by not in report.BY:
         raise BadRequest(f"--by {req.by!r}: expected one of {', '.join(report.BY)}")

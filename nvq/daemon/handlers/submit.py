@@ -11,6 +11,7 @@ from nvq.daemon.core.effects import Effects
 from nvq.daemon.core.errors import BadRequest, RequestError, map_exceptions
 from nvq.daemon.core.held import Held, locked
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.handlers.submit_preview import preview
 from nvq.daemon.machines.blobs import blob_store
 from nvq.daemon.placement import reserving
@@ -18,12 +19,14 @@ from nvq.daemon.placement.pinning import check_pin, into_lane
 from nvq.daemon.placement.quotas import check_queued
 from nvq.daemon.placement.submit_checks import await_reports, check_mail, check_runnable
 from nvq.domain import arrays, request, transitions
+from nvq.domain.permissions import ANYONE, owner
 from nvq.domain.validate import SpecError, validate_spec
 from nvq.home import queue_owner
 from nvq.model import JobRecord, JobSpec, Tx
 from nvq_runner.protocol import is_hash
 
 
+@handles(c.Submit, may=ANYONE)
 async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     state = ctx.state
     spec, job = await _checked(ctx, req.spec, user)
@@ -37,6 +40,17 @@ async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     return c.Submitted(**fields)
 
 
+@handles(c.Clone, may=owner("clone"))
+async def clone(ctx: Context, req: c.Clone, user: str) -> c.Submitted:
+    """A new job asking for what job `req.id` asked for, submitted as any submit is
+    (checked again: its snapshot must still be in the blob store)."""
+    spec = (await ctx.state.get_job(req.id)).spec
+    if spec.interactive:
+        raise BadRequest(f"job {req.id} is a shell session: `nvq job shell` opens another")
+    return await submit(ctx, c.Submit(spec), user)
+
+
+@handles(c.SubmitDry, may=ANYONE)
 async def submit_dry_run(ctx: Context, req: c.SubmitDry, user: str) -> c.SubmitPreview:
     """Every check of `submit`, then where it would start or why it would wait."""
     spec, job = await _checked(ctx, req.spec, user)

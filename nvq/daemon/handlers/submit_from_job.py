@@ -22,7 +22,9 @@ from nvq.daemon.artifacts.job_dir_snapshot import snapshot_job_dir
 from nvq.daemon.core.errors import BadRequest
 from nvq.daemon.handlers import submit
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.domain.arrays import parse_array
+from nvq.domain.permissions import owner
 from nvq.model import JobRecord, JobSpec
 
 if TYPE_CHECKING:  # the CLI's parser loads on the first submit from a job, not with the daemon
@@ -34,6 +36,7 @@ HOST_ONLY = {"script": "--script", "manifest": "--manifest", "from_cwd": "--from
              "from_env": "--from-env", "from_snapshot": "--from-snapshot"}
 
 
+@handles(c.SubmitFromJob, may=owner("submit from"))  # a job's own `nvq`: its owner's rights
 async def submit_from_job(ctx: Context, req: c.SubmitFromJob, user: str) -> c.JsonValue:
     from nvq.cli.flag_values import CliError
     from nvq.cli.submit_argv import submit_args

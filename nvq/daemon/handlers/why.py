@@ -7,12 +7,14 @@ from typing import cast
 
 from nvq import control as c
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.placement.explain import waiting_of
 from nvq.daemon.placement.placing import pass_facts, pending_of
 from nvq.daemon.placement.slots import node_slots
 from nvq.daemon.placement.start_times import FOR_CARDS, not_for_cards, start_estimates
 from nvq.daemon.placement.waits import PassFacts, analyze_all, lane_block_of
 from nvq.domain import request
+from nvq.domain.permissions import ANYONE
 from nvq.domain.placement import PlacementResult
 from nvq.domain.start_estimate import StartEstimate
 from nvq.model import Job, JobRecord, JobState
@@ -77,6 +79,7 @@ def current_facts(ctx: Context) -> PassFacts:
     return pass_facts(state, ctx.memory, ctx.machines, slots, [], empty, {})
 
 
+@handles(c.Why, may=ANYONE)
 async def why(ctx: Context, req: c.Why, user: str) -> c.WhyReport:
     state = ctx.state
     job = state.live(await state.get_job(req.id))

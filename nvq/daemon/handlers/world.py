@@ -17,7 +17,9 @@ from nvq.daemon.artifacts.pull import check_paths, located, pull_into_staging
 from nvq.daemon.core.held import locked
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
+from nvq.daemon.handlers.registry import handles
 from nvq.daemon.machines.blobs import blob_store
+from nvq.domain.permissions import ANYONE, admin, private
 from nvq.home import queue_owner
 from nvq.world.blobs import GcReport
 
@@ -32,6 +34,7 @@ async def free_blobs(state: State) -> GcReport:
         functools.partial(store.gc, live, live_objects=artifacts))
 
 
+@handles(c.Gc, may=admin("free the blob store"))
 async def gc(ctx: Context, req: c.Gc, user: str) -> c.GcDone:
     report = await free_blobs(ctx.state)
     return c.GcDone(
@@ -40,6 +43,7 @@ async def gc(ctx: Context, req: c.Gc, user: str) -> c.GcDone:
     )
 
 
+@handles(c.Pull, may=private("pull the files of"))
 async def pull(ctx: Context, req: c.Pull, user: str) -> c.Pulled:
     state = ctx.state
     check_paths(req.paths)
@@ -52,6 +56,7 @@ async def pull(ctx: Context, req: c.Pull, user: str) -> c.Pulled:
     return c.Pulled(path=str(staging), node=node.name)
 
 
+@handles(c.SubmitSettings, may=ANYONE)
 async def submit_settings(ctx: Context, req: c.SubmitSettings, user: str) -> SubmitConfig:
     """`[submit]` as the daemon read it: a member cannot read the owner's config."""
     return ctx.state.config.submit

@@ -79,7 +79,7 @@ async def place_once(state: State, memory: Memory, inputs: PlacementInputs) -> N
                 status = deps.dependency_status(job, states)
                 dep_status[job.id] = status
                 if isinstance(status, deps.Blocked):
-                    record(tx, transitions.hold(job, status.on, status.state))
+                    record(tx, transitions.hold(job, status.on, status.state, now=now))
         ready = pending_for_placement(state, memory, inputs, [*singles, *grouped], dep_status)
         # Users' limits: who is held back now, and how much the rest may still start.
         limited = quotas.standings(state, ready, now)
