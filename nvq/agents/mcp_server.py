@@ -33,7 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 import nvq
-from nvq.agents import skill
+from nvq.agents import mcp_tasks, skill
 from nvq.agents.mcp_contract import NvqServer, refusal
 from nvq.client.stop_mark import OBSERVE_ENV
 
@@ -113,9 +113,18 @@ def _ids(ids: list[int]) -> list[str]:
     return [str(i) for i in ids]
 
 
+async def wait_task(job_ids: list[int], array: int | None) -> CallToolResult:
+    """A task for waiting on these jobs: checked as `job wait` would (an unknown job is
+    refused now, not as a task), then handed to the tasks extension."""
+    ref = mcp_tasks.new_ref(job_ids, array)
+    now = await nvq_json("job", "wait", *mcp_tasks.wait_args(ref), "--timeout", "0")
+    return mcp_tasks.started(ref, now)
+
+
 def build() -> NvqServer:
     server = NvqServer(
-        "nvq", version=nvq.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        "nvq", version=nvq.__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+        extensions=[mcp_tasks.WaitTasks(lambda *args: nvq_json("job", "wait", *args))])
     tool = server.tool
 
     # ---------------------------------------------------------------- read-only
@@ -205,11 +214,16 @@ def build() -> NvqServer:
 
     @tool(annotations=READ, structured_output=False)
     async def job_wait(
-        job_ids: list[int] | None = None, array: int | None = None, timeout_seconds: float = 60
+        job_ids: list[int] | None = None, array: int | None = None, timeout_seconds: float = 60,
+        ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
-        """Wait until the jobs end, at most timeout_seconds (up to 600). The `job wait`
-        document: exit_code 0 all completed, 1 one ended badly (still_going lists
-        those still running), 2 the timeout ran out first (not a failure: wait again)."""
+        """Wait until the jobs end. The `job wait` document: exit_code 0 all completed,
+        1 one ended badly (still_going lists those still running), 2 the timeout ran
+        out first (not a failure: wait again). A client with MCP Tasks gets a task at
+        once that completes with that document when the jobs end, however long they
+        take (timeout_seconds unused); others wait at most timeout_seconds (up to 600)."""
+        if mcp_tasks.declared(ctx):
+            return await wait_task(job_ids or [], array)
         timeout = max(1.0, min(float(timeout_seconds), WAIT_MAX))
         args = [*_ids(job_ids or []), *_opt("--array", array), "--timeout", f"{timeout:g}"]
         return await nvq_json("job", "wait", *args)
@@ -269,6 +283,7 @@ def build() -> NvqServer:
         tag: list[str] | None = None,
         workdir: str | None = None,
         directory: str | None = None,
+        wait: bool = False,
         ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
         """Queue a job: command as an argv (["python", "train.py"]). vram: memory to
@@ -277,7 +292,10 @@ def build() -> NvqServer:
         run in that card's order; array: "0-9" one job per index ({} in the command).
         The job runs in a snapshot of `directory` (an absolute path: your project),
         else of your first root when you offer roots, else of this server's working
-        directory; the answer says which it took."""
+        directory; the answer says which it took. wait: answer with the `job wait`
+        document when it ends: as an MCP task when your client has Tasks (at once,
+        completing when the job ends), else after at most 600 s (exit_code 2: still
+        going, call job_wait)."""
         where, why = await submit_directory(directory, ctx)
         options = {
             "vram": vram, "gpus": gpus, "name": name, "note": note, "node": node,
@@ -287,7 +305,16 @@ def build() -> NvqServer:
         }
         said = f"snapshot of {where} ({why})" if where is not None else (
             "snapshot of the server's working directory (no directory given, no roots offered)")
-        return await submit(False, command, options, cwd=where, said=said)
+        queued = await submit(False, command, options, cwd=where, said=said)
+        if not wait:
+            return queued
+        doc = queued.structured_content or {}
+        jobs, array = ([], doc["id"]) if "ids" in doc else ([doc["id"]], None)
+        if mcp_tasks.declared(ctx):
+            return mcp_tasks.started(mcp_tasks.new_ref(jobs, array), queued)
+        args = [*_ids(jobs), *_opt("--array", array), "--timeout", f"{WAIT_MAX:g}"]
+        waited = await nvq_json("job", "wait", *args)
+        return waited.model_copy(update={"content": [*waited.content, queued.content[-1]]})
 
     # ---------------------------------------------------------------- changing jobs
 
