@@ -37,7 +37,7 @@ from mcp.types import (
     TextContent,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 TASKS = "io.modelcontextprotocol/tasks"
 POLL_MS = 5000  # a job's state changes in seconds at the soonest, mostly in minutes
@@ -160,6 +160,14 @@ class TaskFields(Result):
     last_updated_at: str
     ttl_ms: int | None = None  # null: the task lasts as long as its jobs' records
     poll_interval_ms: int | None = POLL_MS
+
+    @model_serializer(mode="wrap")
+    def _ttl_always(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`ttlMs` is required on the wire, null meaning unlimited; the SDK sends
+        results without their None fields."""
+        out: dict[str, Any] = handler(self)
+        out.setdefault("ttlMs" if "taskId" in out else "ttl_ms", self.ttl_ms)
+        return out
 
 
 class CreateTaskResult(TaskFields):

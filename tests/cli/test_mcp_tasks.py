@@ -26,6 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from nvq.agents.mcp_tasks import TaskRef, parse_task_id, task_id
 from tests.cluster import Nvq
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -39,7 +40,7 @@ class TaskHandle(types.Result):
     status_message: str | None = None
     created_at: str
     last_updated_at: str
-    ttl_ms: int | None = None
+    ttl_ms: int | None  # required on the wire: null, the task lasts as long as its jobs
     poll_interval_ms: int | None = None
 
 
@@ -63,6 +64,7 @@ class TaskState(types.Result):
     status_message: str | None = None
     created_at: str
     last_updated_at: str
+    ttl_ms: int | None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
 
@@ -130,6 +132,13 @@ def doc(result: dict[str, Any]) -> Any:
     return text
 
 
+def test_a_task_id_names_its_wait() -> None:
+    for ref in (TaskRef((12,), None, 1), TaskRef((12, 13), 7, 2), TaskRef((), 7, 3)):
+        assert parse_task_id(task_id(ref)) == ref
+    for junk in ("", "wait:@1", "wait:12", "wait:12@", "x wait:12@1", "wait:a@1"):
+        assert parse_task_id(junk) is None, junk
+
+
 @pytest.fixture
 def up(nvq: Nvq) -> Nvq:
     nvq.nodes_up()
@@ -188,7 +197,7 @@ async def _follows(nvq: Nvq, tmp: Path) -> None:
         assert '"exit_code": 2' in refused.content[0].text  # type: ignore[union-attr]
 
 
-def test_a_task_outlives_its_server_and_cancelling_it_leaves_the_job(
+def test_a_task_outlives_its_server_and_the_daemon_and_cancelling_it_leaves_the_job(
     up: Nvq, tmp_path: Path
 ) -> None:
     anyio.run(_outlives, up, tmp_path, backend="asyncio")
@@ -204,9 +213,15 @@ async def _outlives(nvq: Nvq, tmp: Path) -> None:
         cancelled = await start(s, "job_wait", job_ids=[kept["id"]])
         await s.send_request(
             CancelTask(params=TaskIdParams(task_id=cancelled.task_id)), types.EmptyResult)
-    # that `nvq mcp` is gone; the host kept the ids and asks a new one
-    go.touch()
+    # that `nvq mcp` is gone; the host kept the ids and asks a new one, while the
+    # daemon is down too: the task goes on (it never starts a daemon stopped on purpose)
+    nvq.ok("daemon", "stop")
     async with session(nvq, tasks=True) as s:
+        state = await get(s, handle.task_id)
+        assert state.status == "working", state
+        assert "the queue does not answer now" in (state.status_message or "")
+        nvq.ok("daemon", "start")
+        go.touch()
         state = await until(s, handle.task_id, lambda t: t.status in ENDED)
         assert state.status == "completed" and doc(state.result or {})["exit_code"] == 0
         # cancelling the task stopped the watching, not the job
