@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from nvq.agents.mcp_tasks import TaskRef, parse_task_id, task_id
 from tests.cluster import Nvq
+from tests.members import _workdir, nvq_command, reachable_nvq, second_user
 
 TASKS = "io.modelcontextprotocol/tasks"
 
@@ -96,10 +97,16 @@ async def host_resolves(handle: TaskHandle, ctx: ClaimContext) -> types.CallTool
     return types.CallToolResult.model_validate(state.result)
 
 
-@asynccontextmanager
-async def session(nvq: Nvq, *, tasks: bool, modern: bool = True) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
+def nvq_mcp(nvq: Nvq) -> StdioServerParameters:
+    return StdioServerParameters(
         command=sys.executable, args=["-m", "nvq", "mcp"], env=nvq.env, cwd=str(nvq.cwd))
+
+
+@asynccontextmanager
+async def session(
+    nvq: Nvq, *, tasks: bool, modern: bool = True, params: StdioServerParameters | None = None
+) -> AsyncIterator[ClientSession]:
+    params = params or nvq_mcp(nvq)
     kw: dict[str, Any] = {}
     if tasks:
         claim = ResultClaim(result_type="task", model=TaskHandle, resolve=host_resolves)
@@ -285,9 +292,7 @@ class AgentHost(ClientExtension):
 
 async def _told(nvq: Nvq, tmp: Path) -> None:
     go = tmp / "go"
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "nvq", "mcp"], env=nvq.env, cwd=str(nvq.cwd))
-    async with Client(params, extensions=[AgentHost()]) as host:
+    async with Client(nvq_mcp(nvq), extensions=[AgentHost()]) as host:
         told: list[types.CallToolResult] = []
         async with anyio.create_task_group() as turn:
 
@@ -304,3 +309,32 @@ async def _told(nvq: Nvq, tmp: Path) -> None:
         assert not answer.is_error  # the call succeeded; the job did not
         ended = json.loads(answer.content[0].text)  # type: ignore[union-attr]
         assert ended["exit_code"] == 1 and ended["jobs"][0]["exit_code"] == 3
+
+
+def test_a_members_task_reads_with_the_members_rights() -> None:
+    """A member's `nvq mcp` (run as the member) follows the owner's job, whose
+    metadata every member may read, but its result comes back as `job wait` gives it
+    to that member: without the output (members_read = "metadata")."""
+    with second_user() as (user, group), reachable_nvq() as nvq:
+        line = nvq_command(user)
+        if line is None:
+            pytest.skip(f"{user} cannot run this checkout's Python")
+        nvq.write_config(f'[queue]\nmembers_group = "{group}"\n')
+        nvq.nodes_up()
+        result = 'echo "{\\"loss\\": 0.5}" > "$NVQ_JOB_DIR/result.json"'
+        theirs = nvq.submit("--gpus", "0", "--", "sh", "-c", result)
+        assert nvq.wait(theirs["id"])[0] == 0
+        assert nvq.show(theirs["id"])["result"] == {"loss": 0.5}
+        member = StdioServerParameters(
+            command="runuser", args=["-u", user, "--", "sh", "-c", f"exec {line} mcp"],
+            env=nvq.env, cwd=_workdir(user))
+        anyio.run(_members_task, nvq, member, theirs["id"], backend="asyncio")
+
+
+async def _members_task(nvq: Nvq, member: StdioServerParameters, job: int) -> None:
+    async with session(nvq, tasks=True, params=member) as s:
+        handle = await start(s, "job_wait", job_ids=[job])
+        state = await until(s, handle.task_id, lambda t: t.status in ENDED)
+        (seen,) = doc(state.result or {})["jobs"]
+        assert seen["id"] == job and seen["state"] == "completed"
+        assert seen["result"] is None, seen
