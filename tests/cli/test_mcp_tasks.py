@@ -59,6 +59,15 @@ class CancelTask(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
     params: TaskIdParams
 
 
+class UpdateParams(TaskIdParams):
+    input_responses: dict[str, Any]
+
+
+class UpdateTask(types.Request[UpdateParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    params: UpdateParams
+
+
 class TaskState(types.Result):
     task_id: str
     status: str
@@ -195,6 +204,13 @@ async def _follows(nvq: Nvq, tmp: Path) -> None:
         ended = doc(state.result or {})
         assert ended["exit_code"] == 1 and ended["jobs"][0]["state"] == "failed"
 
+        # an array: the task is the wait on every member
+        sweep = await start(s, "job_submit", command=["echo", "{}"], gpus=0, array="0-1", wait=True)
+        assert "+array" not in sweep.task_id and "array" in sweep.task_id
+        state = await until(s, sweep.task_id, lambda t: t.status in ENDED)
+        swept = doc(state.result or {})
+        assert swept["exit_code"] == 0 and [j["array_index"] for j in swept["jobs"]] == [0, 1]
+
         # no such task; and a wait on no job is refused as job_wait refuses it
         with pytest.raises(MCPError) as unknown:
             await get(s, "wait:nothing")
@@ -220,6 +236,13 @@ async def _outlives(nvq: Nvq, tmp: Path) -> None:
         cancelled = await start(s, "job_wait", job_ids=[kept["id"]])
         await s.send_request(
             CancelTask(params=TaskIdParams(task_id=cancelled.task_id)), types.EmptyResult)
+        # a wait never asks for input: an update is acknowledged and changes nothing
+        await s.send_request(UpdateTask(params=UpdateParams(
+            task_id=handle.task_id, input_responses={"x": {}})), types.EmptyResult)
+        with pytest.raises(MCPError) as unknown:
+            await s.send_request(
+                CancelTask(params=TaskIdParams(task_id="wait:@1")), types.EmptyResult)
+        assert unknown.value.error.code == types.INVALID_PARAMS
     # that `nvq mcp` is gone; the host kept the ids and asks a new one, while the
     # daemon is down too: the task goes on (it never starts a daemon stopped on purpose)
     nvq.ok("daemon", "stop")
