@@ -47,11 +47,14 @@ SETS = ToolAnnotations(
 ENDS = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
-WAIT_MAX = 600.0  # a tool call must come back: `job_wait` waits at most this long
+WAIT_MAX = 600.0  # a call that is not a task must come back: a wait lasts at most this
 INSTRUCTIONS = (
     "nvq is the user's GPU job queue. Submit GPU work, long work and work that must "
     "outlive this session with job_submit (give vram honestly and a note), instead of "
-    "starting it by hand. Every tool returns the document `nvq ... --json` prints. "
+    "starting it by hand. To be told when a job ends instead of polling, give job_submit "
+    "wait: true (with MCP Tasks your client follows the job for you, however long; "
+    "without, the call answers within 600 s: then job_wait again). "
+    "Every tool returns the document `nvq ... --json` prints. "
     "Do not acknowledge alerts the user has not seen; confirm before cancelling a job "
     "you did not submit. The full guide: `nvq skill`."
 )

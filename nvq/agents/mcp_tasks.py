@@ -39,12 +39,13 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
+from nvq.model import FINISHED_STATES
+
 TASKS = "io.modelcontextprotocol/tasks"
 POLL_MS = 5000  # a job's state changes in seconds at the soonest, mostly in minutes
 TASK_META = "dev.nvq/task"  # a tool's result asks the interceptor to hand back a task
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
-ENDED = {"completed", "failed", "cancelled", "lost", "timeout"}
 
 
 class TaskRef(msgspec.Struct, frozen=True):
@@ -86,7 +87,7 @@ def job_line(job: dict[str, Any]) -> str:
     gpus = job.get("gpus") or []
     if job.get("node"):
         line += f" on {job['node']}" + (":" + ",".join(map(str, gpus)) if gpus else "")
-    if job.get("state") in ENDED and job.get("exit_code") is not None:
+    if job.get("state") in FINISHED_STATES and job.get("exit_code") is not None:
         line += f" (exit {job['exit_code']})"
     if job.get("reason") and job.get("state") not in ("running", "completed"):
         line += f" ({job['reason']})"
