@@ -19,6 +19,7 @@ state and cannot answer differently from the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -51,9 +52,8 @@ WAIT_MAX = 600.0  # a call that is not a task must come back: a wait lasts at mo
 INSTRUCTIONS = (
     "nvq is the user's GPU job queue. Submit GPU work, long work and work that must "
     "outlive this session with job_submit (give vram honestly and a note), instead of "
-    "starting it by hand. To be told when a job ends instead of polling, give job_submit "
-    "wait: true (with MCP Tasks your client follows the job for you, however long; "
-    "without, the call answers within 600 s: then job_wait again). "
+    "starting it by hand. Give job_submit wait: true to be told when the job ends: "
+    "with MCP Tasks your client follows it however long, else job_wait again. "
     "Every tool returns the document `nvq ... --json` prints. "
     "Do not acknowledge alerts the user has not seen; confirm before cancelling a job "
     "you did not submit. The full guide: `nvq skill`."
@@ -94,6 +94,9 @@ async def nvq_json(*args: str, cwd: Path | None = None, said: str = "") -> CallT
     return CallToolResult(content=content, structured_content=doc)
 
 
+wait_doc = functools.partial(nvq_json, "job", "wait")  # `job wait ARGS`'s document
+
+
 def _split(args: list[str]) -> tuple[list[str], list[str], list[str]]:
     if "--" in args:
         i = args.index("--")
@@ -116,18 +119,10 @@ def _ids(ids: list[int]) -> list[str]:
     return [str(i) for i in ids]
 
 
-async def wait_task(job_ids: list[int], array: int | None) -> CallToolResult:
-    """A task for waiting on these jobs: checked as `job wait` would (an unknown job is
-    refused now, not as a task), then handed to the tasks extension."""
-    ref = mcp_tasks.new_ref(job_ids, array)
-    now = await nvq_json("job", "wait", *mcp_tasks.wait_args(ref), "--timeout", "0")
-    return mcp_tasks.started(ref, now)
-
-
 def build() -> NvqServer:
     server = NvqServer(
         "nvq", version=nvq.__version__, instructions=INSTRUCTIONS, log_level="WARNING",
-        extensions=[mcp_tasks.WaitTasks(lambda *args: nvq_json("job", "wait", *args))])
+        extensions=[mcp_tasks.WaitTasks(wait_doc)])
     tool = server.tool
 
     # ---------------------------------------------------------------- read-only
@@ -220,16 +215,15 @@ def build() -> NvqServer:
         job_ids: list[int] | None = None, array: int | None = None, timeout_seconds: float = 60,
         ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
-        """Wait until the jobs end. The `job wait` document: exit_code 0 all completed,
-        1 one ended badly (still_going lists those still running), 2 the timeout ran
-        out first (not a failure: wait again). A client with MCP Tasks gets a task at
-        once that completes with that document when the jobs end, however long they
-        take (timeout_seconds unused); others wait at most timeout_seconds (up to 600)."""
+        """Wait until the jobs end, at most timeout_seconds (up to 600), or as an MCP
+        task that ends when they do. The `job wait` document: exit_code 0 all
+        completed, 1 one ended badly (still_going lists those still running), 2 the
+        timeout ran out first (not a failure: wait again)."""
         if mcp_tasks.declared(ctx):
-            return await wait_task(job_ids or [], array)
+            return await mcp_tasks.wait_task(wait_doc, job_ids or [], array)
         timeout = max(1.0, min(float(timeout_seconds), WAIT_MAX))
-        args = [*_ids(job_ids or []), *_opt("--array", array), "--timeout", f"{timeout:g}"]
-        return await nvq_json("job", "wait", *args)
+        return await wait_doc(*_ids(job_ids or []), *_opt("--array", array),
+                              "--timeout", f"{timeout:g}")
 
     @tool(annotations=READ, structured_output=False)
     async def nvq_skill() -> CallToolResult:
@@ -295,10 +289,8 @@ def build() -> NvqServer:
         run in that card's order; array: "0-9" one job per index ({} in the command).
         The job runs in a snapshot of `directory` (an absolute path: your project),
         else of your first root when you offer roots, else of this server's working
-        directory; the answer says which it took. wait: answer with the `job wait`
-        document when it ends: as an MCP task when your client has Tasks (at once,
-        completing when the job ends), else after at most 600 s (exit_code 2: still
-        going, call job_wait)."""
+        directory; the answer says which it took. wait: answer as job_wait does (an
+        MCP task when your client has Tasks, else within 600 s)."""
         where, why = await submit_directory(directory, ctx)
         options = {
             "vram": vram, "gpus": gpus, "name": name, "note": note, "node": node,
@@ -309,15 +301,7 @@ def build() -> NvqServer:
         said = f"snapshot of {where} ({why})" if where is not None else (
             "snapshot of the server's working directory (no directory given, no roots offered)")
         queued = await submit(False, command, options, cwd=where, said=said)
-        if not wait:
-            return queued
-        doc = queued.structured_content or {}
-        jobs, array = ([], doc["id"]) if "ids" in doc else ([doc["id"]], None)
-        if mcp_tasks.declared(ctx):
-            return mcp_tasks.started(mcp_tasks.new_ref(jobs, array), queued)
-        args = [*_ids(jobs), *_opt("--array", array), "--timeout", f"{WAIT_MAX:g}"]
-        waited = await nvq_json("job", "wait", *args)
-        return waited.model_copy(update={"content": [*waited.content, queued.content[-1]]})
+        return await mcp_tasks.after_submit(wait_doc, queued, wait, ctx, WAIT_MAX)
 
     # ---------------------------------------------------------------- changing jobs
 

@@ -48,6 +48,9 @@ TASK_META = "dev.nvq/task"  # a tool's result asks the interceptor to hand back 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 
+Wait = Callable[..., Awaitable[CallToolResult]]  # `nvq job wait ARGS --json` as a tool result
+
+
 class TaskRef(msgspec.Struct, frozen=True):
     """What a task waits for: jobs and/or an array's members, since `created_ms`."""
 
@@ -150,6 +153,30 @@ def new_ref(jobs: Sequence[int], array: int | None) -> TaskRef:
     return TaskRef(tuple(jobs), array, int(time.time() * 1000))
 
 
+async def wait_task(wait: Wait, jobs: Sequence[int], array: int | None) -> CallToolResult:
+    """`job_wait` as a task: checked as `job wait` would check it (an unknown job is
+    refused now, not as a task), then handed to the interceptor."""
+    ref = new_ref(jobs, array)
+    return started(ref, await wait(*wait_args(ref), "--timeout", "0"))
+
+
+async def after_submit(
+    wait: Wait, queued: CallToolResult, asked: bool, ctx: Context[Any, Any] | None,
+    bound: float,
+) -> CallToolResult:
+    """`job_submit`'s answer: with `wait` (`asked`), a task for the job (or array) just
+    queued when the client takes one, else the `job wait` document within `bound`
+    seconds, the submit's own lines after it."""
+    if not asked:
+        return queued
+    doc = queued.structured_content or {}
+    ref = new_ref([], doc["id"]) if "ids" in doc else new_ref([doc["id"]], None)
+    if declared(ctx):
+        return started(ref, queued)
+    waited = await wait(*wait_args(ref), "--timeout", f"{bound:g}")
+    return waited.model_copy(update={"content": [*waited.content, *queued.content[1:]]})
+
+
 # ---------------------------------------------------------------- the wire (SEP-2663)
 
 
@@ -193,9 +220,6 @@ class TaskParams(RequestParams):
 
 class UpdateTaskParams(TaskParams):
     input_responses: dict[str, Any] = Field(default_factory=dict)
-
-
-Wait = Callable[..., Awaitable[CallToolResult]]
 
 
 class WaitTasks(Extension):
