@@ -219,6 +219,14 @@ async def _follows(nvq: Nvq, tmp: Path) -> None:
         assert isinstance(refused, types.CallToolResult) and refused.is_error, refused
         assert '"exit_code": 2' in refused.content[0].text  # type: ignore[union-attr]
 
+        # a task whose job was purged since: it ends, with the error job_wait would give
+        nvq.ok("job", "purge", "--yes")
+        state = await get(s, failed.task_id)
+        assert state.status == "completed" and f"no job with id {bad['id']}" in (
+            state.status_message or "")
+        gone = types.CallToolResult.model_validate(state.result)
+        assert gone.is_error and '"exit_code": 2' in gone.content[0].text  # type: ignore[union-attr]
+
 
 def test_a_task_outlives_its_server_and_the_daemon_and_cancelling_it_leaves_the_job(
     up: Nvq, tmp_path: Path
