@@ -287,10 +287,11 @@ async def _without(nvq: Nvq) -> None:
             job = waited["jobs"][0]["id"]
             again = await s.call_tool("job_wait", {"job_ids": [job], "timeout_seconds": 60})
             assert json.loads(again.content[0].text)["exit_code"] == 0  # type: ignore[union-attr]
-            if modern:  # tasks/* for a client that did not declare the extension
-                with pytest.raises(MCPError) as missing:
-                    await get(s, f"wait:{job}@0")
-                assert missing.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            # tasks/*: no such method on 2025-11-25; refused to a 2026 client without it
+            with pytest.raises(MCPError) as missing:
+                await get(s, f"wait:{job}@0")
+            assert missing.value.error.code == (
+                types.MISSING_REQUIRED_CLIENT_CAPABILITY if modern else types.METHOD_NOT_FOUND)
 
 
 def running(nvq: Nvq) -> dict[str, Any]:
