@@ -19,6 +19,7 @@ state and cannot answer differently from the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -33,7 +34,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 import nvq
-from nvq.agents import skill
+from nvq.agents import mcp_tasks, skill
 from nvq.agents.mcp_contract import NvqServer, refusal
 from nvq.cli.fast import READS
 from nvq.client.stop_mark import OBSERVE_ENV
@@ -48,11 +49,13 @@ SETS = ToolAnnotations(
 ENDS = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
-WAIT_MAX = 600.0  # a tool call must come back: `job_wait` waits at most this long
+WAIT_MAX = 600.0  # a call that is not a task must come back: a wait lasts at most this
 INSTRUCTIONS = (
     "nvq is the user's GPU job queue. Submit GPU work, long work and work that must "
     "outlive this session with job_submit (give vram honestly and a note), instead of "
-    "starting it by hand. Every tool returns the document `nvq ... --json` prints. "
+    "starting it by hand. Give job_submit wait: true to be told when the job ends: "
+    "with MCP Tasks your client follows it however long, else job_wait again. "
+    "Every tool returns the document `nvq ... --json` prints. "
     "Do not acknowledge alerts the user has not seen; confirm before cancelling a job "
     "you did not submit. The full guide: `nvq skill`."
 )
@@ -89,6 +92,9 @@ async def nvq_json(*args: str, cwd: Path | None = None, said: str = "") -> CallT
     return CallToolResult(content=content, structured_content=doc)
 
 
+wait_doc = functools.partial(nvq_json, "job", "wait")  # `job wait ARGS`'s document
+
+
 def _split(args: list[str]) -> tuple[list[str], list[str], list[str]]:
     if "--" in args:
         i = args.index("--")
@@ -113,7 +119,8 @@ def _ids(ids: list[int]) -> list[str]:
 
 def build() -> NvqServer:
     server = NvqServer(
-        "nvq", version=nvq.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        "nvq", version=nvq.__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+        extensions=[mcp_tasks.WaitTasks(wait_doc)])
     tool = server.tool
 
     # ---------------------------------------------------------------- read-only
@@ -203,14 +210,18 @@ def build() -> NvqServer:
 
     @tool(annotations=READ, structured_output=False)
     async def job_wait(
-        job_ids: list[int] | None = None, array: int | None = None, timeout_seconds: float = 60
+        job_ids: list[int] | None = None, array: int | None = None, timeout_seconds: float = 60,
+        ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
-        """Wait until the jobs end, at most timeout_seconds (up to 600). The `job wait`
-        document: exit_code 0 all completed, 1 one ended badly (still_going lists
-        those still running), 2 the timeout ran out first (not a failure: wait again)."""
+        """Wait until the jobs end, at most timeout_seconds (up to 600), or as an MCP
+        task that ends when they do. The `job wait` document: exit_code 0 all
+        completed, 1 one ended badly (still_going lists those still running), 2 the
+        timeout ran out first (not a failure: wait again)."""
+        if mcp_tasks.declared(ctx):
+            return await mcp_tasks.wait_task(wait_doc, job_ids or [], array)
         timeout = max(1.0, min(float(timeout_seconds), WAIT_MAX))
-        args = [*_ids(job_ids or []), *_opt("--array", array), "--timeout", f"{timeout:g}"]
-        return await nvq_json("job", "wait", *args)
+        return await wait_doc(*_ids(job_ids or []), *_opt("--array", array),
+                              "--timeout", f"{timeout:g}")
 
     @tool(annotations=READ, structured_output=False)
     async def nvq_skill() -> CallToolResult:
@@ -267,6 +278,7 @@ def build() -> NvqServer:
         tag: list[str] | None = None,
         workdir: str | None = None,
         directory: str | None = None,
+        wait: bool = False,
         ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
         """Queue a job: command as an argv (["python", "train.py"]). vram: memory to
@@ -275,7 +287,8 @@ def build() -> NvqServer:
         run in that card's order; array: "0-9" one job per index ({} in the command).
         The job runs in a snapshot of `directory` (an absolute path: your project),
         else of your first root when you offer roots, else of this server's working
-        directory; the answer says which it took."""
+        directory; the answer says which it took. wait: answer as job_wait does (an
+        MCP task when your client has Tasks, else within 600 s)."""
         where, why = await submit_directory(directory, ctx)
         options = {
             "vram": vram, "gpus": gpus, "name": name, "note": note, "node": node,
@@ -285,7 +298,8 @@ def build() -> NvqServer:
         }
         said = f"snapshot of {where} ({why})" if where is not None else (
             "snapshot of the server's working directory (no directory given, no roots offered)")
-        return await submit(False, command, options, cwd=where, said=said)
+        queued = await submit(False, command, options, cwd=where, said=said)
+        return await mcp_tasks.after_submit(wait_doc, queued, wait, ctx, WAIT_MAX)
 
     # ---------------------------------------------------------------- changing jobs
 
