@@ -31,14 +31,16 @@ def follow(since: int, request: c.Subscribe, *, as_json: bool, until_done: bool)
     if until_done and request.classes and "end" not in request.classes:
         request = msgspec.structs.replace(request, classes=(*request.classes, "end"))
     waiting = set(request.jobs)
-    if not as_json:
-        from nvq.cli.render.events import HEADER
-
-        print(HEADER, flush=True)
     last = since
     try:
         # Only watching: it starts no daemon stopped on purpose (nvq.client.stop_mark).
         for event in Client(observing=True).subscribe(since, follow=request):
+            if not as_json and last == since:
+                # Over the first line, not before the daemon took the filters: a
+                # refused one prints its one line and nothing else.
+                from nvq.cli.render.events import HEADER
+
+                print(HEADER, flush=True)
             last = event.id
             print(_line(event, as_json), flush=True)
             if until_done and _ended(event) and event.job_id is not None:
