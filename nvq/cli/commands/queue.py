@@ -120,8 +120,11 @@ def queue_events(
     """The event log, for catching up on what happened.
 
     With --follow --json: one compact JSON object a line per event, as it happens; a
-    job's end line carries how it ended (state, exit code, reason, result, stderr
-    tail). Agents: `--follow --json --job N --kind end --until-done`."""
+    job's end line says how it ended (state, exit code, reason, result, stderr tail).
+    An agent waits for its jobs with:
+
+    \b
+      nvq queue events --follow --json --job N --kind end --until-done"""
     jobs = tuple(job or ())
     if follow:
         from nvq.cli.event_follow import follow as follow_stream
