@@ -93,6 +93,28 @@ async def check_jobs(state: State, f: StreamFilter) -> None:
             raise BadRequest(f"no job with id {missing[0]}")
 
 
+ENDED_KEPT = 1000  # end events whose job records stay in memory for other followers
+LINES_KEPT = 10_000  # lines made, kept for the followers that have not read them yet
+
+
+async def _ended_jobs(state: State, ends: list[Event]) -> dict[int, JobRecord]:
+    """The records of the jobs `ends` ended, by job id: a hundred followers of one end
+    read the store once."""
+    memo = state.subscribers.ended
+    if any(e.id not in memo for e in ends):
+        # Every follower wakes for the same commit: the first reads, the rest find it.
+        async with state.subscribers.ended_read:
+            missing = [e for e in ends if e.id not in memo]
+            ids = {e.job_id for e in missing if e.job_id is not None}
+            read = await jobs_of(state, ids) if ids else {}
+            for e in missing:
+                if e.job_id in read:
+                    memo[e.id] = read[e.job_id]
+            while len(memo) > ENDED_KEPT:
+                memo.popitem(last=False)
+    return {memo[e.id].id: memo[e.id] for e in ends if e.id in memo}
+
+
 async def lines(
     state: State, events: list[Event], f: StreamFilter, viewer: Viewer | None
 ) -> list[Event]:
@@ -101,8 +123,15 @@ async def lines(
         events = [e for e in events if e.job_id in f.jobs]
     if not f.needs_jobs:
         return [e for e in events if keeps(f, e, None)]
-    ids = {e.job_id for e in events if e.job_id is not None}
-    jobs = await jobs_of(state, ids) if ids else {}
+    # The ended jobs' records (a detailed end line is made from them), and the owners
+    # of the rest for --mine/--user; no other line needs a record.
+    jobs: dict[int, JobRecord] = {}
+    if f.detail:
+        ends = [e for e in events if e.kind in END_STATES and e.job_id is not None]
+        jobs = await _ended_jobs(state, ends) if ends else {}
+    if f.user is not None:
+        owners = {e.job_id for e in events if e.job_id is not None} - jobs.keys()
+        jobs |= await jobs_of(state, owners) if owners else {}
     out: list[Event] = []
     for e in events:
         job = jobs.get(e.job_id) if e.job_id is not None else None
@@ -110,6 +139,18 @@ async def lines(
             continue
         if f.detail:
             reads = viewer is None or job is None or viewer.reads(job.user)
-            e = line_of(e, job, reads)
+            e = _line(state, e, job, reads)
         out.append(e)
     return out
+
+
+def _line(state: State, ev: Event, job: JobRecord | None, reads: bool) -> Event:
+    """`line_of`, made once for every follower that reads it alike."""
+    made = state.subscribers.lines
+    key = (ev.id, reads)
+    line = made.get(key)
+    if line is None:
+        line = made[key] = line_of(ev, job, reads)
+        while len(made) > LINES_KEPT:
+            made.popitem(last=False)
+    return line
