@@ -125,6 +125,23 @@ def test_until_done_on_jobs_that_already_ended_replays_their_end_lines(
     assert json.loads(line)["end"]["state"] == "completed"
 
 
+def test_an_end_that_no_longer_stands_does_not_end_the_wait(nvq: Nvq) -> None:
+    """A job requeued after it ended: its first end line says it no longer stands
+    (`current` false, no output), and `--until-done` waits for the end that does."""
+    nvq.nodes_up()
+    job = nvq.submit("--gpus", "0", "--", "sh", "-c", "echo again >&2; exit 5")["id"]
+    nvq.wait(job)
+    nvq.ok("job", "requeue", str(job))
+    nvq.wait_for(job, lambda j: j["state"] == "failed" and j["attempt"] == 2)
+    r = nvq.run("queue", "events", "--follow", "--json", "--job", str(job), "--kind", "end",
+                "--until-done")
+    assert r.code == 0, r
+    first, second = (json.loads(line)["end"] for line in r.out.splitlines())
+    assert first == {"state": "failed", "exit_code": 5, "signal": None, "reason": "exit",
+                     "result": None, "stderr_tail": None, "current": False}
+    assert (second["current"], second["exit_code"], second["stderr_tail"]) == (True, 5, "again")
+
+
 def test_filters_are_the_daemons(remote: tuple[Nvq, SshdNode], follow: Any) -> None:
     """Each follower's lines are exactly the events its filter lets through: the jobs
     run one after another, and a last failing job closes each stream's list."""
