@@ -9,6 +9,7 @@ import getpass
 import json
 import os
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from nvq.agents.skill import text as skill_text
 from tests.cluster import Nvq
 from tests.harness.cli_calls import start_nvq
 from tests.harness.sshd import SshdNode
@@ -109,6 +111,34 @@ def test_a_watcher_gets_one_line_per_job_that_ended_then_the_stream_exits(
     assert end["stderr_tail"] == "\n".join(f"line{i}" for i in range(21, 31))
     assert f.finish() == (0, "")
     assert f.lines.get(timeout=60) is None  # nothing after the last end line
+
+
+def test_the_skills_watch_command_wakes_an_agent_once_per_job(
+    remote: tuple[Nvq, SshdNode], tmp_path: Path
+) -> None:
+    """The command `nvq skill` tells an agent to leave running, as it prints it: one
+    line for a job that ended before it started, one as the other ends, then exit 0."""
+    (shown,) = [line for line in skill_text().splitlines()
+                if line.startswith("nvq queue events --follow")]
+    nvq, _ = remote
+    nvq.nodes_up()
+    gate = tmp_path / "gate"
+    early = nvq.submit("--gpus", "0", "--", "sh", "-c", "exit 0")["id"]
+    nvq.wait(early)
+    late = nvq.submit("--gpus", "0", "--", "sh", "-c", GATED.format(gate=gate))["id"]
+    argv = shlex.split(shown.replace("12", str(early)).replace("13", str(late)))
+    assert argv[:4] == ["nvq", "queue", "events", "--follow"] and str(late) in argv
+    f = Follower(nvq, *argv[1:])
+    try:
+        line = f.line()
+        assert (line["job_id"], line["end"]["state"]) == (early, "completed")
+        gate.touch()
+        end = f.line()["end"]
+        assert set(end) >= {"state", "exit_code", "reason", "result", "stderr_tail"}
+        assert (end["state"], end["result"]) == ("completed", {"acc": 0.9})
+        assert f.finish() == (0, "")
+    finally:
+        f.stop()
 
 
 def test_until_done_on_jobs_that_already_ended_replays_their_end_lines(
