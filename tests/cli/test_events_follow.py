@@ -216,6 +216,18 @@ def test_the_daemon_stopping_ends_the_stream_with_one_line(
     assert text.code != 0 and text.err.count("\n") == 1, text
 
 
+def test_a_job_the_other_filters_exclude_is_refused(nvq: Nvq) -> None:
+    """`--job 1 --submitter someone-else` would print nothing and wait forever."""
+    nvq.nodes_up()
+    job = nvq.submit("--gpus", "0", "--", "true")["id"]
+    r = nvq.run("queue", "events", "--follow", "--job", str(job), "--submitter", "ana",
+                "--until-done")
+    me = getpass.getuser()
+    assert (r.code, r.out) == (2, ""), r
+    assert r.err == (f"nvq: job {job} is {me}'s, and the stream asks for ana's jobs only "
+                     "(--mine or --submitter)\n")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

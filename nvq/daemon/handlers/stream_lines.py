@@ -85,12 +85,18 @@ async def jobs_of(state: State, ids: Iterable[int]) -> dict[int, JobRecord]:
 
 
 async def check_jobs(state: State, f: StreamFilter) -> None:
-    """A `--job` the queue has no record of would be waited for forever: refused."""
+    """A `--job` the queue has no record of, or of another user than `--mine` or
+    `--submitter` names, would show nothing and be waited for forever: refused."""
     if f.jobs:
         known = await jobs_of(state, f.jobs)
         missing = sorted(f.jobs - known.keys())
         if missing:
             raise BadRequest(f"no job with id {missing[0]}")
+        others = sorted(i for i, j in known.items() if f.user is not None and j.user != f.user)
+        if others:
+            job = known[others[0]]
+            raise BadRequest(f"job {job.id} is {job.user}'s, and the stream asks for "
+                             f"{f.user}'s jobs only (--mine or --submitter)")
 
 
 ENDED_KEPT = 1000  # end events whose job records stay in memory for other followers
