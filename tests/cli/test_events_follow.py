@@ -159,8 +159,12 @@ def test_an_end_that_no_longer_stands_does_not_end_the_wait(nvq: Nvq) -> None:
     """A job requeued after it ended: its first end line says it no longer stands
     (`current` false, no output), and `--until-done` waits for the end that does."""
     nvq.nodes_up()
-    job = nvq.submit("--gpus", "0", "--", "sh", "-c", "echo again >&2; exit 5")["id"]
-    nvq.wait(job)
+    live = Follower(nvq, "queue", "events", "--follow", "--json", "--kind", "end")
+    try:
+        job = nvq.submit("--gpus", "0", "--", "sh", "-c", "echo again >&2; exit 5")["id"]
+        assert live.line()["end"]["current"]  # while it was live, the end stood
+    finally:
+        live.stop()
     nvq.ok("job", "requeue", str(job))
     nvq.wait_for(job, lambda j: j["state"] == "failed" and j["attempt"] == 2)
     r = nvq.run("queue", "events", "--follow", "--json", "--job", str(job), "--kind", "end",

@@ -122,9 +122,13 @@ async def _ended_jobs(state: State, ends: list[Event]) -> dict[int, JobRecord]:
 
 
 async def lines(
-    state: State, events: list[Event], f: StreamFilter, viewer: Viewer | None
+    state: State, events: list[Event], f: StreamFilter, viewer: Viewer | None, *,
+    live: bool = True,
 ) -> list[Event]:
-    """What of `events` the follower asked for, as it asked for them."""
+    """What of `events` the follower asked for, as it asked for them. `live`: a commit
+    just fanned out, whose lines every follower shares; a page of the backlog is made
+    from the records as they are now (a job requeued since its end is no longer
+    `current` there, though it was when the end was live)."""
     if f.jobs:
         events = [e for e in events if e.job_id in f.jobs]
     if not f.needs_jobs:
@@ -134,7 +138,10 @@ async def lines(
     jobs: dict[int, JobRecord] = {}
     if f.detail:
         ends = [e for e in events if e.kind in END_STATES and e.job_id is not None]
-        jobs = await _ended_jobs(state, ends) if ends else {}
+        if ends and live:
+            jobs = await _ended_jobs(state, ends)
+        elif ends:
+            jobs = await jobs_of(state, {e.job_id for e in ends if e.job_id is not None})
     if f.user is not None:
         owners = {e.job_id for e in events if e.job_id is not None} - jobs.keys()
         jobs |= await jobs_of(state, owners) if owners else {}
@@ -145,7 +152,7 @@ async def lines(
             continue
         if f.detail:
             reads = viewer is None or job is None or viewer.reads(job.user)
-            e = _line(state, e, job, reads)
+            e = _line(state, e, job, reads) if live else line_of(e, job, reads)
         out.append(e)
     return out
 

@@ -72,7 +72,7 @@ async def _stream(
             page = await state.store.events(since=last, job_id=job_id, limit=BACKLOG_PAGE)
             if page:
                 last = page[-1].id
-                shown = await lines(state, page, wanted, viewer)
+                shown = await lines(state, page, wanted, viewer, live=False)
                 if shown:
                     yield c.encoder.encode(await _shown(state, shown, viewer))
             if len(page) < BACKLOG_PAGE:
