@@ -33,7 +33,8 @@ class JobEnd(msgspec.Struct, kw_only=True):
 class StreamEvent(Event, kw_only=True):
     """An event as `queue events --follow --json` prints it: one compact line each."""
 
-    classes: list[str] = msgspec.field(default_factory=list)  # its `--kind` words (nvq.domain.event_classes)
+    # its `--kind` words (nvq.domain.event_classes)
+    classes: list[str] = msgspec.field(default_factory=list)
     end: JobEnd | None = None  # set on an event that ended a job (class `end`)
 
 
