@@ -27,6 +27,8 @@ BENCHES: list[list[str]] = [
     ["web_latency.py", "--runs", "30"],
     ["tui_latency.py", "--jobs", "10000", "--runs", "20"],
     ["live_views.py", "--jobs", "1000", "--viewers", "0,1,10,50", "--window", "20"],
+    ["event_stream.py", "latency", "--runs", "30"],
+    ["event_stream.py", "followers", "--followers", "100", "--jobs", "100", "--rounds", "2"],
     ["snapshot.py", "--mib", "200"],
     ["world_dispatch.py", "--mib", "50"],
     ["big_queue.py", "--jobs", "1000000", "--runs", "10"],

@@ -22,6 +22,7 @@ import msgspec
 from nvq import control as c
 from nvq.cli.sweeps import MemberResult
 from nvq.control.plain import LISTED
+from nvq.control.stream_events import StreamEvent
 from nvq.model import Job
 
 
@@ -195,7 +196,12 @@ SHAPES: dict[str, Shape] = {
     "queue resume": Shape(c.REPLIES[c.NodeFlag]),
     "queue ignore": Shape(c.REPLIES[c.NodeFlag]),
     "queue unignore": Shape(c.REPLIES[c.NodeFlag]),
-    "queue events": Shape(listing(c.Events), "--follow: one Event a line, as each happens"),
+    "queue events": Shape(
+        listing(c.Events),
+        "--follow: one compact StreamEvent a line, as each happens; an end line's `end` "
+        "says how the job ended",
+        (StreamEvent,),
+    ),
     "queue lanes": Shape(listing(c.Lanes)),
     "queue lane": Shape(c.REPLIES[c.Lane]),
     "queue busy": Shape(c.REPLIES[c.BusyMode]),

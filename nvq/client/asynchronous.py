@@ -11,6 +11,7 @@ from typing import Literal
 
 import anyio
 import anyio.to_thread
+import msgspec
 from anyio.abc import SocketStream
 
 from nvq import control as c
@@ -20,6 +21,7 @@ from nvq.client.errors import WENT_AWAY, ClientError, DaemonUnavailable
 from nvq.client.inside_job import job_socket
 from nvq.client.methods import Awaiting
 from nvq.client.sync import ASK_TIMES, WentAway, frame, went_away
+from nvq.control.stream_events import stream_batch_decoder
 from nvq.home import Home, default_root
 from nvq.model import Event
 from nvq_runner.protocol import FrameError, FrameReader
@@ -149,17 +151,22 @@ class AsyncClient(Awaiting):
                 answer_of(reply)
 
     async def subscribe(
-        self, since: int = 0, *, job: int | None = None, resume: bool = True
+        self, since: int = 0, *, job: int | None = None, resume: bool = True,
+        follow: c.Subscribe | None = None,
     ) -> AsyncIterator[Event]:
         """Every event after id `since`, then each one as the daemon commits it, for as
         long as the caller iterates (-1: only events from the first iteration on). With
         `resume`, a stream the daemon dropped for falling behind is picked up again
-        from the last event."""
+        from the last event. `follow`: the filters and detail of `queue events --follow`
+        (its `since` and `job_id` are these arguments'); with `detail`, each event is a
+        `StreamEvent`."""
+        base = follow or c.Subscribe()
+        batch = stream_batch_decoder if base.detail else c.event_batch_decoder
         while True:
-            request = c.Subscribe(since=since, job_id=job)
+            request = msgspec.structs.replace(base, since=since, job_id=job)
             async for reply in self.exchange(request):
                 if isinstance(reply, c.Chunk):
-                    for event in c.event_batch_decoder.decode(reply.data):
+                    for event in batch.decode(reply.data):
                         since = event.id
                         yield event
                     continue

@@ -10,12 +10,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+import msgspec
+
 from nvq import control as c
 from nvq.client.answers import answer_of, fell_behind
 from nvq.client.autostart import connect_unix, start_daemon
 from nvq.client.errors import WENT_AWAY, ClientError, DaemonUnavailable
 from nvq.client.inside_job import job_socket
 from nvq.client.methods import Blocking
+from nvq.control.stream_events import stream_batch_decoder
 from nvq.home import Home, default_root
 from nvq.model import Event
 from nvq.values import MAX_INT
@@ -188,17 +191,22 @@ class Client(Blocking):
                 answer_of(reply)
 
     def subscribe(
-        self, since: int = 0, *, job: int | None = None, resume: bool = True
+        self, since: int = 0, *, job: int | None = None, resume: bool = True,
+        follow: c.Subscribe | None = None,
     ) -> Generator[Event, None, None]:
         """Every event after id `since`, then each one as the daemon commits it, for as
         long as the caller iterates (-1: only events from the first iteration on). With
         `resume`, a stream the daemon dropped for falling behind is picked up again
-        from the last event."""
+        from the last event. `follow`: the filters and detail of `queue events --follow`
+        (its `since` and `job_id` are these arguments'); with `detail`, each event is a
+        `StreamEvent`."""
+        base = follow or c.Subscribe()
+        batch = stream_batch_decoder if base.detail else c.event_batch_decoder
         while True:
-            request = c.Subscribe(since=since, job_id=job)
+            request = msgspec.structs.replace(base, since=since, job_id=job)
             for reply in self.exchange(request):
                 if isinstance(reply, c.Chunk):
-                    for event in c.event_batch_decoder.decode(reply.data):
+                    for event in batch.decode(reply.data):
                         since = event.id
                         yield event
                     continue

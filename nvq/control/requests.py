@@ -116,12 +116,18 @@ class Events(msgspec.Struct, tag="events", frozen=True):
 class Subscribe(msgspec.Struct, tag="subscribe", frozen=True):
     """The live event stream: every event with id > `since` (-1: only events from now
     on), then each new one as it is committed, until the client hangs up. Each `Chunk`
-    holds a msgpack `list[Event]` (one commit, or a page of the backlog). A reader that
-    falls too far behind gets a final `Done` with an error and `data` =
-    `{"fell_behind": <last id sent>}`: subscribe again from there."""
+    holds a msgpack `list[Event]` (with `detail`: `list[StreamEvent]`; one commit, or a
+    page of the backlog). A reader that falls too far behind gets a final `Done` with
+    an error and `data` = `{"fell_behind": <last id sent>}`: subscribe again from there."""
 
     since: int = 0
     job_id: int | None = None  # only this job's events
+    # `queue events --follow` filters, applied in the daemon (each empty: no filter):
+    jobs: tuple[int, ...] = ()  # only these jobs' events
+    user: str | None = None  # only events of this user's jobs
+    mine: bool = False  # only events of the asking user's jobs
+    classes: tuple[str, ...] = ()  # only events answering to one of these words
+    detail: bool = False  # send `StreamEvent`s (classes, and `end` on a job's end)
 
 
 class Why(msgspec.Struct, tag="why", frozen=True):

@@ -31,6 +31,7 @@ HANDLERS_ONLY = {
     "context",  # what every handler works with, not a verb family
     "registry",  # where each handler registers, not a verb family
     "visibility",  # what a caller may see of a job, shared by the read handlers
+    "stream_lines",  # `subscribe`'s filters and detailed lines (queue events --follow)
 }
 
 

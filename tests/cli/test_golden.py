@@ -253,6 +253,11 @@ def test_json_document_shapes(nvq: Nvq) -> None:
     runs["queue_status"] = nvq.run("queue", "status", "--json")
     runs["queue_nodes"] = nvq.run("queue", "nodes", "--json")
     runs["queue_events"] = nvq.run("queue", "events", "--json")
+    # One line of the stream: a job's end, with how it ended.
+    runs["queue_events_follow"] = nvq.run(
+        "queue", "events", "--follow", "--json", "--job", str(failed_id), "--kind", "end",
+        "--until-done",
+    )
     runs["queue_alerts"] = nvq.run("queue", "alerts", "--json")
     array = ["job", "submit", "--gpus", "0", "--array", "0-1", "--json", "--", "true"]
     runs["job_submit_array"] = nvq.run(*array)

@@ -76,7 +76,8 @@ def test_queue_events_follow_prints_one_json_document_per_event(nvq: Nvq) -> Non
         kinds = []
         for line in follow.stdout:
             event = json.loads(line)
-            assert set(event) == {"id", "time", "kind", "job_id", "node", "data"}
+            assert list(event) == [
+                "id", "time", "kind", "job_id", "node", "data", "classes", "end"]
             if event["job_id"] == job["id"]:
                 kinds.append(event["kind"])
             if event["kind"] == "job_completed":

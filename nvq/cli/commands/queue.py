@@ -6,15 +6,17 @@ from __future__ import annotations
 import sys
 from typing import Literal
 
-import msgspec
 import typer
 
 from nvq.cli import reads
 from nvq.cli.app import JsonOpt
 from nvq.cli.render.output import emit
-from nvq.cli.render.queue import event_line
 from nvq.client import Client
+from nvq.control.requests import Subscribe
+from nvq.domain.event_classes import CLASSES
 from nvq.home import default_root
+
+KIND_WORDS = ", ".join(CLASSES)
 
 on_queue = typer.Typer()  # attached to the `queue` group in nvq.cli.commands
 
@@ -96,23 +98,44 @@ def queue_unignore(
 def queue_events(
     since: int = typer.Option(0, "--since", help="Events after this id."),
     limit: int = typer.Option(None, "--limit", help="At most N events."),
-    job: int = typer.Option(None, "--job", help="Only this job's events."),
+    job: list[int] = typer.Option(
+        None, "--job", help="Only this job's events (--follow: repeat it for several jobs)."
+    ),
     follow: bool = typer.Option(
         False, "-f", "--follow", help="Then print each new event as it happens, until Ctrl-C."
     ),
+    mine: bool = typer.Option(False, "--mine", help="--follow: only your own jobs' events."),
+    user: str = typer.Option(
+        None, "--submitter", "--user", help="--follow: only this user's jobs' events."
+    ),
+    kind: list[str] = typer.Option(
+        None, "--kind", help=f"--follow: only events of this kind (repeatable): {KIND_WORDS}."
+    ),
+    until_done: bool = typer.Option(
+        False, "--until-done",
+        help="--follow: exit 0 once every --job has ended (each end line printed first).",
+    ),
     as_json: bool = JsonOpt,
 ) -> int:
-    """The event log, for catching up on what happened."""
-    if follow:
-        # One line (with --json: one JSON document) per event, as each is committed,
-        # in the columns `queue events` prints.
-        if not as_json:
-            from nvq.cli.render.events import HEADER
+    """The event log, for catching up on what happened.
 
-            print(HEADER, flush=True)
-        # Only watching: it starts no daemon stopped on purpose (nvq.client.stop_mark).
-        for event in Client(observing=True).subscribe(since, job=job):
-            line = msgspec.json.encode(event).decode() if as_json else event_line(event)
-            print(line, flush=True)
-        return 0
-    return reads.queue_events(as_json, since=since, limit=limit, job=job)
+    With --follow --json: one compact JSON object a line per event, as it happens; a
+    job's end line says how it ended (state, exit code, reason, result, stderr tail).
+    An agent waits for its jobs with:
+
+    \b
+      nvq queue events --follow --json --job N --kind end --until-done"""
+    jobs = tuple(job or ())
+    if follow:
+        from nvq.cli.event_follow import follow as follow_stream
+
+        request = Subscribe(
+            jobs=jobs, user=user, mine=mine, classes=tuple(kind or ()), detail=True
+        )
+        return follow_stream(since, request, as_json=as_json, until_done=until_done)
+    if mine or user is not None or kind or until_done or len(jobs) > 1:
+        from nvq.cli.failure import fail
+
+        fail("--mine, --submitter, --kind, --until-done and several --job need --follow",
+             2, as_json)
+    return reads.queue_events(as_json, since=since, limit=limit, job=jobs[0] if jobs else None)

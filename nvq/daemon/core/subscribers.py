@@ -6,11 +6,11 @@ that falls that far behind is dropped (it resubscribes from the last id it saw).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 
 import anyio
 
-from nvq.model import Event
+from nvq.model import Event, JobRecord
 
 # Events a subscriber may have waiting before it counts as gone: a 10,000-job array
 # submitted in one commit fits, a reader stuck for minutes does not.
@@ -51,6 +51,13 @@ class Subscribers:
     def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
         self.limit = limit
         self._all: set[Subscriber] = set()
+        # What detailed followers' lines are made from, made once for all of them
+        # (handlers/stream_lines.py): the records of ended jobs, by the id of the event
+        # that ended each; and the lines, by event id and whether the reader may see
+        # the job's output.
+        self.ended: OrderedDict[int, JobRecord] = OrderedDict()
+        self.ended_read = anyio.Lock()  # one store read for followers woken together
+        self.lines: OrderedDict[tuple[int, bool], Event] = OrderedDict()
 
     def add(self) -> Subscriber:
         sub = Subscriber(self.limit)

@@ -12,6 +12,7 @@ from nvq import control as c
 from nvq.daemon.core.errors import RequestError
 from nvq.daemon.core.state import State
 from nvq.daemon.core.subscribers import Subscriber
+from nvq.daemon.handlers.stream_lines import StreamFilter, check_jobs, filter_of, lines
 from nvq.daemon.handlers.visibility import Viewer, event_job_ids, shown_to
 from nvq.model import Event
 
@@ -37,7 +38,10 @@ async def subscribe(
     """msgpack `list[Event]` payloads, oldest first, each event once, for as long as
     the caller iterates. Raises `FellBehind` when the reader is too slow. The reader
     counts from the moment of this call (for `since` -1), not of the first read.
-    `viewer`: who reads, for what of other users' jobs they may see (None: everything)."""
+    `viewer`: who reads, for what of other users' jobs they may see (None: everything).
+    Raises BadRequest for a filter that names no job or no `--kind` word."""
+    wanted = filter_of(req, viewer)
+    await check_jobs(state, wanted)
     # Registered before the backlog is read: a commit in between is then both in the
     # store and in the buffer, and the id check in `_stream` sends it once.
     sub = state.subscribers.add()
@@ -46,7 +50,7 @@ async def subscribe(
     except BaseException:
         state.subscribers.remove(sub)
         raise
-    return _stream(state, sub, since, req.job_id, viewer)
+    return _stream(state, sub, since, wanted, viewer)
 
 
 async def _shown(state: State, page: list[Event], viewer: Viewer | None) -> list[Event]:
@@ -59,27 +63,29 @@ async def _shown(state: State, page: list[Event], viewer: Viewer | None) -> list
 
 
 async def _stream(
-    state: State, sub: Subscriber, last: int, job_id: int | None, viewer: Viewer | None
+    state: State, sub: Subscriber, last: int, wanted: StreamFilter, viewer: Viewer | None
 ) -> AsyncIterator[bytes]:
+    # One job: the store reads its events alone; several: every event, filtered here.
+    job_id = next(iter(wanted.jobs)) if len(wanted.jobs) == 1 else None
     try:
         while True:
             page = await state.store.events(since=last, job_id=job_id, limit=BACKLOG_PAGE)
             if page:
                 last = page[-1].id
-                yield c.encoder.encode(await _shown(state, page, viewer))
+                shown = await lines(state, page, wanted, viewer, live=False)
+                if shown:
+                    yield c.encoder.encode(await _shown(state, shown, viewer))
             if len(page) < BACKLOG_PAGE:
                 break
         while True:
             fresh = await sub.take()
             if sub.overflowed:
                 raise FellBehind(last)
-            batch = _after(fresh, last, job_id)
+            batch = [e for e in fresh if e.id > last]
             if batch:
                 last = batch[-1].id
-                yield c.encoder.encode(await _shown(state, batch, viewer))
+                shown = await lines(state, batch, wanted, viewer)
+                if shown:
+                    yield c.encoder.encode(await _shown(state, shown, viewer))
     finally:
         state.subscribers.remove(sub)
-
-
-def _after(events: list[Event], last: int, job_id: int | None) -> list[Event]:
-    return [e for e in events if e.id > last and (job_id is None or e.job_id == job_id)]
