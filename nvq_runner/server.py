@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from . import __version__, container, owner, procfs, recovery, write_order
+from . import __version__, container, owner, procfs, recovery, vram_peaks, write_order
 from . import protocol as p
 from .allocation import allocated_gpus
 from .artifacts import manifest
@@ -50,6 +50,7 @@ class Runner:
         self._wake = asyncio.Event()
         self._last_sent: p.Sample | None = None  # and on which connection (a new daemon
         self._sampled_for: Conn | None = None  # gets a sample at once)
+        self._peaks = vram_peaks.PeakRecorder()
         self._stop = asyncio.Event()
         self.interval = _float_env("NVQ_SAMPLE_INTERVAL", 2.0)
         self.backend: GpuBackend = Watched(open_backend(os.environ), os.environ)
@@ -309,7 +310,8 @@ class Runner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
             self._wake.clear()
-            if self.conn is None:
+            # Jobs running while the daemon is away still have their peaks taken.
+            if self.conn is None and not self.jobs.running:
                 continue
             try:
                 self._report_busy()
@@ -317,9 +319,11 @@ class Runner:
                 log.warning("owner activity check failed: %s", exc)
             sessions = self.jobs.sessions()
             status_files = {job: r.dir for job, r in self.jobs.running.items()}
+            running = [vram_peaks.Attempt(job, r.rec.attempt, r.dir.path)
+                       for job, r in self.jobs.running.items()]
             try:
                 sample = await asyncio.to_thread(
-                    take_sample, self.backend, sessions, status_files
+                    self._sample_and_record, sessions, status_files, running
                 )
             except Exception as exc:
                 log.warning("sample failed: %s", exc)
@@ -335,6 +339,16 @@ class Runner:
                     await self._sync_requests(conn)
                 except Exception as exc:
                     log.warning("artifacts sync request check failed: %s", exc)
+
+    def _sample_and_record(
+        self, sessions: dict[int, int], dirs: dict[int, JobDir],
+        running: list[vram_peaks.Attempt],
+    ) -> p.Sample:
+        """One sample, with each running attempt's peak memory recorded from it
+        before it goes out (blocking: in a thread)."""
+        sample = take_sample(self.backend, sessions, dirs)
+        self._peaks.record(sample, running)
+        return sample
 
     async def _log_keeper(self) -> None:
         interval = _float_env("NVQ_LOG_CHECK_INTERVAL", 5.0)

@@ -25,6 +25,8 @@ class JobDetail(Job, kw_only=True):
 
     events: list[Event] = msgspec.field(default_factory=list)
     attempts: list[Attempt] = msgspec.field(default_factory=list)
+    # the most GPU memory its latest measured attempt held on one card (MiB)
+    peak_vram_mb: int | None = None
     why: str | None = None
     logs: str | Unset | None = UNSET  # only when asked for (ShowJob.logs)
     # A waiting job's `reason` is its reason code (nvq.domain.waiting); this, the words.

@@ -218,17 +218,19 @@ def in_question(job: JobRecord, owed: bool, ev: JobExited, node: str) -> bool:
 
 def decide(
     job: JobRecord, events: Sequence[Event], ev: JobExited, node: str, *,
-    owed: bool, settled: JobRecord | None = None,
+    owed: bool, settled: JobRecord | None = None, vram_cap_mb: int = 0,
 ) -> Outcome:
     """What the exit `ev` of `node` does to `job` (as it stands now; `events` are its
     events when `in_question`). `owed`: a kill was owed to the attempt; `settled`: the
     job as its attempt's kill left it, if it was settled then. The exit is always
-    kept, whichever rule takes it."""
+    kept, whichever rule takes it. `vram_cap_mb`: as `transitions.exited`."""
     if in_question(job, owed, ev, node):
         outcome = on_exit(job, events, ev, node)
         if outcome is not None:
             return outcome
-    outcome = transitions.exited(settled if settled is not None else job, ev, node)
+    outcome = transitions.exited(
+        settled if settled is not None else job, ev, node, vram_cap_mb=vram_cap_mb
+    )
     if outcome.job is None:
         return kept(job, ev, node)
     return outcome

@@ -11,11 +11,13 @@ from nvq.cli.render.artifacts import artifact_lines
 from nvq.cli.render.events import data_text, kind_text
 from nvq.cli.render.table import ago, clip, safe, table
 from nvq.cli.render.world import world_lines
+from nvq.domain import gpu_oom
 from nvq.values import format_duration, format_mib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
     from nvq.control import JobDetail, JobPage
+    from nvq.domain.attempts import Attempt
     from nvq.model import Job
 
 
@@ -141,6 +143,10 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
         out.append(f"  reason      {safe(doc.reason)}")
     if doc.progress:
         out.append(f"  progress    {safe(doc.progress)}")
+    if doc.peak_vram_mb is not None:
+        measured = [a for a in doc.attempts if a.peak_vram_mb is not None]
+        reserved = measured[-1].vram_mb or 0 if measured else doc.vram_mb
+        out.append(f"  gpu memory  {gpu_oom.peak_text(doc.peak_vram_mb, reserved)}")
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
     if doc.result_error:
@@ -165,6 +171,9 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
                 f"started {ago(a.started_at):>10}  ended {ago(a.ended_at):>10}  {how}"
             )
+            memory = attempt_memory(a)
+            if memory:
+                out.append(f"         attempt {a.attempt}: {memory}")
     out.extend(artifact_lines(doc))
     if doc.events:
         out.append("  events:")
@@ -191,3 +200,14 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
         out.append("  logs:")
         out.extend("    " + safe(ln) for ln in doc.logs.splitlines())
     return "\n".join(out)
+
+
+def attempt_memory(a: Attempt) -> str:
+    """`--vram 6 GiB (was 4 GiB: oom); peak 5.1 GiB of 6 GiB reserved`: what an
+    attempt reserved when a retry raised it, and what it used ("" when neither)."""
+    parts = []
+    if a.vram_was_mb is not None and a.vram_mb is not None:
+        parts.append(gpu_oom.resized_words(a.vram_mb, a.vram_was_mb))
+    if a.peak_vram_mb is not None:
+        parts.append(gpu_oom.peak_text(a.peak_vram_mb, a.vram_mb or 0))
+    return "; ".join(parts)

@@ -26,7 +26,7 @@ from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.setup_phase import applied
 from nvq.daemon.core.signalled import event_of
 from nvq.daemon.core.state import State
-from nvq.domain import exits, fencing, transitions
+from nvq.domain import exits, fencing, gpu_oom, transitions
 from nvq.model import Event, JobRecord, NodeSeq, Outcome, Tx
 from nvq_runner import protocol as p
 
@@ -223,7 +223,11 @@ async def _exited(held: Held, node: NodeRuntime, job: JobRecord, ev: p.JobExited
         events = await state.store.events(job_id=ev.job_id)
     # A job settled and gone from memory: as its attempt's kill left it.
     settled = job if live is None else None
-    outcome = exits.decide(current, events, ev, node.name, owed=owed, settled=settled)
+    cards = [[g.total_mb for g in n.hello.gpus] for n in state.nodes.values() if n.hello]
+    cap = gpu_oom.vram_cap(cards, current.spec.gpus, state.config.queue.headroom_mb)
+    outcome = exits.decide(
+        current, events, ev, node.name, owed=owed, settled=settled, vram_cap_mb=cap
+    )
     for e in outcome.events:
         if e.kind == "attempt_superseded":
             log.warning("job %s: attempt %s is superseded: %s",

@@ -60,6 +60,8 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     if tried and tried[-1].outcome is not None and tried[-1].result is None:
         tried[-1].result = job.result  # the latest attempt's is the job's own
     doc["attempts"] = msgspec.to_builtins(tried)
+    measured = [a.peak_vram_mb for a in tried if a.peak_vram_mb is not None]
+    doc["peak_vram_mb"] = measured[-1] if measured else None
     doc["why"] = await explain(state, job)
     if req.logs:
         doc["logs"] = await tail_text(state, job, req.logs)

@@ -1,0 +1,104 @@
+"""Peak GPU memory, learned: every attempt records the most its own processes held on
+each card (from the runner's samples, kept across a daemon restart and a runner that
+adopts the job), a CUDA out-of-memory is a failure reason of its own, and
+`--retries-on oom` runs it again with a larger reservation on a card that fits."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.cluster import Nvq
+
+PY = sys.executable
+LOAD = f"{PY} -m nvq_runner.fakeload"
+
+# A small quiet card and a large one busy with someone's work: a 4 GiB job goes to the
+# small one (a quiet card that fits comes first), where 6 GiB does not fit.
+SMALL_AND_BUSY = """\
+cuda = "13.0"
+
+[[gpu]]
+name = "Fake T4"
+memory = "5GiB"
+
+[[gpu]]
+name = "Fake A100"
+memory = "16GiB"
+util = 50
+
+[[gpu.process]]
+pid = 4242
+user = "alice"
+used = "2GiB"
+"""
+
+
+def test_an_attempt_records_its_peak_per_card(nvq: Nvq) -> None:
+    job = nvq.submit("--vram", "4GiB", "--", f"{LOAD} --mib 3000 --seconds 0 --until-sampled")
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 0, done
+    shown = nvq.show(job["id"])
+    (attempt,) = shown["attempts"]
+    card = done["gpus"][0]
+    assert shown["peak_vram_mb"] == 3000
+    assert attempt["peak_vram_mb"] == 3000 and attempt["peak_vram_by_card"] == {str(card): 3000}
+    assert attempt["vram_mb"] == 4096 and attempt["vram_was_mb"] is None
+    text = nvq.ok("job", "show", str(job["id"])).out
+    assert "  gpu memory  peak 2.9 GiB of 4 GiB reserved\n" in text
+    assert "         attempt 1: peak 2.9 GiB of 4 GiB reserved\n" in text
+
+
+def test_the_peak_survives_a_daemon_restart_and_an_adopting_runner(
+    nvq: Nvq, tmp_path: Path
+) -> None:
+    sampled, go = tmp_path / "sampled", tmp_path / "go"
+    body = (f"{LOAD} --mib 2048 --seconds 0 --until-sampled; touch {sampled}; "
+            f"while [ ! -e {go} ]; do sleep 0.05; done")
+    job = nvq.submit("--vram", "3GiB", "--", "sh", "-c", body)["id"]
+    nvq.wait_for(job, lambda j: j["state"] == "running" and sampled.exists())
+    nvq.ok("daemon", "stop")
+    nvq.ok("node", "restart", "local")  # starts a daemon; the new runner adopts the job
+    go.touch()
+    code, (done,) = nvq.wait(job)
+    assert code == 0, done
+    shown = nvq.show(job)
+    assert shown["peak_vram_mb"] == 2048
+    assert shown["attempts"][0]["peak_vram_by_card"] == {str(done["gpus"][0]): 2048}
+
+
+def test_a_cuda_oom_is_its_own_reason(nvq: Nvq) -> None:
+    nvq.write_gpus(SMALL_AND_BUSY)
+    job = nvq.submit("--vram", "4GiB", "--", f"{LOAD} --mib 6144 --seconds 0 --oom")
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 1 and done["state"] == "failed" and done["gpus"] == [0]
+    assert done["reason"] == "exited with code 1: out of GPU memory (peak 5 GiB of 4 GiB reserved)"
+    assert "torch.OutOfMemoryError: CUDA out of memory" in done["stderr_tail"]
+    (attempt,) = nvq.show(job["id"])["attempts"]
+    assert attempt["outcome"] == "failed" and attempt["peak_vram_mb"] == 5120
+
+
+def test_retries_on_oom_runs_it_again_with_a_larger_reservation(nvq: Nvq) -> None:
+    nvq.write_gpus(SMALL_AND_BUSY)
+    job = nvq.submit(
+        "--vram", "4GiB", "--retries", "1", "--retries-on", "oom",
+        "--", f"{LOAD} --mib 6144 --seconds 0 --oom --until-sampled",
+    )  # fmt: skip
+    code, (done,) = nvq.wait(job["id"])
+    assert code == 0 and done["state"] == "completed", done
+    assert done["attempt"] == 2 and done["gpus"] == [1]
+    # max(peak 5 GiB, 4 GiB) × 1.5 = 7.5 GiB, rounded up to a whole GiB
+    assert done["vram_mb"] == 8192
+    shown = nvq.show(job["id"])
+    first, second = shown["attempts"]
+    assert first["outcome"] == "out of GPU memory (retried)" and first["gpus"] == [0]
+    assert first["reason"] == (
+        "exited with code 1: out of GPU memory (peak 5 GiB of 4 GiB reserved); "
+        "next with --vram 8 GiB (was 4 GiB: oom)"
+    )
+    assert (first["vram_mb"], first["peak_vram_mb"]) == (4096, 5120)
+    assert (second["vram_mb"], second["vram_was_mb"], second["peak_vram_mb"]) == (8192, 4096, 6144)
+    text = nvq.ok("job", "show", str(job["id"])).out
+    assert (
+        "         attempt 2: --vram 8 GiB (was 4 GiB: oom); peak 6 GiB of 8 GiB reserved\n"
+    ) in text
