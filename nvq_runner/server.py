@@ -33,7 +33,6 @@ from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
 from .lease import Lease, fence, keep
-from .node_sample import take_sample
 from .outframes import fit_event
 from .sampling import worth_sending
 from .tail import tail
@@ -317,13 +316,10 @@ class Runner:
                 self._report_busy()
             except Exception as exc:
                 log.warning("owner activity check failed: %s", exc)
-            sessions = self.jobs.sessions()
-            status_files = {job: r.dir for job, r in self.jobs.running.items()}
-            running = [vram_peaks.Attempt(job, r.rec.attempt, r.dir.path)
-                       for job, r in self.jobs.running.items()]
+            runs = {job: (r.rec.attempt, r.dir) for job, r in self.jobs.running.items()}
             try:
                 sample = await asyncio.to_thread(
-                    self._sample_and_record, sessions, status_files, running
+                    self._peaks.sample, self.backend, self.jobs.sessions(), runs
                 )
             except Exception as exc:
                 log.warning("sample failed: %s", exc)
@@ -339,16 +335,6 @@ class Runner:
                     await self._sync_requests(conn)
                 except Exception as exc:
                     log.warning("artifacts sync request check failed: %s", exc)
-
-    def _sample_and_record(
-        self, sessions: dict[int, int], dirs: dict[int, JobDir],
-        running: list[vram_peaks.Attempt],
-    ) -> p.Sample:
-        """One sample, with each running attempt's peak memory recorded from it
-        before it goes out (blocking: in a thread)."""
-        sample = take_sample(self.backend, sessions, dirs)
-        self._peaks.record(sample, running)
-        return sample
 
     async def _log_keeper(self) -> None:
         interval = _float_env("NVQ_LOG_CHECK_INTERVAL", 5.0)

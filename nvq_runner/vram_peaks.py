@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
+from .gpu import GpuBackend
+from .jobfiles import JobDir
+from .node_sample import take_sample
 from .protocol import Sample
 
 FILE = "peak_vram.json"
@@ -49,35 +50,36 @@ def grown(before: dict[int, int], now: dict[int, int]) -> dict[int, int] | None:
     return merged if merged != before else None
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """What the recorder needs of a running attempt."""
-
-    job_id: int
-    attempt: int
-    dir: Path
-
-
 class PeakRecorder:
     """The peaks of the attempts running now, as their files hold them."""
 
     def __init__(self) -> None:
         self._known: dict[tuple[int, int], dict[int, int]] = {}
 
-    def record(self, sample: Sample, running: Iterable[Attempt]) -> None:
+    def sample(
+        self, backend: GpuBackend, sessions: dict[int, int], runs: dict[int, tuple[int, JobDir]]
+    ) -> Sample:
+        """One sample of the node (`take_sample`; `runs`: job id → its attempt and
+        directory), each running attempt's peaks recorded from it first."""
+        sample = take_sample(backend, sessions, {job: d for job, (_, d) in runs.items()})
+        self.record(sample, {job: (n, d.path) for job, (n, d) in runs.items()})
+        return sample
+
+    def record(self, sample: Sample, running: dict[int, tuple[int, Path]]) -> None:
+        """`running`: job id → its attempt and directory."""
         use = use_by_job(sample)
         alive = set()
-        for att in running:
-            key = (att.job_id, att.attempt)
+        for job_id, (attempt, path) in running.items():
+            key = (job_id, attempt)
             alive.add(key)
             if key not in self._known:
-                self._known[key] = read(att.dir, att.attempt)  # adopted: what it had
-            merged = grown(self._known[key], use.get(att.job_id, {}))
+                self._known[key] = read(path, attempt)  # adopted: what it had reached
+            merged = grown(self._known[key], use.get(job_id, {}))
             if merged is None:
                 continue
             self._known[key] = merged
             with contextlib.suppress(OSError):  # a job dir removed under it: no peak
-                _write(att.dir, PeakRecord(att.attempt, merged))
+                _write(path, PeakRecord(attempt, merged))
         for key in set(self._known) - alive:
             del self._known[key]
 

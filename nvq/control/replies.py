@@ -138,6 +138,9 @@ class Submitted(Job, kw_only=True):
     cards, so whether any node could ever run it was not checked yet (sent only then)."""
 
     unreported: list[str] | Unset = UNSET
+    # its --vram against what the same command reached before (nvq.domain.vram_history):
+    # below it, or what `--vram auto` resolved to; sent only then
+    vram_note: str | Unset = UNSET
 
 
 class RunnerStatus(msgspec.Struct, kw_only=True):
@@ -178,6 +181,7 @@ class SubmitPreview(msgspec.Struct, kw_only=True):
     unreported: list[str] = []
     nodes: list[NodeFit] = []
     job: Job
+    vram_note: str | None = None  # as `Submitted.vram_note`
 
 
 class WhyReport(msgspec.Struct, kw_only=True):

@@ -5,8 +5,10 @@ adopts the job), a CUDA out-of-memory is a failure reason of its own, and
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.cluster import Nvq
 
@@ -102,3 +104,61 @@ def test_retries_on_oom_runs_it_again_with_a_larger_reservation(nvq: Nvq) -> Non
     assert (
         "         attempt 2: --vram 8 GiB (was 4 GiB: oom); peak 6 GiB of 8 GiB reserved\n"
     ) in text
+
+
+def test_a_submit_says_when_vram_is_below_what_the_command_reached(nvq: Nvq) -> None:
+    cmd = f"{LOAD} --mib 5000 --seconds 0 --until-sampled"
+    first = nvq.submit("--vram", "6GiB", "--", cmd)
+    assert "vram_note" not in first  # nothing measured yet: nothing to say
+    assert nvq.wait(first["id"])[0] == 0
+    where = f"job {first['id']}, attempt 1"
+
+    preview = _dry_run(nvq, "--vram", "4GiB", "--", cmd)
+    note = (f"--vram 4 GiB is below the 4.9 GiB this command reached before ({where}); "
+            "--vram auto would reserve 6 GiB")
+    assert preview["vram_note"] == note
+    text = nvq.ok("job", "submit", "--dry-run", "--vram", "4GiB", "--", cmd).out
+    assert f"\n  {note}\n" in text
+    enough = _dry_run(nvq, "--vram", "5GiB", "--", cmd)
+    assert enough["vram_note"] is None
+
+    plain = nvq.run("job", "submit", "--vram", "4GiB", "--", cmd)
+    assert plain.code == 0 and plain.err == f"nvq: {note}\n"
+    assert nvq.wait(int(plain.out.split()[2]))[0] == 0
+
+
+def test_vram_auto_reserves_the_peak_with_a_margin_or_refuses_without_one(nvq: Nvq) -> None:
+    cmd = f"{LOAD} --mib 5000 --seconds 0 --until-sampled"
+    refused = nvq.run("job", "submit", "--vram", "auto", "--", cmd)
+    assert refused.code == 1 and refused.out == ""
+    assert refused.err == (
+        "nvq: --vram auto: no earlier run of this command has a measured GPU memory peak "
+        "(`job show ID --json`: peak_vram_mb); give --vram SIZE for its first run\n"
+    )
+    assert nvq.json("job", "ls")["jobs"] == []
+    cpu = nvq.run("job", "submit", "--gpus", "0", "--vram", "auto", "--", cmd)
+    assert cpu.code == 2 and cpu.err.count("\n") == 1 and "--gpus 0" in cpu.err
+
+    first = nvq.submit("--vram", "6GiB", "--", cmd)
+    assert nvq.wait(first["id"])[0] == 0
+    auto = nvq.submit("--vram", "auto", "--", cmd)
+    # 5000 MiB × 1.2 = 5.9 GiB, rounded up to 6 GiB
+    assert auto["vram_mb"] == 6144
+    assert auto["vram_note"] == (
+        f"--vram auto: 6 GiB, from the 4.9 GiB this command reached "
+        f"(job {first['id']}, attempt 1) × 1.2"
+    )
+    assert nvq.wait(auto["id"])[0] == 0
+
+
+def test_an_array_learns_from_its_earlier_members(nvq: Nvq) -> None:
+    template = f"{LOAD} --mib 3000 --seconds 0 --until-sampled && echo member {{}}"
+    nvq.submit("--vram", "4GiB", "--array", "0-1", "--", template)
+    for member in nvq.json("job", "ls")["jobs"]:
+        assert nvq.wait(member["id"])[0] == 0
+    again = _dry_run(nvq, "--vram", "auto", "--array", "2-3", "--", template)
+    assert again["job"]["vram_mb"] == 4096 and "2.9 GiB" in again["vram_note"]
+
+
+def _dry_run(nvq: Nvq, *args: str) -> Any:
+    return json.loads(nvq.ok("job", "submit", "--dry-run", "--json", *args).out)
