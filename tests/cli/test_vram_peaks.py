@@ -6,6 +6,7 @@ adopts the job), a CUDA out-of-memory is a failure reason of its own, and
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -100,10 +101,17 @@ def test_retries_on_oom_runs_it_again_with_a_larger_reservation(nvq: Nvq) -> Non
     )
     assert (first["vram_mb"], first["peak_vram_mb"]) == (4096, 5120)
     assert (second["vram_mb"], second["vram_was_mb"], second["peak_vram_mb"]) == (8192, 4096, 6144)
-    text = nvq.ok("job", "show", str(job["id"])).out
+    text = nvq.ok("job", "show", str(job["id"])).out  # as the README shows it
     assert (
-        "         attempt 2: --vram 8 GiB (was 4 GiB: oom); peak 6 GiB of 8 GiB reserved\n"
+        "  out of GPU memory (retried) (exit 1): exited with code 1: out of GPU memory "
+        "(peak 5 GiB of 4 GiB reserved); next with --vram 8 GiB (was 4 GiB: oom)\n"
+        "         attempt 1: peak 5 GiB of 4 GiB reserved\n"
     ) in text
+    assert re.search(
+        r"  completed \(exit 0\)[^\n]*\n"
+        r"         attempt 2: --vram 8 GiB \(was 4 GiB: oom\); peak 6 GiB of 8 GiB reserved\n",
+        text,
+    )
 
 
 def test_a_submit_says_when_vram_is_below_what_the_command_reached(nvq: Nvq) -> None:
