@@ -115,7 +115,7 @@ def ending_of(job: JobRecord, ev: JobExited, node: str) -> tuple[Ending, Outcome
 
 
 def _details(ev: JobExited, ran: bool) -> dict[str, object]:
-    return {
+    details: dict[str, object] = {
         "attempt": ev.attempt,
         "exit_code": ev.exit_code,
         "signal": ev.signal,
@@ -123,6 +123,10 @@ def _details(ev: JobExited, ran: bool) -> dict[str, object]:
         "ended_at": ev.ended_at,
         "ran_to_end": ran,
     }
+    if ev.peak_vram_mb:  # a superseded attempt's peak is still what it used
+        details["peak_vram_mb"] = max(ev.peak_vram_mb.values())
+        details["peak_vram_by_card"] = dict(ev.peak_vram_mb)
+    return details
 
 
 def _holder(job: JobRecord, known: dict[int, Ending], events: Sequence[Event]) -> Ending | None:
