@@ -3,8 +3,8 @@ when its `--vram` is below that, and the reservation `--vram auto` asks for. Pur
 
 "The same command": jobs whose command is the one submitted, or for an array (a
 command with `{}`), any command the template can expand to. What it reached: the
-most GPU memory any of its last `RECENT` measured attempts held on one card (an older
-run is forgotten, so a job made smaller is not held to its old size forever).
+most GPU memory any measured attempt of its last `RECENT` jobs held on one card (an
+older run is forgotten, so a job made smaller is not held to its old size forever).
 
 `--vram auto` reserves that peak × `AUTO_MARGIN`, rounded up to a whole GiB. With no
 measured attempt it is refused: there is nothing to size it by."""
@@ -18,7 +18,7 @@ from nvq.domain.gpu_oom import gib
 
 VRAM_AUTO = -1  # JobSpec.vram_mb as a submit sends `--vram auto`; never stored
 AUTO_MARGIN = 1.2
-RECENT = 10
+RECENT = 20
 _GIB = 1024
 
 

@@ -10,15 +10,16 @@ from nvq.domain.vram_history import RECENT, Reached, like_pattern
 
 
 def reached(conn: sqlite3.Connection, command: str) -> Reached | None:
-    """The highest peak among the last `RECENT` measured attempts of `command` (an
-    array template: of any command it expands to)."""
+    """The highest peak among the measured attempts of the last `RECENT` jobs of
+    `command` (an array template: of any command it expands to). The newest jobs are
+    found first, then their events by job: a command never run costs one pass over
+    the jobs table, not over the events."""
     pattern = like_pattern(command)
-    match = "j.command LIKE ? ESCAPE '\\'" if pattern is not None else "j.command = ?"
+    match = "command LIKE ? ESCAPE '\\'" if pattern is not None else "command = ?"
     rows = conn.execute(
-        "SELECT e.job_id, json_extract(e.data, '$.attempt'), "
-        "json_extract(e.data, '$.peak_vram_mb') FROM jobs j JOIN events e ON e.job_id = j.id "
-        f"WHERE {match} AND json_extract(e.data, '$.peak_vram_mb') IS NOT NULL "
-        f"ORDER BY e.id DESC LIMIT {RECENT}",
+        "SELECT job_id, json_extract(data, '$.attempt'), json_extract(data, '$.peak_vram_mb') "
+        f"FROM events WHERE job_id IN (SELECT id FROM jobs WHERE {match} "
+        f"ORDER BY id DESC LIMIT {RECENT}) AND json_extract(data, '$.peak_vram_mb') IS NOT NULL",
         (pattern if pattern is not None else command,),
     ).fetchall()
     if not rows:
