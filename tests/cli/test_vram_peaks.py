@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import nvq as nvq_pkg
+from nvq.client.errors import ClientError
 from tests.cluster import Nvq
 
 PY = sys.executable
@@ -170,3 +174,17 @@ def test_an_array_learns_from_its_earlier_members(nvq: Nvq) -> None:
 
 def _dry_run(nvq: Nvq, *args: str) -> Any:
     return json.loads(nvq.ok("job", "submit", "--dry-run", "--json", *args).out)
+
+
+def test_the_python_client_asks_for_auto_too(nvq: Nvq) -> None:
+    cmd = f"{LOAD} --mib 2000 --seconds 0 --until-sampled"
+    nvq.ok("queue", "status")  # the CLI starts the daemon with the test's environment
+    with nvq_pkg.Client(nvq.home, autostart=False) as q:
+        with pytest.raises(ClientError, match="no earlier run of this command") as refused:
+            q.submit(cmd, vram="auto")
+        assert refused.value.exit_code == 1
+        first = q.submit(cmd, vram="3GiB")
+        assert q.wait(first.id, timeout=60).exit_code == 0
+        auto = q.submit(cmd, vram="auto")
+        assert auto.vram_mb == 3072  # 2000 MiB × 1.2, up to a whole GiB
+        assert q.wait(auto.id, timeout=60).exit_code == 0
