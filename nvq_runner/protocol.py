@@ -355,6 +355,9 @@ class Sample(msgspec.Struct, tag="sample", frozen=True):
     gpus: list[GpuSample]
     mem_free_mb: int
     progress: dict[int, str]  # job id → last line of its status file
+    # job id → card → the most MiB its running attempt's processes held so far
+    # (vram_peaks.py): what `job show` says of a job still running
+    peaks: dict[int, dict[int, int]] = {}
 
 
 class JobStarted(msgspec.Struct, tag="started", frozen=True):

@@ -60,10 +60,12 @@ class PeakRecorder:
         self, backend: GpuBackend, sessions: dict[int, int], runs: dict[int, tuple[int, JobDir]]
     ) -> Sample:
         """One sample of the node (`take_sample`; `runs`: job id → its attempt and
-        directory), each running attempt's peaks recorded from it first."""
+        directory), each running attempt's peaks recorded from it first and sent
+        with it."""
         sample = take_sample(backend, sessions, {job: d for job, (_, d) in runs.items()})
         self.record(sample, {job: (n, d.path) for job, (n, d) in runs.items()})
-        return sample
+        peaks = {job: dict(cards) for (job, _), cards in self._known.items() if cards}
+        return msgspec.structs.replace(sample, peaks=peaks)
 
     def record(self, sample: Sample, running: dict[int, tuple[int, Path]]) -> None:
         """`running`: job id → its attempt and directory."""

@@ -64,8 +64,13 @@ def test_the_peak_survives_a_daemon_restart_and_an_adopting_runner(
             f"while [ ! -e {go} ]; do sleep 0.05; done")
     job = nvq.submit("--vram", "3GiB", "--", "sh", "-c", body)["id"]
     nvq.wait_for(job, lambda j: j["state"] == "running" and sampled.exists())
+    # while it runs, the peak so far (its runner's, in each sample)
+    running = nvq.wait_for(job, lambda j: j["peak_vram_mb"] == 2048)
+    assert running["attempts"][0]["outcome"] is None
     nvq.ok("daemon", "stop")
     nvq.ok("node", "restart", "local")  # starts a daemon; the new runner adopts the job
+    # the adopting runner continues from the peak the attempt had reached
+    nvq.wait_for(job, lambda j: j["peak_vram_mb"] == 2048)
     go.touch()
     code, (done,) = nvq.wait(job)
     assert code == 0, done
