@@ -14,11 +14,11 @@ than it was."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 
 TYPE_CHECKING = False  # the CLI renders peaks with this module: keep its import light
 if TYPE_CHECKING:
-    from nvq.model import JobRecord
+    from nvq.model import JobRecord, JobSpec
 
 # What PyTorch, TensorFlow/JAX (XLA), cuBLAS/cuDNN and the CUDA runtime print
 # when a card's memory runs out.
@@ -56,15 +56,21 @@ def larger_vram(reserved_mb: int, peak_mb: int, cap_mb: int) -> int:
     return max(grown, reserved_mb)
 
 
-def vram_cap(node_cards: Iterable[Sequence[int]], gpus: int, headroom_mb: int) -> int:
-    """The most `gpus` cards of one node hold each, over nodes (`node_cards`: each
-    node's card sizes in MiB), less the queue's headroom: what placement can still
-    place (0: no node has that many cards)."""
+def vram_cap(
+    nodes: Mapping[str, Sequence[tuple[int, int]]], spec: JobSpec, headroom_mb: int
+) -> int:
+    """The most `spec.gpus` cards of one node hold each, less the queue's headroom,
+    over the nodes (name → its cards as (index, MiB)) the job may go to: its `--node`
+    prefix, its lane's card. 0: none has that many cards (the rule is then uncapped)."""
+    lane_node, _, lane_card = (spec.lane or "").partition(":")
     best = 0
-    for cards in node_cards:
-        sizes = sorted(cards, reverse=True)
-        if gpus <= len(sizes):
-            best = max(best, sizes[max(gpus, 1) - 1] - headroom_mb)
+    for name, cards in nodes.items():
+        if (spec.node and not name.startswith(spec.node)) or (spec.lane and name != lane_node):
+            continue
+        sizes = sorted((mb for i, mb in cards if not spec.lane or str(i) == lane_card),
+                       reverse=True)
+        if max(spec.gpus, 1) <= len(sizes):
+            best = max(best, sizes[max(spec.gpus, 1) - 1] - headroom_mb)
     return best
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from nvq.domain import attempts, gpu_oom, transitions
 from nvq.domain.request import record_of
-from nvq.model import Event, Job, JobRecord, JobState
+from nvq.model import Event, Job, JobRecord, JobSpec, JobState
 from nvq_runner.protocol import ExitReason, JobExited
 
 
@@ -59,11 +59,20 @@ def test_the_larger_reservation_rule() -> None:
 
 
 def test_the_cap_is_what_the_largest_fitting_cards_hold() -> None:
-    nodes = [[24576, 24576], [81920], [16384, 16384, 16384]]
-    assert gpu_oom.vram_cap(nodes, 1, 512) == 81920 - 512
-    assert gpu_oom.vram_cap(nodes, 2, 512) == 24576 - 512
-    assert gpu_oom.vram_cap(nodes, 3, 512) == 16384 - 512
-    assert gpu_oom.vram_cap(nodes, 4, 512) == 0
+    nodes = {
+        "a1": [(0, 24576), (1, 24576)], "big": [(0, 81920)],
+        "c1": [(0, 16384), (1, 16384), (2, 16384)],
+    }  # fmt: skip
+
+    def cap(**asked: object) -> int:
+        return gpu_oom.vram_cap(nodes, JobSpec(command="c", **asked), 512)  # type: ignore[arg-type]
+
+    assert cap(gpus=1) == 81920 - 512
+    assert cap(gpus=2) == 24576 - 512
+    assert cap(gpus=3) == 16384 - 512
+    assert cap(gpus=4) == 0
+    assert cap(gpus=1, node="a") == 24576 - 512  # only where it may go
+    assert cap(gpus=1, lane="c1:2") == 16384 - 512
 
 
 def test_an_oom_without_retries_on_fails_with_its_reason_and_peak() -> None:

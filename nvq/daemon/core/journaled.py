@@ -223,8 +223,9 @@ async def _exited(held: Held, node: NodeRuntime, job: JobRecord, ev: p.JobExited
         events = await state.store.events(job_id=ev.job_id)
     # A job settled and gone from memory: as its attempt's kill left it.
     settled = job if live is None else None
-    cards = [[g.total_mb for g in n.hello.gpus] for n in state.nodes.values() if n.hello]
-    cap = gpu_oom.vram_cap(cards, current.spec.gpus, state.config.queue.headroom_mb)
+    cards = {n.name: [(g.index, g.total_mb) for g in n.hello.gpus]
+             for n in state.nodes.values() if n.hello}
+    cap = gpu_oom.vram_cap(cards, current.spec, state.config.queue.headroom_mb)
     outcome = exits.decide(
         current, events, ev, node.name, owed=owed, settled=settled, vram_cap_mb=cap
     )
