@@ -97,3 +97,15 @@ def gib(mb: int) -> str:
 def resized_words(new_mb: int, was_mb: int) -> str:
     """`--vram 6 GiB (was 4 GiB: oom)`."""
     return f"--vram {gib(new_mb)} (was {gib(was_mb)}: oom)"
+
+
+def attempt_words(vram_mb: int | None, was_mb: int | None, peak_mb: int | None) -> str:
+    """An attempt's memory in words: `--vram 6 GiB (was 4 GiB: oom); peak 5.1 GiB of
+    6 GiB reserved` — what it reserved when an oom retry raised it, and what it used
+    ("" when neither is known)."""
+    parts = []
+    if was_mb is not None and vram_mb is not None:
+        parts.append(resized_words(vram_mb, was_mb))
+    if peak_mb is not None:
+        parts.append(peak_text(peak_mb, vram_mb or 0))
+    return "; ".join(parts)

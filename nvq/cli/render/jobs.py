@@ -17,7 +17,6 @@ from nvq.values import format_duration, format_mib
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the plain-wire path renders dicts (fields.py)
     from nvq.control import JobDetail, JobPage
-    from nvq.domain.attempts import Attempt
     from nvq.model import Job
 
 
@@ -171,7 +170,7 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
                 f"started {ago(a.started_at):>10}  ended {ago(a.ended_at):>10}  {how}"
             )
-            memory = attempt_memory(a)
+            memory = gpu_oom.attempt_words(a.vram_mb, a.vram_was_mb, a.peak_vram_mb)
             if memory:
                 out.append(f"         attempt {a.attempt}: {memory}")
     out.extend(artifact_lines(doc))
@@ -201,13 +200,3 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
         out.extend("    " + safe(ln) for ln in doc.logs.splitlines())
     return "\n".join(out)
 
-
-def attempt_memory(a: Attempt) -> str:
-    """`--vram 6 GiB (was 4 GiB: oom); peak 5.1 GiB of 6 GiB reserved`: what an
-    attempt reserved when a retry raised it, and what it used ("" when neither)."""
-    parts = []
-    if a.vram_was_mb is not None and a.vram_mb is not None:
-        parts.append(gpu_oom.resized_words(a.vram_mb, a.vram_was_mb))
-    if a.peak_vram_mb is not None:
-        parts.append(gpu_oom.peak_text(a.peak_vram_mb, a.vram_mb or 0))
-    return "; ".join(parts)
