@@ -75,7 +75,8 @@ class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
     setup: str | None = None  # builds the job's environment once per node (--setup)
     setup_files: list[str] = []  # patterns of the files whose content keys the setup
     # which endings spend a --retries restart: "lost" (the process vanished), "oom"
-    # (the kernel's OOM killer killed it, where the runner can tell), comma-separated
+    # (the kernel's OOM killer killed it, where the runner can tell, or it ran out of
+    # GPU memory: retried with a larger --vram), comma-separated
     retries_on: str = "lost"
     # a terminal session (`job shell`): the command runs on a pty the CLI drives
     interactive: bool = False

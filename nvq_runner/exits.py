@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import workfiles
+from . import vram_peaks, workfiles
 from .gpu.watch import faults_during
 from .jobfiles import AttemptRecord, JobDir
 from .protocol import ExitReason, JobExited
@@ -54,12 +54,13 @@ def exited(
     files = workfiles.written(d.path)
     kept = _holds_anything(d.artifacts)
     card_faults = faults_during(rec.gpus, rec.started_at)
+    peak = vram_peaks.read(d.path, rec.attempt)
     return lambda seq: JobExited(
         seq=seq, job_id=rec.job_id, attempt=rec.attempt, exit_code=code,
         signal=sig, ended_at=ended, reason=reason, progress=progress,
         stderr_tail=tail, stderr_tail_stream=stream, result=result, result_error=result_error,
         log_truncated=truncated, written=files, oom_killed=oom_killed,
-        artifacts=kept, card_faults=card_faults,
+        artifacts=kept, card_faults=card_faults, peak_vram_mb=peak,
     )
 
 

@@ -117,7 +117,8 @@ class JobDir:
         rec = self.read_record()
         if rec is None and not self.attempt_json.exists():
             return
-        for p in (self.exit, self.path / "exit.tmp", self.status, self.result, self.wrapper_pid):
+        for p in (self.exit, self.path / "exit.tmp", self.status, self.result, self.wrapper_pid,
+                  self.path / "peak_vram.json"):
             p.unlink(missing_ok=True)
         if rec is None or rec.attempt == attempt:
             return

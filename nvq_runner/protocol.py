@@ -358,6 +358,9 @@ class Sample(msgspec.Struct, tag="sample", frozen=True):
     gpus: list[GpuSample]
     mem_free_mb: int
     progress: dict[int, str]  # job id → last line of its status file
+    # job id → card → the most MiB its running attempt's processes held so far
+    # (vram_peaks.py): what `job show` says of a job still running
+    peaks: dict[int, dict[int, int]] = {}
 
 
 class JobStarted(msgspec.Struct, tag="started", frozen=True):
@@ -408,6 +411,9 @@ class JobExited(msgspec.Struct, tag="exited", frozen=True):
     # Faults its runner saw on the attempt's cards while it ran (gpu/watch.py), by
     # card: a failure then is the card's, and the daemon requeues it.
     card_faults: dict[int, list[str]] = {}
+    # The most GPU memory its own processes held at once, by card (MiB), from the
+    # runner's samples (vram_peaks.py); {} when none was seen or the runner is older.
+    peak_vram_mb: dict[int, int] = {}
 
 
 class JobLost(msgspec.Struct, tag="lost", frozen=True):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from . import __version__, container, owner, procfs
+from . import __version__, container, owner, procfs, vram_peaks
 from . import protocol as p
 from .allocation import allocated_gpus
 from .blobcache import BlobCache
@@ -32,7 +32,6 @@ from .jobs import JobManager
 from .jobworld import JobWorld
 from .journal import Journal
 from .lease import Lease, fence, keep
-from .node_sample import take_sample
 from .outframes import fit_event
 from .sampling import worth_sending
 
@@ -48,6 +47,7 @@ class Runner:
         self._wake = asyncio.Event()
         self._last_sent: p.Sample | None = None  # and on which connection (a new daemon
         self._sampled_for: Conn | None = None  # gets a sample at once)
+        self._peaks = vram_peaks.PeakRecorder()
         self._stop = asyncio.Event()
         self.interval = _float_env("NVQ_SAMPLE_INTERVAL", 2.0)
         self.backend: GpuBackend = Watched(open_backend(os.environ), os.environ)
@@ -220,17 +220,17 @@ class Runner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
             self._wake.clear()
-            if self.conn is None:
+            # Jobs running while the daemon is away still have their peaks taken.
+            if self.conn is None and not self.jobs.running:
                 continue
             try:
                 self._report_busy()
             except Exception as exc:
                 log.warning("owner activity check failed: %s", exc)
-            sessions = self.jobs.sessions()
-            status_files = {job: r.dir for job, r in self.jobs.running.items()}
+            runs = {job: (r.rec.attempt, r.dir) for job, r in self.jobs.running.items()}
             try:
                 sample = await asyncio.to_thread(
-                    take_sample, self.backend, sessions, status_files
+                    self._peaks.sample, self.backend, self.jobs.sessions(), runs
                 )
             except Exception as exc:
                 log.warning("sample failed: %s", exc)

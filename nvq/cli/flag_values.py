@@ -122,8 +122,19 @@ def signal(text: str | None) -> str:
 
 # A submit option's reader (`SubmitOption.read`): its value as typed, and its flag for
 # the message → the JobSpec field's value.
+def vram(value: str | None, flag: str) -> int:
+    """`--vram SIZE` in MiB; `auto`: sized by the daemon from what the same command
+    reached before (nvq.domain.vram_history)."""
+    if value is not None and value.strip().lower() == "auto":
+        from nvq.domain.vram_history import VRAM_AUTO
+
+        return VRAM_AUTO
+    return size(value, flag)
+
+
 READERS: dict[str, Callable[[Any, str], Any]] = {
     "size": size,
+    "vram": vram,
     "duration": duration,
     "ids": ids,
     "env": lambda values, _flag: env_pairs(values),

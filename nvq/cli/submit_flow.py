@@ -96,6 +96,9 @@ def submit(
     if run_spec is not None:
         return int(run_spec(spec, a.as_json))
     job = client.submit_spec(spec)
+    vram_note = getattr(job, "vram_note", None)
+    if isinstance(vram_note, str) and not a.as_json:
+        print(f"nvq: {vram_note}", file=sys.stderr)
     if a.from_cwd is None and not a.no_env:
         from nvq.cli.own_python import warn_once
         from nvq.home import default_root
@@ -209,7 +212,10 @@ def checked(spec: JobSpec, *, shell: bool = False) -> None:
     """`validate_spec`, the one rule the daemon applies too, with its line and exit 2.
     `shell`: `job shell`'s spec, interactive (its command may be empty)."""
     from nvq.domain.validate import SpecError, validate_spec
+    from nvq.domain.vram_history import VRAM_AUTO
 
+    if spec.vram_mb == VRAM_AUTO:  # a size the daemon picks: no size to check here
+        spec = msgspec.structs.replace(spec, vram_mb=0)
     try:
         validate_spec(msgspec.structs.replace(spec, interactive=True) if shell else spec)
     except SpecError as exc:

@@ -18,6 +18,15 @@ def _size(text: str) -> int:
     return parse_size(text)
 
 
+def _vram(text: str) -> int:
+    """A size, or "auto": what the same command reached before (nvq.domain.vram_history)."""
+    if text.strip().lower() == "auto":
+        from nvq.domain.vram_history import VRAM_AUTO
+
+        return VRAM_AUTO
+    return _size(text)
+
+
 def _duration(text: str) -> float:
     from nvq.values import parse_duration
 
@@ -26,7 +35,7 @@ def _duration(text: str) -> float:
 
 # option → (JobSpec field, parser of its text form)
 _CONVERTED: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "vram": ("vram_mb", _size),
+    "vram": ("vram_mb", _vram),
     "memory": ("memory_mb", _size),
     "timeout": ("timeout", _duration),
     "max_runtime": ("max_runtime", _duration),

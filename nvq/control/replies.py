@@ -26,6 +26,8 @@ class JobDetail(Job, kw_only=True):
 
     events: list[Event] = msgspec.field(default_factory=list)
     attempts: list[Attempt] = msgspec.field(default_factory=list)
+    # the most GPU memory its latest measured attempt held on one card (MiB)
+    peak_vram_mb: int | None = None
     why: str | None = None
     logs: str | Unset | None = UNSET  # only when asked for (ShowJob.logs)
     # A waiting job's `reason` is its reason code (nvq.domain.waiting); this, the words.
@@ -139,6 +141,9 @@ class Submitted(Job, kw_only=True):
     cards, so whether any node could ever run it was not checked yet (sent only then)."""
 
     unreported: list[str] | Unset = UNSET
+    # its --vram against what the same command reached before (nvq.domain.vram_history):
+    # below it, or what `--vram auto` resolved to; sent only then
+    vram_note: str | Unset = UNSET
 
 
 class RunnerStatus(msgspec.Struct, kw_only=True):
@@ -179,6 +184,7 @@ class SubmitPreview(msgspec.Struct, kw_only=True):
     unreported: list[str] = []
     nodes: list[NodeFit] = []
     job: Job
+    vram_note: str | None = None  # as `Submitted.vram_note`
 
 
 class WhyReport(msgspec.Struct, kw_only=True):

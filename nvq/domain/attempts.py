@@ -54,26 +54,42 @@ class Attempt(msgspec.Struct, kw_only=True):
     result: Any = None
     # what shared its cards while it ran (nvq.domain.contention), once it ended
     contention: Contention | None = None
+    vram_mb: int | None = None  # its --vram reservation (None: whole cards)
+    # a retry after a GPU out-of-memory raised it from this (nvq.domain.gpu_oom)
+    vram_was_mb: int | None = None
+    # the most GPU memory its processes held at once: on its fullest card, and by card
+    peak_vram_mb: int | None = None
+    peak_vram_by_card: dict[int, int] = {}
 
 
 def derive(events: Iterable[Event]) -> list[Attempt]:
     out: list[Attempt] = []
     by_number: dict[int, Attempt] = {}
+    resized: int | None = None  # the reservation before an OOM retry raised it
     for ev in events:
         data: dict[str, Any] = ev.data or {}
         if ev.kind == "job_dispatched":
             n = int(data.get("attempt", len(out) + 1))
             att = Attempt(
-                attempt=n, node=ev.node, gpus=list(data.get("gpus", [])), dispatched_at=ev.time
+                attempt=n, node=ev.node, gpus=list(data.get("gpus", [])), dispatched_at=ev.time,
+                vram_mb=data.get("vram_mb"), vram_was_mb=resized,
             )
+            resized = None
             out.append(att)
             by_number[n] = att
             continue
+        if ev.kind == "job_retried" and data.get("vram_was_mb") is not None:
+            resized = int(data["vram_was_mb"])
+        if ev.kind == "job_changed":
+            resized = None  # edited since: the next reservation is the user's
         number = data.get("attempt")
         found = by_number.get(int(number)) if number is not None else (out[-1] if out else None)
         if found is None:
             continue
         att = found
+        if data.get("peak_vram_by_card"):
+            att.peak_vram_mb = int(data.get("peak_vram_mb", 0))
+            att.peak_vram_by_card = {int(k): int(v) for k, v in data["peak_vram_by_card"].items()}
         if ev.kind == "job_started":
             att.started_at = ev.time
         elif ev.kind == "job_requeued":
@@ -93,6 +109,8 @@ def derive(events: Iterable[Event]) -> list[Attempt]:
             att.outcome = _ENDINGS[ev.kind]
             if ev.kind == "job_retried" and data.get("oom"):
                 att.outcome = "OOM-killed (retried)"
+            if ev.kind == "job_retried" and data.get("gpu_oom"):
+                att.outcome = "out of GPU memory (retried)"
             att.ended_at = ev.time
             att.exit_code = data.get("exit_code")
             att.reason = data.get("reason") or data.get("error")

@@ -115,7 +115,7 @@ def ending_of(job: JobRecord, ev: JobExited, node: str) -> tuple[Ending, Outcome
 
 
 def _details(ev: JobExited, ran: bool) -> dict[str, object]:
-    return {
+    details: dict[str, object] = {
         "attempt": ev.attempt,
         "exit_code": ev.exit_code,
         "signal": ev.signal,
@@ -123,6 +123,10 @@ def _details(ev: JobExited, ran: bool) -> dict[str, object]:
         "ended_at": ev.ended_at,
         "ran_to_end": ran,
     }
+    if ev.peak_vram_mb:  # a superseded attempt's peak is still what it used
+        details["peak_vram_mb"] = max(ev.peak_vram_mb.values())
+        details["peak_vram_by_card"] = dict(ev.peak_vram_mb)
+    return details
 
 
 def _holder(job: JobRecord, known: dict[int, Ending], events: Sequence[Event]) -> Ending | None:
@@ -218,17 +222,19 @@ def in_question(job: JobRecord, owed: bool, ev: JobExited, node: str) -> bool:
 
 def decide(
     job: JobRecord, events: Sequence[Event], ev: JobExited, node: str, *,
-    owed: bool, settled: JobRecord | None = None,
+    owed: bool, settled: JobRecord | None = None, vram_cap_mb: int = 0,
 ) -> Outcome:
     """What the exit `ev` of `node` does to `job` (as it stands now; `events` are its
     events when `in_question`). `owed`: a kill was owed to the attempt; `settled`: the
     job as its attempt's kill left it, if it was settled then. The exit is always
-    kept, whichever rule takes it."""
+    kept, whichever rule takes it. `vram_cap_mb`: as `transitions.exited`."""
     if in_question(job, owed, ev, node):
         outcome = on_exit(job, events, ev, node)
         if outcome is not None:
             return outcome
-    outcome = transitions.exited(settled if settled is not None else job, ev, node)
+    outcome = transitions.exited(
+        settled if settled is not None else job, ev, node, vram_cap_mb=vram_cap_mb
+    )
     if outcome.job is None:
         return kept(job, ev, node)
     return outcome

@@ -2,7 +2,8 @@
 
 * `lost`: the process vanished with no exit status (the default, as before).
 * `oom`: the kernel's OOM killer killed it, known from its memory cgroup's counter
-  (the runner's `JobExited.oom_killed`); a plain SIGKILL is never taken for one.
+  (the runner's `JobExited.oom_killed`); a plain SIGKILL is never taken for one. Or
+  it ran out of GPU memory (nvq.domain.gpu_oom): that retry reserves more `--vram`.
 
 A job that exited, failed or timed out on its own is never retried: running it
 again would give the same answer."""

@@ -65,7 +65,8 @@ def _o(*flags: str, kind: str = "text", **rest: object) -> SubmitOption:
 SUBMIT_OPTIONS: tuple[SubmitOption, ...] = (
     _o("--name", "-n", default="", help="A short label.", field="name",
        edit="A short label.", while_running=True),
-    _o("--vram", help="VRAM to reserve on each GPU, e.g. 20GiB.", field="vram_mb", read="size",
+    _o("--vram", help="VRAM to reserve on each GPU, e.g. 20GiB; auto: what it reached before.",
+       field="vram_mb", read="vram",
        edit="VRAM to reserve on each GPU."),
     _o("--gpus", kind="int", default=1, help="GPUs needed; 0 for a CPU-only job.", field="gpus",
        edit="GPUs needed; 0 for a CPU-only job."),
@@ -95,7 +96,7 @@ SUBMIT_OPTIONS: tuple[SubmitOption, ...] = (
        help="What its webhooks hear of: start,end,fail,time-limit-80 (default: theirs).",
        edit="What its webhooks hear of: start,end,fail,time-limit-80.", while_running=True),
     _o("--retries-on", default="lost", field="retries_on", read="retries_on",
-       help="What --retries restarts: lost (it vanished), oom (the OOM killer), or both."),
+       help="What --retries restarts: lost (it vanished), oom (host or GPU memory), or both."),
     _o("--cuda", help="Minimum driver CUDA version, e.g. 13.0.", field="cuda",
        edit="Minimum driver CUDA version."),
     _o("--image", help="Run it in this container image (the node's podman/docker).",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from nvq.domain import card_health, deps, request, retry_policy
+from nvq.domain import card_health, deps, gpu_oom, request, retry_policy
 from nvq.domain.failure_reasons import failure_reason, oom_reason
 from nvq.errors import UserError
 from nvq.model import JobRecord, JobSpec, JobState, NewEvent, Outcome, Reap, WrittenFile
@@ -68,6 +68,8 @@ def dispatch(job: JobRecord, *, node: str, gpus: list[int], now: float, note: st
         stderr_tail=None, stderr_tail_stream=None,
     )
     data: dict[str, object] = {"attempt": new.attempt, "gpus": new.gpus}
+    if job.spec.vram_mb:  # what this attempt reserved (a retry may reserve more)
+        data["vram_mb"] = job.spec.vram_mb
     if note:
         data["note"] = note
     return Outcome(new, [NewEvent("job_dispatched", job.id, node, data)])
@@ -93,10 +95,11 @@ def _decode_result(raw: str | None) -> object:
         return {"invalid_json": raw[:10000]}
 
 
-def exited(job: JobRecord, ev: JobExited, node: str) -> Outcome:
+def exited(job: JobRecord, ev: JobExited, node: str, *, vram_cap_mb: int = 0) -> Outcome:
     """The attempt's process ended. A job already settled (cancelled while running)
     keeps its state and only gains the exit details; a `lost` one takes an exit of its
-    own making."""
+    own making. `vram_cap_mb`: the most a retry after a GPU out-of-memory may reserve
+    (what the largest fitting cards hold; 0: unknown)."""
     if job.attempt != ev.attempt or job.node != node:
         return Outcome()
     details: dict[str, object] = {
@@ -106,6 +109,10 @@ def exited(job: JobRecord, ev: JobExited, node: str) -> Outcome:
         "reason": ev.reason,
         "ended_at": ev.ended_at,  # its node's clock: which of two attempts ended first
     }
+    peak = max(ev.peak_vram_mb.values(), default=0)
+    if ev.peak_vram_mb:  # the attempt's record (nvq.domain.attempts)
+        details["peak_vram_mb"] = peak
+        details["peak_vram_by_card"] = dict(ev.peak_vram_mb)
     # Lost was the daemon's guess: an exit of the job's own making is the fact (not
     # the kill the queue owed an attempt it gave up on), and the event log says so.
     if job.state is JobState.LOST and ev.reason != "killed":
@@ -137,6 +144,16 @@ def exited(job: JobRecord, ev: JobExited, node: str) -> Outcome:
             return retry(job, node, why, attempt_ended=details)
         new = msgspec.structs.replace(job, state=JobState.FAILED, reason=why, **common)
         return Outcome(new, [NewEvent("job_failed", job.id, node, details)])
+    failed = ev.reason == "exit" and ev.exit_code != 0
+    if gpu_oom.ran_out(job, failed=failed, tail=ev.stderr_tail or "", peak_mb=peak):
+        why = gpu_oom.reason(job, peak, ev.exit_code)
+        details["gpu_oom"] = True
+        if retry_policy.retries(job, "oom"):
+            more = gpu_oom.larger_vram(job.spec.vram_mb, peak, vram_cap_mb) \
+                if job.spec.vram_mb else None
+            return retry(job, node, why, attempt_ended=details, vram_mb=more)
+        new = msgspec.structs.replace(job, state=JobState.FAILED, reason=why, **common)
+        return Outcome(new, [NewEvent("job_failed", job.id, node, details)])
     if ev.reason == "timeout":
         state, kind = JobState.TIMEOUT, "job_timeout"
         reason = f"killed after its timeout of {job.spec.timeout:g}s" if job.spec.timeout else "timeout"
@@ -166,11 +183,17 @@ def lost(job: JobRecord, ev: JobLost, node: str) -> Outcome:
 
 
 def retry(
-    job: JobRecord, node: str, why: str, *, attempt_ended: dict[str, object] | None = None
+    job: JobRecord, node: str, why: str, *, attempt_ended: dict[str, object] | None = None,
+    vram_mb: int | None = None,
 ) -> Outcome:
     """The process vanished (or, with `attempt_ended`, the exit those details
     describe is one `--retries-on` names) and `--retries` allows another go: back in
-    line, keeping its place (rank) and note; the stale progress line goes."""
+    line, keeping its place (rank) and note; the stale progress line goes. `vram_mb`:
+    the reservation it runs with from now on (after a GPU out-of-memory)."""
+    was = job.spec.vram_mb
+    if vram_mb is not None and vram_mb != was:
+        job = request.asking(job, vram_mb=vram_mb)
+        why = f"{why}; next with {gpu_oom.resized_words(vram_mb, was)}"
     new = msgspec.structs.replace(
         job,
         state=JobState.PENDING,
@@ -185,7 +208,11 @@ def retry(
             else f"retrying: {why}"
         ),
     )
-    data = {"attempt": job.attempt, "retry": new.retried, "of": job.spec.retries, "reason": why}
+    data: dict[str, object] = {
+        "attempt": job.attempt, "retry": new.retried, "of": job.spec.retries, "reason": why,
+    }
+    if job.spec.vram_mb != was:
+        data |= {"vram_mb": job.spec.vram_mb, "vram_was_mb": was}
     if attempt_ended is not None:
         data |= {k: v for k, v in attempt_ended.items() if k not in data}
     return Outcome(new, [NewEvent("job_retried", job.id, node, data)])

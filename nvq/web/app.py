@@ -28,6 +28,7 @@ from starlette.routing import Route
 from nvq.cli.render.queue import unreachable_label
 from nvq.client.asynchronous import AsyncClient
 from nvq.client.errors import ClientError, DaemonUnavailable
+from nvq.domain import gpu_oom
 from nvq.domain.report import BY
 from nvq.model import FINISHED_STATES, JobState
 from nvq.web import access, pages, render
@@ -132,6 +133,8 @@ def build(root: Path, token: str, visitor: pages.Visitor) -> Starlette:
             attempt=attempt,
             runtimes=runtimes,
             total_runtime=total,
+            memory=[gpu_oom.attempt_words(a.vram_mb, a.vram_was_mb, a.peak_vram_mb)
+                    for a in detail.attempts],
         )
 
     async def nodes_page(request: Request) -> Response:

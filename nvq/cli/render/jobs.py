@@ -12,6 +12,7 @@ from nvq.cli.render.events import data_text, kind_text
 from nvq.cli.render.table import ago, clip, safe, table
 from nvq.cli.render.why import start_clock
 from nvq.cli.render.world import world_lines
+from nvq.domain import gpu_oom
 from nvq.values import format_duration, format_mib
 
 TYPE_CHECKING = False
@@ -175,6 +176,10 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
         out.append(f"  reason      {safe(doc.reason)}")
     if doc.progress:
         out.append(f"  progress    {safe(doc.progress)}")
+    if doc.peak_vram_mb is not None:
+        measured = [a for a in doc.attempts if a.peak_vram_mb is not None]
+        reserved = measured[-1].vram_mb or 0 if measured else doc.vram_mb
+        out.append(f"  gpu memory  {gpu_oom.peak_text(doc.peak_vram_mb, reserved)}")
     if doc.result is not None:
         out.append(f"  result      {json.dumps(doc.result)}")
     if doc.result_error:
@@ -202,6 +207,9 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
             shared = getattr(a, "contention", None)
             if shared is not None:
                 out.append(f"         {contention_text(shared)}")
+            memory = gpu_oom.attempt_words(a.vram_mb, a.vram_was_mb, a.peak_vram_mb)
+            if memory:
+                out.append(f"         attempt {a.attempt}: {memory}")
     out.extend(artifact_lines(doc))
     if doc.events:
         out.append("  events:")
@@ -228,3 +236,4 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
         out.append("  logs:")
         out.extend("    " + safe(ln) for ln in doc.logs.splitlines())
     return "\n".join(out)
+

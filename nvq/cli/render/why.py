@@ -51,10 +51,13 @@ def preview_text(doc: SubmitPreview) -> str:
     head = f"dry run, nothing stored: {what}"
     if doc.unreported:
         head += f" (not checked against {', '.join(doc.unreported)}: not reported yet)"
+    vram = [f"  {doc.vram_note}"] if getattr(doc, "vram_note", None) else []
     if doc.would_start:
         cards = f", GPUs {','.join(map(str, doc.gpus))}" if doc.gpus else " (no GPU)"
-        return f"{head} would start now on {doc.node}{cards}"
-    return "\n".join([f"{head} would wait: {doc.reason}: {doc.reason_detail}", *_nodes(doc.nodes)])
+        return "\n".join([f"{head} would start now on {doc.node}{cards}", *vram])
+    return "\n".join(
+        [f"{head} would wait: {doc.reason}: {doc.reason_detail}", *vram, *_nodes(doc.nodes)]
+    )
 
 
 def _nodes(nodes: list[NodeFit]) -> list[str]:

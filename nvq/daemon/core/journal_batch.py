@@ -22,7 +22,7 @@ from nvq.daemon.core.effects import Effects, Ended
 from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.setup_phase import applied
 from nvq.daemon.core.signalled import event_of
-from nvq.domain import exits, fencing, transitions
+from nvq.domain import exits, fencing, gpu_oom, transitions
 from nvq.model import Event, JobRecord, NodeSeq, Outcome, Reap, Tx
 from nvq_runner import protocol as p
 
@@ -54,11 +54,15 @@ def decide_batch(
     fetched: Fetched = NOTHING,
     *,
     reaping: Mapping[Key, JobRecord] | None = None,
+    cards: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    headroom_mb: int = 0,
 ) -> tuple[Tx, Effects]:
     """What `evs` (in journal order) do, as one commit: its rows, stamped with the
     node's newest seq, and what it owes (acks, kills, last syncs, a placement pass).
-    `reaping`: settled jobs whose attempt still awaits its kill."""
-    batch = Batch(jobs, reaps, reaping or {}, node)
+    `reaping`: settled jobs whose attempt still awaits its kill; `cards` and
+    `headroom_mb`: every node's cards (index, MiB) and the queue's headroom, which cap
+    a retry's larger `--vram` after a GPU out-of-memory (`nvq.domain.gpu_oom`)."""
+    batch = Batch(jobs, reaps, reaping or {}, node, cards=cards or {}, headroom_mb=headroom_mb)
     for ev in evs:
         batch.decide(ev, fetched)
     return batch.result()
@@ -74,8 +78,13 @@ class Batch:
         reaps: Mapping[Key, Reap],
         reaping: Mapping[Key, JobRecord],
         node: NodeRuntime,
+        *,
+        cards: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+        headroom_mb: int = 0,
     ) -> None:
         self.jobs = jobs
+        self.cards = cards or {}
+        self.headroom_mb = headroom_mb
         self.reaps = reaps
         self.reaping = reaping
         self.node = node
@@ -180,7 +189,10 @@ class Batch:
         events = fetched.events[ev.job_id] if exits.in_question(current, owed, ev, name) else []
         # A job settled and gone from memory: as its attempt's kill left it.
         settled = job if live is None else None
-        outcome = exits.decide(current, events, ev, name, owed=owed, settled=settled)
+        cap = gpu_oom.vram_cap(self.cards, current.spec, self.headroom_mb)
+        outcome = exits.decide(
+            current, events, ev, name, owed=owed, settled=settled, vram_cap_mb=cap
+        )
         for e in outcome.events:
             if e.kind == "attempt_superseded":
                 log.warning("job %s: attempt %s is superseded: %s",

@@ -58,7 +58,10 @@ async def apply_journaled(
 
 
 def _batch(state: State, node: NodeRuntime) -> Batch:
-    return Batch(state.jobs, state.reaps, state.reaping, node)
+    cards = {n.name: [(g.index, g.total_mb) for g in n.hello.gpus]
+             for n in state.nodes.values() if n.hello}
+    return Batch(state.jobs, state.reaps, state.reaping, node, cards=cards,
+                 headroom_mb=state.config.queue.headroom_mb)
 
 
 async def _flush(held: Held, batch: Batch, reconcile: Reconcile) -> None:

@@ -17,7 +17,7 @@ from nvq.daemon.core.apply import queue_admins
 from nvq.daemon.core.effects import Effects
 from nvq.daemon.core.errors import BadRequest, map_exceptions
 from nvq.daemon.core.held import locked
-from nvq.daemon.core.state import LIVE_STATES
+from nvq.daemon.core.state import LIVE_STATES, State
 from nvq.daemon.handlers import world
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.logs import tail_text
@@ -70,7 +70,13 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     tried = attempts.derive(events)
     if tried and tried[-1].outcome is not None and tried[-1].result is None:
         tried[-1].result = job.result  # the latest attempt's is the job's own
+    if job.state is JobState.RUNNING and tried and tried[-1].outcome is None:
+        so_far = running_peak(state, job)  # its runner's, until the exit says it
+        if so_far:
+            tried[-1].peak_vram_mb, tried[-1].peak_vram_by_card = max(so_far.values()), so_far
     doc["attempts"] = msgspec.to_builtins(tried)
+    measured = [a.peak_vram_mb for a in tried if a.peak_vram_mb is not None]
+    doc["peak_vram_mb"] = measured[-1] if measured else None
     doc["why"] = await explain(state, ctx.memory, job)
     if req.logs:
         doc["logs"] = await tail_text(state, job, req.logs)
@@ -84,6 +90,13 @@ async def show(ctx: Context, req: c.ShowJob, user: str) -> c.JobDetail:
     if job.state is JobState.RUNNING and away is not None:
         doc["reassign_at"] = away[1]
     return msgspec.convert(doc, c.JobDetail)
+
+
+def running_peak(state: State, job: JobRecord) -> dict[int, int]:
+    """The peak per card its node's last sample gives the job's running attempt."""
+    node = state.nodes.get(job.node or "")
+    sample = node.sample if node is not None else None
+    return dict(sample.peaks.get(job.id, {})) if sample is not None else {}
 
 
 @handles(c.Note, may=lambda r: (

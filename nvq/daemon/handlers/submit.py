@@ -18,6 +18,7 @@ from nvq.daemon.placement import reserving
 from nvq.daemon.placement.pinning import check_pin, into_lane
 from nvq.daemon.placement.quotas import check_queued
 from nvq.daemon.placement.submit_checks import await_reports, check_mail, check_runnable
+from nvq.daemon.placement.vram_advice import advise
 from nvq.domain import arrays, request, transitions
 from nvq.domain.permissions import ANYONE, owner
 from nvq.domain.validate import SpecError, validate_spec
@@ -29,14 +30,17 @@ from nvq_runner.protocol import is_hash
 @handles(c.Submit, may=ANYONE)
 async def submit(ctx: Context, req: c.Submit, user: str) -> c.Submitted:
     state = ctx.state
-    spec, job = await _checked(ctx, req.spec, user)
+    sent, vram_note = await advise(state, req.spec)
+    spec, job = await _checked(ctx, sent, user)
     async with locked(state) as held:
         new_jobs, unreported = await _rows(held, ctx, spec, job, user)
         inserted = await held.commit(Tx(new_jobs=new_jobs), Effects(kick=True))
     fields = request.fields_of(inserted[0])
     if unreported:
         # Accepted unchecked: the reply says which nodes it waits to hear from.
-        return c.Submitted(**fields, unreported=unreported)
+        fields["unreported"] = unreported
+    if vram_note:
+        fields["vram_note"] = vram_note
     return c.Submitted(**fields)
 
 
@@ -53,10 +57,13 @@ async def clone(ctx: Context, req: c.Clone, user: str) -> c.Submitted:
 @handles(c.SubmitDry, may=ANYONE)
 async def submit_dry_run(ctx: Context, req: c.SubmitDry, user: str) -> c.SubmitPreview:
     """Every check of `submit`, then where it would start or why it would wait."""
-    spec, job = await _checked(ctx, req.spec, user)
+    sent, vram_note = await advise(ctx.state, req.spec)
+    spec, job = await _checked(ctx, sent, user)
     async with locked(ctx.state) as held:
         new_jobs, unreported = await _rows(held, ctx, spec, job, user)
-        return await preview(ctx, new_jobs, unreported)
+        answer = await preview(ctx, new_jobs, unreported)
+    answer.vram_note = vram_note
+    return answer
 
 
 async def _checked(ctx: Context, sent: JobSpec, user: str) -> tuple[JobSpec, JobRecord]:
