@@ -204,12 +204,12 @@ def job_detail(doc: JobDetail, *, env: bool = False) -> str:
                 f"    #{a.attempt:<3} {a.node or '-':<12} gpus {gpus:<6} "
                 f"started {ago(a.started_at):>10}  ended {ago(a.ended_at):>10}  {how}"
             )
-            shared = getattr(a, "contention", None)
-            if shared is not None:
-                out.append(f"         {contention_text(shared)}")
             memory = gpu_oom.attempt_words(a.vram_mb, a.vram_was_mb, a.peak_vram_mb)
             if memory:
                 out.append(f"         attempt {a.attempt}: {memory}")
+            shared = getattr(a, "contention", None)
+            if shared is not None:
+                out.append(f"         {contention_text(shared)}")
     out.extend(artifact_lines(doc))
     if doc.events:
         out.append("  events:")
