@@ -12,5 +12,6 @@ from nvq.control.replies import *  # noqa: F403
 from nvq.control.reply_types import *  # noqa: F403
 from nvq.control.requests import *  # noqa: F403
 from nvq.control.state_requests import *  # noqa: F403
+from nvq.control.stream_events import *  # noqa: F403
 from nvq.control.terminal import *  # noqa: F403
 from nvq.model import Alert as Alert
