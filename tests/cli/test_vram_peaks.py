@@ -167,6 +167,13 @@ def test_vram_auto_reserves_the_peak_with_a_margin_or_refuses_without_one(nvq: N
     )
     assert nvq.wait(auto["id"])[0] == 0
 
+    waiting = nvq.submit("--vram", "6GiB", "--begin", "after 2h", "--", cmd)["id"]
+    edit = nvq.run("job", "edit", str(waiting), "--vram", "auto")
+    assert edit.code == 2 and edit.err == (
+        "nvq: --vram auto is for job submit; job edit takes a size, e.g. 20GiB\n"
+    )
+    assert nvq.show(waiting)["vram_mb"] == 6144
+
 
 def test_an_array_learns_from_its_earlier_members(nvq: Nvq) -> None:
     template = f"{LOAD} --mib 3000 --seconds 0 --until-sampled && echo member {{}}"

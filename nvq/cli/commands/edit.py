@@ -42,6 +42,9 @@ def job_edit(
     records each value before and after). A running job can change only --priority
     --name --note --tag --notify-on."""
     drop, add = ids(drop_after, "--drop-after"), ids(add_after, "--add-after")
+    if str(options.get("vram") or "").strip().lower() == "auto":
+        # auto sizes a new job from its command's history at submit; an edit names a size
+        raise CliError("--vram auto is for job submit; job edit takes a size, e.g. 20GiB", 2)
     changes = {
         o.field: read(o, options[o.param]) for o in EDITED if options[o.param] not in (None, [])
     }
