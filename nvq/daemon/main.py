@@ -31,6 +31,7 @@ from nvq.daemon.core.nodes import NodeRuntime
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.machines import lease_grants
+from nvq.daemon.machines.contention_watch import ContentionWatch
 from nvq.daemon.machines.gpu_history import keep_history
 from nvq.daemon.machines.links import Links
 from nvq.daemon.machines.reassign import Reassigner
@@ -91,7 +92,9 @@ async def serve(home: Path) -> None:
     artifacts = Artifacts(state)
     syncs = ArtifactSyncs(state, artifacts)  # the artifact work queue
     copies = OutputCopies(state)
-    state.follow(syncs, copies)  # a commit's starts and ended attempts, its changed jobs
+    contention = ContentionWatch(state)  # what shared each running attempt's cards
+    # a commit's starts and ended attempts, its changed jobs, its ended attempts' records
+    state.follow(syncs, copies, contention)
     pilots = None
     if config.clusters:
         from nvq.daemon.machines.pilots import DaemonPilots
@@ -100,7 +103,9 @@ async def serve(home: Path) -> None:
     machines = Reassigner(state, syncs, pilots)  # also placement's inputs
     memory = Memory()  # placement's own, between passes
     relays = Relays(state)  # jobs' own requests, relayed from $NVQ_SOCKET
-    runner_events = RunnerEvents(state, machines, ArtifactMessages(artifacts, syncs), relays)
+    runner_events = RunnerEvents(
+        state, machines, ArtifactMessages(artifacts, syncs), relays, contention
+    )
     try:
         try:
             await state.load()

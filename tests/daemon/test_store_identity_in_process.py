@@ -61,7 +61,7 @@ def test_a_node_ahead_of_a_fresh_store_is_reconciled_and_ids_continue(tmp_path: 
             start = next(s for s in runner.of_type(p.Start) if s.job_id == 8)
             assert start.queue_id == core.store.queue_id != ""
             assert start.nonce == (await job_now(core, 8)).nonce != ""
-            assert core.store_behind["local"] == set(range(1, 8))
+            assert core.store_behind.missing["local"] == set(range(1, 8))
             messages = await alert_messages(core)
             assert any("journal names jobs up to 7" in m for m in messages), messages
 

@@ -23,6 +23,7 @@ from nvq.daemon.artifacts.runner_messages import ArtifactMessages
 from nvq.daemon.core.state import State
 from nvq.daemon.handlers.context import Context
 from nvq.daemon.handlers.submit import submit as submit_handler
+from nvq.daemon.machines.contention_watch import ContentionWatch
 from nvq.daemon.machines.link import run_link
 from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.runner_events import RunnerEvents
@@ -64,10 +65,13 @@ async def running_daemon(
     state = State(loaded, store, home, hooks=ops)
     artifacts = Artifacts(state)
     syncs = ArtifactSyncs(state, artifacts)
-    state.follow(syncs)
+    contention = ContentionWatch(state)
+    state.follow(syncs, None, contention)
     machines = Reassigner(state, syncs)
     memory = Memory()
-    events = RunnerEvents(state, machines, ArtifactMessages(artifacts, syncs), Relays(state))
+    events = RunnerEvents(
+        state, machines, ArtifactMessages(artifacts, syncs), Relays(state), contention
+    )
     _contexts[id(state)] = Context(state, machines, ops, memory, artifacts, syncs)
     try:
         await state.load()

@@ -13,7 +13,7 @@ STATE = ROOT / "nvq" / "daemon" / "core" / "state.py"
 # A reload replaces the config whole (machines/reload.py, and `cluster` edits that
 # rewrite config.toml): the one attribute swapped from outside, on purpose.
 SWAPPED = {"config"}
-MAX_ATTRIBUTES = 24  # 39 before placement's memory left (2026-12-05: 23)
+MAX_ATTRIBUTES = 22  # 39 before placement's memory, the contention tallies and the store gaps left
 
 
 def _state_targets(tree: ast.AST) -> list[tuple[int, str]]:

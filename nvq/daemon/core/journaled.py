@@ -105,5 +105,5 @@ async def _store_behind(state: State, batch: Batch) -> None:
     node = batch.node
     for ev in batch.unknown:
         log.error("%s", store_behind.event_alert(node.name, node.journal_id, ev).message)
-        state.store_behind.setdefault(node.name, set()).add(ev.job_id)
+        state.store_behind.missing.setdefault(node.name, set()).add(ev.job_id)
         await state.store.raise_last_id(ev.job_id)

@@ -100,12 +100,12 @@ class Recovery:
             ]
             tx.add_reaps = orphans
             if back:
-                state.store_behind.get(node.name, set()).difference_update(back)
-            if unknown_ids is not None and state.store_behind.get(node.name):
+                state.store_behind.missing.get(node.name, set()).difference_update(back)
+            if unknown_ids is not None and state.store_behind.missing.get(node.name):
                 tx.alerts = [*tx.alerts, unknown_ids]  # some stay unknown
             kills = [(node, reap) for reap in orphans]
             await held.commit(tx, Effects(kills_now=kills, kick=True))
             if back:
-                state.recovered.setdefault(node.name, set()).update(back)
+                state.store_behind.recovered.setdefault(node.name, set()).update(back)
                 log.warning("node %s: recovered jobs %s that queue.db had forgotten, from "
                             "the node's start records", node.name, sorted(back))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -27,11 +27,12 @@ from nvq.daemon.core.frames import kill_msg, start_msg, stop_signal
 from nvq.daemon.core.later import Later
 from nvq.daemon.core.live_index import LiveIndex
 from nvq.daemon.core.nodes import NodeRuntime
+from nvq.daemon.core.store_behind import Gaps
 from nvq.daemon.core.subscribers import Subscribers
 from nvq.daemon.core.usage import UsageBook
-from nvq.domain import alerts, card_marks, contention, reassign
+from nvq.domain import alerts, card_marks, reassign
 from nvq.domain.reservations import CardReservation
-from nvq.model import JobRecord, JobState, Reap, Tx
+from nvq.model import JobRecord, JobState, NewEvent, Reap, Tx
 from nvq.store import Store
 from nvq.store import reservations as reservation_table
 from nvq_runner import protocol as p
@@ -51,6 +52,14 @@ class JobsSeen(Protocol):
     def copying(self, job_id: int, attempt: int) -> bool: ...
     def grown(self, job_id: int, attempt: int) -> anyio.Event: ...
     async def settled(self, job_id: int, attempt: int, limit: float = 10.0) -> None: ...
+
+
+class AttemptRecords(Protocol):
+    """What a commit that ends attempts adds about them, in the same transaction: the
+    contention record (`nvq.daemon.machines.contention_watch`), whose tallies are its
+    own."""
+
+    def closing(self, tx: Tx, before: Mapping[int, JobRecord]) -> list[NewEvent]: ...
 
 
 class CommitHooks(Protocol):
@@ -82,24 +91,24 @@ class State:
         # `nvq reserve`: cards set aside over a window (daemon/placement/reserving.py)
         self.reservations: dict[str, CardReservation] = {}
         self.subscribers = Subscribers()  # the live event stream's readers
-        # node → job ids its runner knows that queue.db does not (see runner_events)
-        self.store_behind: dict[str, set[int]] = {}
-        # node → job ids queue.db had forgotten and made again from its records
-        self.recovered: dict[str, set[int]] = {}
+        self.store_behind = Gaps()  # job ids nodes know that queue.db did not
         self.later = Later()  # writes a request left to land once the disk has room
         self.usage = UsageBook(config)  # fair share's ledger (see daemon/core/usage.py)
         self.cards: card_marks.Marks = {}  # cards out of placement (domain/card_marks.py)
-        self._followers: tuple[Actions, JobsSeen | None] | None = None  # see follow
-        # running attempt → what shared its cards so far (domain/contention.py): fed by
-        # samples, closed into an event by the commit that ends the attempt
-        self.tallies: dict[tuple[int, int], contention.Tally] = {}
+        self._followers: tuple[Actions, JobsSeen | None, AttemptRecords | None] | None = None
 
-    def follow(self, actions: Actions, copies: JobsSeen | None = None) -> None:
+    def follow(
+        self,
+        actions: Actions,
+        copies: JobsSeen | None = None,
+        records: AttemptRecords | None = None,
+    ) -> None:
         """Name who carries out what a commit owes beyond the mirror: starts and ended
-        attempts (the artifact queue), and every changed job (the output copier). Both
-        are built on this state, so `nvq.daemon.main` hands them over once they exist,
-        before `load`; a commit with starts before then is a wiring bug."""
-        self._followers = (actions, copies)
+        attempts (the artifact queue), every changed job (the output copier), and the
+        records of ended attempts (the contention watch). All are built on this state,
+        so `nvq.daemon.main` hands them over once they exist, before `load`; a commit
+        with starts before then is a wiring bug."""
+        self._followers = (actions, copies, records)
 
     @property
     def copies(self) -> JobsSeen | None:
@@ -216,8 +225,9 @@ class State:
         self._name_jobs(tx)
         if tx.jobs:
             self.usage.charge(tx, self.jobs, self.card_sizes)
-            if self.tallies:
-                tx.events = [*tx.events, *contention.closing(tx.jobs, self.jobs, self.tallies)]
+            records = self._followers[2] if self._followers is not None else None
+            if records is not None:
+                tx.events = [*tx.events, *records.closing(tx, self.jobs)]
         marks = card_marks.apply(self.cards, tx.events, time.time())
         if marks is not None:
             tx.meta = [*tx.meta, (card_marks.META_KEY, card_marks.encode(marks))]

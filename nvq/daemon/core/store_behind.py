@@ -10,6 +10,16 @@ from nvq_runner import protocol as p
 KIND = "store_behind"
 
 
+class Gaps:
+    """Per node, what its runner knows that queue.db did not (`nvq queue check` shows
+    both): job ids queue.db has no row for (`missing`), and those it had forgotten and
+    made again from the runner's records (`recovered`)."""
+
+    def __init__(self) -> None:
+        self.missing: dict[str, set[int]] = {}
+        self.recovered: dict[str, set[int]] = {}
+
+
 def hello_alert(node: str, hello: p.Hello, known: int) -> NewAlert | None:
     """The runner saw job ids past the last one this queue.db ever assigned."""
     if hello.max_job_id <= known:

@@ -53,12 +53,12 @@ def _node_check(state: State, node: NodeRuntime) -> c.NodeCheck:
     head = node.hello.journal_head if node.hello is not None and node.reconciled else None
     lost = max(0, head - node.applied_seq) if head is not None else 0
     return c.NodeCheck(
-        missing=sorted(state.store_behind.get(node.name, ())),
+        missing=sorted(state.store_behind.missing.get(node.name, ())),
         state=node.shown_state,
         journal_head=head,
         applied_seq=node.applied_seq,
         lost_events=lost,
-        recovered=sorted(state.recovered.get(node.name, ())),
+        recovered=sorted(state.store_behind.recovered.get(node.name, ())),
     )
 
 

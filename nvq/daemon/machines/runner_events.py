@@ -21,7 +21,8 @@ from nvq.daemon.core.nodes import NodeRuntime, Sender
 from nvq.daemon.core.reconcile import reconcile
 from nvq.daemon.core.recovery import Recovery
 from nvq.daemon.core.state import State
-from nvq.daemon.machines import blobs, contention_watch
+from nvq.daemon.machines import blobs
+from nvq.daemon.machines.contention_watch import ContentionWatch
 from nvq.daemon.machines.image_staging import LISTED, STAGED
 from nvq.daemon.machines.reassign import Reassigner
 from nvq.daemon.machines.unreachable import node_reassign_at
@@ -55,9 +56,15 @@ class RunnerEvents:
     """What every node link calls (`nvq.daemon.machines.link`)."""
 
     def __init__(
-        self, state: State, machines: Reassigner, artifacts: ArtifactMessages, relays: RelayDoor
+        self,
+        state: State,
+        machines: Reassigner,
+        artifacts: ArtifactMessages,
+        relays: RelayDoor,
+        contention: ContentionWatch | None = None,
     ) -> None:
         self.state = state
+        self.contention = contention
         self.machines = machines
         self.artifacts = artifacts
         # Nodes whose replay of unacknowledged events is under way: it ends with the
@@ -246,7 +253,8 @@ class RunnerEvents:
             job = self.state.jobs.get(job_id)
             if job is not None and job.node == node.name:
                 job.progress = line
-        contention_watch.on_sample(self.state, node.name, sample)
+        if self.contention is not None:
+            self.contention.on_sample(node.name, sample)
         node.progress_seen = {
             job_id: seen[job_id] if job_id in seen and seen[job_id][0] == line else (line, sample.time)
             for job_id, line in sample.progress.items()
@@ -307,7 +315,7 @@ class RunnerEvents:
         if alert is None:
             return None
         log.error("%s", alert.message)
-        self.state.store_behind.setdefault(node.name, set()).update(
+        self.state.store_behind.missing.setdefault(node.name, set()).update(
             range(known + 1, hello.max_job_id + 1)
         )
         await self.state.store.raise_last_id(hello.max_job_id)
