@@ -114,7 +114,10 @@ async def place_once(state: State, memory: Memory, inputs: PlacementInputs) -> N
         for job, reason in _unschedulable(state, inputs, result, unplaceable):
             record(tx, transitions.unschedulable(job, reason, now))
         started = [j for j in tx.jobs if j.state is JobState.RUNNING and j.node is not None]
-        await held.commit(tx, Effects(starts=started))
+        # A job this pass cancelled (--kill-on-invalid-dep) is a bad end its own
+        # dependents must meet: the next pass sees it; each job ends once, so it stops.
+        ended = any(j.state is JobState.CANCELLED for j in tx.jobs)
+        await held.commit(tx, Effects(starts=started, kick=ended))
         for job in started:
             inputs.avoid.pop(job.id, None)  # placed: the --max-runtime rule served its turn
         # Jobs still waiting may stop lower-priority --preemptible ones.
