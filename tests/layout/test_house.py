@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def _top_level_imports(name: str, path: Path, known: set[str]) -> Iterator[str]:
                 yield target
 
 
+@functools.cache  # one parse of the tree serves every check (they only read it)
 def _graph() -> dict[str, set[str]]:
     mods = _modules()
     known = set(mods)
