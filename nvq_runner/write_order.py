@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 STREAMS = ("stdout", "stderr")
 _NAMES = {"stdout.log": "stdout", "stderr.log": "stderr"}
+_LOG_NAMES = {name.encode() for name in _NAMES}
 _CODE = {"stdout": b"o", "stderr": b"e"}
 _STREAM = {b"o": "stdout", b"e": "stderr"}
 RECORD = struct.Struct(">cQQ")  # stream, that stream's log size after the write, stamp ns
@@ -137,6 +138,29 @@ class _Watch:
         self.fd = fd
 
 
+def _events(data: bytes) -> list[tuple[int, int, bytes]]:
+    """(wd, mask, name) of each event in one read of the queue."""
+    out: list[tuple[int, int, bytes]] = []
+    pos = 0
+    while pos + _EVENT.size <= len(data):
+        wd, mask, _, size = _EVENT.unpack_from(data, pos)
+        name = data[pos + _EVENT.size : pos + _EVENT.size + size].split(b"\0", 1)[0]
+        pos += _EVENT.size + size
+        out.append((wd, mask, name))
+    return out
+
+
+def _writes_a_log(data: bytes) -> bool:
+    """Whether a read of the queue holds a log's write or a watch's end (IN_IGNORED:
+    its attempt's last records are due)."""
+    return any(mask & IN_IGNORED or name in _LOG_NAMES for _, mask, name in _events(data))
+
+
+def _read_more(fd: int) -> bytes:
+    """What the queue holds now (one read, as much as the first), without waiting."""
+    return os.read(fd, 256 * 1024) if select.select([fd], [], [], 0)[0] else b""
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -197,9 +221,11 @@ class OrderWatch:
                 self._close(old)
             self._watches[wd] = w
             self._by_dir[job_dir] = wd
-            # What is there already (an adopted attempt) comes before what follows.
+            # What is there already (an adopted attempt) comes before what follows; a
+            # launch's logs are made after this, by the spawn.
             try:
-                self._record(w, list(STREAMS), None)
+                if adopted:
+                    self._record(w, list(STREAMS), None)
             except OSError as exc:
                 log.warning("cannot record the write order of %s: %s", job_dir, exc)
 
@@ -236,13 +262,13 @@ class OrderWatch:
         while True:
             try:
                 ready, _, _ = select.select([self._fd], [], [], None if quiet else QUIET)
-                # Sizes before the read: every write they hold has its event in what
-                # the read returns (or before); a write after them waits for its own.
-                with self._lock:
-                    limits = self._sizes()
                 if not ready:
+                    # Sizes before looking again: every write they hold has its event
+                    # queued by then; a write after them waits for its own.
+                    with self._lock:
+                        limits = self._sizes()
                     if select.select([self._fd], [], [], 0)[0]:
-                        continue  # a write came meanwhile: take new sizes, then read it
+                        continue  # a write came meanwhile: read it first
                     # Nothing queued: every write the sizes hold has been read, and what
                     # the logs hold past their records goes in the order last seen.
                     with self._lock:
@@ -251,6 +277,18 @@ class OrderWatch:
                     quiet = True
                     continue
                 data = os.read(self._fd, 256 * 1024)
+                # Most events are the runner's own files in the job directories
+                # (records, status, this very order file): a batch without a log's
+                # write needs neither sizes nor a quiet sweep after it.
+                if not _writes_a_log(data):
+                    continue
+                # Sizes, then the queue read again: every write they hold has its
+                # event in the two reads (or before); a write after them waits for
+                # its own. (Sizes at every wake-up, stat'ing both logs of every
+                # watched attempt, were most of a busy runner's system calls.)
+                with self._lock:
+                    limits = self._sizes()
+                data += _read_more(self._fd)
             except OSError as exc:
                 if exc.errno == errno.EINTR:
                     continue
@@ -265,11 +303,7 @@ class OrderWatch:
     def _batch(self, data: bytes, limits: dict[int, dict[str, int]]) -> None:
         per_wd: dict[int, list[str]] = {}
         ended: list[int] = []
-        pos = 0
-        while pos + _EVENT.size <= len(data):
-            wd, mask, _, size = _EVENT.unpack_from(data, pos)
-            name = data[pos + _EVENT.size : pos + _EVENT.size + size].split(b"\0", 1)[0]
-            pos += _EVENT.size + size
+        for wd, mask, name in _events(data):
             if mask & IN_IGNORED:
                 ended.append(wd)
             elif mask & IN_MODIFY:
