@@ -56,6 +56,7 @@ GATHER = 0.005  # after an event, how long its neighbours are let in before the 
 POLL = 0.2  # how often a follower looks for new records
 DRAIN_WAIT = 5.0  # how long a follower of an ended attempt waits for its last records
 CHUNK = 1024 * 1024
+INLINE_READ = 64 * 1024  # a read this short is done on the loop, not in a thread
 LINE_PAST = 64 * 1024  # how far past a stream's limit its next line is looked for
 
 Send = Callable[[LogData], Awaitable[None]]
@@ -369,6 +370,21 @@ def _records_from(path: Path, pos: int) -> tuple[list[Piece], int]:
     return recs, pos + len(recs) * RECORD.size
 
 
+async def _read_off_loop(path: Path, start: int, end: int) -> bytes:
+    """`_read`, in a thread when it is long: a thread's hand-over costs more than a
+    short read of a local file (most jobs' logs, and every follow's first look)."""
+    if end - start <= INLINE_READ:
+        return _read(path, start, end)
+    return await asyncio.to_thread(_read, path, start, end)
+
+
+async def _records_off_loop(path: Path, pos: int) -> tuple[list[Piece], int]:
+    """`_records_from`, in a thread when many records came since `pos`."""
+    if _size(path) - pos <= INLINE_READ:
+        return _records_from(path, pos)
+    return await asyncio.to_thread(_records_from, path, pos)
+
+
 async def merged_tail(
     logs: dict[str, Path], order: Path, req: int, offsets: dict[str, int],
     ended: Optional[asyncio.Future[None]], drained: Optional[threading.Event], send: Send,
@@ -387,7 +403,7 @@ async def merged_tail(
             return
         end = min(end, size)
         while start < end:
-            data = await asyncio.to_thread(_read, logs[stream], start, min(end, start + CHUNK))
+            data = await _read_off_loop(logs[stream], start, min(end, start + CHUNK))
             if not data:
                 break
             start += len(data)
@@ -399,7 +415,7 @@ async def merged_tail(
             finished = ended is None or ended.done()
             if finished and drained is not None and not drained.is_set():
                 await asyncio.to_thread(drained.wait, DRAIN_WAIT)
-            recs, pos = await asyncio.to_thread(_records_from, order, pos)
+            recs, pos = await _records_off_loop(order, pos)
             for stream, start, end in pieces_to_send(recs, sent):
                 await piece(stream, start, end)
             if finished or drained is None:
