@@ -67,3 +67,27 @@ def alternate(script: Path, argv: list[str], trees: dict[str, Path], rounds: int
             print(json.dumps({"round": i, "tree": name, **doc}), file=sys.stderr, flush=True)
             runs[name].append(doc)
     return runs
+
+
+def main() -> None:
+    """`beside.py TREE [--rounds N] [--dir DIR] -- SCRIPT ARGS…`: any bench script run
+    alternately with this tree and TREE; one JSON line with every run of each."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tree")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--dir")
+    ap.add_argument("script", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    script = args.script[1:] if args.script[:1] == ["--"] else args.script
+    if not script:
+        ap.error("name a bench script after --")
+    trees = {"this": ROOT, "beside": checkout(args.tree)}
+    runs = alternate(HERE / script[0], script[1:], trees, args.rounds, args.dir)
+    print(json.dumps({"bench": "beside", "script": script, "beside": args.tree,
+                      "dir": args.dir, "rounds": args.rounds, **runs}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
