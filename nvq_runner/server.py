@@ -239,10 +239,13 @@ class Runner:
         task.add_done_callback(lambda t: conn.tails.pop(msg.req, None))
 
     def _tail_both(self, conn: Conn, msg: p.Tail, d: JobDir) -> None:
-        logs = {s: d.attempt_log(s, msg.attempt) for s in write_order.STREAMS}
         run = self.jobs.running.get(msg.job_id)
         attempt = msg.attempt if msg.attempt is not None else (run.rec.attempt if run else None)
         run = run if run is not None and attempt == run.rec.attempt else None
+        # The running attempt's logs are the live ones (the daemon's output copy asks
+        # for every attempt as it starts): no look for kept logs and records.
+        logs = ({s: d.log(s) for s in write_order.STREAMS} if run is not None else
+                {s: d.attempt_log(s, msg.attempt) for s in write_order.STREAMS})
         if attempt is None:
             rec = d.read_record()
             attempt = rec.attempt if rec is not None else None
