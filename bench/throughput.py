@@ -66,6 +66,12 @@ def beside(args: argparse.Namespace, argv: list[str]) -> None:
             "jobs_per_s": _spread([float(d["jobs_per_s"]) for d in docs]),  # type: ignore[arg-type]
             "cpu_ms_per_job": _spread([float(d["cpu_ms_per_job"]) for d in docs]),  # type: ignore[arg-type]
             "runs": [d["jobs_per_s"] for d in docs],
+            # where a job's CPU went, each process kind's median over the runs
+            "cpu_ms_per_job_by_process": {
+                k: round(statistics.median(float(d["cpu_ms_per_job_by_process"][k])  # type: ignore[index]
+                                           for d in docs), 2)
+                for k in docs[0]["cpu_ms_per_job_by_process"]  # type: ignore[attr-defined]
+            },
             "not_completed": sum(int(d["not_completed"]) for d in docs),  # type: ignore[call-overload]
         }
     mine = [float(d["jobs_per_s"]) for d in runs["this"]]  # type: ignore[arg-type]
