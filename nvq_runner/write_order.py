@@ -135,9 +135,25 @@ class _Watch:
         self.drained = threading.Event()
         # Streams by their last event in the latest batch: leftovers go in that order.
         self.last: list[str] = list(STREAMS)
-        fresh = 0 if adopted else os.O_TRUNC  # a launch starts the attempt's record over
-        fd = os.open(order, os.O_WRONLY | os.O_CREAT | fresh | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        self.fd = fd
+        # Made at the first record: a job that writes nothing (many do) costs no file,
+        # and on an ext4 without a journal each new inode is searched for past the
+        # ones freed lately. A launch starts the attempt's record over.
+        self._order = order
+        self.fd = -1
+        if not adopted:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(order)
+
+    def write(self, data: bytes) -> None:
+        if self.fd < 0:
+            self.fd = os.open(self._order, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+                              0o600)
+        os.write(self.fd, data)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _events(data: bytes) -> list[tuple[int, int, bytes]]:
@@ -215,7 +231,7 @@ class OrderWatch:
                 return
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(job_dir), IN_MODIFY)
             if wd < 0:
-                os.close(w.fd)
+                w.close()
                 log.warning("cannot watch %s: %s", job_dir, os.strerror(ctypes.get_errno()))
                 return
             old = self._watches.get(wd)
@@ -250,7 +266,7 @@ class OrderWatch:
     def _close(self, w: _Watch) -> None:
         if not w.drained.is_set():
             try:
-                os.close(w.fd)
+                w.close()
             except OSError:
                 pass
             w.drained.set()
@@ -346,7 +362,7 @@ class OrderWatch:
         if not pieces:
             return
         stamp = time.time_ns()
-        os.write(w.fd, b"".join(RECORD.pack(_CODE[s], end, stamp) for s, end in pieces))
+        w.write(b"".join(RECORD.pack(_CODE[s], end, stamp) for s, end in pieces))
         for s, end in pieces:
             w.ends[s] = end
         if os.fstat(w.fd).st_size > w.cap:  # appends go on at the cut file's end (O_APPEND)
