@@ -74,15 +74,15 @@ def main() -> None:
     alternately with this tree and TREE; one JSON line with every run of each."""
     import argparse
 
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(usage="beside.py TREE [--rounds N] [--dir DIR] -- SCRIPT ARGS...")
     ap.add_argument("tree")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir")
-    ap.add_argument("script", nargs=argparse.REMAINDER)
-    args = ap.parse_args()
-    script = args.script[1:] if args.script[:1] == ["--"] else args.script
-    if not script:
+    argv = sys.argv[1:]
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
         ap.error("name a bench script after --")
+    cut = argv.index("--")
+    args, script = ap.parse_args(argv[:cut]), argv[cut + 1:]
     trees = {"this": ROOT, "beside": checkout(args.tree)}
     runs = alternate(HERE / script[0], script[1:], trees, args.rounds, args.dir)
     print(json.dumps({"bench": "beside", "script": script, "beside": args.tree,
