@@ -85,7 +85,7 @@ def main() -> None:
     args, script = ap.parse_args(argv[:cut]), argv[cut + 1:]
     trees = {"this": ROOT, "beside": checkout(args.tree)}
     runs = alternate(HERE / script[0], script[1:], trees, args.rounds, args.dir)
-    print(json.dumps({"bench": "beside", "script": script, "beside": args.tree,
+    print(json.dumps({"bench": "beside", "script": script, "tree": args.tree,
                       "dir": args.dir, "rounds": args.rounds, **runs}), flush=True)
 
 
