@@ -242,10 +242,7 @@ class Runner:
         run = self.jobs.running.get(msg.job_id)
         attempt = msg.attempt if msg.attempt is not None else (run.rec.attempt if run else None)
         run = run if run is not None and attempt == run.rec.attempt else None
-        # The running attempt's logs are the live ones (the daemon's output copy asks
-        # for every attempt as it starts): no look for kept logs and records.
-        logs = ({s: d.log(s) for s in write_order.STREAMS} if run is not None else
-                {s: d.attempt_log(s, msg.attempt) for s in write_order.STREAMS})
+        logs = {s: d.log(s) if run else d.attempt_log(s, msg.attempt) for s in write_order.STREAMS}
         if attempt is None:
             rec = d.read_record()
             attempt = rec.attempt if rec is not None else None

@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import errno
 import logging
 import os
 import select
-import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Optional
 
+from .inotify import IN_IGNORED, IN_MODIFY, Inotify
+from .inotify import events as queue_events
 from .logcap import cut_records
+from .order_records import RECORD, Piece, parse_records, pieces_to_send, split_batch
 from .protocol import DEFAULT_MAX_LOG_SIZE, LogData
 
 log = logging.getLogger(__name__)
@@ -43,16 +44,8 @@ STREAMS = ("stdout", "stderr")
 _NAMES = {"stdout.log": "stdout", "stderr.log": "stderr"}
 _LOG_NAMES = {name.encode() for name in _NAMES}
 _CODE = {"stdout": b"o", "stderr": b"e"}
-_STREAM = {b"o": "stdout", b"e": "stderr"}
-RECORD = struct.Struct(">cQQ")  # stream, that stream's log size after the write, stamp ns
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, name length
-
-IN_MODIFY = 0x00000002
-IN_IGNORED = 0x00008000
-IN_CLOEXEC = 0o2000000
 
 QUIET = 0.05  # no event for this long: what the logs hold past their records is recorded
-GATHER = 0.005  # after an event, how long its neighbours are let in before the read
 POLL = 0.2  # how often a follower looks for new records
 DRAIN_WAIT = 5.0  # how long a follower of an ended attempt waits for its last records
 CHUNK = 1024 * 1024
@@ -60,63 +53,10 @@ INLINE_READ = 64 * 1024  # a read this short is done on the loop, not in a threa
 LINE_PAST = 64 * 1024  # how far past a stream's limit its next line is looked for
 
 Send = Callable[[LogData], Awaitable[None]]
-Piece = tuple[str, int]  # (stream, that stream's end after it)
 
 
 def order_path(job_dir: Path, attempt: int) -> Path:
     return job_dir / f"order-{attempt}.log"
-
-
-# ---------------------------------------------------------------- pure decisions
-
-
-def split_batch(
-    events: list[str], ends: dict[str, int], fresh: dict[str, bytes], limits: dict[str, int],
-) -> list[Piece]:
-    """The pieces one batch of modification events stands for, in the order written.
-    `events`: the stream of each event, in queue order; `ends`: how far each stream
-    was recorded before the batch; `fresh`: what each stream holds past that now;
-    `limits`: each stream's size just before the batch was read (every write they
-    hold has its event in this batch or before it). Each event is at least one write:
-    it gets the next whole line (none when no line end is there yet); a stream's
-    last event in the batch also gets the rest up to its limit."""
-    last = {s: i for i, s in enumerate(events)}
-    at = dict(ends)
-    pieces: list[Piece] = []
-    for i, stream in enumerate(events):
-        base, body = ends.get(stream, 0), fresh.get(stream, b"")
-        start = at.get(stream, 0)
-        nl = body.find(b"\n", start - base)
-        end = base + nl + 1 if nl >= 0 else start
-        if last[stream] == i:
-            end = max(end, min(base + len(body), limits.get(stream, 0)))
-        if end > start:
-            at[stream] = end
-            if pieces and pieces[-1][0] == stream:
-                pieces[-1] = (stream, end)
-            else:
-                pieces.append((stream, end))
-    return pieces
-
-
-def pieces_to_send(recorded: list[Piece], sent: dict[str, int]) -> list[tuple[str, int, int]]:
-    """(stream, start, end) byte ranges to send, in the order written, given what was
-    recorded and how far each stream has been sent."""
-    at = dict(sent)
-    out: list[tuple[str, int, int]] = []
-    for stream, end in recorded:
-        start = at.get(stream, 0)
-        if end > start:
-            out.append((stream, start, end))
-            at[stream] = end
-    return out
-
-
-def parse_records(data: bytes) -> list[Piece]:
-    """The whole records in `data`."""
-    usable = len(data) - len(data) % RECORD.size
-    return [(_STREAM.get(code, "stdout"), end)
-            for code, end, _ in RECORD.iter_unpack(data[:usable])]
 
 
 # ---------------------------------------------------------------- the watching thread
@@ -135,19 +75,16 @@ class _Watch:
         self.drained = threading.Event()
         # Streams by their last event in the latest batch: leftovers go in that order.
         self.last: list[str] = list(STREAMS)
-        # Made at the first record: a job that writes nothing (many do) costs no file,
-        # and on an ext4 without a journal each new inode is searched for past the
-        # ones freed lately. A launch starts the attempt's record over.
-        self._order = order
-        self.fd = -1
-        if not adopted:
+        # Made at the first record: a job that writes nothing costs no inode (on ext4
+        # without a journal each is searched for past those freed lately).
+        self._order, self.fd = order, -1
+        if not adopted:  # a launch starts the attempt's record over
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(order)
 
     def write(self, data: bytes) -> None:
         if self.fd < 0:
-            self.fd = os.open(self._order, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-                              0o600)
+            self.fd = os.open(self._order, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         os.write(self.fd, data)
 
     def close(self) -> None:
@@ -156,27 +93,9 @@ class _Watch:
             self.fd = -1
 
 
-def _events(data: bytes) -> list[tuple[int, int, bytes]]:
-    """(wd, mask, name) of each event in one read of the queue."""
-    out: list[tuple[int, int, bytes]] = []
-    pos = 0
-    while pos + _EVENT.size <= len(data):
-        wd, mask, _, size = _EVENT.unpack_from(data, pos)
-        name = data[pos + _EVENT.size : pos + _EVENT.size + size].split(b"\0", 1)[0]
-        pos += _EVENT.size + size
-        out.append((wd, mask, name))
-    return out
-
-
 def _writes_a_log(data: bytes) -> bool:
-    """Whether a read of the queue holds a log's write or a watch's end (IN_IGNORED:
-    its attempt's last records are due)."""
-    return any(mask & IN_IGNORED or name in _LOG_NAMES for _, mask, name in _events(data))
-
-
-def _read_more(fd: int) -> bytes:
-    """What the queue holds now (one read, as much as the first), without waiting."""
-    return os.read(fd, 256 * 1024) if select.select([fd], [], [], 0)[0] else b""
+    """Whether a read of the queue holds a log's write or a watch's end (IN_IGNORED)."""
+    return any(mask & IN_IGNORED or name in _LOG_NAMES for _, mask, name in queue_events(data))
 
 
 def _size(path: Path) -> int:
@@ -202,18 +121,14 @@ class OrderWatch:
         self._lock = threading.Lock()
         self._watches: dict[int, _Watch] = {}  # wd → watch
         self._by_dir: dict[Path, int] = {}
-        self._libc: Optional[ctypes.CDLL] = None
-        self._fd = -1
+        self._queue: Optional[Inotify] = None
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = libc.inotify_init1(IN_CLOEXEC)
-        except (OSError, AttributeError):
-            fd = -1
-        if fd < 0:
+            self._queue = Inotify()
+        except OSError:
             log.warning("no inotify: both streams of a job are merged as they are read")
             return
-        self._libc, self._fd = libc, fd
-        threading.Thread(target=self._run, name="write-order", daemon=True).start()
+        threading.Thread(target=self._run, args=(self._queue,), name="write-order",
+                         daemon=True).start()
 
     def watch(
         self, job_dir: Path, attempt: int, adopted: bool = False, cap: int = DEFAULT_MAX_LOG_SIZE,
@@ -221,7 +136,7 @@ class OrderWatch:
         """Record the order of writes to `job_dir`'s logs from now on, for `attempt`
         (`adopted`: after the records a runner before this one kept), the records held
         under `cap` bytes (the job's max_log_size)."""
-        if self._libc is None:
+        if self._queue is None:
             return
         with self._lock:
             try:
@@ -229,18 +144,18 @@ class OrderWatch:
             except Exception as exc:  # a job's order is worth less than its adoption
                 log.warning("cannot keep the write order of %s: %s", job_dir, exc)
                 return
-            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(job_dir), IN_MODIFY)
-            if wd < 0:
+            try:
+                wd = self._queue.add_watch(job_dir, IN_MODIFY)
+            except OSError as exc:
                 w.close()
-                log.warning("cannot watch %s: %s", job_dir, os.strerror(ctypes.get_errno()))
+                log.warning("cannot watch %s: %s", job_dir, exc)
                 return
             old = self._watches.get(wd)
             if old is not None:  # the same directory again: a new attempt replaces it
                 self._close(old)
             self._watches[wd] = w
             self._by_dir[job_dir] = wd
-            # What is there already (an adopted attempt) comes before what follows; a
-            # launch's logs are made after this, by the spawn.
+            # What an adopted attempt wrote comes first (a launch's logs are made later).
             try:
                 if adopted:
                     self._record(w, list(STREAMS), None)
@@ -251,8 +166,8 @@ class OrderWatch:
         """The attempt ended: its last events are recorded, then `drained` is set."""
         with self._lock:
             wd = self._by_dir.pop(job_dir, None)
-            if wd is not None and self._libc is not None:
-                self._libc.inotify_rm_watch(self._fd, wd)
+            if wd is not None and self._queue is not None:
+                self._queue.rm_watch(wd)
 
     def drained(self, job_dir: Path, attempt: int) -> Optional[threading.Event]:
         """Set once every write of this attempt has its record; None when its order is
@@ -275,18 +190,18 @@ class OrderWatch:
         return {wd: {s: _size(w.path / f"{s}.log") for s in STREAMS}
                 for wd, w in self._watches.items()}
 
-    def _run(self) -> None:
+    def _run(self, queue: Inotify) -> None:
         quiet = False
         while True:
             try:
-                ready, _, _ = select.select([self._fd], [], [], None if quiet else QUIET)
+                ready, _, _ = select.select([queue.fd], [], [], None if quiet else QUIET)
+                # Sizes before the read: every write they hold has its event in what
+                # the read returns (or before); a write after them waits for its own.
+                with self._lock:
+                    limits = self._sizes()
                 if not ready:
-                    # Sizes before looking again: every write they hold has its event
-                    # queued by then; a write after them waits for its own.
-                    with self._lock:
-                        limits = self._sizes()
-                    if select.select([self._fd], [], [], 0)[0]:
-                        continue  # a write came meanwhile: read it first
+                    if select.select([queue.fd], [], [], 0)[0]:
+                        continue  # a write came meanwhile: take new sizes, then read it
                     # Nothing queued: every write the sizes hold has been read, and what
                     # the logs hold past their records goes in the order last seen.
                     with self._lock:
@@ -294,28 +209,16 @@ class OrderWatch:
                             self._record(w, w.last, limits.get(wd))
                     quiet = True
                     continue
-                # A busy node's jobs raise events by the thousand a second: taken a
-                # few ms late they come in one read, not one wake-up (and one turn
-                # of the interpreter's lock) each. Late loses nothing of the order.
-                time.sleep(GATHER)
-                data = os.read(self._fd, 256 * 1024)
-                # Most events are the runner's own files in the job directories
-                # (records, status, this very order file): a batch without a log's
-                # write needs neither sizes nor a quiet sweep after it.
-                if not _writes_a_log(data):
-                    continue
-                # Sizes, then the queue read again: every write they hold has its
-                # event in the two reads (or before); a write after them waits for
-                # its own. (Sizes at every wake-up, stat'ing both logs of every
-                # watched attempt, were most of a busy runner's system calls.)
-                with self._lock:
-                    limits = self._sizes()
-                data += _read_more(self._fd)
+                data = queue.read()
             except OSError as exc:
                 if exc.errno == errno.EINTR:
                     continue
                 log.error("the write-order queue failed: %s", exc)
                 return
+            # The runner's own files (records, status, the order file) raise most
+            # events: a read without a log's write leaves the quiet sweep as it was.
+            if not _writes_a_log(data):
+                continue
             quiet = False
             try:
                 self._batch(data, limits)
@@ -325,7 +228,7 @@ class OrderWatch:
     def _batch(self, data: bytes, limits: dict[int, dict[str, int]]) -> None:
         per_wd: dict[int, list[str]] = {}
         ended: list[int] = []
-        for wd, mask, name in _events(data):
+        for wd, mask, name in queue_events(data):
             if mask & IN_IGNORED:
                 ended.append(wd)
             elif mask & IN_MODIFY:
@@ -387,18 +290,15 @@ def _records_from(path: Path, pos: int) -> tuple[list[Piece], int]:
 
 
 async def _read_off_loop(path: Path, start: int, end: int) -> bytes:
-    """`_read`, in a thread when it is long: a thread's hand-over costs more than a
-    short read of a local file (most jobs' logs, and every follow's first look)."""
-    if end - start <= INLINE_READ:
-        return _read(path, start, end)
-    return await asyncio.to_thread(_read, path, start, end)
+    """`_read`, in a thread when long: a hand-over costs more than a short local read."""
+    short = end - start <= INLINE_READ
+    return _read(path, start, end) if short else await asyncio.to_thread(_read, path, start, end)
 
 
 async def _records_off_loop(path: Path, pos: int) -> tuple[list[Piece], int]:
     """`_records_from`, in a thread when many records came since `pos`."""
-    if _size(path) - pos <= INLINE_READ:
-        return _records_from(path, pos)
-    return await asyncio.to_thread(_records_from, path, pos)
+    short = _size(path) - pos <= INLINE_READ
+    return _records_from(path, pos) if short else await asyncio.to_thread(_records_from, path, pos)
 
 
 async def merged_tail(
