@@ -65,6 +65,8 @@ def order_path(job_dir: Path, attempt: int) -> Path:
 class _Watch:
     def __init__(self, path: Path, attempt: int, adopted: bool, cap: int) -> None:
         self.path = path
+        # the logs' paths as strings: their sizes are taken before every read
+        self.logs = {s: os.path.join(path, f"{s}.log") for s in STREAMS}
         self.attempt = attempt
         self.cap = cap
         self.ends: dict[str, int] = {s: 0 for s in STREAMS}
@@ -101,6 +103,13 @@ def _writes_a_log(data: bytes) -> bool:
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _stat_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
     except OSError:
         return 0
 
@@ -187,7 +196,7 @@ class OrderWatch:
             w.drained.set()
 
     def _sizes(self) -> dict[int, dict[str, int]]:
-        return {wd: {s: _size(w.path / f"{s}.log") for s in STREAMS}
+        return {wd: {s: _stat_size(log) for s, log in w.logs.items()}
                 for wd, w in self._watches.items()}
 
     def _run(self, queue: Inotify) -> None:
