@@ -3,13 +3,20 @@ from the first submit to the last completion, plus the submission rate through o
 `--array` request, through the control socket (one request per job, no CLI start-up)
 and through separate CLI calls.
 
+`--beside TREE` runs the same workload with another checkout (a directory, or a git
+revision exported and installed once by beside.py), `--rounds` times each, alternating,
+and prints both figures and their ratio.
+
 Prints one JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import sys
 import time
+from pathlib import Path
 
 from common import cpu_busy_ms, cpu_by_process, emit, machine, queue, split_per_job, wait_nodes_up
 
@@ -40,17 +47,73 @@ def _wait_all_done(nvq: object, total: int, timeout: float) -> dict[str, int]:
         time.sleep(0.25)
 
 
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2),
+            "max": round(max(values), 2)}
+
+
+def beside(args: argparse.Namespace, argv: list[str]) -> None:
+    """This tree and `args.beside`, `args.rounds` runs each, alternating."""
+    import beside as other
+
+    trees = {"this": other.ROOT, "beside": other.checkout(args.beside)}
+    runs = other.alternate(Path(__file__).resolve(), argv, trees, args.rounds, args.dir)
+    doc: dict[str, object] = {"bench": "throughput_beside", "machine": machine(),
+                              "beside": args.beside, "dir": args.dir, "rounds": args.rounds,
+                              "argv": argv}
+    for name, docs in runs.items():
+        doc[name] = {
+            "jobs_per_s": _spread([float(d["jobs_per_s"]) for d in docs]),  # type: ignore[arg-type]
+            "cpu_ms_per_job": _spread([float(d["cpu_ms_per_job"]) for d in docs]),  # type: ignore[arg-type]
+            "runs": [d["jobs_per_s"] for d in docs],
+            # where a job's CPU went, each process kind's median over the runs
+            "cpu_ms_per_job_by_process": {
+                k: round(statistics.median(float(d["cpu_ms_per_job_by_process"][k])  # type: ignore[index]
+                                           for d in docs), 2)
+                for k in docs[0]["cpu_ms_per_job_by_process"]  # type: ignore[attr-defined]
+            },
+            "not_completed": sum(int(d["not_completed"]) for d in docs),  # type: ignore[call-overload]
+        }
+    mine = [float(d["jobs_per_s"]) for d in runs["this"]]  # type: ignore[arg-type]
+    theirs = [float(d["jobs_per_s"]) for d in runs["beside"]]  # type: ignore[arg-type]
+    # each round's two runs are neighbours in time: their ratio cancels the slow drift
+    doc["ratio_by_round"] = [round(a / b, 3) for a, b in zip(mine, theirs, strict=True)]
+    doc["ratio"] = round(statistics.median(mine) / statistics.median(theirs), 3)
+    emit(doc)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=5000)
     ap.add_argument("--cli-calls", type=int, default=30)
+    ap.add_argument("--nodes", type=int, default=4, help="sshd nodes of 8 cards each")
+    ap.add_argument("--local-node", action="store_true",
+                    help="the queue host's own node too, with 8 cards")
     ap.add_argument("--submit-flag", action="append", default=[],
                     help="an extra `job submit` flag for the timed jobs, e.g. --no-snapshot")
+    ap.add_argument("--beside", metavar="TREE",
+                    help="another checkout (directory or git revision) to run alternately")
+    ap.add_argument("--rounds", type=int, default=3, help="runs of each tree with --beside")
+    ap.add_argument("--dir", help="where the queue's and the nodes' homes go (TMPDIR), "
+                    "e.g. /dev/shm for tmpfs; with --beside")
     args = ap.parse_args()
-    doc: dict[str, object] = {"bench": "throughput", "machine": machine(), "jobs": args.jobs}
+    if args.beside:
+        argv = [a for a in sys.argv[1:]]
+        for flag in ("--beside", "--rounds", "--dir"):
+            while flag in argv:
+                i = argv.index(flag)
+                del argv[i:i + 2]
+        beside(args, argv)
+        return
+    if args.dir:
+        import tempfile
+
+        tempfile.tempdir = args.dir
+    doc: dict[str, object] = {"bench": "throughput", "machine": machine(), "jobs": args.jobs,
+                              "nodes": args.nodes, "local_node": args.local_node}
     if args.submit_flag:
         doc["submit_flags"] = args.submit_flag
-    with queue("ssh", nodes=4, gpus=EIGHT_CARDS) as nvq:
+    with queue("ssh", nodes=args.nodes, gpus=EIGHT_CARDS, local_node=args.local_node) as nvq:
         wait_nodes_up(nvq)
         # Separate CLI calls: each is a fresh `nvq` process.
         started = time.monotonic()

@@ -102,10 +102,11 @@ def tail_log(runner: Runner, conn: Conn, msg: p.Tail) -> None:
 
 
 def _tail_both(runner: Runner, conn: Conn, msg: p.Tail, d: JobDir) -> None:
-    logs = {s: d.attempt_log(s, msg.attempt) for s in write_order.STREAMS}
     run = runner.jobs.running.get(msg.job_id)
     attempt = msg.attempt if msg.attempt is not None else (run.rec.attempt if run else None)
     run = run if run is not None and attempt == run.rec.attempt else None
+    # The running attempt's logs are the live ones: no kept ones to look for.
+    logs = {s: d.log(s) if run else d.attempt_log(s, msg.attempt) for s in write_order.STREAMS}
     if attempt is None:
         rec = d.read_record()
         attempt = rec.attempt if rec is not None else None

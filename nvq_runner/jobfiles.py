@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
@@ -70,25 +71,70 @@ _dec = msgspec.json.Decoder(AttemptRecord)
 
 
 class JobDir:
+    # The files' paths are made on first use: a runner makes a JobDir for every
+    # message about a job, and fifteen eager path joins were a visible share of a
+    # busy runner's Python time, most of them never used by that message.
     def __init__(self, jobs_root: Path, job_id: int, queue_id: str = "", nonce: str = "") -> None:
         self.job_id = job_id
         self.queue_id = queue_id
         self.nonce = nonce
         self.path = jobs_root / dir_name(job_id, queue_id, nonce)
-        self.script = self.path / "script"
-        # an image job: its own script (run in the container) and environment
-        self.inner_script = self.path / "container.sh"
-        self.container_env = self.path / "container.env"
-        self.stdout = self.path / "stdout.log"
-        self.stderr = self.path / "stderr.log"
-        self.status = self.path / "status"
-        self.result = self.path / "result.json"
-        self.artifacts = self.path / "artifacts"
-        self.inputs = self.path / "inputs"  # $NVQ_INPUTS: prerequisites' artifacts
-        self.attempt_json = self.path / "attempt.json"
-        self.exit = self.path / "exit"
-        self.wrapper_pid = self.path / "wrapper.pid"
-        self.tombstone = self.path / "killed"  # highest attempt killed before it started
+
+    @cached_property
+    def script(self) -> Path:
+        return self.path / "script"
+
+    @cached_property
+    def inner_script(self) -> Path:
+        """An image job's own script (run in the container)."""
+        return self.path / "container.sh"
+
+    @cached_property
+    def container_env(self) -> Path:
+        """An image job's environment."""
+        return self.path / "container.env"
+
+    @cached_property
+    def stdout(self) -> Path:
+        return self.path / "stdout.log"
+
+    @cached_property
+    def stderr(self) -> Path:
+        return self.path / "stderr.log"
+
+    @cached_property
+    def status(self) -> Path:
+        return self.path / "status"
+
+    @cached_property
+    def result(self) -> Path:
+        return self.path / "result.json"
+
+    @cached_property
+    def artifacts(self) -> Path:
+        return self.path / "artifacts"
+
+    @cached_property
+    def inputs(self) -> Path:
+        """$NVQ_INPUTS: prerequisites' artifacts."""
+        return self.path / "inputs"
+
+    @cached_property
+    def attempt_json(self) -> Path:
+        return self.path / "attempt.json"
+
+    @cached_property
+    def exit(self) -> Path:
+        return self.path / "exit"
+
+    @cached_property
+    def wrapper_pid(self) -> Path:
+        return self.path / "wrapper.pid"
+
+    @cached_property
+    def tombstone(self) -> Path:
+        """The highest attempt killed before it started."""
+        return self.path / "killed"
 
     def log(self, stream: str) -> Path:
         if stream == "setup":

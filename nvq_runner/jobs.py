@@ -99,6 +99,8 @@ class JobManager:
         run = self.running.get(d.job_id)
         if run is not None and run.dir.path == d.path and run.rec.attempt >= attempt:
             return True
+        if not os.path.isdir(d.path):
+            return False  # a new directory (every first attempt): one stat, not two opens
         rec = d.read_record()
         if rec is not None and rec.attempt >= attempt:
             return True

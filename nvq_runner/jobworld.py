@@ -30,7 +30,7 @@ from .image_load import ImageError, ensure_image
 from .input_views import InputsError, InputViews
 from .job_artifacts import ArtifactsError, JobArtifacts
 from .jobfiles import JobDir, tail_text
-from .node_env import local_env, remote_env
+from .node_env import environ_with, local_env, remote_env
 from .protocol import Manifest, ManifestError, SetupPhase, Start
 from .setup_env import (
     DEFAULT_SETUP_FILES,
@@ -224,7 +224,7 @@ class JobWorld:
 
     def _env(self, msg: Start) -> tuple[dict[str, str] | None, list[str]]:
         # the runner's own settings (fake GPUs, sampling) are nvq's, never captured
-        node = {**{k: v for k, v in os.environ.items() if k.startswith("NVQ_")}, **msg.node_env}
+        node = {**environ_with("NVQ_"), **msg.node_env}
         if msg.env_mode == "local":
             return local_env(msg.env_captured, node=node, cli=msg.env), []
         if msg.env_mode == "remote":

@@ -10,6 +10,7 @@ runner because the runner, on the node, is what can tell which paths exist there
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -22,6 +23,13 @@ NO_SUCH_PATH = "no such path there"
 # who and where the job is on a remote node: the node's login says, not the submitter's
 NODE_IDENTITY = frozenset({"HOME", "USER", "LOGNAME", "SHELL", "MAIL", "HOSTNAME", "HOST"})
 NODE_OWN = "the node's own"
+
+
+def environ_with(prefix: str) -> dict[str, str]:
+    """The runner's own variables named `prefix…`. By name first: `os.environ.items()`
+    decodes every value of the environment (five times the cost), and a launch asked
+    twice."""
+    return {k: os.environ[k] for k in os.environ if k.startswith(prefix)}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from .gpu.base import visible_devices
 from .job_socket import BIN, SOCKET_NAME
 from .jobfiles import AttemptRecord, JobDir
 from .jobworld import Prepared
+from .node_env import environ_with
 from .protocol import Start
 from .script_exec import Who, direct_argv, exec_form
 
@@ -73,7 +74,7 @@ def job_env(
     # A pilot's jobs run inside its Slurm allocation: they see it as a Slurm job step
     # would (SLURM_JOB_ID, the node list, the granted cards), whatever the submitter's
     # shell carried.
-    env.update((k, v) for k, v in os.environ.items() if k.startswith("SLURM_"))
+    env.update(environ_with("SLURM_"))
     if port is not None:
         env["NVQ_PORT"] = str(port)
         # torchrun and torch.distributed read it; a job that chose its own keeps it.

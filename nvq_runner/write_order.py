@@ -22,98 +22,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import errno
 import logging
 import os
 import select
-import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Optional
 
+from .inotify import IN_IGNORED, IN_MODIFY, Inotify
+from .inotify import events as queue_events
 from .logcap import cut_records
+from .order_records import RECORD, Piece, parse_records, pieces_to_send, split_batch
 from .protocol import DEFAULT_MAX_LOG_SIZE, LogData
 
 log = logging.getLogger(__name__)
 
 STREAMS = ("stdout", "stderr")
 _NAMES = {"stdout.log": "stdout", "stderr.log": "stderr"}
+_LOG_NAMES = {name.encode() for name in _NAMES}
 _CODE = {"stdout": b"o", "stderr": b"e"}
-_STREAM = {b"o": "stdout", b"e": "stderr"}
-RECORD = struct.Struct(">cQQ")  # stream, that stream's log size after the write, stamp ns
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, name length
-
-IN_MODIFY = 0x00000002
-IN_IGNORED = 0x00008000
-IN_CLOEXEC = 0o2000000
 
 QUIET = 0.05  # no event for this long: what the logs hold past their records is recorded
 POLL = 0.2  # how often a follower looks for new records
 DRAIN_WAIT = 5.0  # how long a follower of an ended attempt waits for its last records
 CHUNK = 1024 * 1024
+INLINE_READ = 64 * 1024  # a read this short is done on the loop, not in a thread
 LINE_PAST = 64 * 1024  # how far past a stream's limit its next line is looked for
 
 Send = Callable[[LogData], Awaitable[None]]
-Piece = tuple[str, int]  # (stream, that stream's end after it)
 
 
 def order_path(job_dir: Path, attempt: int) -> Path:
     return job_dir / f"order-{attempt}.log"
-
-
-# ---------------------------------------------------------------- pure decisions
-
-
-def split_batch(
-    events: list[str], ends: dict[str, int], fresh: dict[str, bytes], limits: dict[str, int],
-) -> list[Piece]:
-    """The pieces one batch of modification events stands for, in the order written.
-    `events`: the stream of each event, in queue order; `ends`: how far each stream
-    was recorded before the batch; `fresh`: what each stream holds past that now;
-    `limits`: each stream's size just before the batch was read (every write they
-    hold has its event in this batch or before it). Each event is at least one write:
-    it gets the next whole line (none when no line end is there yet); a stream's
-    last event in the batch also gets the rest up to its limit."""
-    last = {s: i for i, s in enumerate(events)}
-    at = dict(ends)
-    pieces: list[Piece] = []
-    for i, stream in enumerate(events):
-        base, body = ends.get(stream, 0), fresh.get(stream, b"")
-        start = at.get(stream, 0)
-        nl = body.find(b"\n", start - base)
-        end = base + nl + 1 if nl >= 0 else start
-        if last[stream] == i:
-            end = max(end, min(base + len(body), limits.get(stream, 0)))
-        if end > start:
-            at[stream] = end
-            if pieces and pieces[-1][0] == stream:
-                pieces[-1] = (stream, end)
-            else:
-                pieces.append((stream, end))
-    return pieces
-
-
-def pieces_to_send(recorded: list[Piece], sent: dict[str, int]) -> list[tuple[str, int, int]]:
-    """(stream, start, end) byte ranges to send, in the order written, given what was
-    recorded and how far each stream has been sent."""
-    at = dict(sent)
-    out: list[tuple[str, int, int]] = []
-    for stream, end in recorded:
-        start = at.get(stream, 0)
-        if end > start:
-            out.append((stream, start, end))
-            at[stream] = end
-    return out
-
-
-def parse_records(data: bytes) -> list[Piece]:
-    """The whole records in `data`."""
-    usable = len(data) - len(data) % RECORD.size
-    return [(_STREAM.get(code, "stdout"), end)
-            for code, end, _ in RECORD.iter_unpack(data[:usable])]
 
 
 # ---------------------------------------------------------------- the watching thread
@@ -122,6 +65,8 @@ def parse_records(data: bytes) -> list[Piece]:
 class _Watch:
     def __init__(self, path: Path, attempt: int, adopted: bool, cap: int) -> None:
         self.path = path
+        # the logs' paths as strings: their sizes are taken before every read
+        self.logs = {s: os.path.join(path, f"{s}.log") for s in STREAMS}
         self.attempt = attempt
         self.cap = cap
         self.ends: dict[str, int] = {s: 0 for s in STREAMS}
@@ -132,14 +77,39 @@ class _Watch:
         self.drained = threading.Event()
         # Streams by their last event in the latest batch: leftovers go in that order.
         self.last: list[str] = list(STREAMS)
-        fresh = 0 if adopted else os.O_TRUNC  # a launch starts the attempt's record over
-        fd = os.open(order, os.O_WRONLY | os.O_CREAT | fresh | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        self.fd = fd
+        # Made at the first record: a job that writes nothing costs no inode (on ext4
+        # without a journal each is searched for past those freed lately).
+        self._order, self.fd = order, -1
+        if not adopted:  # a launch starts the attempt's record over
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(order)
+
+    def write(self, data: bytes) -> None:
+        if self.fd < 0:
+            self.fd = os.open(self._order, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        os.write(self.fd, data)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _writes_a_log(data: bytes) -> bool:
+    """Whether a read of the queue holds a log's write or a watch's end (IN_IGNORED)."""
+    return any(mask & IN_IGNORED or name in _LOG_NAMES for _, mask, name in queue_events(data))
 
 
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _stat_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
     except OSError:
         return 0
 
@@ -160,18 +130,14 @@ class OrderWatch:
         self._lock = threading.Lock()
         self._watches: dict[int, _Watch] = {}  # wd → watch
         self._by_dir: dict[Path, int] = {}
-        self._libc: Optional[ctypes.CDLL] = None
-        self._fd = -1
+        self._queue: Optional[Inotify] = None
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = libc.inotify_init1(IN_CLOEXEC)
-        except (OSError, AttributeError):
-            fd = -1
-        if fd < 0:
+            self._queue = Inotify()
+        except OSError:
             log.warning("no inotify: both streams of a job are merged as they are read")
             return
-        self._libc, self._fd = libc, fd
-        threading.Thread(target=self._run, name="write-order", daemon=True).start()
+        threading.Thread(target=self._run, args=(self._queue,), name="write-order",
+                         daemon=True).start()
 
     def watch(
         self, job_dir: Path, attempt: int, adopted: bool = False, cap: int = DEFAULT_MAX_LOG_SIZE,
@@ -179,7 +145,7 @@ class OrderWatch:
         """Record the order of writes to `job_dir`'s logs from now on, for `attempt`
         (`adopted`: after the records a runner before this one kept), the records held
         under `cap` bytes (the job's max_log_size)."""
-        if self._libc is None:
+        if self._queue is None:
             return
         with self._lock:
             try:
@@ -187,19 +153,21 @@ class OrderWatch:
             except Exception as exc:  # a job's order is worth less than its adoption
                 log.warning("cannot keep the write order of %s: %s", job_dir, exc)
                 return
-            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(job_dir), IN_MODIFY)
-            if wd < 0:
-                os.close(w.fd)
-                log.warning("cannot watch %s: %s", job_dir, os.strerror(ctypes.get_errno()))
+            try:
+                wd = self._queue.add_watch(job_dir, IN_MODIFY)
+            except OSError as exc:
+                w.close()
+                log.warning("cannot watch %s: %s", job_dir, exc)
                 return
             old = self._watches.get(wd)
             if old is not None:  # the same directory again: a new attempt replaces it
                 self._close(old)
             self._watches[wd] = w
             self._by_dir[job_dir] = wd
-            # What is there already (an adopted attempt) comes before what follows.
+            # What an adopted attempt wrote comes first (a launch's logs are made later).
             try:
-                self._record(w, list(STREAMS), None)
+                if adopted:
+                    self._record(w, list(STREAMS), None)
             except OSError as exc:
                 log.warning("cannot record the write order of %s: %s", job_dir, exc)
 
@@ -207,8 +175,8 @@ class OrderWatch:
         """The attempt ended: its last events are recorded, then `drained` is set."""
         with self._lock:
             wd = self._by_dir.pop(job_dir, None)
-            if wd is not None and self._libc is not None:
-                self._libc.inotify_rm_watch(self._fd, wd)
+            if wd is not None and self._queue is not None:
+                self._queue.rm_watch(wd)
 
     def drained(self, job_dir: Path, attempt: int) -> Optional[threading.Event]:
         """Set once every write of this attempt has its record; None when its order is
@@ -222,26 +190,26 @@ class OrderWatch:
     def _close(self, w: _Watch) -> None:
         if not w.drained.is_set():
             try:
-                os.close(w.fd)
+                w.close()
             except OSError:
                 pass
             w.drained.set()
 
     def _sizes(self) -> dict[int, dict[str, int]]:
-        return {wd: {s: _size(w.path / f"{s}.log") for s in STREAMS}
+        return {wd: {s: _stat_size(log) for s, log in w.logs.items()}
                 for wd, w in self._watches.items()}
 
-    def _run(self) -> None:
+    def _run(self, queue: Inotify) -> None:
         quiet = False
         while True:
             try:
-                ready, _, _ = select.select([self._fd], [], [], None if quiet else QUIET)
+                ready, _, _ = select.select([queue.fd], [], [], None if quiet else QUIET)
                 # Sizes before the read: every write they hold has its event in what
                 # the read returns (or before); a write after them waits for its own.
                 with self._lock:
                     limits = self._sizes()
                 if not ready:
-                    if select.select([self._fd], [], [], 0)[0]:
+                    if select.select([queue.fd], [], [], 0)[0]:
                         continue  # a write came meanwhile: take new sizes, then read it
                     # Nothing queued: every write the sizes hold has been read, and what
                     # the logs hold past their records goes in the order last seen.
@@ -250,12 +218,16 @@ class OrderWatch:
                             self._record(w, w.last, limits.get(wd))
                     quiet = True
                     continue
-                data = os.read(self._fd, 256 * 1024)
+                data = queue.read()
             except OSError as exc:
                 if exc.errno == errno.EINTR:
                     continue
                 log.error("the write-order queue failed: %s", exc)
                 return
+            # The runner's own files (records, status, the order file) raise most
+            # events: a read without a log's write leaves the quiet sweep as it was.
+            if not _writes_a_log(data):
+                continue
             quiet = False
             try:
                 self._batch(data, limits)
@@ -265,11 +237,7 @@ class OrderWatch:
     def _batch(self, data: bytes, limits: dict[int, dict[str, int]]) -> None:
         per_wd: dict[int, list[str]] = {}
         ended: list[int] = []
-        pos = 0
-        while pos + _EVENT.size <= len(data):
-            wd, mask, _, size = _EVENT.unpack_from(data, pos)
-            name = data[pos + _EVENT.size : pos + _EVENT.size + size].split(b"\0", 1)[0]
-            pos += _EVENT.size + size
+        for wd, mask, name in queue_events(data):
             if mask & IN_IGNORED:
                 ended.append(wd)
             elif mask & IN_MODIFY:
@@ -306,7 +274,7 @@ class OrderWatch:
         if not pieces:
             return
         stamp = time.time_ns()
-        os.write(w.fd, b"".join(RECORD.pack(_CODE[s], end, stamp) for s, end in pieces))
+        w.write(b"".join(RECORD.pack(_CODE[s], end, stamp) for s, end in pieces))
         for s, end in pieces:
             w.ends[s] = end
         if os.fstat(w.fd).st_size > w.cap:  # appends go on at the cut file's end (O_APPEND)
@@ -330,6 +298,18 @@ def _records_from(path: Path, pos: int) -> tuple[list[Piece], int]:
     return recs, pos + len(recs) * RECORD.size
 
 
+async def _read_off_loop(path: Path, start: int, end: int) -> bytes:
+    """`_read`, in a thread when long: a hand-over costs more than a short local read."""
+    short = end - start <= INLINE_READ
+    return _read(path, start, end) if short else await asyncio.to_thread(_read, path, start, end)
+
+
+async def _records_off_loop(path: Path, pos: int) -> tuple[list[Piece], int]:
+    """`_records_from`, in a thread when many records came since `pos`."""
+    short = _size(path) - pos <= INLINE_READ
+    return _records_from(path, pos) if short else await asyncio.to_thread(_records_from, path, pos)
+
+
 async def merged_tail(
     logs: dict[str, Path], order: Path, req: int, offsets: dict[str, int],
     ended: Optional[asyncio.Future[None]], drained: Optional[threading.Event], send: Send,
@@ -348,7 +328,7 @@ async def merged_tail(
             return
         end = min(end, size)
         while start < end:
-            data = await asyncio.to_thread(_read, logs[stream], start, min(end, start + CHUNK))
+            data = await _read_off_loop(logs[stream], start, min(end, start + CHUNK))
             if not data:
                 break
             start += len(data)
@@ -358,9 +338,9 @@ async def merged_tail(
     try:
         while True:
             finished = ended is None or ended.done()
-            if finished and drained is not None:
+            if finished and drained is not None and not drained.is_set():
                 await asyncio.to_thread(drained.wait, DRAIN_WAIT)
-            recs, pos = await asyncio.to_thread(_records_from, order, pos)
+            recs, pos = await _records_off_loop(order, pos)
             for stream, start, end in pieces_to_send(recs, sent):
                 await piece(stream, start, end)
             if finished or drained is None:

@@ -112,6 +112,8 @@ class HealthWatch:
                     continue
                 self._now(i)
                 card = self._cards[i]
+                if not card.past and not card.began:
+                    continue  # the usual card: never a fault (asked at every exit)
                 began = [*card.past, *card.began.items()]
                 seen = list(dict.fromkeys(f for f, at in began if at >= since))
                 if seen:

@@ -84,3 +84,23 @@ def test_the_write_order_record_stays_under_max_log_size(nvq: Nvq) -> None:
     assert 0 < order.stat().st_size <= 1024 * 1024
     logs = nvq.ok("job", "logs", str(job), "-n", "-1", timeout=120).out.splitlines()
     assert logs.count("o") == pairs and logs.count("e") == pairs
+
+
+def test_a_silent_job_leaves_no_order_record_and_other_files_do_not_blur_the_order(
+    nvq: Nvq,
+) -> None:
+    """The order thread reads events of every file in the job directory; only a log's
+    write counts. A job that never writes has no record file at all (an inode per job
+    on a busy node), and one that writes its status file between its lines of output
+    still gets them in the order written."""
+    silent = nvq.submit("--gpus", "0", "--", "true")["id"]
+    body = ('for i in 1 2 3 4 5; do echo "step $i" > "$NVQ_STATUS_FILE"; '
+            'echo "out $i"; echo "step $i." > "$NVQ_STATUS_FILE"; echo "err $i" >&2; done')
+    chatty = nvq.submit("--gpus", "0", "--", body)["id"]
+    code, _ = nvq.wait(silent, chatty)
+    assert code == 0
+    (silent_dir,) = (nvq.node_home / "jobs").glob(f"*-{silent}-*")
+    assert not (silent_dir / "order-1.log").exists()
+    assert nvq.ok("job", "logs", str(silent), "-n", "-1").out == ""
+    want = "".join(f"out| out {i}\nerr| err {i}\n" for i in range(1, 6))
+    assert nvq.ok("job", "logs", str(chatty), "-n", "-1", "--streams").out == want

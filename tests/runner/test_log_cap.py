@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nvq_runner.logcap import cut_log, cut_records, marker
+from nvq_runner.order_records import RECORD, parse_records
 from nvq_runner.protocol import JobExited
-from nvq_runner.write_order import RECORD, parse_records
 from tests.runner.test_live import Node, job
 
 

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvq_runner.write_order import (
-    RECORD,
-    _records_from,
-    parse_records,
-    pieces_to_send,
-    split_batch,
-)
+from nvq_runner.order_records import RECORD, parse_records, pieces_to_send, split_batch
+from nvq_runner.write_order import _records_from
 
 
 def test_one_event_per_stream_takes_all_that_stream_holds() -> None:

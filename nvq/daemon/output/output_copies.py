@@ -114,14 +114,17 @@ class OutputCopies:
             await changed.wait()
 
     def _open_what_can(self) -> None:
+        # Runs at every commit: a copy being followed (most of them) is passed over
+        # first, at the cost of one lookup; a followed copy that completes leaves
+        # `wanted` in `deliver`.
         for key, st in list(self.wanted.items()):
+            if (*key, "both") in self.active:
+                continue
             if st.complete:
                 self.wanted.pop(key, None)
                 continue
             node = self.state.nodes.get(st.node)
             if node is None or node.send is None or node.state != "up" or not node.reconciled:
-                continue
-            if all(st.done.get(s) for s in STREAMS) or (*key, "both") in self.active:
                 continue
             req = next(_requests)
             self.active[(*key, "both")] = req
