@@ -111,6 +111,17 @@ def test_no_estimate_without_an_end_or_for_a_job_that_waits_on_no_card(nvq: Nvq)
     nvq.ok("job", "cancel", "--mine")
 
 
+def test_a_job_held_by_its_begin_starts_no_earlier_than_that(nvq: Nvq) -> None:
+    job = nvq.submit("--gpus", "0", "--begin", "after 2h", "--", "true")
+    nvq.wait_for(job["id"], lambda j: j["reason"] == "BeginTime")
+    start = nvq.json("job", "why", str(job["id"]))["start_estimate"]
+    assert start == {"at": job["begin_at"], "rests_on": "at its --begin time, if cards are free then"}
+    (row,) = nvq.json("job", "ls")["jobs"]
+    assert row["start_estimate"] == start
+    line = nvq.ok("job", "why", str(job["id"])).out.splitlines()[1]
+    assert line.startswith("estimated start ") and line.endswith(start["rests_on"]), line
+
+
 def test_an_array_member_runs_for_its_arrays_typical_run(nvq: Nvq, tmp_path: Path) -> None:
     # Each member's command differs ({} is its index): only the array's own completed
     # members say how long the next one runs.

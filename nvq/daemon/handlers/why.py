@@ -54,7 +54,7 @@ async def with_starts(ctx: Context, rows: list[c.JobRow], user: str) -> None:
     found = await start_estimates(ctx.state, ctx.memory, ctx.machines, asked, user) if asked else {}
     for row in pending:
         if row.reason is not None:
-            row.start_estimate = found.get(row.id) or not_for_cards(row.reason)
+            row.start_estimate = found.get(row.id) or not_for_cards(row.reason, row.begin_at)
 
 
 async def estimated_start(
@@ -63,9 +63,9 @@ async def estimated_start(
     if job.state is not JobState.PENDING or reason is None:
         return None
     if reason not in FOR_CARDS:
-        return not_for_cards(reason)
+        return not_for_cards(reason, job.spec.begin_at)
     found = await start_estimates(ctx.state, ctx.memory, ctx.machines, [job.id], user)
-    return found.get(job.id) or not_for_cards(reason)
+    return found.get(job.id) or not_for_cards(reason, job.spec.begin_at)
 
 
 def current_facts(ctx: Context) -> PassFacts:

@@ -25,7 +25,12 @@ from nvq.model import JobRecord
 FOR_CARDS = frozenset({w.PRIORITY, w.RESOURCES, w.FAIR_SHARE, w.STARVATION, w.BUSY})
 
 
-def not_for_cards(reason: str) -> se.StartEstimate:
+def not_for_cards(reason: str, begin_at: float | None = None) -> se.StartEstimate:
+    """The start of a job that waits on something other than cards: its `--begin` time
+    for one held by it (whether cards are free then is not played so far forward: the
+    queue will have changed), else that it cannot be known."""
+    if reason == w.BEGIN_TIME and begin_at is not None:
+        return se.StartEstimate(begin_at, "at its --begin time, if cards are free then")
     return se.StartEstimate(None, f"it cannot be known: it waits on {reason}, not on cards")
 
 
