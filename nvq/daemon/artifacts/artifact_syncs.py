@@ -175,12 +175,8 @@ class ArtifactSyncs:
         `artifact_sync` old."""
         state = self.state
         interval = state.config.queue.artifact_sync
-        for job in list(state.jobs.values()):
-            if job.state is not JobState.RUNNING or job.node is None:
-                continue
-            node = state.nodes.get(job.node)
-            if node is None or node.state != "up" or job.started_at is None:
-                continue
+        for job, node in state.started_on_up_nodes():
+            assert job.started_at is not None  # started_on_up_nodes: started ones only
             last = self.artifacts.last_sync.get(job.id, job.started_at)
             if now - last >= interval:
                 self._periodic(node.name, job.id)

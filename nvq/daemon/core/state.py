@@ -353,6 +353,16 @@ class State:
     def jobs_on(self, node: str) -> list[JobRecord]:
         return self.jobs_by_node().get(node, [])
 
+    def started_on_up_nodes(self) -> list[tuple[JobRecord, NodeRuntime]]:
+        """Running jobs whose process has started, each with its node, where the node is
+        up: what the once-a-second checks (periodic artifact syncs, --max-runtime) walk."""
+        found = []
+        for job in self.index.running.values():
+            node = self.nodes.get(job.node) if job.node is not None else None
+            if node is not None and node.state == "up" and job.started_at is not None:
+                found.append((job, node))
+        return found
+
     def jobs_by_node(self) -> dict[str, list[JobRecord]]:
         """Running (and still reaping) jobs per node, in one sweep over the live jobs:
         callers that look at every node must not sweep once per node."""

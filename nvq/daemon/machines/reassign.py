@@ -230,12 +230,7 @@ class Reassigner:
     async def _tick(self, now: float) -> None:
         state = self.state
         over: list[JobRecord] = []
-        for job in list(state.jobs.values()):
-            if job.state is not JobState.RUNNING or job.node is None:
-                continue
-            node = state.nodes.get(job.node)
-            if node is None or node.state != "up" or job.started_at is None:
-                continue
+        for job, node in state.started_on_up_nodes():
             if reassign.runtime_exceeded(job, node.owner, now):
                 over.append(job)
         if over:
